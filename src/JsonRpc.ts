@@ -1,0 +1,223 @@
+/**
+ * JSON-RPC 2.0 envelopes as MCP uses them: shapes, ids, error codes, a fast
+ * classifier for the hot path and Schemas for documentation and arbitraries.
+ *
+ * The classifier is hand-written because it runs on every message; the
+ * Schemas describe the same shapes and back property tests.
+ */
+import { Schema } from "effect"
+
+export type RequestId = string | number
+
+export interface JsonRpcRequest {
+  readonly jsonrpc: "2.0"
+  readonly id: RequestId
+  readonly method: string
+  readonly params?: unknown
+}
+
+export interface JsonRpcNotification {
+  readonly jsonrpc: "2.0"
+  readonly method: string
+  readonly params?: unknown
+}
+
+export interface JsonRpcSuccess {
+  readonly jsonrpc: "2.0"
+  readonly id: RequestId
+  readonly result: unknown
+}
+
+export interface JsonRpcErrorObject {
+  readonly code: number
+  readonly message: string
+  readonly data?: unknown
+}
+
+export interface JsonRpcFailure {
+  readonly jsonrpc: "2.0"
+  /** `null` only when the request id could not be read (parse error, invalid request). */
+  readonly id: RequestId | null
+  readonly error: JsonRpcErrorObject
+}
+
+export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure
+export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse
+export type JsonRpcBatch = ReadonlyArray<JsonRpcMessage>
+
+/** Standard JSON-RPC codes and the MCP codes that appear on the wire. */
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  /** MCP (≤2025-11-25): request sent before the handshake finished, or to a disabled capability. */
+  ConnectionClosed: -32000,
+  RequestTimeout: -32001,
+  ResourceNotFound: -32002,
+  UrlElicitationRequired: -32042,
+  HeaderMismatch: -32020,
+  MissingRequiredClientCapability: -32021,
+  UnsupportedProtocolVersion: -32022
+} as const
+
+// ---------------------------------------------------------------------------
+// Constructors
+
+export const request = (id: RequestId, method: string, params?: unknown): JsonRpcRequest =>
+  params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params }
+
+export const notification = (method: string, params?: unknown): JsonRpcNotification =>
+  params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }
+
+export const success = (id: RequestId, result: unknown): JsonRpcSuccess => ({ jsonrpc: "2.0", id, result })
+
+export const failure = (
+  id: RequestId | null,
+  code: number,
+  message: string,
+  data?: unknown
+): JsonRpcFailure => ({
+  jsonrpc: "2.0",
+  id,
+  error: data === undefined ? { code, message } : { code, message, data }
+})
+
+export const parseError = (data?: unknown): JsonRpcFailure => failure(null, ErrorCode.ParseError, "Parse error", data)
+
+export const invalidRequest = (id: RequestId | null, data?: unknown): JsonRpcFailure =>
+  failure(id, ErrorCode.InvalidRequest, "Invalid Request", data)
+
+export const methodNotFound = (id: RequestId, method: string): JsonRpcFailure =>
+  failure(id, ErrorCode.MethodNotFound, "Method not found", { method })
+
+export const internalError = (id: RequestId | null, data?: unknown): JsonRpcFailure =>
+  failure(id, ErrorCode.InternalError, "Internal error", data)
+
+// ---------------------------------------------------------------------------
+// Classification (hot path)
+
+export type Classified =
+  | { readonly _tag: "Request"; readonly message: JsonRpcRequest }
+  | { readonly _tag: "Notification"; readonly message: JsonRpcNotification }
+  | { readonly _tag: "Success"; readonly message: JsonRpcSuccess }
+  | { readonly _tag: "Failure"; readonly message: JsonRpcFailure }
+  | { readonly _tag: "Invalid"; readonly reason: string; readonly id: RequestId | null }
+
+const isId = (u: unknown): u is RequestId =>
+  typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
+
+const invalid = (reason: string, id: RequestId | null = null): Classified => ({ _tag: "Invalid", reason, id })
+
+/**
+ * Classifies one decoded JSON value as a JSON-RPC message, or says what is
+ * wrong with it. Never throws. Extra members are kept as they are.
+ */
+export const classify = (u: unknown): Classified => {
+  if (typeof u !== "object" || u === null || Array.isArray(u)) {
+    return invalid(Array.isArray(u) ? "a batch is not a single message" : "message is not an object")
+  }
+  const m = u as Record<string, unknown>
+  const id = m.id
+  const readableId = isId(id) ? id : null
+  if (m.jsonrpc !== "2.0") return invalid("jsonrpc must be \"2.0\"", readableId)
+  const method = m.method
+  if (method !== undefined) {
+    if (typeof method !== "string") return invalid("method must be a string", readableId)
+    if (m.params !== undefined && (typeof m.params !== "object" || m.params === null)) {
+      return invalid("params must be an object or an array", readableId)
+    }
+    if (!("id" in m)) return { _tag: "Notification", message: m as unknown as JsonRpcNotification }
+    if (!isId(id)) return invalid("id must be a string or a number", null)
+    return { _tag: "Request", message: m as unknown as JsonRpcRequest }
+  }
+  const hasResult = "result" in m
+  const error = m.error
+  if (hasResult && error !== undefined) return invalid("a response has either result or error, not both", readableId)
+  if (hasResult) {
+    if (!isId(id)) return invalid("a result response needs a string or number id", null)
+    return { _tag: "Success", message: m as unknown as JsonRpcSuccess }
+  }
+  if (error !== undefined) {
+    if (typeof error !== "object" || error === null) return invalid("error must be an object", readableId)
+    const e = error as Record<string, unknown>
+    if (typeof e.code !== "number" || !Number.isInteger(e.code)) return invalid("error.code must be an integer", readableId)
+    if (typeof e.message !== "string") return invalid("error.message must be a string", readableId)
+    if (id !== null && id !== undefined && !isId(id)) return invalid("id must be a string, a number or null", null)
+    const normalized = id === undefined ? { ...m, id: null } : m
+    return { _tag: "Failure", message: normalized as unknown as JsonRpcFailure }
+  }
+  return invalid("not a request, notification or response (no method, result or error)", readableId)
+}
+
+export type Decoded =
+  | { readonly _tag: "Single"; readonly message: Classified }
+  | { readonly _tag: "Batch"; readonly messages: ReadonlyArray<Classified> }
+  | { readonly _tag: "ParseError"; readonly reason: string }
+
+/** Parses one frame (an NDJSON line or an HTTP body). Never throws. */
+export const decode = (text: string): Decoded => {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (e) {
+    return { _tag: "ParseError", reason: e instanceof Error ? e.message : String(e) }
+  }
+  if (Array.isArray(value)) {
+    return { _tag: "Batch", messages: value.map(classify) }
+  }
+  return { _tag: "Single", message: classify(value) }
+}
+
+export const isRequest = (m: JsonRpcMessage): m is JsonRpcRequest => "method" in m && "id" in m
+export const isNotification = (m: JsonRpcMessage): m is JsonRpcNotification => "method" in m && !("id" in m)
+export const isResponse = (m: JsonRpcMessage): m is JsonRpcResponse => !("method" in m)
+
+// ---------------------------------------------------------------------------
+// Schemas: the same shapes, for documentation and property-test arbitraries
+
+const Params = Schema.Record(Schema.String, Schema.Unknown)
+
+export const RequestIdSchema = Schema.Union([Schema.String, Schema.Int])
+
+export const JsonRpcRequestSchema = Schema.Struct({
+  jsonrpc: Schema.Literal("2.0"),
+  id: RequestIdSchema,
+  method: Schema.String,
+  params: Schema.optionalKey(Params)
+})
+
+export const JsonRpcNotificationSchema = Schema.Struct({
+  jsonrpc: Schema.Literal("2.0"),
+  method: Schema.String,
+  params: Schema.optionalKey(Params)
+})
+
+export const JsonRpcSuccessSchema = Schema.Struct({
+  jsonrpc: Schema.Literal("2.0"),
+  id: RequestIdSchema,
+  result: Params
+})
+
+export const JsonRpcErrorObjectSchema = Schema.Struct({
+  code: Schema.Int,
+  message: Schema.String,
+  data: Schema.optionalKey(Schema.Unknown)
+})
+
+export const JsonRpcFailureSchema = Schema.Struct({
+  jsonrpc: Schema.Literal("2.0"),
+  id: Schema.NullOr(RequestIdSchema),
+  error: JsonRpcErrorObjectSchema
+})
+
+/** Requests before notifications: unknown keys are stripped, so the order decides. */
+export const JsonRpcMessageSchema = Schema.Union([
+  JsonRpcRequestSchema,
+  JsonRpcNotificationSchema,
+  JsonRpcSuccessSchema,
+  JsonRpcFailureSchema
+])
+
+export const JsonRpcBatchSchema = Schema.Array(JsonRpcMessageSchema)

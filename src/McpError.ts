@@ -1,0 +1,170 @@
+/**
+ * Typed errors: one tagged class per failure kind. Each carries what a caller
+ * needs to react (ids, methods, status codes, exit codes, stderr tails), and
+ * its message keeps the wording users search for.
+ */
+import { Data } from "effect"
+import type { JsonRpcErrorObject, RequestId } from "./JsonRpc.ts"
+
+const MAX_TEXT = 512
+
+/** Cuts text for inclusion in an error, keeping the start where the cause usually is. */
+export const truncate = (text: string, max: number = MAX_TEXT): string =>
+  text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`
+
+/** How the transport ended; the cause users see instead of a bare "Transport closed". */
+export interface CloseDetails {
+  /** Why, in a few words: "process exited", "scope closed", "stdout ended", "SSE stream ended"… */
+  readonly reason: string
+  readonly exitCode?: number | undefined
+  readonly signal?: string | undefined
+  /** The last lines the server wrote to stderr before it went away. */
+  readonly stderrTail?: ReadonlyArray<string> | undefined
+  readonly cause?: unknown
+}
+
+export class TransportClosed extends Data.TaggedError("TransportClosed")<CloseDetails> {
+  override get message(): string {
+    const parts: Array<string> = [this.reason]
+    if (this.exitCode !== undefined) parts.push(`exit code ${this.exitCode}`)
+    if (this.signal !== undefined) parts.push(`signal ${this.signal}`)
+    let text = `Transport closed (${parts.join(", ")})`
+    if (this.stderrTail !== undefined && this.stderrTail.length > 0) {
+      text += `\nLast stderr lines:\n${this.stderrTail.map((l) => `  ${l}`).join("\n")}`
+    }
+    return text
+  }
+}
+
+export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
+  readonly method: string
+  readonly id: RequestId
+  readonly timeoutMs: number
+  /** What timed out when it is not the whole request, e.g. "SSE stream silent". */
+  readonly phase?: string | undefined
+}> {
+  override get message(): string {
+    return this.phase === undefined
+      ? `Request timeout after ${this.timeoutMs}ms (${this.method}, id ${this.id})`
+      : `${this.phase}: request timeout after ${this.timeoutMs}ms (${this.method}, id ${this.id})`
+  }
+}
+
+/** The peer answered with a JSON-RPC error object. */
+export class RpcError extends Data.TaggedError("RpcError")<{
+  readonly code: number
+  readonly rpcMessage: string
+  readonly data?: unknown
+  readonly method?: string | undefined
+  readonly id?: RequestId | null | undefined
+}> {
+  override get message(): string {
+    return `MCP error ${this.code}: ${this.rpcMessage}`
+  }
+  static fromObject(error: JsonRpcErrorObject, method?: string, id?: RequestId | null): RpcError {
+    return new RpcError({ code: error.code, rpcMessage: error.message, data: error.data, method, id })
+  }
+  toObject(): JsonRpcErrorObject {
+    return this.data === undefined
+      ? { code: this.code, message: this.rpcMessage }
+      : { code: this.code, message: this.rpcMessage, data: this.data }
+  }
+}
+
+/** A frame or body that is not JSON, or not a JSON-RPC message. */
+export class MalformedMessage extends Data.TaggedError("MalformedMessage")<{
+  /** The offending text, cut to a sane length. */
+  readonly text: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Malformed message: ${this.reason}: ${this.text}`
+  }
+  static make(text: string, reason: string): MalformedMessage {
+    return new MalformedMessage({ text: truncate(text, 200), reason })
+  }
+}
+
+export class MessageTooLarge extends Data.TaggedError("MessageTooLarge")<{
+  readonly limit: number
+  /** Bytes seen when the limit was crossed (a lower bound of the message size). */
+  readonly size: number
+  readonly direction: "incoming" | "outgoing"
+}> {
+  override get message(): string {
+    return `Message too large: ${this.direction} message of at least ${this.size} bytes exceeds the limit of ${this.limit} bytes`
+  }
+}
+
+export class SpawnError extends Data.TaggedError("SpawnError")<{
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `Failed to spawn ${[this.command, ...this.args].join(" ")}: ${detail}`
+  }
+}
+
+/** Non-2xx HTTP answer. */
+export class HttpError extends Data.TaggedError("HttpError")<{
+  readonly status: number
+  /** The response body as text, cut to a sane length. */
+  readonly body: string
+  readonly method?: string | undefined
+  readonly wwwAuthenticate?: string | undefined
+  readonly mcpAuthServer?: string | undefined
+}> {
+  override get message(): string {
+    let text = `HTTP ${this.status}: ${this.body}`
+    if (this.wwwAuthenticate !== undefined) text += ` (WWW-Authenticate: ${this.wwwAuthenticate})`
+    if (this.mcpAuthServer !== undefined) text += ` (Mcp-Auth-Server: ${this.mcpAuthServer})`
+    return text
+  }
+}
+
+/** The server no longer knows our session (HTTP 404 on a request that carried a session id). */
+export class SessionExpired extends Data.TaggedError("SessionExpired")<{
+  readonly sessionId: string
+}> {
+  override get message(): string {
+    return `Session expired: ${this.sessionId}`
+  }
+}
+
+/** A response stream ended before the response to this request arrived. */
+export class NoResponse extends Data.TaggedError("NoResponse")<{
+  readonly id: RequestId
+  readonly method: string
+}> {
+  override get message(): string {
+    return `No response received for request ID ${this.id} (${this.method})`
+  }
+}
+
+export class UnsupportedProtocolVersion extends Data.TaggedError("UnsupportedProtocolVersion")<{
+  readonly requested: string
+  readonly received: string
+  readonly supported: ReadonlyArray<string>
+}> {
+  override get message(): string {
+    return `Unsupported protocol version: the server answered ${this.received}, we asked for ${this.requested} and support ${
+      this.supported.join(", ")
+    }`
+  }
+}
+
+/** What a request can fail with on any transport. */
+export type RequestError =
+  | TransportClosed
+  | RequestTimeout
+  | RpcError
+  | MessageTooLarge
+  | HttpError
+  | SessionExpired
+  | NoResponse
+  | MalformedMessage
+
+/** What sending a notification can fail with on any transport. */
+export type NotifyError = TransportClosed | MessageTooLarge | HttpError | SessionExpired

@@ -1,0 +1,65 @@
+/**
+ * The service every client transport provides. Everything above the
+ * transports (McpClient, McpManager) talks to this interface only.
+ */
+import { Context, Data, type Duration, type Effect, type Stream, type SubscriptionRef } from "effect"
+import type * as JsonRpc from "../JsonRpc.ts"
+import type { NotifyError, RequestError, RpcError, TransportClosed } from "../McpError.ts"
+
+export type ConnectionState = Data.TaggedEnum<{
+  Connecting: {}
+  Ready: {}
+  Reconnecting: { readonly attempt: number; readonly delayMs: number }
+  SessionExpired: { readonly sessionId: string }
+  Closed: { readonly error: TransportClosed }
+}>
+export const ConnectionState = Data.taggedEnum<ConnectionState>()
+
+/** Things worth knowing that do not fail a request: skipped lines, stray responses, listener trouble. */
+export type Diagnostic = Data.TaggedEnum<{
+  MalformedFrame: { readonly text: string; readonly reason: string }
+  InvalidMessage: { readonly text: string; readonly reason: string }
+  UnknownResponse: { readonly id: JsonRpc.RequestId | null }
+  ListenerError: { readonly error: unknown }
+}>
+export const Diagnostic = Data.taggedEnum<Diagnostic>()
+
+export interface RequestOptions {
+  /** Overrides the transport's default (30 s). `Duration.infinity` disables the timeout. */
+  readonly timeout?: Duration.Input | undefined
+}
+
+/** Answers a request the server sends us. A failure with `RpcError` becomes the JSON-RPC error reply. */
+export type RequestHandler = (request: JsonRpc.JsonRpcRequest) => Effect.Effect<unknown, RpcError>
+
+export interface ClientTransportShape {
+  readonly kind: "stdio" | "streamable-http" | "sse" | "in-memory"
+  /** Sends a request and waits for its result (or typed failure). Interrupting it cancels it at the peer. */
+  readonly request: (
+    method: string,
+    params?: unknown,
+    options?: RequestOptions
+  ) => Effect.Effect<unknown, RequestError>
+  readonly notify: (method: string, params?: unknown) => Effect.Effect<void, NotifyError>
+  /** Notifications from the server. Bounded: a subscriber that falls behind loses the oldest. */
+  readonly notifications: Stream.Stream<JsonRpc.JsonRpcNotification>
+  /** Replaces the handler for server-to-client requests (default: `ping` → `{}`, else -32601). */
+  readonly setRequestHandler: (handler: RequestHandler) => Effect.Effect<void>
+  readonly state: SubscriptionRef.SubscriptionRef<ConnectionState>
+  readonly diagnostics: Stream.Stream<Diagnostic>
+  /** Server stderr, line by line (stdio only; empty elsewhere). */
+  readonly stderr: Stream.Stream<string>
+  /** Called by the protocol layer once the version is negotiated (HTTP sends it as a header). */
+  readonly setProtocolVersion: (version: string) => Effect.Effect<void>
+  /** Completes with the close reason when the transport closes, for whatever reason. */
+  readonly awaitClosed: Effect.Effect<TransportClosed>
+  /** Requests still waiting for a response (diagnostics and tests). */
+  readonly pendingCount: Effect.Effect<number>
+}
+
+export class ClientTransport extends Context.Service<ClientTransport, ClientTransportShape>()(
+  "effect-mcp-transport/ClientTransport"
+) {}
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+export const DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024

@@ -1,0 +1,183 @@
+/**
+ * The part of every client transport that is not framing or I/O: routing
+ * incoming messages (responses to the correlator, notifications to
+ * subscribers, server requests to the handler), the connection state, the
+ * diagnostics feed and the close protocol. Transports own the bytes.
+ */
+import { Deferred, Duration, Effect, FiberMap, PubSub, type Scope, Stream, SubscriptionRef } from "effect"
+import {
+  type ClientTransportShape,
+  ConnectionState,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  Diagnostic,
+  type RequestHandler,
+  type RequestOptions
+} from "../client/ClientTransport.ts"
+import * as JsonRpc from "../JsonRpc.ts"
+import { type MessageTooLarge, RpcError, TransportClosed, truncate } from "../McpError.ts"
+import * as Correlation from "./Correlation.ts"
+
+export interface ClientCoreOptions {
+  /** Writes one message to the peer (responses to server requests, cancellations). */
+  readonly send: (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, unknown>
+  readonly defaultTimeout?: Duration.Input | undefined
+  /** Per-subscriber buffer of notifications before the oldest are dropped. */
+  readonly notificationBuffer?: number | undefined
+  readonly idPrefix?: string | undefined
+}
+
+export interface ClientCore {
+  readonly correlation: Correlation.Correlation
+  /** Routes one classified incoming message. Cheap for responses and notifications. */
+  readonly dispatch: (message: JsonRpc.Classified, text?: string) => Effect.Effect<void>
+  /** Decodes and routes one frame (an NDJSON line, an SSE `data` payload). */
+  readonly dispatchFrame: (text: string) => Effect.Effect<void>
+  readonly diagnose: (diagnostic: Diagnostic) => void
+  /** Fails everything pending, publishes `Closed`, completes `awaitClosed`. First reason wins. */
+  readonly close: (error: TransportClosed) => Effect.Effect<void>
+  readonly timeoutMsFor: (options: RequestOptions | undefined) => number | undefined
+  readonly state: SubscriptionRef.SubscriptionRef<ConnectionState>
+  /** Builds the service from the transport-specific request and notify paths. */
+  readonly service: (parts: {
+    readonly kind: ClientTransportShape["kind"]
+    readonly request: ClientTransportShape["request"]
+    readonly notify: ClientTransportShape["notify"]
+    readonly stderr?: Stream.Stream<string> | undefined
+    readonly setProtocolVersion?: ClientTransportShape["setProtocolVersion"] | undefined
+  }) => ClientTransportShape
+}
+
+export const defaultRequestHandler: RequestHandler = (request) =>
+  request.method === "ping"
+    ? Effect.succeed({})
+    : Effect.fail(
+      new RpcError({ code: JsonRpc.ErrorCode.MethodNotFound, rpcMessage: "Method not found", data: { method: request.method } })
+    )
+
+const toMillis = (input: Duration.Input | undefined): number | undefined => {
+  if (input === undefined) return undefined
+  const d = Duration.fromInputUnsafe(input)
+  return Duration.isFinite(d) ? Duration.toMillis(d) : Number.POSITIVE_INFINITY
+}
+
+export const make = Effect.fnUntraced(function*(
+  options: ClientCoreOptions
+): Effect.fn.Return<ClientCore, never, Scope.Scope> {
+  const state = yield* SubscriptionRef.make<ConnectionState>(ConnectionState.Connecting())
+  const notifications = yield* PubSub.sliding<JsonRpc.JsonRpcNotification>(options.notificationBuffer ?? 1024)
+  const diagnostics = yield* PubSub.sliding<Diagnostic>(256)
+  const serving = yield* FiberMap.make<JsonRpc.RequestId>()
+  const closedSignal = yield* Deferred.make<TransportClosed>()
+  let handler: RequestHandler = defaultRequestHandler
+  const defaultTimeoutMs = toMillis(options.defaultTimeout) ?? DEFAULT_REQUEST_TIMEOUT_MS
+
+  const correlation = Correlation.make({
+    idPrefix: options.idPrefix,
+    cancel: (id, reason) =>
+      options.send(JsonRpc.notification("notifications/cancelled", { requestId: id, reason })).pipe(Effect.ignore)
+  })
+
+  const diagnose = (d: Diagnostic) => {
+    PubSub.publishUnsafe(diagnostics, d)
+  }
+
+  const serve = (request: JsonRpc.JsonRpcRequest) =>
+    FiberMap.run(
+      serving,
+      request.id,
+      Effect.suspend(() => handler(request)).pipe(
+        Effect.matchCauseEffect({
+          onSuccess: (result) => options.send(JsonRpc.success(request.id, result)),
+          onFailure: (cause) => {
+            const rpc = cause.reasons.find((r) => r._tag === "Fail")
+            if (rpc === undefined && cause.reasons.every((r) => r._tag === "Interrupt")) return Effect.void
+            const reply = rpc !== undefined && rpc._tag === "Fail"
+              ? JsonRpc.failure(request.id, rpc.error.code, rpc.error.rpcMessage, rpc.error.data)
+              : JsonRpc.internalError(request.id)
+            return options.send(reply)
+          }
+        }),
+        Effect.ignore
+      ),
+      { onlyIfMissing: true }
+    ).pipe(Effect.asVoid)
+
+  const dispatch = (message: JsonRpc.Classified, text?: string): Effect.Effect<void> => {
+    switch (message._tag) {
+      case "Success":
+      case "Failure":
+        if (!correlation.complete(message.message)) diagnose(Diagnostic.UnknownResponse({ id: message.message.id }))
+        return Effect.void
+      case "Notification": {
+        const n = message.message
+        if (n.method === "notifications/cancelled") {
+          const id = (n.params as { requestId?: unknown } | undefined)?.requestId
+          if (typeof id === "string" || typeof id === "number") {
+            return Effect.andThen(FiberMap.remove(serving, id), PubSub.publish(notifications, n))
+          }
+        }
+        PubSub.publishUnsafe(notifications, n)
+        return Effect.void
+      }
+      case "Request":
+        return serve(message.message)
+      case "Invalid":
+        diagnose(Diagnostic.InvalidMessage({ text: truncate(text ?? "", 200), reason: message.reason }))
+        return Effect.void
+    }
+  }
+
+  const dispatchFrame = (text: string): Effect.Effect<void> => {
+    const decoded = JsonRpc.decode(text)
+    switch (decoded._tag) {
+      case "Single":
+        return dispatch(decoded.message, text)
+      case "Batch":
+        return Effect.forEach(decoded.messages, (m) => dispatch(m, text), { discard: true })
+      case "ParseError":
+        diagnose(Diagnostic.MalformedFrame({ text: truncate(text, 200), reason: decoded.reason }))
+        return Effect.void
+    }
+  }
+
+  const close = (error: TransportClosed): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (correlation.closedWith() !== undefined) return Effect.void
+      correlation.close(error)
+      return Effect.andThen(
+        SubscriptionRef.set(state, ConnectionState.Closed({ error })),
+        Deferred.succeed(closedSignal, error)
+      )
+    })
+
+  yield* Effect.addFinalizer(() =>
+    close(new TransportClosed({ reason: "transport scope closed" })).pipe(
+      Effect.andThen(FiberMap.clear(serving)),
+      Effect.andThen(PubSub.shutdown(notifications)),
+      Effect.andThen(PubSub.shutdown(diagnostics))
+    )
+  )
+
+  const timeoutMsFor = (o: RequestOptions | undefined): number | undefined => {
+    const ms = o?.timeout === undefined ? defaultTimeoutMs : toMillis(o.timeout)
+    return ms === Number.POSITIVE_INFINITY ? undefined : ms
+  }
+
+  const service: ClientCore["service"] = (parts) => ({
+    kind: parts.kind,
+    request: parts.request,
+    notify: parts.notify,
+    notifications: Stream.fromPubSub(notifications),
+    diagnostics: Stream.fromPubSub(diagnostics),
+    stderr: parts.stderr ?? Stream.empty,
+    setRequestHandler: (h) => Effect.sync(() => void (handler = h)),
+    setProtocolVersion: parts.setProtocolVersion ?? (() => Effect.void),
+    state,
+    awaitClosed: Deferred.await(closedSignal),
+    pendingCount: Effect.sync(() => correlation.pending())
+  })
+
+  return { correlation, dispatch, dispatchFrame, diagnose, close, timeoutMsFor, state, service }
+})
+
+export type SendError = TransportClosed | MessageTooLarge
