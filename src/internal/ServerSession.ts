@@ -1,0 +1,149 @@
+/**
+ * One client connection on the server side, whatever carries it: runs the
+ * handler for incoming requests (concurrently, each in its own fiber so that
+ * `notifications/cancelled` can interrupt it), routes responses to requests
+ * the server sent the client, and applies the error rules of the server
+ * transports (-32700 for unparsable frames, -32600 for invalid messages,
+ * -32603 when the handler fails or dies, nothing for notifications).
+ */
+import { Cause, Effect, type Exit, Fiber, FiberMap, type Scope } from "effect"
+import * as JsonRpc from "../JsonRpc.ts"
+import { type RequestError, TransportClosed, truncate } from "../McpError.ts"
+import type { Handler, HandlerContext } from "../server/Handler.ts"
+import * as Correlation from "./Correlation.ts"
+
+/** What a frame produces: one reply, a batch of replies, or nothing. */
+export type Reply = JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse> | null
+
+export interface ServerSessionOptions<R> {
+  readonly handler: Handler<R>
+  /** Writes a server-initiated message (notification, request) to the client. */
+  readonly send: (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, TransportClosed>
+  readonly sessionId?: string | undefined
+  /** Whether a JSON array frame is accepted (2025-03-26 allows batches; later revisions do not). */
+  readonly allowBatch?: boolean | undefined
+  /**
+   * Routes messages the handler sends while serving a request to that
+   * request's channel (an HTTP response stream). Defaults to `send`.
+   */
+  readonly sendFor?: ((requestId: JsonRpc.RequestId) => (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, TransportClosed>) | undefined
+  readonly defaultRequestTimeoutMs?: number | undefined
+}
+
+export interface ServerSession {
+  /**
+   * Decodes one frame and answers it. Requests in a batch run concurrently;
+   * `null` entries are filtered and an empty batch reply is `null`.
+   */
+  readonly handleFrame: (text: string) => Effect.Effect<Reply>
+  /** Answers one already-decoded message. */
+  readonly handleMessage: (message: JsonRpc.Classified) => Effect.Effect<JsonRpc.JsonRpcResponse | null>
+  /** A context not tied to any request, for server-initiated traffic. */
+  readonly context: HandlerContext
+  /** Requests being served right now. */
+  readonly inFlight: Effect.Effect<number>
+  readonly close: (error: TransportClosed) => Effect.Effect<void>
+}
+
+export const make = Effect.fnUntraced(function*<R>(
+  options: ServerSessionOptions<R>
+): Effect.fn.Return<ServerSession, never, R | Scope.Scope> {
+  const services = yield* Effect.context<R>()
+  const serving = yield* FiberMap.make<JsonRpc.RequestId, JsonRpc.JsonRpcResponse | null>()
+  const correlation = Correlation.make({
+    idPrefix: "s",
+    cancel: (id, reason) =>
+      options.send(JsonRpc.notification("notifications/cancelled", { requestId: id, reason })).pipe(Effect.ignore)
+  })
+
+  const makeContext = (
+    requestId: JsonRpc.RequestId | undefined,
+    send: (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, TransportClosed>
+  ): HandlerContext => ({
+    sessionId: options.sessionId,
+    requestId,
+    notify: (method, params) => send(JsonRpc.notification(method, params)),
+    request: (method, params, o): Effect.Effect<unknown, RequestError> =>
+      correlation.call(method, params, send, { timeoutMs: o?.timeoutMs ?? options.defaultRequestTimeoutMs ?? 60_000 })
+  })
+
+  const context = makeContext(undefined, options.send)
+
+  const runHandler = (
+    message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification,
+    ctx: HandlerContext
+  ): Effect.Effect<JsonRpc.JsonRpcResponse | null> =>
+    Effect.suspend(() => options.handler(message, ctx)).pipe(
+      Effect.provideContext(services),
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.interrupt
+          : Effect.succeed("id" in message ? JsonRpc.internalError(message.id) : null)
+      )
+    )
+
+  const handleMessage = (classified: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
+    switch (classified._tag) {
+      case "Request": {
+        const request = classified.message
+        const send = options.sendFor?.(request.id) ?? options.send
+        const ctx = makeContext(request.id, send)
+        return FiberMap.run(serving, request.id, runHandler(request, ctx), { onlyIfMissing: true }).pipe(
+          Effect.flatMap(Fiber.await),
+          Effect.map((exit: Exit.Exit<JsonRpc.JsonRpcResponse | null>) =>
+            // An interrupted handler (the client cancelled) gets no reply.
+            exit._tag === "Success" ? exit.value : null
+          )
+        )
+      }
+      case "Notification": {
+        const n = classified.message
+        if (n.method === "notifications/cancelled") {
+          const id = (n.params as { requestId?: unknown } | undefined)?.requestId
+          if (typeof id === "string" || typeof id === "number") {
+            return Effect.andThen(FiberMap.remove(serving, id), runHandler(n, context)).pipe(Effect.as(null))
+          }
+        }
+        return runHandler(n, context).pipe(Effect.as(null), Effect.catchCause(() => Effect.succeed(null)))
+      }
+      case "Success":
+      case "Failure":
+        correlation.complete(classified.message)
+        return Effect.succeed(null)
+      case "Invalid":
+        return Effect.succeed(JsonRpc.invalidRequest(classified.id, classified.reason))
+    }
+  }
+
+  const handleFrame = (text: string): Effect.Effect<Reply> => {
+    const decoded = JsonRpc.decode(text)
+    switch (decoded._tag) {
+      case "ParseError":
+        return Effect.succeed(JsonRpc.parseError({ reason: decoded.reason, text: truncate(text, 200) }))
+      case "Single":
+        return handleMessage(decoded.message)
+      case "Batch": {
+        if (options.allowBatch === false) {
+          return Effect.succeed(JsonRpc.invalidRequest(null, "batches are not supported by this protocol revision"))
+        }
+        if (decoded.messages.length === 0) return Effect.succeed(JsonRpc.invalidRequest(null, "empty batch"))
+        return Effect.forEach(decoded.messages, handleMessage, { concurrency: "unbounded" }).pipe(
+          Effect.map((replies) => {
+            const kept = replies.filter((r): r is JsonRpc.JsonRpcResponse => r !== null)
+            return kept.length === 0 ? null : kept
+          })
+        )
+      }
+    }
+  }
+
+  const close = (error: TransportClosed) =>
+    Effect.suspend(() => {
+      correlation.close(error)
+      return FiberMap.clear(serving)
+    })
+
+  yield* Effect.addFinalizer(() => close(new TransportClosed({ reason: "server session closed" })))
+
+  return { handleFrame, handleMessage, context, inFlight: FiberMap.size(serving), close }
+})

@@ -1,0 +1,37 @@
+/**
+ * The handler a server transport mounts: one function from an incoming
+ * JSON-RPC message to the reply (or `null` for notifications), given a
+ * context for talking back to the client. Transports know framing, limits
+ * and security; handlers know methods.
+ */
+import type { Effect } from "effect"
+import type * as JsonRpc from "../JsonRpc.ts"
+import type { RequestError, TransportClosed } from "../McpError.ts"
+
+export interface HandlerContext {
+  /** The session this message arrived on (HTTP stateful mode); undefined on stdio. */
+  readonly sessionId: string | undefined
+  /** The id of the request being served, when the message is a request. */
+  readonly requestId: JsonRpc.RequestId | undefined
+  /**
+   * Sends a notification to the client. While a request is being served on
+   * HTTP it travels on that request's stream (progress, logging).
+   */
+  readonly notify: (method: string, params?: unknown) => Effect.Effect<void, TransportClosed>
+  /** Sends a request to the client (sampling, elicitation, roots) and waits for its result. */
+  readonly request: (
+    method: string,
+    params?: unknown,
+    options?: { readonly timeoutMs?: number | undefined }
+  ) => Effect.Effect<unknown, RequestError>
+}
+
+/**
+ * Answers one message. Failures and defects become -32603 Internal error
+ * (with no stack trace on the wire); interruption (the client cancelled)
+ * drops the reply.
+ */
+export type Handler<R = never> = (
+  message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification,
+  context: HandlerContext
+) => Effect.Effect<JsonRpc.JsonRpcResponse | null, unknown, R>
