@@ -20,6 +20,8 @@ export type Diagnostic = Data.TaggedEnum<{
   MalformedFrame: { readonly text: string; readonly reason: string }
   InvalidMessage: { readonly text: string; readonly reason: string }
   UnknownResponse: { readonly id: JsonRpc.RequestId | null }
+  /** An incoming message over the size limit, skipped; `size` is a lower bound. */
+  MessageTooLarge: { readonly size: number; readonly limit: number }
   ListenerError: { readonly error: unknown }
 }>
 export const Diagnostic = Data.taggedEnum<Diagnostic>()

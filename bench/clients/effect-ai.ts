@@ -1,0 +1,29 @@
+/** Effect's own MCP client (`effect/ai` McpClient) over its stdio transport. It has no ping. */
+import { NodeServices } from "@effect/platform-node"
+import { Layer, ManagedRuntime } from "effect"
+import { McpClient, McpProtocol } from "effect/ai"
+import { ChildProcess } from "effect/process"
+import type { BenchClient } from "./types.ts"
+import { driveEffect } from "./effect-drive.ts"
+
+export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
+  const layer = McpClient.layerStdio({
+    name: "bench-effect-ai",
+    version: "1.0.0",
+    command: ChildProcess.make(command, [...args]),
+    protocol: McpProtocol.v2025_11_25
+  }).pipe(Layer.provide(NodeServices.layer))
+  const runtime = ManagedRuntime.make(layer)
+  const client = await runtime.runPromise(McpClient.McpClient)
+  const [tool] = await runtime.runPromise(client.listTools())
+  const call = client.callTool({ tool: tool!, arguments: { text: "hi" } })
+  return {
+    callTool: () => runtime.runPromise(call),
+    ping: () => Promise.reject(new Error("effect/ai McpClient has no ping")),
+    drive: (op, total, concurrency) =>
+      op === "ping"
+        ? Promise.resolve({ rps: Number.NaN, p50: Number.NaN, p99: Number.NaN })
+        : runtime.runPromise(driveEffect(call, total, concurrency)),
+    close: () => runtime.dispose()
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * The practical limit on the server side: a minimal NDJSON responder with no
+ * framework. Every client in the stdio benchmark talks to this same process.
+ * One stdout write per stdin chunk, however many replies it holds.
+ */
+const INIT_RESULT = {
+  protocolVersion: "2025-11-25",
+  capabilities: { tools: {} },
+  serverInfo: { name: "raw-responder", version: "1.0.0" }
+}
+const TOOL_RESULT = { content: [{ type: "text", text: "ok" }] }
+const resultSize = Number(process.env.BENCH_RESULT_BYTES ?? 0)
+const bigResult = resultSize > 0 ? { content: [{ type: "text", text: "x".repeat(resultSize) }] } : undefined
+
+let pending = ""
+process.stdin.setEncoding("utf8")
+process.stdin.on("data", (chunk: string) => {
+  pending += chunk
+  let out = ""
+  let start = 0
+  let nl: number
+  while ((nl = pending.indexOf("\n", start)) !== -1) {
+    const line = pending.slice(start, nl)
+    start = nl + 1
+    if (line.length === 0) continue
+    const msg = JSON.parse(line) as { id?: number | string; method?: string }
+    if (msg.id === undefined || msg.method === undefined) continue
+    const result = msg.method === "initialize"
+      ? INIT_RESULT
+      : msg.method === "tools/call"
+      ? bigResult ?? TOOL_RESULT
+      : msg.method === "tools/list"
+      ? { tools: [{ name: "echo", inputSchema: { type: "object" } }] }
+      : {}
+    out += JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }) + "\n"
+  }
+  pending = pending.slice(start)
+  if (out.length > 0) process.stdout.write(out)
+})
+process.stdin.on("end", () => process.exit(0))

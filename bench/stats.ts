@@ -1,0 +1,40 @@
+/** Small statistics helpers shared by the benchmark scripts. */
+export const percentile = (sorted: ReadonlyArray<number>, p: number): number => {
+  if (sorted.length === 0) return Number.NaN
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  return sorted[i]!
+}
+
+export const median = (xs: ReadonlyArray<number>): number => percentile([...xs].sort((a, b) => a - b), 50)
+
+export interface RunResult {
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+}
+
+/**
+ * Runs `total` calls with `concurrency` workers, timing each call.
+ * `call` must resolve when the response has arrived.
+ */
+export const drive = async (
+  call: () => Promise<unknown>,
+  total: number,
+  concurrency: number
+): Promise<RunResult> => {
+  const latencies = new Float64Array(total)
+  let next = 0
+  const worker = async () => {
+    while (next < total) {
+      const i = next++
+      const t0 = performance.now()
+      await call()
+      latencies[i] = performance.now() - t0
+    }
+  }
+  const start = performance.now()
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  const elapsed = performance.now() - start
+  const sorted = Array.from(latencies).sort((a, b) => a - b)
+  return { rps: (total / elapsed) * 1000, p50: percentile(sorted, 50), p99: percentile(sorted, 99) }
+}
