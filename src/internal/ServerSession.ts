@@ -28,6 +28,18 @@ export interface ServerSessionOptions<R> {
    */
   readonly sendFor?: ((requestId: JsonRpc.RequestId) => (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, TransportClosed>) | undefined
   readonly defaultRequestTimeoutMs?: number | undefined
+  /**
+   * Transport-specific extras for the context of one request (HTTP adds
+   * `closeSseStream`). Merged over the base context.
+   */
+  readonly extendContext?: ((requestId: JsonRpc.RequestId) => Partial<Pick<HandlerContext, "closeSseStream">>) | undefined
+  /**
+   * Sees why a handler failed or died before the client gets a bare -32603
+   * (the wire never carries the cause); transports log it to stderr.
+   */
+  readonly onHandlerError?:
+    | ((message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, cause: Cause.Cause<unknown>) => Effect.Effect<void>)
+    | undefined
 }
 
 export interface ServerSession {
@@ -36,6 +48,8 @@ export interface ServerSession {
    * `null` entries are filtered and an empty batch reply is `null`.
    */
   readonly handleFrame: (text: string) => Effect.Effect<Reply>
+  /** `handleFrame` for a frame the transport already decoded (to route it before answering). */
+  readonly handleDecoded: (decoded: JsonRpc.Decoded, text: string) => Effect.Effect<Reply>
   /** Answers one already-decoded message. */
   readonly handleMessage: (message: JsonRpc.Classified) => Effect.Effect<JsonRpc.JsonRpcResponse | null>
   /** A context not tied to any request, for server-initiated traffic. */
@@ -43,6 +57,12 @@ export interface ServerSession {
   /** Requests being served right now. */
   readonly inFlight: Effect.Effect<number>
   readonly close: (error: TransportClosed) => Effect.Effect<void>
+  /**
+   * Fails the requests the server sent the client (and any later ones) with
+   * `error`, leaving running handlers alone: for when the client can no
+   * longer answer (stdin ended) but replies may still be written.
+   */
+  readonly closeOutgoing: (error: TransportClosed) => Effect.Effect<void>
 }
 
 export const make = Effect.fnUntraced(function*<R>(
@@ -78,7 +98,10 @@ export const make = Effect.fnUntraced(function*<R>(
       Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause)
           ? Effect.interrupt
-          : Effect.succeed("id" in message ? JsonRpc.internalError(message.id) : null)
+          : Effect.as(
+            options.onHandlerError === undefined ? Effect.void : Effect.ignore(options.onHandlerError(message, cause)),
+            "id" in message ? JsonRpc.internalError(message.id) : null
+          )
       )
     )
 
@@ -87,7 +110,8 @@ export const make = Effect.fnUntraced(function*<R>(
       case "Request": {
         const request = classified.message
         const send = options.sendFor?.(request.id) ?? options.send
-        const ctx = makeContext(request.id, send)
+        const base = makeContext(request.id, send)
+        const ctx = options.extendContext === undefined ? base : { ...base, ...options.extendContext(request.id) }
         return FiberMap.run(serving, request.id, runHandler(request, ctx), { onlyIfMissing: true }).pipe(
           Effect.flatMap(Fiber.await),
           Effect.map((exit: Exit.Exit<JsonRpc.JsonRpcResponse | null>) =>
@@ -115,8 +139,9 @@ export const make = Effect.fnUntraced(function*<R>(
     }
   }
 
-  const handleFrame = (text: string): Effect.Effect<Reply> => {
-    const decoded = JsonRpc.decode(text)
+  const handleFrame = (text: string): Effect.Effect<Reply> => handleDecoded(JsonRpc.decode(text), text)
+
+  const handleDecoded = (decoded: JsonRpc.Decoded, text: string): Effect.Effect<Reply> => {
     switch (decoded._tag) {
       case "ParseError":
         return Effect.succeed(JsonRpc.parseError({ reason: decoded.reason, text: truncate(text, 200) }))
@@ -145,5 +170,7 @@ export const make = Effect.fnUntraced(function*<R>(
 
   yield* Effect.addFinalizer(() => close(new TransportClosed({ reason: "server session closed" })))
 
-  return { handleFrame, handleMessage, context, inFlight: FiberMap.size(serving), close }
+  const closeOutgoing = (error: TransportClosed) => Effect.sync(() => correlation.close(error))
+
+  return { handleFrame, handleDecoded, handleMessage, context, inFlight: FiberMap.size(serving), close, closeOutgoing }
 })

@@ -24,6 +24,13 @@ export interface HandlerContext {
     params?: unknown,
     options?: { readonly timeoutMs?: number | undefined }
   ) => Effect.Effect<unknown, RequestError>
+  /**
+   * Streamable HTTP only (absent elsewhere): ends the connection currently
+   * carrying this request's SSE stream without ending the stream, so the
+   * client reconnects with `Last-Event-ID` after the `retry` delay and gets
+   * what it missed (SSE polling, 2025-11-25). The request keeps running.
+   */
+  readonly closeSseStream?: (() => Effect.Effect<void>) | undefined
 }
 
 /**

@@ -1,0 +1,126 @@
+/**
+ * How a stream-oriented server transport (stdio, the in-memory pair) feeds
+ * frames to a ServerSession. Requests run concurrently, so a slow tool call
+ * never holds up a ping behind it. Notifications are handled one at a time in
+ * arrival order, and a request starts only after the notifications that
+ * arrived before it were handled (`notifications/initialized` is seen before
+ * the first `tools/list`), all through one lane. Responses to the server's
+ * own requests, and frames that only need an error reply, bypass the lane, so
+ * a notification handler waiting for the client's answer cannot deadlock it.
+ */
+import { type Cause, type Duration, Effect, Fiber, FiberSet, Queue, type Scope } from "effect"
+import * as JsonRpc from "../JsonRpc.ts"
+import type { Reply, ServerSession } from "./ServerSession.ts"
+
+export interface ServerDispatchOptions {
+  readonly session: ServerSession
+  /** Writes a reply (never called with `null`). */
+  readonly reply: (reply: JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse>) => Effect.Effect<void>
+  /** Frames waiting for the lane before the reader waits (backpressure). Default 1024. */
+  readonly laneCapacity?: number | undefined
+}
+
+export interface ServerDispatch {
+  /**
+   * Routes one frame. Returns once the frame is queued or answered; it waits
+   * only when the lane is full. A request is registered with the session
+   * before any notification that arrived after it is handled, so a
+   * `notifications/cancelled` always finds it.
+   */
+  readonly push: (text: string) => Effect.Effect<void>
+  /**
+   * Input has ended: lets the lane empty and the requests in flight finish
+   * and write their replies, waiting at most `grace`. Returns whether
+   * everything finished in time; the caller interrupts what is left.
+   */
+  readonly drain: (grace: Duration.Input) => Effect.Effect<boolean>
+  /** Frames being worked on: requests and batches in flight plus frames waiting in the lane. */
+  readonly busy: Effect.Effect<number>
+}
+
+type LaneItem =
+  | { readonly _tag: "Notification"; readonly message: JsonRpc.Classified }
+  | { readonly _tag: "Start"; readonly work: Effect.Effect<void> }
+
+export const make = Effect.fnUntraced(function*(
+  options: ServerDispatchOptions
+): Effect.fn.Return<ServerDispatch, never, Scope.Scope> {
+  const { session } = options
+  const work = yield* FiberSet.make<void, never>()
+  const lane = yield* Queue.bounded<LaneItem, Cause.Done>(options.laneCapacity ?? 1024)
+
+  const answer = (reply: Reply): Effect.Effect<void> => reply === null ? Effect.void : options.reply(reply)
+
+  const laneFiber = yield* Queue.take(lane).pipe(
+    Effect.flatMap((item): Effect.Effect<unknown> =>
+      item._tag === "Notification"
+        ? Effect.flatMap(session.handleMessage(item.message), answer)
+        // FiberSet.run starts the fiber at once: the session registers the request before the lane moves on.
+        : FiberSet.run(work, item.work)
+    ),
+    Effect.forever,
+    // The lane ends with Cause.Done when input ends.
+    Effect.ignore,
+    Effect.forkScoped
+  )
+
+  const push = (text: string): Effect.Effect<void> => {
+    const decoded = JsonRpc.decode(text)
+    switch (decoded._tag) {
+      case "ParseError":
+        return Effect.flatMap(session.handleDecoded(decoded, text), answer)
+      case "Batch":
+        return Queue.offer(lane, { _tag: "Start", work: Effect.flatMap(session.handleDecoded(decoded, text), answer) })
+          .pipe(Effect.asVoid)
+      case "Single": {
+        const message = decoded.message
+        switch (message._tag) {
+          case "Notification":
+            return Queue.offer(lane, { _tag: "Notification", message }).pipe(Effect.asVoid)
+          case "Request":
+            return Queue.offer(lane, { _tag: "Start", work: Effect.flatMap(session.handleMessage(message), answer) })
+              .pipe(Effect.asVoid)
+          default:
+            return Effect.flatMap(session.handleMessage(message), answer)
+        }
+      }
+    }
+  }
+
+  const drain = (grace: Duration.Input): Effect.Effect<boolean> =>
+    Queue.end(lane).pipe(
+      Effect.andThen(Fiber.await(laneFiber)),
+      Effect.andThen(FiberSet.awaitEmpty(work)),
+      Effect.timeoutOption(grace),
+      Effect.map((o) => o._tag === "Some")
+    )
+
+  const busy = Effect.zipWith(FiberSet.size(work), Queue.size(lane), (a, b) => a + b)
+
+  return { push, drain, busy }
+})
+
+/**
+ * JSON text of a reply (no newline). A reply the handler built from values
+ * JSON cannot carry becomes -32603 for its id, so the client is not left waiting.
+ */
+export const encodeReply = (reply: JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse>): string => {
+  try {
+    return JSON.stringify(reply)
+  } catch (error) {
+    const data = { reason: "the reply could not be serialized as JSON", error: String(error) }
+    if (!Array.isArray(reply)) return JSON.stringify(JsonRpc.internalError((reply as JsonRpc.JsonRpcResponse).id, data))
+    return JSON.stringify(reply.map((r: JsonRpc.JsonRpcResponse) => {
+      try {
+        JSON.stringify(r)
+        return r
+      } catch {
+        return JsonRpc.internalError(r.id, data)
+      }
+    }))
+  }
+}
+
+/** The answer to an input frame over the size limit (its id cannot be read: it was never parsed). */
+export const tooLarge = (limit: number, size: number): JsonRpc.JsonRpcFailure =>
+  JsonRpc.invalidRequest(null, { reason: `message exceeds the size limit of ${limit} bytes`, limit, size })
