@@ -1,0 +1,12 @@
+/**
+ * effect-mcp-transport: an Effect-native transport runtime for the Model
+ * Context Protocol. Each module is a namespace; the testing kit lives at
+ * `effect-mcp-transport/testing`.
+ */
+export * as JsonRpc from "./JsonRpc.ts"
+export * as McpError from "./McpError.ts"
+export * as ClientTransport from "./client/ClientTransport.ts"
+export * as StdioClientTransport from "./client/StdioClientTransport.ts"
+export * as InMemoryTransport from "./client/InMemoryTransport.ts"
+export * as StdioServerTransport from "./server/StdioServerTransport.ts"
+export type { Handler, HandlerContext } from "./server/Handler.ts"
