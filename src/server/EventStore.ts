@@ -1,0 +1,211 @@
+/**
+ * Replay storage for resumable SSE streams. Every event an HTTP server
+ * transport writes on a resumable stream goes through `append`, which names
+ * it; a client that lost its connection sends the last name it saw
+ * (`Last-Event-ID`) and gets what followed on the same stream, never another
+ * stream's events.
+ *
+ * The default is in memory and bounded (oldest events go first, whatever
+ * their stream); a persistent store is any value of the same shape provided
+ * as the `EventStore` service.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+
+export interface StoredEvent {
+  /** The SSE `id` field; encodes the stream it belongs to. */
+  readonly id: string
+  /** The SSE `event` field; `undefined` means the default `message`. */
+  readonly event: string | undefined
+  /** The SSE `data` field. An empty string marks a priming event, which replay skips. */
+  readonly data: string
+}
+
+export interface Replay {
+  readonly streamId: string
+  /** Events after the one named, oldest first, priming events left out. */
+  readonly events: ReadonlyArray<StoredEvent>
+}
+
+export interface EventStoreShape {
+  /** Stores one event of a stream and returns its id, unique within the store. */
+  readonly append: (streamId: string, data: string, event?: string | undefined) => Effect.Effect<string>
+  /**
+   * What followed `lastEventId` on its stream. `None` when the id does not
+   * name a stream this store knows (never issued, malformed, or removed).
+   */
+  readonly replayAfter: (lastEventId: string) => Effect.Effect<Option.Option<Replay>>
+  /** The stream an event id belongs to, without reading events. */
+  readonly streamOf: (eventId: string) => Effect.Effect<Option.Option<string>>
+  /** Forgets a stream and its events (the session that owned it ended). */
+  readonly removeStream: (streamId: string) => Effect.Effect<void>
+  /** Events held right now (for tests and diagnostics). */
+  readonly size: Effect.Effect<number>
+}
+
+export class EventStore extends Context.Service<EventStore, EventStoreShape>()("effect-mcp-transport/EventStore") {}
+
+export interface MemoryOptions {
+  /** Events kept across all streams before the oldest go. Default 10 000. */
+  readonly maxEvents?: number | undefined
+  /** Bytes of `data` kept across all streams before the oldest go. Default 10 MiB. */
+  readonly maxBytes?: number | undefined
+}
+
+export const defaults = {
+  maxEvents: 10_000,
+  maxBytes: 10 * 1024 * 1024
+} as const
+
+interface Entry {
+  readonly seq: number
+  readonly event: StoredEvent
+  readonly bytes: number
+}
+
+interface StreamLog {
+  // Oldest first; `head` skips evicted entries without shifting the array each time.
+  entries: Array<Entry>
+  head: number
+  // The first sequence number of this stream: older ids name a removed stream of the same name.
+  readonly since: number
+}
+
+// Stream ids are chosen by the transport; the separator is the last `_`, so a
+// stream id may contain `_` itself.
+const SEPARATOR = "_"
+
+const parseId = (eventId: string): { readonly streamId: string; readonly seq: number } | undefined => {
+  const at = eventId.lastIndexOf(SEPARATOR)
+  if (at <= 0 || at === eventId.length - 1) return undefined
+  const digits = eventId.slice(at + 1)
+  if (!/^\d{1,15}$/.test(digits)) return undefined
+  return { streamId: eventId.slice(0, at), seq: Number(digits) }
+}
+
+/**
+ * An in-memory store. Sequence numbers grow across the whole store, so the
+ * order of ids within a stream is the order of `append` calls.
+ */
+export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
+  const maxEvents = Math.max(1, options?.maxEvents ?? defaults.maxEvents)
+  const maxBytes = Math.max(1, options?.maxBytes ?? defaults.maxBytes)
+  const streams = new Map<string, StreamLog>()
+  // Global arrival order for eviction: [streamId, seq] pairs, oldest at `orderHead`.
+  const order: Array<readonly [string, number]> = []
+  let orderHead = 0
+  let count = 0
+  let bytes = 0
+  let seq = 0
+
+  const compact = (log: StreamLog) => {
+    if (log.head > 64 && log.head * 2 > log.entries.length) {
+      log.entries = log.entries.slice(log.head)
+      log.head = 0
+    }
+  }
+
+  const evictOldest = () => {
+    while (orderHead < order.length) {
+      const [streamId, s] = order[orderHead++]
+      const log = streams.get(streamId)
+      // Entries of removed streams were already subtracted.
+      if (log === undefined) continue
+      const first = log.entries[log.head]
+      if (first === undefined || first.seq !== s) continue
+      log.head++
+      count--
+      bytes -= first.bytes
+      compact(log)
+      break
+    }
+    if (orderHead > 1024 && orderHead * 2 > order.length) {
+      order.splice(0, orderHead)
+      orderHead = 0
+    }
+  }
+
+  const append = (streamId: string, data: string, event?: string | undefined) =>
+    Effect.sync(() => {
+      const n = ++seq
+      const id = `${streamId}${SEPARATOR}${n}`
+      let log = streams.get(streamId)
+      if (log === undefined) {
+        log = { entries: [], head: 0, since: n }
+        streams.set(streamId, log)
+      }
+      const size = data.length + (event?.length ?? 0)
+      log.entries.push({ seq: n, event: { id, event, data }, bytes: size })
+      order.push([streamId, n])
+      count++
+      bytes += size
+      while (count > maxEvents || (bytes > maxBytes && count > 1)) evictOldest()
+      // Removed streams leave stale entries in `order`; drop them once they dominate.
+      if (order.length - orderHead > count * 2 + 1024) {
+        const liveSeqs = new Set<number>()
+        for (const l of streams.values()) {
+          for (let i = l.head; i < l.entries.length; i++) liveSeqs.add(l.entries[i].seq)
+        }
+        const live = order.slice(orderHead).filter(([, s]) => liveSeqs.has(s))
+        order.length = 0
+        order.push(...live)
+        orderHead = 0
+      }
+      return id
+    })
+
+  const replayAfter = (lastEventId: string) =>
+    Effect.sync((): Option.Option<Replay> => {
+      const parsed = parseId(lastEventId)
+      if (parsed === undefined) return Option.none()
+      const log = streams.get(parsed.streamId)
+      if (log === undefined || parsed.seq > seq || parsed.seq < log.since) return Option.none()
+      // Binary search for the first entry after `parsed.seq`.
+      let lo = log.head
+      let hi = log.entries.length
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (log.entries[mid].seq <= parsed.seq) lo = mid + 1
+        else hi = mid
+      }
+      const events: Array<StoredEvent> = []
+      for (let i = lo; i < log.entries.length; i++) {
+        const e = log.entries[i].event
+        if (e.data !== "") events.push(e)
+      }
+      return Option.some({ streamId: parsed.streamId, events })
+    })
+
+  const streamOf = (eventId: string) =>
+    Effect.sync((): Option.Option<string> => {
+      const parsed = parseId(eventId)
+      const log = parsed === undefined ? undefined : streams.get(parsed.streamId)
+      return parsed !== undefined && log !== undefined && parsed.seq <= seq && parsed.seq >= log.since
+        ? Option.some(parsed.streamId)
+        : Option.none()
+    })
+
+  const removeStream = (streamId: string) =>
+    Effect.sync(() => {
+      const log = streams.get(streamId)
+      if (log === undefined) return
+      streams.delete(streamId)
+      for (let i = log.head; i < log.entries.length; i++) {
+        count--
+        bytes -= log.entries[i].bytes
+      }
+    })
+
+  return { append, replayAfter, streamOf, removeStream, size: Effect.sync(() => count) }
+}
+
+export const makeMemory = (options?: MemoryOptions): Effect.Effect<EventStoreShape> =>
+  Effect.sync(() => makeMemoryUnsafe(options))
+
+/** The in-memory store as the `EventStore` service. */
+export const layerMemory = (options?: MemoryOptions): Layer.Layer<EventStore> =>
+  Layer.effect(EventStore)(makeMemory(options))
+
+/** The default store (in memory, default bounds). */
+export const layer: Layer.Layer<EventStore> = layerMemory()
+
+export const make = makeMemory

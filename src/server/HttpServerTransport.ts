@@ -1,0 +1,198 @@
+/**
+ * Mounts one MCP `Handler` over HTTP: Streamable HTTP (2025-03-26 …
+ * 2025-11-25) with sessions and resumable SSE streams, the legacy 2024-11-05
+ * HTTP+SSE endpoints, and the seed's `/mcp` surface (plain JSON POST,
+ * broadcast events, health), behind Host/Origin checks, an optional
+ * authentication hook, CORS and limits.
+ *
+ * `routes` registers everything on the `HttpRouter` of an existing
+ * `effect/http` application; `layer` is a complete server on
+ * `@effect/platform-node` (127.0.0.1:8421 unless told otherwise).
+ */
+import { createServer } from "node:http"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Effect, Layer, Option, type Scope } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import type { ServeError } from "effect/http/HttpServerError"
+import { NetAddress } from "effect/net"
+import { EventStore, type EventStoreShape, makeMemory } from "./EventStore.ts"
+import type { Handler, HandlerContext } from "./Handler.ts"
+import { type Options, type Resolved, resolve } from "./http/Config.ts"
+import { type Env, guard, preflight } from "./http/Guard.ts"
+import * as LegacySse from "./http/LegacySse.ts"
+import * as SeedSurface from "./http/SeedSurface.ts"
+import * as Security from "./http/Security.ts"
+import * as Sessions from "./http/Sessions.ts"
+import * as StreamableHttp from "./http/StreamableHttp.ts"
+
+export type { Options } from "./http/Config.ts"
+export { defaults } from "./http/Config.ts"
+export { type Authenticate, type Principal, Unauthorized } from "./http/Security.ts"
+
+export interface Stats extends Sessions.Stats {
+  readonly broadcastListeners: number
+  readonly broadcastDropped: number
+}
+
+export interface HttpServerTransportShape {
+  /** The bound address, when the server is known (always with `layer`). */
+  readonly address: Option.Option<{ readonly host: string; readonly port: number }>
+  /** The Streamable HTTP endpoint URL, e.g. `http://127.0.0.1:8421/mcp`. */
+  readonly url: Option.Option<string>
+  /** The seed's broadcast: an `event:`/`data:` frame to every `GET /mcp/events` listener. Returns the event id. */
+  readonly broadcast: (event: string, data?: unknown) => Effect.Effect<string>
+  /** Ids of the open Streamable HTTP sessions. */
+  readonly sessionIds: Effect.Effect<ReadonlyArray<string>>
+  /** A context for server-initiated traffic on a session (notifications, requests to the client). */
+  readonly sessionContext: (sessionId: string) => Effect.Effect<Option.Option<HandlerContext>>
+  /** Ends a session as a DELETE would. False when there is no such session. */
+  readonly closeSession: (sessionId: string) => Effect.Effect<boolean>
+  /** Ends every session and stream (the listener stays up; runs on scope close anyway). */
+  readonly shutdown: Effect.Effect<void>
+  /** What is alive right now: sessions, open streams, running handlers, stored events. */
+  readonly stats: Effect.Effect<Stats>
+}
+
+export class HttpServerTransport extends Context.Service<HttpServerTransport, HttpServerTransportShape>()(
+  "effect-mcp-transport/HttpServerTransport"
+) {}
+
+const boundAddress = Effect.map(Effect.serviceOption(HttpServer.HttpServer), (server) =>
+  Option.flatMap(server, (s) => {
+    const a = s.address
+    if (!NetAddress.isInetAddress(a)) return Option.none()
+    return Option.some({ host: NetAddress.formatIp(a.address), port: a.port })
+  }))
+
+const urlHost = (host: string) => {
+  if (host === "0.0.0.0" || host === "::") return "127.0.0.1"
+  return host.includes(":") ? `[${host}]` : host
+}
+
+const makeResolved = Effect.fnUntraced(function*<R>(
+  handler: Handler<R>,
+  config: Resolved,
+  options: Options | undefined
+): Effect.fn.Return<HttpServerTransportShape, never, HttpRouter.HttpRouter | R | Scope.Scope> {
+  const router = yield* HttpRouter.HttpRouter
+  const services = yield* Effect.context<R>()
+  const store: EventStoreShape = options?.eventStore ??
+    Option.getOrUndefined(yield* Effect.serviceOption(EventStore)) ??
+    (yield* makeMemory())
+  const address = yield* boundAddress
+  const lists = Security.defaultAllowLists(Option.getOrUndefined(address), {
+    allowedHosts: options?.allowedHosts,
+    allowedOrigins: options?.allowedOrigins
+  })
+  const sessions = yield* Sessions.make({
+    handler: handler as Handler<never>,
+    services: services as Context.Context<never>,
+    store,
+    maxSessions: config.maxSessions,
+    maxStreams: config.maxStreams,
+    maxStreamsPerSession: config.maxStreamsPerSession,
+    idleTimeoutMs: config.idleTimeoutMs,
+    standaloneBuffer: config.standaloneBuffer,
+    requestTimeoutMs: config.clientRequestTimeoutMs
+  })
+  const hub = yield* SeedSurface.makeBroadcast(store, config.broadcastBuffer, config.keepAliveMs)
+  const env: Env = { config, sessions, store, lists }
+  const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
+
+  yield* router.add("POST", config.path, authed(StreamableHttp.post(env)))
+  yield* router.add("GET", config.path, authed(StreamableHttp.get(env)))
+  yield* router.add("DELETE", config.path, authed(StreamableHttp.del(env)))
+  yield* router.add("OPTIONS", config.path, preflight(env))
+  const ownPaths: Array<string> = [config.path]
+  if (config.seedSurface) {
+    yield* router.add("GET", config.eventsPath, authed(SeedSurface.events(env, hub)))
+    yield* router.add("OPTIONS", config.eventsPath, preflight(env))
+    // Monitoring probes carry no credentials; Host and Origin are still checked.
+    yield* router.add("GET", config.healthPath, guard(env, { auth: false }, SeedSurface.health))
+    ownPaths.push(config.eventsPath, config.healthPath)
+  }
+  if (config.legacySse) {
+    yield* router.add("GET", config.legacySsePath, authed(LegacySse.open(env)))
+    yield* router.add("POST", config.legacyMessagesPath, authed(LegacySse.message(env)))
+    yield* router.add("OPTIONS", config.legacySsePath, preflight(env))
+    yield* router.add("OPTIONS", config.legacyMessagesPath, preflight(env))
+    ownPaths.push(config.legacySsePath, config.legacyMessagesPath)
+  }
+  if (config.notFound) yield* router.add("*", "*", SeedSurface.notFound(env, ownPaths))
+
+  // Ending the streams ends their responses; waiting for that (briefly) lets
+  // the listener find the connections idle when it closes, instead of
+  // waiting for them to time out.
+  const shutdown = Effect.andThen(sessions.closeAll, hub.closeAll).pipe(
+    Effect.andThen(Effect.timeoutOption(sessions.awaitNoStreams, "2 seconds")),
+    Effect.asVoid
+  )
+  yield* Effect.addFinalizer(() => shutdown)
+
+  return {
+    address,
+    url: Option.map(address, (a) => `http://${urlHost(a.host)}:${a.port}${config.path}`),
+    broadcast: (event, data) => hub.broadcast(event, data),
+    sessionIds: Effect.sync(() =>
+      sessions.list().flatMap((s) => s.kind === "streamable" && s.id !== undefined ? [s.id] : [])
+    ),
+    sessionContext: (id) =>
+      Effect.sync(() => Option.map(Option.fromNullishOr(sessions.get(id)), (s) => s.server.context)),
+    closeSession: (id) =>
+      Effect.suspend(() => {
+        const s = sessions.get(id)
+        return s === undefined ? Effect.succeed(false) : Effect.as(sessions.close(s), true)
+      }),
+    shutdown,
+    stats: Effect.map(sessions.stats, (s) => ({
+      ...s,
+      broadcastListeners: hub.listeners(),
+      broadcastDropped: hub.dropped()
+    }))
+  } satisfies HttpServerTransportShape
+})
+
+/**
+ * Registers the transport's routes on the `HttpRouter` in context and
+ * returns its service. The handler runs with the services present here.
+ */
+export const make = <R>(
+  handler: Handler<R>,
+  options?: Options
+): Effect.Effect<HttpServerTransportShape, never, HttpRouter.HttpRouter | R | Scope.Scope> =>
+  makeResolved(handler, resolve(options, false), options)
+
+/** The routes as a layer for an existing `effect/http` application (no catch-all 404 unless `notFound: true`). */
+export const routes = <R>(
+  handler: Handler<R>,
+  options?: Options
+): Layer.Layer<HttpServerTransport, never, HttpRouter.HttpRouter | R> =>
+  Layer.effect(HttpServerTransport)(make(handler, options))
+
+/**
+ * A complete server: the routes on a Node HTTP server bound to
+ * `options.host` (default 127.0.0.1) and `options.port` (default 8421; 0 for
+ * any free port, read it back from `HttpServerTransport.address`). Closing
+ * the layer ends every session and stream before the listener closes.
+ */
+export const layer = <R>(
+  handler: Handler<R>,
+  options?: Options
+): Layer.Layer<HttpServerTransport | HttpServer.HttpServer, ServeError, R> => {
+  const config = resolve(options, true)
+  const app = Layer.effect(HttpServerTransport)(makeResolved(handler, config, options))
+  const served = HttpRouter.serve(app, { disableLogger: true, disableListenLog: true })
+  return Layer.unwrap(Effect.sync(() => {
+    const server = createServer()
+    // Built last, so it is finalized first: sessions and streams end, then
+    // connections left over (keep-alive sockets of clients that went away
+    // mid-stream) are closed, so the listener does not wait for them.
+    const endStreamsFirst = Layer.effectDiscard(
+      Effect.flatMap(HttpServerTransport, (t) =>
+        Effect.addFinalizer(() => Effect.andThen(t.shutdown, Effect.sync(() => server.closeAllConnections()))))
+    )
+    return Layer.provideMerge(endStreamsFirst, served).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(() => server, { host: config.host, port: config.port }))
+    )
+  })) as Layer.Layer<HttpServerTransport | HttpServer.HttpServer, ServeError, R>
+}

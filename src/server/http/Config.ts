@@ -1,0 +1,179 @@
+/**
+ * Options of the HTTP server transport and their defaults. The defaults are
+ * the safe ones: loopback only, localhost origins and hosts, bounded bodies,
+ * sessions and streams, idle sessions expire.
+ */
+import { Duration } from "effect"
+import type { HttpRouter } from "effect/http"
+import * as ProtocolVersion from "../../ProtocolVersion.ts"
+import type { EventStoreShape } from "../EventStore.ts"
+import type { Authenticate } from "./Security.ts"
+
+export interface Options {
+  /** Interface to bind (standalone `layer` only). Default `127.0.0.1`. */
+  readonly host?: string | undefined
+  /** Port to bind (standalone `layer` only); `0` picks a free one. Default `8421`. */
+  readonly port?: number | undefined
+  /** The Streamable HTTP endpoint (POST, GET, DELETE). Default `/mcp`. */
+  readonly path?: HttpRouter.PathInput | undefined
+  /** `stateful` issues session ids; `stateless` serves every POST on its own and answers GET and DELETE with 405. Default `stateful`. */
+  readonly mode?: "stateful" | "stateless" | undefined
+  /**
+   * `auto` answers a request with JSON unless the handler sends something
+   * while it works (then the answer becomes an SSE stream); `sse` always
+   * streams. Default `auto`.
+   */
+  readonly responseMode?: "auto" | "sse" | undefined
+  /**
+   * Stateful mode: what a POST without `Mcp-Session-Id` that is not
+   * `initialize` gets. `reject` is the spec's 400; `serve` answers it
+   * without a session, as the seed's plain `POST /mcp` did. Default `reject`.
+   */
+  readonly sessionlessPost?: "reject" | "serve" | undefined
+  /** Whether GET opens the session's standalone SSE stream (else 405). Default `true`. */
+  readonly standaloneStream?: boolean | undefined
+  /** Revisions accepted in `MCP-Protocol-Version`. Default: every revision this runtime speaks. */
+  readonly protocolVersions?: ReadonlyArray<string> | undefined
+  /** The seed's `GET /mcp/events` broadcast stream and `GET /mcp/health`. Default `true`. */
+  readonly seedSurface?: boolean | undefined
+  readonly eventsPath?: HttpRouter.PathInput | undefined
+  readonly healthPath?: HttpRouter.PathInput | undefined
+  /** The 2024-11-05 HTTP+SSE endpoints. Default `true`. */
+  readonly legacySse?: boolean | undefined
+  readonly legacySsePath?: HttpRouter.PathInput | undefined
+  readonly legacyMessagesPath?: HttpRouter.PathInput | undefined
+  /**
+   * Answer unknown routes with 404 and a JSON-RPC -32600 body, and OPTIONS
+   * anywhere with 204. Default `true` for the standalone `layer`, `false`
+   * for `routes` (the host application owns its other routes).
+   */
+  readonly notFound?: boolean | undefined
+  /**
+   * `Host` values accepted (`name` for any port, or `name:port`); `"any"`
+   * turns the check off. Default: `localhost`, `127.0.0.1`, `[::1]` and the
+   * bound address when it is a specific one.
+   */
+  readonly allowedHosts?: ReadonlyArray<string> | "any" | undefined
+  /**
+   * Browser origins accepted (`scheme://host[:port]`; without a port, any
+   * port); `"any"` accepts all. Requests without `Origin` always pass.
+   * Default: the server's own localhost origins.
+   */
+  readonly allowedOrigins?: ReadonlyArray<string> | "any" | undefined
+  /** Authentication hook: the principal, or `Unauthorized` (401 with `WWW-Authenticate`). Default: none. */
+  readonly authenticate?: Authenticate | undefined
+  /** Request body limit in bytes, enforced while reading. Default 10 MiB. */
+  readonly maxBodyBytes?: number | undefined
+  /** Sessions open at once (Streamable HTTP and legacy together). Default 1000. */
+  readonly maxSessions?: number | undefined
+  /** Requests being answered and SSE streams open at once, server-wide. Default 1000. */
+  readonly maxStreams?: number | undefined
+  /** The same, per session. Default 100. */
+  readonly maxStreamsPerSession?: number | undefined
+  /** A session with no request, stream or running handler for this long is closed. Default 30 minutes. */
+  readonly sessionIdleTimeout?: Duration.Input | "never" | undefined
+  /** Keep-alive comment interval on SSE streams. Default 15 seconds. */
+  readonly keepAliveInterval?: Duration.Input | "never" | undefined
+  /** The SSE `retry` field sent with priming events (how long a client waits before resuming). Default 1 second. */
+  readonly sseRetry?: Duration.Input | "never" | undefined
+  /** Broadcast events buffered per `GET /mcp/events` listener before it is dropped. Default 256. */
+  readonly broadcastBuffer?: number | undefined
+  /** Server-initiated messages a session keeps while no GET stream is connected (oldest go first). Default 1000. */
+  readonly standaloneBuffer?: number | undefined
+  /** Default timeout of requests the handler sends the client. Default 60 seconds. */
+  readonly clientRequestTimeout?: Duration.Input | undefined
+  /** Replay storage; default: the `EventStore` service when present, else in memory. */
+  readonly eventStore?: EventStoreShape | undefined
+  /** `Access-Control-Max-Age` on preflight answers, in seconds. Default 600. */
+  readonly corsMaxAge?: number | undefined
+}
+
+export interface Resolved {
+  readonly host: string
+  readonly port: number
+  readonly path: HttpRouter.PathInput
+  readonly stateful: boolean
+  readonly responseMode: "auto" | "sse"
+  readonly sessionlessPost: "reject" | "serve"
+  readonly standaloneStream: boolean
+  readonly protocolVersions: ReadonlyArray<string>
+  readonly seedSurface: boolean
+  readonly eventsPath: HttpRouter.PathInput
+  readonly healthPath: HttpRouter.PathInput
+  readonly legacySse: boolean
+  readonly legacySsePath: HttpRouter.PathInput
+  readonly legacyMessagesPath: HttpRouter.PathInput
+  readonly notFound: boolean
+  readonly authenticate: Authenticate | undefined
+  readonly maxBodyBytes: number
+  readonly maxSessions: number
+  readonly maxStreams: number
+  readonly maxStreamsPerSession: number
+  readonly idleTimeoutMs: number | undefined
+  readonly keepAliveMs: number | undefined
+  readonly retryMs: number | undefined
+  readonly broadcastBuffer: number
+  readonly standaloneBuffer: number
+  readonly clientRequestTimeoutMs: number
+  readonly corsMaxAge: number
+}
+
+export const defaults = {
+  host: "127.0.0.1",
+  port: 8421,
+  path: "/mcp",
+  eventsPath: "/mcp/events",
+  healthPath: "/mcp/health",
+  legacySsePath: "/sse",
+  legacyMessagesPath: "/messages",
+  maxBodyBytes: 10 * 1024 * 1024,
+  maxSessions: 1000,
+  maxStreams: 1000,
+  maxStreamsPerSession: 100,
+  sessionIdleTimeout: "30 minutes",
+  keepAliveInterval: "15 seconds",
+  sseRetry: "1 second",
+  broadcastBuffer: 256,
+  standaloneBuffer: 1000,
+  clientRequestTimeout: "60 seconds",
+  corsMaxAge: 600
+} as const
+
+const millis = (input: Duration.Input | "never" | undefined, fallback: Duration.Input): number | undefined => {
+  if (input === "never") return undefined
+  const ms = Duration.toMillis(Duration.fromInputUnsafe(input ?? fallback))
+  return Number.isFinite(ms) && ms > 0 ? ms : undefined
+}
+
+export const resolve = (options: Options | undefined, standalone: boolean): Resolved => {
+  const o = options ?? {}
+  return {
+    host: o.host ?? defaults.host,
+    port: o.port ?? defaults.port,
+    path: o.path ?? defaults.path,
+    stateful: (o.mode ?? "stateful") === "stateful",
+    responseMode: o.responseMode ?? "auto",
+    sessionlessPost: o.sessionlessPost ?? "reject",
+    standaloneStream: o.standaloneStream ?? true,
+    protocolVersions: o.protocolVersions ?? ProtocolVersion.SUPPORTED,
+    seedSurface: o.seedSurface ?? true,
+    eventsPath: o.eventsPath ?? defaults.eventsPath,
+    healthPath: o.healthPath ?? defaults.healthPath,
+    legacySse: o.legacySse ?? true,
+    legacySsePath: o.legacySsePath ?? defaults.legacySsePath,
+    legacyMessagesPath: o.legacyMessagesPath ?? defaults.legacyMessagesPath,
+    notFound: o.notFound ?? standalone,
+    authenticate: o.authenticate,
+    maxBodyBytes: o.maxBodyBytes ?? defaults.maxBodyBytes,
+    maxSessions: o.maxSessions ?? defaults.maxSessions,
+    maxStreams: o.maxStreams ?? defaults.maxStreams,
+    maxStreamsPerSession: o.maxStreamsPerSession ?? defaults.maxStreamsPerSession,
+    idleTimeoutMs: millis(o.sessionIdleTimeout, defaults.sessionIdleTimeout),
+    keepAliveMs: millis(o.keepAliveInterval, defaults.keepAliveInterval),
+    retryMs: millis(o.sseRetry, defaults.sseRetry),
+    broadcastBuffer: o.broadcastBuffer ?? defaults.broadcastBuffer,
+    standaloneBuffer: o.standaloneBuffer ?? defaults.standaloneBuffer,
+    clientRequestTimeoutMs: millis(o.clientRequestTimeout, defaults.clientRequestTimeout) ?? 0,
+    corsMaxAge: o.corsMaxAge ?? defaults.corsMaxAge
+  }
+}

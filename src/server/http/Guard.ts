@@ -1,0 +1,80 @@
+/**
+ * The front door every route of the transport shares: Host and Origin
+ * checks, authentication, CORS headers on the answer, and a last-resort
+ * -32603 (never a stack trace) when something inside fails unexpectedly.
+ */
+import { Cause, Effect, Result, type Scope } from "effect"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as JsonRpc from "../../JsonRpc.ts"
+import type { EventStoreShape } from "../EventStore.ts"
+import type { Resolved } from "./Config.ts"
+import * as Security from "./Security.ts"
+import type { Sessions } from "./Sessions.ts"
+
+export interface Env {
+  readonly config: Resolved
+  readonly sessions: Sessions
+  readonly store: EventStoreShape
+  readonly lists: Security.AllowLists
+}
+
+export type Route = (
+  request: HttpServerRequest.HttpServerRequest
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
+
+export type Guarded = (
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
+
+export const withHeaders = (response: HttpServerResponse.HttpServerResponse, headers: Record<string, string>) =>
+  HttpServerResponse.setHeaders(response, headers)
+
+export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded): Route => (request) => {
+  const origin = request.headers["origin"]
+  const originAllowed = Security.isOriginAllowed(env.lists, origin)
+  const cors = Security.corsHeaders(origin, originAllowed)
+  return Effect.gen(function*() {
+    if (!Security.isHostAllowed(env.lists, request.headers["host"])) {
+      return Security.invalid(403, "Forbidden: Host header not allowed")
+    }
+    if (!originAllowed) return Security.invalid(403, "Forbidden: Origin not allowed")
+    let principal = Security.anonymous
+    if (options.auth && env.config.authenticate !== undefined) {
+      const checked = yield* Effect.result(env.config.authenticate(request))
+      if (Result.isFailure(checked)) {
+        const e = checked.failure
+        return Security.invalid(e.status ?? 401, e.description ?? "Unauthorized", {
+          "www-authenticate": e.wwwAuthenticate
+        })
+      }
+      principal = checked.success
+    }
+    return yield* f(request, principal)
+  }).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.as(
+          Effect.logWarning("HTTP server transport: unexpected failure", Cause.pretty(cause)),
+          Security.errorResponse(500, JsonRpc.ErrorCode.InternalError, "Internal error")
+        )
+    ),
+    Effect.map((response) => withHeaders(response, cors))
+  ) as Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
+}
+
+/** Preflight: 204 with the CORS grants for an allowed origin, 403 for another. */
+export const preflight = (env: Env): Route => (request) =>
+  Effect.sync(() => {
+    const origin = request.headers["origin"]
+    if (!Security.isHostAllowed(env.lists, request.headers["host"])) {
+      return Security.invalid(403, "Forbidden: Host header not allowed")
+    }
+    const allowed = Security.isOriginAllowed(env.lists, origin)
+    if (!allowed) return withHeaders(Security.invalid(403, "Forbidden: Origin not allowed"), Security.corsHeaders(origin, false))
+    return HttpServerResponse.empty({
+      status: 204,
+      headers: Security.preflightHeaders(origin, allowed, env.config.corsMaxAge)
+    })
+  })

@@ -1,0 +1,78 @@
+/**
+ * The 2024-11-05 HTTP+SSE transport: `GET /sse` opens a session whose first
+ * event, `endpoint`, names the URL to POST to; each POST is answered 202 and
+ * its reply travels on the SSE stream. The session lives as long as that SSE
+ * connection.
+ */
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import * as JsonRpc from "../../JsonRpc.ts"
+import type { Env, Guarded } from "./Guard.ts"
+import * as RequestBody from "./RequestBody.ts"
+import * as Security from "./Security.ts"
+import { runInSession } from "./Sessions.ts"
+import * as SseWire from "./SseWire.ts"
+
+export const open = (env: Env): Guarded => (request, principal) =>
+  Effect.gen(function*() {
+    if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
+      return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
+    }
+    const created = yield* env.sessions.create("legacy", principal.id)
+    if (created === "full") return Security.invalid(503, "Service unavailable: too many sessions", { "retry-after": "1" })
+    const session = created
+    // The session ends with this connection, however it ends.
+    yield* Effect.addFinalizer(() => env.sessions.close(session))
+    const admission = yield* env.sessions.enter(session, true)
+    if (admission !== "ok") return Security.invalid(503, "Service unavailable: too many open streams", { "retry-after": "1" })
+    const endpoint = `${env.config.legacyMessagesPath}?sessionId=${encodeURIComponent(session.id!)}`
+    return SseWire.response(
+      session.standalone.attach({
+        priming: false,
+        retryMs: undefined,
+        lastEventId: undefined,
+        keepAliveMs: env.config.keepAliveMs,
+        preamble: [SseWire.event(endpoint, undefined, "endpoint")]
+      }),
+      {}
+    )
+  })
+
+const sessionIdOf = (url: string): string | undefined => {
+  const query = url.indexOf("?")
+  if (query < 0) return undefined
+  return new URLSearchParams(url.slice(query + 1)).get("sessionId") ?? undefined
+}
+
+export const message = (env: Env): Guarded => (request, principal) =>
+  Effect.gen(function*() {
+    const id = sessionIdOf(request.url)
+    if (id === undefined) return Security.invalid(400, "Bad Request: sessionId query parameter is required")
+    const session = env.sessions.getLegacy(id)
+    if (session === undefined || session.closed || session.principalId !== principal.id) {
+      return Security.invalid(404, "Session not found")
+    }
+    if (!RequestBody.isJsonContent(request.headers["content-type"])) {
+      return Security.invalid(415, "Unsupported Media Type: Content-Type must be application/json")
+    }
+    yield* env.sessions.enter(session, false)
+    const body = yield* Effect.result(RequestBody.read(request, env.config.maxBodyBytes))
+    if (body._tag === "Failure") {
+      return body.failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(body.failure) : RequestBody.unreadable()
+    }
+    const decoded = JsonRpc.decode(body.success)
+    if (decoded._tag === "ParseError") {
+      return Security.errorResponse(400, JsonRpc.ErrorCode.ParseError, "Parse error", decoded.reason)
+    }
+    if (decoded._tag === "Batch") {
+      return Security.invalid(400, "Invalid Request: protocol revision 2024-11-05 has no batches")
+    }
+    const work = session.server.handleMessage(decoded.message).pipe(
+      Effect.flatMap((reply) => reply === null ? Effect.void : Effect.asVoid(session.standalone.offer(reply)))
+    )
+    // Requests run in the background (their replies go to the stream); notifications and
+    // responses are handled before the 202, so they keep the order the client sent them in.
+    if (decoded.message._tag === "Request") yield* runInSession(session, work)
+    else yield* work
+    return HttpServerResponse.text("Accepted", { status: 202 })
+  })

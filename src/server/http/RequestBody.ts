@@ -1,0 +1,81 @@
+/**
+ * Reading what a client POSTs: the body under a byte limit that is checked
+ * while the bytes arrive (reading stops at the limit; the answer closes the
+ * connection), and the media-type checks around it.
+ */
+import { Data, Effect, Stream } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import * as JsonRpc from "../../JsonRpc.ts"
+import { errorResponse } from "./Security.ts"
+
+export class BodyTooLarge extends Data.TaggedError("BodyTooLarge")<{ readonly limit: number; readonly seen: number }> {}
+export class BodyUnreadable extends Data.TaggedError("BodyUnreadable")<{ readonly cause: unknown }> {}
+
+const decoder = new TextDecoder()
+
+export const read = (
+  request: HttpServerRequest.HttpServerRequest,
+  limit: number
+): Effect.Effect<string, BodyTooLarge | BodyUnreadable> =>
+  Effect.suspend(() => {
+    const declared = Number(request.headers["content-length"])
+    if (Number.isFinite(declared) && declared > limit) return Effect.fail(new BodyTooLarge({ limit, seen: declared }))
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    return request.stream.pipe(
+      Stream.mapError((cause) => new BodyUnreadable({ cause })),
+      Stream.runForEachArray((array) => {
+        for (const chunk of array) {
+          size += chunk.length
+          if (size > limit) return Effect.fail(new BodyTooLarge({ limit, seen: size }))
+          chunks.push(chunk)
+        }
+        return Effect.void
+      }),
+      Effect.map(() => decoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)))
+    )
+  })
+
+/** 413 with a JSON-RPC error; `Connection: close` so the rest of the body is never read. */
+export const tooLarge = (error: BodyTooLarge) =>
+  errorResponse(
+    413,
+    JsonRpc.ErrorCode.ParseError,
+    "Request body too large",
+    { limit: error.limit },
+    { connection: "close" }
+  )
+
+export const unreadable = () => errorResponse(400, JsonRpc.ErrorCode.ParseError, "Parse error", "request body could not be read")
+
+const mediaTypes = (header: string | undefined): ReadonlyArray<string> =>
+  header === undefined ? [] : header.split(",").map((part) => part.split(";")[0].trim().toLowerCase()).filter((t) => t !== "")
+
+/** A body we can parse: JSON, or no `Content-Type` at all (plain clients of the seed's `POST /mcp`). */
+export const isJsonContent = (header: string | undefined): boolean => {
+  if (header === undefined || header.trim() === "") return true
+  const type = mediaTypes(header)[0]
+  return type === "application/json" || (type !== undefined && type.endsWith("+json"))
+}
+
+export interface Accepts {
+  readonly json: boolean
+  /** Only an explicit `text/event-stream`: a wildcard client (plain fetch) is answered with JSON. */
+  readonly sse: boolean
+}
+
+/** A missing `Accept` means JSON only (the seed's plain clients send none and read JSON). */
+export const accepts = (header: string | undefined): Accepts => {
+  const types = mediaTypes(header)
+  if (types.length === 0) return { json: true, sse: false }
+  return {
+    json: types.includes("*/*") || types.includes("application/json") || types.includes("application/*"),
+    sse: types.includes("text/event-stream")
+  }
+}
+
+/** For endpoints that only stream (GET): a missing `Accept` or a wildcard will do. */
+export const acceptsEventStream = (header: string | undefined): boolean => {
+  const types = mediaTypes(header)
+  return types.length === 0 || types.includes("text/event-stream") || types.includes("text/*") || types.includes("*/*")
+}

@@ -1,0 +1,164 @@
+/**
+ * The checks every request to the HTTP server transport passes before it
+ * reaches a session: Host (DNS rebinding), Origin (browsers on other sites),
+ * authentication, and the CORS headers a browser client needs to read our
+ * answers. Also the JSON-RPC-shaped error answers every rejection uses.
+ */
+import { Data, type Effect } from "effect"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as JsonRpc from "../../JsonRpc.ts"
+
+/** Who the authentication hook says is calling. Sessions are bound to `id`. */
+export interface Principal {
+  readonly id: string
+  /** Anything the application wants to keep (claims, scopes). */
+  readonly data?: unknown
+}
+
+export const anonymous: Principal = { id: "anonymous" }
+
+/** What the authentication hook fails with: 401 (or 403 for insufficient scope) and a `WWW-Authenticate` challenge. */
+export class Unauthorized extends Data.TaggedError("Unauthorized")<{
+  /** The `WWW-Authenticate` header value, e.g. `Bearer resource_metadata="https://…"`. */
+  readonly wwwAuthenticate: string
+  readonly status?: 401 | 403 | undefined
+  readonly description?: string | undefined
+}> {}
+
+export type Authenticate = (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Principal, Unauthorized>
+
+/** A JSON-RPC error object as an HTTP answer (no request id: the transport rejected the body). */
+export const errorResponse = (
+  status: number,
+  code: number,
+  message: string,
+  data?: unknown,
+  headers?: Record<string, string>
+): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.jsonUnsafe(JsonRpc.failure(null, code, message, data), {
+    status,
+    ...(headers === undefined ? {} : { headers })
+  })
+
+export const invalid = (status: number, message: string, headers?: Record<string, string>) =>
+  errorResponse(status, JsonRpc.ErrorCode.InvalidRequest, message, undefined, headers)
+
+// ---------------------------------------------------------------------------
+// Host and Origin
+
+const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"]
+
+export interface AllowLists {
+  /** Lower-case `host` or `host:port` entries; `"any"` disables the check. */
+  readonly hosts: ReadonlySet<string> | "any"
+  /** Lower-case origins (`scheme://host[:port]`); `"any"` allows every origin. */
+  readonly origins: ReadonlySet<string> | "any"
+}
+
+const hostForUrl = (host: string): string => host.includes(":") && !host.startsWith("[") ? `[${host}]` : host
+
+const isUnspecified = (host: string) => host === "0.0.0.0" || host === "::" || host === "[::]" || host === ""
+
+/**
+ * Default allow-lists: the loopback names (any port) plus the bound address
+ * when it is a specific one, and the server's own origins on its port. Host
+ * names a rebinding attacker controls never match; an IP literal cannot be
+ * rebound.
+ */
+export const defaultAllowLists = (
+  bound: { readonly host: string; readonly port: number } | undefined,
+  options: {
+    readonly allowedHosts?: ReadonlyArray<string> | "any" | undefined
+    readonly allowedOrigins?: ReadonlyArray<string> | "any" | undefined
+  }
+): AllowLists => {
+  let hosts: ReadonlySet<string> | "any"
+  if (options.allowedHosts === "any") {
+    hosts = "any"
+  } else if (options.allowedHosts !== undefined) {
+    hosts = new Set(options.allowedHosts.map((h) => h.toLowerCase()))
+  } else {
+    const set = new Set(LOOPBACK_NAMES)
+    if (bound !== undefined && !isUnspecified(bound.host)) set.add(hostForUrl(bound.host).toLowerCase())
+    hosts = set
+  }
+  let origins: ReadonlySet<string> | "any"
+  if (options.allowedOrigins === "any") {
+    origins = "any"
+  } else if (options.allowedOrigins !== undefined) {
+    origins = new Set(options.allowedOrigins.map((o) => o.toLowerCase().replace(/\/+$/, "")))
+  } else {
+    const set = new Set<string>()
+    const names = bound !== undefined && !isUnspecified(bound.host) && !LOOPBACK_NAMES.includes(hostForUrl(bound.host))
+      ? [...LOOPBACK_NAMES, hostForUrl(bound.host).toLowerCase()]
+      : LOOPBACK_NAMES
+    for (const name of names) {
+      for (const scheme of ["http", "https"]) {
+        set.add(bound === undefined ? `${scheme}://${name}` : `${scheme}://${name}:${bound.port}`)
+      }
+    }
+    origins = set
+  }
+  return { hosts, origins }
+}
+
+const splitHost = (value: string): { readonly name: string; readonly port: string | undefined } => {
+  const v = value.trim().toLowerCase()
+  if (v.startsWith("[")) {
+    const close = v.indexOf("]")
+    if (close < 0) return { name: v, port: undefined }
+    const rest = v.slice(close + 1)
+    return { name: v.slice(0, close + 1), port: rest.startsWith(":") ? rest.slice(1) : undefined }
+  }
+  const colon = v.lastIndexOf(":")
+  return colon < 0 ? { name: v, port: undefined } : { name: v.slice(0, colon), port: v.slice(colon + 1) }
+}
+
+/** An entry without a port allows that name on any port; with a port, only that one. */
+export const isHostAllowed = (lists: AllowLists, host: string | undefined): boolean => {
+  if (lists.hosts === "any") return true
+  if (host === undefined || host === "") return false
+  const { name, port } = splitHost(host)
+  if (lists.hosts.has(name)) return true
+  return port !== undefined && lists.hosts.has(`${name}:${port}`)
+}
+
+/**
+ * Requests without `Origin` come from non-browser clients and pass; a
+ * configured origin without a port matches that origin on any port.
+ */
+export const isOriginAllowed = (lists: AllowLists, origin: string | undefined): boolean => {
+  if (origin === undefined) return true
+  if (lists.origins === "any") return true
+  const o = origin.toLowerCase()
+  if (lists.origins.has(o)) return true
+  const withoutPort = o.replace(/:\d+$/, "")
+  return withoutPort !== o && lists.origins.has(withoutPort)
+}
+
+// ---------------------------------------------------------------------------
+// CORS
+
+export const allowedMethods = "GET, POST, DELETE, OPTIONS"
+export const allowedHeaders = "Content-Type, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+export const exposedHeaders = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate"
+
+/** Headers added to every answer; the allow-origin ones only for an allowed `Origin`. */
+export const corsHeaders = (origin: string | undefined, allowed: boolean): Record<string, string> =>
+  origin === undefined || !allowed
+    ? { vary: "Origin" }
+    : {
+      vary: "Origin",
+      "access-control-allow-origin": origin,
+      "access-control-expose-headers": exposedHeaders
+    }
+
+export const preflightHeaders = (origin: string | undefined, allowed: boolean, maxAgeSeconds: number) =>
+  origin === undefined || !allowed
+    ? corsHeaders(origin, allowed)
+    : {
+      ...corsHeaders(origin, allowed),
+      "access-control-allow-methods": allowedMethods,
+      "access-control-allow-headers": allowedHeaders,
+      "access-control-max-age": String(maxAgeSeconds)
+    }

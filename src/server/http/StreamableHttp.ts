@@ -1,0 +1,268 @@
+/**
+ * The Streamable HTTP endpoint (2025-03-26 … 2025-11-25): POST carries
+ * client messages, GET opens (or resumes) a server-to-client SSE stream,
+ * DELETE ends the session.
+ *
+ * The same path also serves the seed's plain `POST /mcp`: a single message or
+ * a batch answered with JSON. Batches are accepted where a revision allows
+ * them (a 2025-03-26 session, or a request without a session that names no
+ * later revision in `MCP-Protocol-Version`).
+ */
+import { Effect, Option, Stream } from "effect"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as JsonRpc from "../../JsonRpc.ts"
+import type { Env, Guarded } from "./Guard.ts"
+import * as RequestBody from "./RequestBody.ts"
+import * as Security from "./Security.ts"
+import { runInSession, type Session } from "./Sessions.ts"
+import * as SseWire from "./SseWire.ts"
+
+const SESSION_HEADER = "mcp-session-id"
+
+/** Revisions whose clients understand a priming event (an id with empty data). */
+const primes = (version: string | undefined) => version !== undefined && version >= "2025-11-25"
+
+const sessionHeader = (session: Session): Record<string, string> =>
+  session.id === undefined ? {} : { [SESSION_HEADER]: session.id }
+
+const admissionFailure = (admission: "server-full" | "session-full") =>
+  admission === "server-full"
+    ? Security.invalid(503, "Service unavailable: too many open streams", { "retry-after": "1" })
+    : Security.invalid(429, "Too many open streams for this session", { "retry-after": "1" })
+
+const badVersion = (env: Env, request: HttpServerRequest.HttpServerRequest) => {
+  const version = request.headers["mcp-protocol-version"]
+  return version !== undefined && !env.config.protocolVersions.includes(version)
+    ? Option.some(Security.errorResponse(400, JsonRpc.ErrorCode.InvalidRequest, "Unsupported MCP-Protocol-Version", {
+      requested: version,
+      supported: env.config.protocolVersions
+    }))
+    : Option.none()
+}
+
+/** The named session, if it exists and belongs to this principal (anything else is 404: no hint it exists). */
+const lookup = (env: Env, request: HttpServerRequest.HttpServerRequest, principal: Security.Principal) => {
+  const id = request.headers[SESSION_HEADER]
+  if (id === undefined) return { _tag: "Missing" } as const
+  const session = env.sessions.get(id)
+  if (session === undefined || session.closed || session.principalId !== principal.id) return { _tag: "Unknown" } as const
+  return { _tag: "Found", session } as const
+}
+
+const missingSession = () => Security.invalid(400, "Bad Request: Mcp-Session-Id header is required")
+const unknownSession = () => Security.invalid(404, "Session not found")
+
+const isInitialize = (m: JsonRpc.Classified) => m._tag === "Request" && m.message.method === "initialize"
+
+const negotiatedVersion = (reply: JsonRpc.JsonRpcResponse): string | undefined => {
+  if (!("result" in reply)) return undefined
+  const v = (reply.result as { protocolVersion?: unknown } | null)?.protocolVersion
+  return typeof v === "string" ? v : undefined
+}
+
+export const post = (env: Env): Guarded => (request, principal) =>
+  Effect.gen(function*() {
+    const { config, sessions } = env
+    if (!RequestBody.isJsonContent(request.headers["content-type"])) {
+      return Security.invalid(415, "Unsupported Media Type: Content-Type must be application/json")
+    }
+    const accepts = RequestBody.accepts(request.headers["accept"])
+    if (!accepts.json && !accepts.sse) {
+      return Security.invalid(406, "Not Acceptable: Accept must include application/json or text/event-stream")
+    }
+    const versionError = badVersion(env, request)
+    if (Option.isSome(versionError)) return versionError.value
+
+    let session: Session | undefined
+    if (config.stateful) {
+      const found = lookup(env, request, principal)
+      if (found._tag === "Unknown") return unknownSession()
+      if (found._tag === "Found") session = found.session
+    }
+
+    const body = yield* Effect.result(RequestBody.read(request, config.maxBodyBytes))
+    if (body._tag === "Failure") {
+      return body.failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(body.failure) : RequestBody.unreadable()
+    }
+    const decoded = JsonRpc.decode(body.success)
+    if (decoded._tag === "ParseError") {
+      return Security.errorResponse(400, JsonRpc.ErrorCode.ParseError, "Parse error", decoded.reason)
+    }
+    const messages = decoded._tag === "Single" ? [decoded.message] : decoded.messages
+    if (messages.length === 0) return Security.invalid(400, "Invalid Request: empty batch")
+    const initialize = messages.some(isInitialize)
+    if (initialize && decoded._tag === "Batch") {
+      return Security.invalid(400, "Invalid Request: initialize must not be part of a batch")
+    }
+
+    let ephemeral = false
+    if (session === undefined) {
+      if (config.stateful && initialize) {
+        const created = yield* sessions.create("streamable", principal.id)
+        if (created === "full") return Security.invalid(503, "Service unavailable: too many sessions", { "retry-after": "1" })
+        session = created
+      } else if (config.stateful && config.sessionlessPost === "reject") {
+        return missingSession()
+      } else {
+        const created = yield* sessions.create("ephemeral", principal.id)
+        if (created === "full") return Security.invalid(503, "Service unavailable")
+        session = created
+        ephemeral = true
+      }
+    } else if (initialize) {
+      return Security.invalid(400, "Invalid Request: session already initialized")
+    }
+    const s = session
+    // An ephemeral session lives exactly as long as this HTTP exchange (the answer included).
+    if (ephemeral) yield* Effect.addFinalizer(() => sessions.close(s))
+
+    if (decoded._tag === "Batch") {
+      const version = ephemeral ? request.headers["mcp-protocol-version"] : s.protocolVersion
+      if (version !== undefined && version !== "2025-03-26") {
+        return Security.invalid(400, `Invalid Request: batches are not supported by protocol revision ${version}`)
+      }
+    }
+
+    const hasReplies = messages.some((m) => m._tag === "Request" || m._tag === "Invalid")
+    const admission = yield* sessions.enter(s, hasReplies)
+    if (admission !== "ok") {
+      // A session made for this initialize must not outlive the refusal.
+      if (initialize) yield* sessions.close(s)
+      return admissionFailure(admission)
+    }
+    const headers = sessionHeader(s)
+
+    if (!hasReplies) {
+      // Notifications and responses only: handled (a cancel has interrupted its target) before the 202.
+      yield* Effect.forEach(messages, s.server.handleMessage, { discard: true })
+      return HttpServerResponse.empty({ status: 202, headers })
+    }
+
+    const out = yield* env.sessions.newStream(s, !ephemeral)
+    const route = { out, canStream: accepts.sse }
+    const claimed: Array<JsonRpc.RequestId> = []
+    for (const m of messages) {
+      if (m._tag === "Request" && !s.requestRoutes.has(m.message.id)) {
+        s.requestRoutes.set(m.message.id, route)
+        claimed.push(m.message.id)
+      }
+    }
+    const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> =>
+      m._tag === "Request" && !claimed.includes(m.message.id)
+        ? Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
+        : s.server.handleMessage(m)
+    const work = Effect.forEach(messages, (m) =>
+      answer(m).pipe(
+        Effect.tap((reply) => {
+          if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
+          return reply === null ? Effect.void : out.offer(reply)
+        })
+      ), { concurrency: "unbounded", discard: true }).pipe(
+        Effect.ensuring(Effect.suspend(() => {
+          for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
+          return out.end
+        }))
+      )
+    // The work belongs to the session: a client that disconnects does not cancel it.
+    yield* runInSession(s, work)
+
+    const stream = () =>
+      SseWire.response(
+        out.attach({
+          priming: !ephemeral && primes(s.protocolVersion ?? request.headers["mcp-protocol-version"]),
+          retryMs: ephemeral ? undefined : config.retryMs,
+          lastEventId: undefined,
+          keepAliveMs: config.keepAliveMs
+        }),
+        headers
+      )
+
+    if (config.responseMode === "sse" && accepts.sse) return stream()
+    const streams = yield* Effect.raceFirst(
+      Effect.as(out.awaitEnded, false),
+      accepts.sse ? Effect.as(out.awaitStreaming, true) : Effect.never
+    )
+    if (streams || (accepts.sse && out.isStreaming())) return stream()
+    if (!accepts.json) return stream()
+    const replies = (yield* out.takeQueued) as ReadonlyArray<JsonRpc.JsonRpcResponse>
+    s.liveStreams.delete(out.streamId)
+    yield* env.store.removeStream(out.streamId)
+    s.ownedStreams.delete(out.streamId)
+    if (initialize && (replies.length === 0 || !("result" in replies[0]))) {
+      // A failed initialize leaves no session behind.
+      yield* sessions.close(s)
+      return replies.length === 0
+        ? HttpServerResponse.empty({ status: 202 })
+        : HttpServerResponse.jsonUnsafe(replies[0])
+    }
+    if (replies.length === 0) return HttpServerResponse.empty({ status: 202, headers })
+    return HttpServerResponse.jsonUnsafe(decoded._tag === "Single" ? replies[0] : replies, { headers })
+  })
+
+export const get = (env: Env): Guarded => (request, principal) =>
+  Effect.gen(function*() {
+    const { config, sessions, store } = env
+    if (!config.stateful || !config.standaloneStream) {
+      return Security.invalid(405, "Method Not Allowed: this server offers no standalone SSE stream", {
+        allow: config.stateful ? "POST, DELETE" : "POST"
+      })
+    }
+    if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
+      return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
+    }
+    const versionError = badVersion(env, request)
+    if (Option.isSome(versionError)) return versionError.value
+    const found = lookup(env, request, principal)
+    if (found._tag === "Missing") return missingSession()
+    if (found._tag === "Unknown") return unknownSession()
+    const session = found.session
+    const headers = sessionHeader(session)
+    const lastEventId = request.headers["last-event-id"]
+
+    if (lastEventId === undefined && session.standalone.hasReader()) {
+      return Security.invalid(409, "Conflict: this session already has a standalone SSE stream")
+    }
+    let frames: Stream.Stream<Uint8Array>
+    if (lastEventId !== undefined) {
+      const streamId = yield* store.streamOf(lastEventId)
+      if (Option.isNone(streamId) || !session.ownedStreams.has(streamId.value)) {
+        return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
+      }
+      const live = session.liveStreams.get(streamId.value)
+      if (live !== undefined) {
+        frames = live.attach({ priming: false, retryMs: undefined, lastEventId, keepAliveMs: config.keepAliveMs })
+      } else {
+        // The stream finished while the client was away: replay what it missed, then end.
+        const replay = yield* store.replayAfter(lastEventId)
+        const text = Option.match(replay, {
+          onNone: () => "",
+          onSome: (r) => r.events.map((e) => SseWire.event(e.data, e.id, e.event)).join("")
+        })
+        frames = text === "" ? Stream.empty : Stream.make(SseWire.encode(text))
+      }
+    } else {
+      frames = session.standalone.attach({
+        priming: primes(session.protocolVersion ?? request.headers["mcp-protocol-version"]),
+        retryMs: config.retryMs,
+        lastEventId: undefined,
+        keepAliveMs: config.keepAliveMs
+      })
+    }
+    const admission = yield* sessions.enter(session, true)
+    if (admission !== "ok") return admissionFailure(admission)
+    return SseWire.response(frames, headers)
+  })
+
+export const del = (env: Env): Guarded => (request, principal) =>
+  Effect.gen(function*() {
+    if (!env.config.stateful) {
+      return Security.invalid(405, "Method Not Allowed: stateless server has no sessions", { allow: "POST" })
+    }
+    const versionError = badVersion(env, request)
+    if (Option.isSome(versionError)) return versionError.value
+    const found = lookup(env, request, principal)
+    if (found._tag === "Missing") return missingSession()
+    if (found._tag === "Unknown") return unknownSession()
+    yield* env.sessions.close(found.session)
+    return HttpServerResponse.empty({ status: 204 })
+  })
