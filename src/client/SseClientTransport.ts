@@ -1,0 +1,254 @@
+/**
+ * Legacy HTTP+SSE client transport (MCP 2024-11-05).
+ *
+ * One long GET carries everything the server sends; its first event,
+ * `endpoint`, names the URL every client message is POSTed to (202 expected).
+ * Responses arrive on the stream and are matched by id. When the stream ends
+ * or breaks, the transport is closed and everything pending fails with
+ * `TransportClosed`. Deprecated by the spec since 2025-03-26; kept for
+ * servers that still speak it.
+ */
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Layer, SubscriptionRef } from "effect"
+import { HttpBody, HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
+import * as JsonRpc from "../JsonRpc.ts"
+import { type HttpError, MalformedMessage, MessageTooLarge, TransportClosed } from "../McpError.ts"
+import * as ClientCore from "../internal/ClientCore.ts"
+import * as Http from "../internal/HttpExchange.ts"
+import * as SseReader from "../internal/SseReader.ts"
+import {
+  ClientTransport,
+  type ClientTransportShape,
+  ConnectionState,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  Diagnostic
+} from "./ClientTransport.ts"
+
+export type { HeaderContext, HeaderHook } from "../internal/HttpExchange.ts"
+
+export interface Options extends Http.HeaderSource {
+  /** The SSE endpoint the client GETs. */
+  readonly url: string | URL
+  /** Per-request timeout unless the call says otherwise. Default 30 seconds. */
+  readonly defaultTimeout?: Duration.Input | undefined
+  /** Largest message sent or accepted. Default 10 MiB. */
+  readonly maxMessageBytes?: number | undefined
+  readonly notificationBuffer?: number | undefined
+  /** How long to wait for the stream to open and name its `endpoint`. Default 30 seconds. */
+  readonly connectTimeout?: Duration.Input | undefined
+  /**
+   * How long the stream may stay completely silent before it counts as dead
+   * (and the transport closes). Default 5 minutes.
+   */
+  readonly sseIdleTimeout?: Duration.Input | undefined
+}
+
+export interface SseClientTransport extends ClientTransportShape {
+  readonly kind: "sse"
+  /** The POST endpoint the server named. */
+  readonly endpoint: string
+}
+
+export type ConnectError = HttpError | TransportClosed | MalformedMessage
+
+const DEFAULT_CONNECT_TIMEOUT = Duration.seconds(30)
+const DEFAULT_SSE_IDLE = Duration.minutes(5)
+const BACKGROUND_SEND_TIMEOUT = Duration.seconds(10)
+const encoder = new TextEncoder()
+
+const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number | undefined => {
+  const d = input === undefined ? fallback : Duration.fromInputUnsafe(input)
+  return Duration.isFinite(d) ? Duration.toMillis(d) : undefined
+}
+
+/** Resolves the `endpoint` event against the SSE URL; another origin is refused. */
+export const resolveEndpoint = (data: string, base: string): URL | MalformedMessage => {
+  let url: URL
+  try {
+    url = new URL(data.trim(), base)
+  } catch {
+    return MalformedMessage.make(data, "the endpoint event is not a URL")
+  }
+  if (url.origin !== new URL(base).origin) {
+    return MalformedMessage.make(data, `the endpoint event points to another origin than ${new URL(base).origin}`)
+  }
+  return url
+}
+
+export const make = Effect.fnUntraced(function*(options: Options) {
+  const client = yield* HttpClient.HttpClient
+  const sseUrl = options.url.toString()
+  const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
+  const idleTimeoutMs = millis(options.sseIdleTimeout, DEFAULT_SSE_IDLE)
+  let closedError: TransportClosed | undefined
+  let endpointUrl: string | undefined
+
+  const inflight = yield* FiberSet.make<unknown, unknown>()
+  const background = yield* FiberSet.make<unknown, unknown>()
+  const reader = yield* FiberSet.make<void, never>()
+  const endpoint = yield* Deferred.make<string, ConnectError>()
+
+  const post = (message: JsonRpc.JsonRpcMessage): Effect.Effect<void, HttpError | TransportClosed | MessageTooLarge> =>
+    Effect.gen(function*() {
+      const target = endpointUrl
+      if (target === undefined) return yield* new TransportClosed({ reason: "no endpoint yet" })
+      const bytes = encoder.encode(JSON.stringify(message))
+      if (bytes.length > maxBytes) {
+        return yield* new MessageTooLarge({ limit: maxBytes, size: bytes.length, direction: "outgoing" })
+      }
+      const headers = yield* Http.assemble(options, { verb: "POST", url: target, message }, {})
+      const response = yield* client.execute(
+        HttpClientRequest.post(target, { headers, body: HttpBody.uint8Array(bytes, "application/json") })
+      ).pipe(
+        Effect.catchTag("HttpClientError", (error) =>
+          error.response !== undefined ? Effect.succeed(error.response) : Effect.fail(Http.requestFailed(error, "POST")))
+      )
+      if (!Http.isSuccess(response.status)) {
+        return yield* Effect.flatMap(Http.httpError(response, "method" in message ? message.method : undefined), Effect.fail)
+      }
+      yield* Http.discard(response)
+    })
+
+  const core = yield* ClientCore.make({
+    send: (message) =>
+      closedError !== undefined ? Effect.void : FiberSet.run(
+        background,
+        post(message).pipe(
+          Effect.timeoutOption(BACKGROUND_SEND_TIMEOUT),
+          Effect.catchCause((cause) =>
+            Cause.hasInterruptsOnly(cause)
+              ? Effect.void
+              : Effect.logWarning("MCP SSE: sending a reply or cancellation failed", Cause.squash(cause))
+          )
+        )
+      ).pipe(Effect.asVoid),
+    defaultTimeout: options.defaultTimeout,
+    notificationBuffer: options.notificationBuffer
+  })
+
+  /** Like the Streamable transport: closing the scope aborts the call and the caller sees TransportClosed. */
+  const exchange = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | TransportClosed> =>
+    Effect.suspend(() => {
+      if (closedError !== undefined) return Effect.fail(closedError)
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(FiberSet.run(inflight, effect), (fiber) =>
+          restore(Fiber.await(fiber)).pipe(
+            Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+            Effect.flatMap((exit): Effect.Effect<A, E | TransportClosed> => {
+              if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
+              if (closedError !== undefined && Cause.hasInterruptsOnly(exit.cause)) return Effect.fail(closedError)
+              return Effect.failCause(exit.cause)
+            })
+          ))
+      )
+    })
+
+  const shutDown = (error: TransportClosed) =>
+    Effect.suspend(() => {
+      closedError ??= error
+      return Effect.andThen(Deferred.fail(endpoint, error), core.close(error))
+    })
+
+  // ---------------------------------------------------------------------------
+  // The stream
+
+  const onEvent = (event: { readonly event: string; readonly data: string }): Effect.Effect<boolean> => {
+    if (event.event === "endpoint") {
+      if (endpointUrl !== undefined) return Effect.succeed(false)
+      const resolved = resolveEndpoint(event.data, sseUrl)
+      if (resolved instanceof MalformedMessage) {
+        return Effect.as(Deferred.fail(endpoint, resolved), true)
+      }
+      endpointUrl = resolved.toString()
+      const ready = SubscriptionRef.update(core.state, (current) =>
+        current._tag === "Connecting" ? ConnectionState.Ready() : current)
+      return Effect.as(Effect.andThen(ready, Deferred.succeed(endpoint, endpointUrl)), false)
+    }
+    return SseReader.isMessageEvent(event) ? Effect.as(core.dispatchFrame(event.data), false) : Effect.succeed(false)
+  }
+
+  const read = (response: HttpClientResponse.HttpClientResponse) =>
+    SseReader.read(response.stream, SseReader.makeCursor(), {
+      maxEventBytes: maxBytes,
+      idleTimeoutMs,
+      onEvent,
+      onOversized: (limit) => core.diagnose(Diagnostic.MessageTooLarge({ size: limit + 1, limit }))
+    }).pipe(
+      Effect.flatMap((ending) => {
+        switch (ending._tag) {
+          case "Stopped":
+            return shutDown(new TransportClosed({ reason: "SSE endpoint refused" }))
+          case "Ended":
+            return shutDown(new TransportClosed({ reason: "SSE stream ended" }))
+          case "Broken":
+            return shutDown(new TransportClosed({ reason: "SSE stream broke", cause: ending.cause }))
+          case "Idle":
+            return shutDown(new TransportClosed({ reason: `SSE stream silent for ${ending.idleMs}ms` }))
+        }
+      }),
+      Effect.catch((error) => shutDown(new TransportClosed({ reason: "SSE stream failed", cause: error })))
+    )
+
+  const open = Effect.gen(function*() {
+    const headers = yield* Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream" })
+    const response = yield* client.execute(HttpClientRequest.get(sseUrl, { headers })).pipe(
+      Effect.catchTag("HttpClientError", (error) =>
+        error.response !== undefined ? Effect.succeed(error.response) : Effect.fail(Http.requestFailed(error, "GET")))
+    )
+    if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, "GET"), Effect.fail)
+    const type = Http.mediaType(response)
+    if (type !== "text/event-stream") {
+      const text = yield* Http.readText(response, 4096).pipe(Effect.orElseSucceed(() => ""))
+      return yield* MalformedMessage.make(text, `expected text/event-stream from the SSE endpoint, got "${type}"`)
+    }
+    return response
+  })
+
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      yield* shutDown(new TransportClosed({ reason: "transport scope closed" }))
+      yield* FiberSet.clear(reader)
+      yield* FiberSet.clear(inflight)
+      yield* FiberSet.clear(background)
+    })
+  )
+
+  const connectTimeout = options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT
+  const connected = Effect.gen(function*() {
+    const response = yield* open
+    yield* FiberSet.run(reader, read(response))
+    return yield* Deferred.await(endpoint)
+  })
+  const url = yield* connected.pipe(
+    Effect.timeoutOrElse({
+      duration: connectTimeout,
+      orElse: () =>
+        Effect.fail(
+          new TransportClosed({ reason: `no endpoint event within ${Duration.toMillis(Duration.fromInputUnsafe(connectTimeout))}ms` })
+        )
+    }),
+    Effect.tapError((error) =>
+      error._tag === "TransportClosed"
+        ? shutDown(error)
+        : shutDown(new TransportClosed({ reason: "connection refused", cause: error }))
+    )
+  )
+
+  const request: ClientTransportShape["request"] = (method, params, requestOptions) =>
+    core.correlation.call(method, params, (message) => exchange(post(message)), {
+      timeoutMs: core.timeoutMsFor(requestOptions)
+    })
+
+  const notify: ClientTransportShape["notify"] = (method, params) =>
+    exchange(post(JsonRpc.notification(method, params)))
+
+  const transport: SseClientTransport = {
+    ...core.service({ kind: "sse", request, notify }),
+    kind: "sse",
+    endpoint: url
+  }
+  return transport
+})
+
+/** Provides `ClientTransport` over legacy HTTP+SSE; needs an `HttpClient`. */
+export const layer = (options: Options): Layer.Layer<ClientTransport, ConnectError, HttpClient.HttpClient> =>
+  Layer.effect(ClientTransport, make(options))

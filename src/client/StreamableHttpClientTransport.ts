@@ -1,0 +1,528 @@
+/**
+ * Streamable HTTP client transport (MCP 2025-03-26 … 2025-11-25).
+ *
+ * Every message is its own POST. A request's answer comes back as one JSON
+ * body or as an SSE stream that may carry notifications and server requests
+ * before the response. Sessions (`Mcp-Session-Id`) start with the initialize
+ * answer and end with a DELETE when the transport's scope closes. An optional
+ * standalone GET stream carries server-initiated messages and reconnects with
+ * `Last-Event-ID` under a user-supplied `Schedule`; when it gives up, only the
+ * listener is marked failed and POSTs keep working.
+ */
+import {
+  Cause,
+  Data,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  FiberHandle,
+  FiberSet,
+  Layer,
+  Result,
+  type Schedule,
+  SubscriptionRef
+} from "effect"
+import { HttpBody, HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
+import * as JsonRpc from "../JsonRpc.ts"
+import {
+  type HttpError,
+  MalformedMessage,
+  MessageTooLarge,
+  NoResponse,
+  RequestTimeout,
+  SessionExpired,
+  TransportClosed
+} from "../McpError.ts"
+import * as ClientCore from "../internal/ClientCore.ts"
+import * as Http from "../internal/HttpExchange.ts"
+import * as SseReader from "../internal/SseReader.ts"
+import * as SseReconnect from "../internal/SseReconnect.ts"
+import {
+  ClientTransport,
+  type ClientTransportShape,
+  ConnectionState,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  Diagnostic
+} from "./ClientTransport.ts"
+
+export type { HeaderContext, HeaderHook } from "../internal/HttpExchange.ts"
+export { defaultSchedule as defaultReconnectSchedule } from "../internal/SseReconnect.ts"
+
+export interface Options extends Http.HeaderSource {
+  /** The MCP endpoint. */
+  readonly url: string | URL
+  /** Per-request timeout unless the call says otherwise. Default 30 seconds. */
+  readonly defaultTimeout?: Duration.Input | undefined
+  /** Largest message sent or accepted (JSON body or SSE event). Default 10 MiB. */
+  readonly maxMessageBytes?: number | undefined
+  /** Per-subscriber buffer of notifications before the oldest are dropped. Default 1024. */
+  readonly notificationBuffer?: number | undefined
+  /** Open the standalone GET stream once `notifications/initialized` is accepted. Default false. */
+  readonly listen?: boolean | undefined
+  /**
+   * Reconnect policy for SSE streams (the GET listener, and resuming a broken
+   * POST stream). The schedule's delays are used unless the server sent
+   * `retry:`; its end is the retry budget. Default: `defaultReconnectSchedule`.
+   */
+  readonly reconnectSchedule?: Schedule.Schedule<unknown, unknown> | undefined
+  /**
+   * How long an SSE stream may stay completely silent (no event, no keep-alive
+   * comment) before it counts as dead. Default 5 minutes.
+   */
+  readonly sseIdleTimeout?: Duration.Input | undefined
+  /** Bound on the session DELETE sent when the scope closes. Default 2 seconds. */
+  readonly closeTimeout?: Duration.Input | undefined
+  /** Continue an existing session instead of waiting for an initialize answer. */
+  readonly sessionId?: string | undefined
+  /** Negotiated protocol version of a continued session. */
+  readonly protocolVersion?: string | undefined
+}
+
+/** The standalone GET stream's own state, separate from the POST channel's. */
+export type ListenerState = Data.TaggedEnum<{
+  Idle: {}
+  Connecting: { readonly attempt: number }
+  Open: {}
+  Reconnecting: { readonly attempt: number; readonly delayMs: number }
+  /** The server answered 405: it offers no standalone stream. */
+  Disabled: { readonly status: number }
+  /** The retry budget ran out, or the session expired. */
+  Failed: { readonly error: unknown }
+}>
+export const ListenerState = Data.taggedEnum<ListenerState>()
+
+export interface StreamableHttpClientTransport extends ClientTransportShape {
+  readonly kind: "streamable-http"
+  /** Opens the standalone GET stream now; does nothing while one is running. */
+  readonly listen: Effect.Effect<void>
+  readonly listenerState: SubscriptionRef.SubscriptionRef<ListenerState>
+  readonly sessionId: Effect.Effect<string | undefined>
+  readonly protocolVersion: Effect.Effect<string | undefined>
+}
+
+const DEFAULT_SSE_IDLE = Duration.minutes(5)
+const DEFAULT_CLOSE_TIMEOUT = Duration.seconds(2)
+/** Replies to server requests and cancellations run in the background, bounded by this. */
+const BACKGROUND_SEND_TIMEOUT = Duration.seconds(10)
+const FIRST_VERSION_WITH_HEADER = "2025-06-18"
+
+const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number | undefined => {
+  const d = input === undefined ? fallback : Duration.fromInputUnsafe(input)
+  return Duration.isFinite(d) ? Duration.toMillis(d) : undefined
+}
+
+const encoder = new TextEncoder()
+
+type PostError = HttpError | SessionExpired | TransportClosed | MessageTooLarge
+
+export const make = Effect.fnUntraced(function*(options: Options) {
+  const client = yield* HttpClient.HttpClient
+  const url = options.url.toString()
+  const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
+  const idleTimeoutMs = millis(options.sseIdleTimeout, DEFAULT_SSE_IDLE)
+  const closeTimeout = options.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT
+  const schedule = options.reconnectSchedule ?? SseReconnect.defaultSchedule
+
+  let session: string | undefined = options.sessionId
+  let expiredSession: string | undefined
+  let protocolVersion: string | undefined = options.protocolVersion
+  let closedError: TransportClosed | undefined
+
+  const inflight = yield* FiberSet.make<unknown, unknown>()
+  const background = yield* FiberSet.make<unknown, unknown>()
+  const listener = yield* FiberHandle.make<void, never>()
+  const listenerState = yield* SubscriptionRef.make<ListenerState>(ListenerState.Idle())
+
+  const sendFromCore = (message: JsonRpc.JsonRpcMessage): Effect.Effect<void> =>
+    closedError !== undefined ? Effect.void : FiberSet.run(
+      background,
+      Effect.flatMap(postMessage(message), consumeStray).pipe(
+        Effect.timeoutOption(BACKGROUND_SEND_TIMEOUT),
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause)
+            ? Effect.void
+            : Effect.logWarning("MCP HTTP: sending a reply or cancellation failed", Cause.squash(cause))
+        )
+      )
+    ).pipe(Effect.asVoid)
+
+  const core = yield* ClientCore.make({
+    send: sendFromCore,
+    defaultTimeout: options.defaultTimeout,
+    notificationBuffer: options.notificationBuffer
+  })
+
+  // ---------------------------------------------------------------------------
+  // State
+
+  const setState = (next: ConnectionState) =>
+    SubscriptionRef.update(core.state, (current) => current._tag === "Closed" ? current : next)
+
+  /** A 2xx answer: Connecting becomes Ready; an initialize answer also ends an expired session. */
+  const markReady = (initialize: boolean) =>
+    SubscriptionRef.update(core.state, (current) => {
+      if (current._tag === "Connecting") return ConnectionState.Ready()
+      if (initialize && current._tag === "SessionExpired") return ConnectionState.Ready()
+      return current
+    })
+
+  const expire = (sessionId: string) =>
+    Effect.suspend(() => {
+      expiredSession = sessionId
+      return Effect.andThen(setState(ConnectionState.SessionExpired({ sessionId })), Effect.fail(new SessionExpired({ sessionId })))
+    })
+
+  const versionHeader = (): string | undefined =>
+    protocolVersion !== undefined && protocolVersion >= FIRST_VERSION_WITH_HEADER ? protocolVersion : undefined
+
+  const adoptSession = (response: HttpClientResponse.HttpClientResponse) =>
+    Effect.suspend(() => {
+      const id = response.headers["mcp-session-id"]
+      expiredSession = undefined
+      if (id !== undefined && !Http.isValidSessionId(id)) {
+        session = undefined
+        return Effect.logWarning("MCP HTTP: ignoring a session id that is not visible ASCII")
+      }
+      session = id
+      return Effect.void
+    })
+
+  // ---------------------------------------------------------------------------
+  // Raw HTTP
+
+  /** One POST. Non-2xx answers become typed errors here; 2xx answers are returned unread. */
+  const postMessage = (
+    message: JsonRpc.JsonRpcMessage
+  ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError> =>
+    Effect.gen(function*() {
+      const initialize = "method" in message && message.method === "initialize" && "id" in message
+      const bytes = encoder.encode(JSON.stringify(message))
+      if (bytes.length > maxBytes) {
+        return yield* new MessageTooLarge({ limit: maxBytes, size: bytes.length, direction: "outgoing" })
+      }
+      // A fresh initialize starts a new session: no stale id, no version yet.
+      const sentSession = initialize ? undefined : session
+      const headers = yield* Http.assemble(options, { verb: "POST", url, message }, {
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": sentSession,
+        "mcp-protocol-version": initialize ? undefined : versionHeader()
+      })
+      const response = yield* client.execute(
+        HttpClientRequest.post(url, { headers, body: HttpBody.uint8Array(bytes, "application/json") })
+      ).pipe(
+        Effect.catchTag("HttpClientError", (error) =>
+          error.response !== undefined ? Effect.succeed(error.response) : Effect.fail(Http.requestFailed(error, "POST")))
+      )
+      if (Http.isSuccess(response.status)) return response
+      const method = "method" in message ? message.method : undefined
+      if (response.status === 404 && sentSession !== undefined) {
+        yield* Http.discard(response)
+        return yield* expire(sentSession)
+      }
+      return yield* Effect.flatMap(Http.httpError(response, method), Effect.fail)
+    })
+
+  /** Opens a GET SSE stream (standalone listener, or resuming after `lastEventId`). */
+  const openGet = (
+    lastEventId: string | undefined
+  ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError | MalformedMessage> =>
+    Effect.gen(function*() {
+      const sentSession = session
+      const headers = yield* Http.assemble(options, { verb: "GET", url }, {
+        accept: "text/event-stream",
+        "mcp-session-id": sentSession,
+        "mcp-protocol-version": versionHeader(),
+        "last-event-id": lastEventId
+      })
+      const response = yield* client.execute(HttpClientRequest.get(url, { headers })).pipe(
+        Effect.catchTag("HttpClientError", (error) =>
+          error.response !== undefined ? Effect.succeed(error.response) : Effect.fail(Http.requestFailed(error, "GET")))
+      )
+      if (Http.isSuccess(response.status)) {
+        const type = Http.mediaType(response)
+        if (type === "text/event-stream") return response
+        const text = yield* Http.readText(response, 4096).pipe(Effect.orElseSucceed(() => ""))
+        return yield* MalformedMessage.make(text, `expected text/event-stream from GET, got "${type}"`)
+      }
+      if (response.status === 404 && sentSession !== undefined) {
+        yield* Http.discard(response)
+        return yield* expire(sentSession)
+      }
+      return yield* Effect.flatMap(Http.httpError(response, "GET"), Effect.fail)
+    })
+
+  /**
+   * Runs one HTTP exchange in a fiber the transport owns, so that closing the
+   * scope aborts it (and the caller sees `TransportClosed`), while the
+   * caller's interruption still aborts it too.
+   */
+  const exchange = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | TransportClosed> =>
+    Effect.suspend(() => {
+      if (closedError !== undefined) return Effect.fail(closedError)
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(FiberSet.run(inflight, effect), (fiber) =>
+          restore(Fiber.await(fiber)).pipe(
+            Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+            Effect.flatMap((exit): Effect.Effect<A, E | TransportClosed> => {
+              if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
+              if (closedError !== undefined && Cause.hasInterruptsOnly(exit.cause)) return Effect.fail(closedError)
+              return Effect.failCause(exit.cause)
+            })
+          ))
+      )
+    })
+
+  // ---------------------------------------------------------------------------
+  // Requests
+
+  const isPending = (id: JsonRpc.RequestId) => core.correlation.pendingIds().includes(id)
+
+  const sameId = (a: JsonRpc.RequestId | null, b: JsonRpc.RequestId) => a !== null && String(a) === String(b)
+
+  /**
+   * Routes one frame that arrived in answer to `request`. An error without an
+   * id on this request's own channel is this request's error; a frame that
+   * cannot be read fails this request and nothing else.
+   */
+  const dispatchFor = (request: JsonRpc.JsonRpcRequest, text: string): Effect.Effect<void, MalformedMessage> => {
+    const decoded = JsonRpc.decode(text)
+    if (decoded._tag === "ParseError") return Effect.fail(MalformedMessage.make(text, `invalid JSON: ${decoded.reason}`))
+    const messages = decoded._tag === "Single" ? [decoded.message] : decoded.messages
+    return Effect.forEach(messages, (message) => {
+      if (message._tag === "Failure" && message.message.id === null) {
+        return core.dispatch({ _tag: "Failure", message: { ...message.message, id: request.id } }, text)
+      }
+      if (message._tag === "Invalid" && sameId(message.id, request.id)) {
+        return Effect.fail(MalformedMessage.make(text, message.reason))
+      }
+      return core.dispatch(message, text)
+    }, { discard: true })
+  }
+
+  const noResponse = (request: JsonRpc.JsonRpcRequest) => new NoResponse({ id: request.id, method: request.method })
+
+  const readJsonAnswer = (response: HttpClientResponse.HttpClientResponse, request: JsonRpc.JsonRpcRequest) =>
+    Effect.gen(function*() {
+      const text = yield* Http.readText(response, maxBytes)
+      if (text.trim().length === 0) return yield* noResponse(request)
+      yield* dispatchFor(request, text)
+      if (isPending(request.id)) return yield* noResponse(request)
+    })
+
+  /**
+   * Reads a request's SSE answer until its response. A stream that stops
+   * early is resumed with GET + `Last-Event-ID` when the server gave event
+   * ids; otherwise the request fails with `NoResponse`.
+   */
+  const readStreamAnswer = (response: HttpClientResponse.HttpClientResponse, request: JsonRpc.JsonRpcRequest) =>
+    Effect.gen(function*() {
+      const cursor = SseReader.makeCursor()
+      const readOptions: SseReader.ReadOptions<MalformedMessage, never> = {
+        maxEventBytes: maxBytes,
+        idleTimeoutMs,
+        onEvent: (event) =>
+          SseReader.isMessageEvent(event)
+            ? Effect.map(dispatchFor(request, event.data), () => !isPending(request.id))
+            : Effect.succeed(false)
+      }
+      let ending = yield* SseReader.read(response.stream, cursor, readOptions)
+      let backoff: SseReconnect.Backoff | undefined
+      while (ending._tag !== "Stopped" && isPending(request.id)) {
+        if (cursor.lastEventId === undefined) {
+          if (ending._tag === "Idle") {
+            return yield* new RequestTimeout({
+              method: request.method,
+              id: request.id,
+              timeoutMs: ending.idleMs,
+              phase: "SSE stream silent"
+            })
+          }
+          return yield* noResponse(request)
+        }
+        backoff ??= yield* SseReconnect.make(schedule)
+        if (cursor.bytes > 0) yield* backoff.reset
+        const delay = yield* backoff.next(ending, cursor.retryMs)
+        if (delay === undefined) return yield* noResponse(request)
+        yield* Effect.sleep(Duration.millis(delay))
+        cursor.bytes = 0
+        const opened = yield* Effect.result(openGet(cursor.lastEventId))
+        if (Result.isFailure(opened)) {
+          const error = opened.failure
+          // The connection itself failed: worth another attempt. An answer is final.
+          if (error._tag === "TransportClosed") {
+            ending = { _tag: "Broken", cause: error }
+            continue
+          }
+          if (error._tag === "HttpError" && error.status === 405) return yield* noResponse(request)
+          return yield* error
+        }
+        ending = yield* SseReader.read(opened.success.stream, cursor, readOptions)
+      }
+    })
+
+  const exchangeRequest = (request: JsonRpc.JsonRpcRequest) =>
+    Effect.gen(function*() {
+      const initialize = request.method === "initialize"
+      const response = yield* postMessage(request)
+      if (initialize) yield* adoptSession(response)
+      yield* markReady(initialize)
+      if (response.status === 202 || response.status === 204) {
+        yield* Http.discard(response)
+        return yield* noResponse(request)
+      }
+      const type = Http.mediaType(response)
+      if (type === "text/event-stream") return yield* readStreamAnswer(response, request)
+      if (type === "application/json" || type.endsWith("+json")) return yield* readJsonAnswer(response, request)
+      const text = yield* Http.readText(response, 4096).pipe(Effect.orElseSucceed(() => ""))
+      if (text.length === 0) return yield* noResponse(request)
+      return yield* MalformedMessage.make(text, `unexpected Content-Type "${type}" in the answer to ${request.method}`)
+    })
+
+  const request: ClientTransportShape["request"] = (method, params, requestOptions) =>
+    core.correlation.call(method, params, (message) => exchange(exchangeRequest(message)), {
+      timeoutMs: core.timeoutMsFor(requestOptions)
+    })
+
+  // ---------------------------------------------------------------------------
+  // Notifications
+
+  /** Messages on a stream that answers no request of ours (GET listener, stray answers). */
+  const dispatchUnrelated = (event: { readonly event: string; readonly data: string }) =>
+    SseReader.isMessageEvent(event) ? Effect.as(core.dispatchFrame(event.data), false) : Effect.succeed(false)
+
+  const oversized = (limit: number) => core.diagnose(Diagnostic.MessageTooLarge({ size: limit + 1, limit }))
+
+  const consumeStray = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<void> =>
+    Http.mediaType(response) === "text/event-stream"
+      ? FiberSet.run(
+        background,
+        SseReader.read(response.stream, SseReader.makeCursor(), {
+          maxEventBytes: maxBytes,
+          idleTimeoutMs,
+          onEvent: dispatchUnrelated,
+          onOversized: oversized
+        }).pipe(Effect.ignore)
+      ).pipe(Effect.asVoid)
+      : Http.discard(response)
+
+  const notify: ClientTransportShape["notify"] = (method, params) =>
+    exchange(Effect.gen(function*() {
+      const response = yield* postMessage(JsonRpc.notification(method, params))
+      yield* markReady(false)
+      yield* consumeStray(response)
+      if (method === "notifications/initialized" && options.listen === true) yield* listen
+    }))
+
+  // ---------------------------------------------------------------------------
+  // Standalone GET listener
+
+  const setListener = (next: ListenerState) => SubscriptionRef.set(listenerState, next)
+
+  /** Leaves `Reconnecting` (the POST channel never stopped working). */
+  const listenerSettled = SubscriptionRef.update(
+    core.state,
+    (current) => current._tag === "Reconnecting" ? ConnectionState.Ready() : current
+  )
+
+  const giveUp = (error: unknown) =>
+    Effect.gen(function*() {
+      yield* listenerSettled
+      core.diagnose(Diagnostic.ListenerError({ error }))
+      yield* setListener(ListenerState.Failed({ error }))
+    })
+
+  const listenerLoop: Effect.Effect<void> = Effect.gen(function*() {
+    const cursor = SseReader.makeCursor()
+    const backoff = yield* SseReconnect.make(schedule)
+    while (true) {
+      yield* setListener(ListenerState.Connecting({ attempt: backoff.attempts() }))
+      cursor.bytes = 0
+      let failure: unknown
+      const opened = yield* Effect.result(openGet(cursor.lastEventId))
+      if (Result.isFailure(opened)) {
+        const error = opened.failure
+        if (error._tag === "HttpError" && error.status === 405) {
+          yield* listenerSettled
+          return yield* setListener(ListenerState.Disabled({ status: 405 }))
+        }
+        if (error._tag === "SessionExpired") return yield* giveUp(error)
+        failure = error
+      } else {
+        yield* listenerSettled
+        yield* setListener(ListenerState.Open())
+        failure = yield* SseReader.read(opened.success.stream, cursor, {
+          maxEventBytes: maxBytes,
+          idleTimeoutMs,
+          onEvent: dispatchUnrelated,
+          onOversized: oversized
+        }).pipe(Effect.catch((error) => Effect.succeed({ _tag: "Broken" as const, cause: error })))
+        if (cursor.bytes > 0) yield* backoff.reset
+      }
+      const delay = yield* backoff.next(failure, cursor.retryMs)
+      if (delay === undefined) return yield* giveUp(failure)
+      const attempt = backoff.attempts()
+      yield* setListener(ListenerState.Reconnecting({ attempt, delayMs: delay }))
+      yield* SubscriptionRef.update(core.state, (current) =>
+        current._tag === "Ready" || current._tag === "Reconnecting"
+          ? ConnectionState.Reconnecting({ attempt, delayMs: delay })
+          : current)
+      yield* Effect.sleep(Duration.millis(delay))
+    }
+  })
+
+  const listen: Effect.Effect<void> = Effect.suspend(() =>
+    closedError !== undefined
+      ? Effect.void
+      : FiberHandle.run(listener, listenerLoop, { onlyIfMissing: true }).pipe(Effect.asVoid)
+  )
+
+  // ---------------------------------------------------------------------------
+  // Close: abort everything in flight, then end the session
+
+  const deleteSession = (sessionId: string): Effect.Effect<void> =>
+    Http.assemble(options, { verb: "DELETE", url }, {
+      "mcp-session-id": sessionId,
+      "mcp-protocol-version": versionHeader()
+    }).pipe(
+      Effect.flatMap((headers) => client.execute(HttpClientRequest.delete(url, { headers }))),
+      Effect.flatMap(Http.discard),
+      Effect.interruptible,
+      Effect.timeoutOption(closeTimeout),
+      Effect.ignore
+    )
+
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      closedError = new TransportClosed({ reason: "transport scope closed" })
+      yield* core.close(closedError)
+      yield* FiberHandle.clear(listener)
+      yield* FiberSet.clear(inflight)
+      yield* FiberSet.clear(background)
+      const listenerNow = yield* SubscriptionRef.get(listenerState)
+      if (listenerNow._tag === "Open" || listenerNow._tag === "Connecting" || listenerNow._tag === "Reconnecting") {
+        yield* setListener(ListenerState.Idle())
+      }
+      if (session !== undefined && session !== expiredSession) yield* deleteSession(session)
+    })
+  )
+
+  const transport: StreamableHttpClientTransport = {
+    ...core.service({
+      kind: "streamable-http",
+      request,
+      notify,
+      setProtocolVersion: (version) => Effect.sync(() => void (protocolVersion = version))
+    }),
+    kind: "streamable-http",
+    listen,
+    listenerState,
+    sessionId: Effect.sync(() => session),
+    protocolVersion: Effect.sync(() => protocolVersion)
+  }
+  return transport
+})
+
+/** Provides `ClientTransport` over Streamable HTTP; needs an `HttpClient` (e.g. `NodeHttpClient.layerUndici`). */
+export const layer = (options: Options): Layer.Layer<ClientTransport, never, HttpClient.HttpClient> =>
+  Layer.effect(ClientTransport, make(options))

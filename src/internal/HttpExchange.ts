@@ -1,0 +1,134 @@
+/**
+ * Small pieces shared by the HTTP client transports: header assembly,
+ * bounded body reads, and the mapping of HTTP outcomes to our typed errors.
+ */
+import { Effect, Stream } from "effect"
+import type { HttpClientError, HttpClientResponse } from "effect/http"
+import type * as JsonRpc from "../JsonRpc.ts"
+import { HttpError, MessageTooLarge, TransportClosed, truncate } from "../McpError.ts"
+
+export type HttpVerb = "POST" | "GET" | "DELETE"
+
+/** What the per-request header hook is told about the request it decorates. */
+export interface HeaderContext {
+  readonly verb: HttpVerb
+  readonly url: string
+  /** The JSON-RPC message in the body (POST only). */
+  readonly message?: JsonRpc.JsonRpcMessage | undefined
+}
+
+/**
+ * Computes extra headers per HTTP request, e.g. a bearer token that refreshes.
+ * It runs before every POST, GET and DELETE the transport makes.
+ */
+export type HeaderHook = (context: HeaderContext) => Effect.Effect<Readonly<Record<string, string>>>
+
+export interface HeaderSource {
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  readonly requestHeaders?: HeaderHook | undefined
+}
+
+const lowerKeys = (record: Readonly<Record<string, string>> | undefined, into: Record<string, string>) => {
+  if (record === undefined) return
+  for (const key of Object.keys(record)) into[key.toLowerCase()] = record[key]!
+}
+
+/** User headers (static, then the hook), overridden by the transport's own. */
+export const assemble = (
+  source: HeaderSource,
+  context: HeaderContext,
+  own: Readonly<Record<string, string | undefined>>
+): Effect.Effect<Record<string, string>> =>
+  Effect.suspend(() => {
+    const merge = (hooked: Readonly<Record<string, string>> | undefined) => {
+      const out: Record<string, string> = {}
+      lowerKeys(source.headers, out)
+      lowerKeys(hooked, out)
+      for (const key of Object.keys(own)) {
+        const value = own[key]
+        if (value !== undefined) out[key] = value
+      }
+      return out
+    }
+    return source.requestHeaders === undefined
+      ? Effect.succeed(merge(undefined))
+      : Effect.map(source.requestHeaders(context), merge)
+  })
+
+/** The media type of a response without parameters, lower-cased ("" when absent). */
+export const mediaType = (response: HttpClientResponse.HttpClientResponse): string => {
+  const raw = response.headers["content-type"]
+  if (raw === undefined) return ""
+  const semi = raw.indexOf(";")
+  return (semi === -1 ? raw : raw.slice(0, semi)).trim().toLowerCase()
+}
+
+export const isSuccess = (status: number): boolean => status >= 200 && status < 300
+
+/** A failure below HTTP (refused, reset, DNS): the request never got an answer. */
+export const requestFailed = (error: HttpClientError.HttpClientError, what: string): TransportClosed =>
+  new TransportClosed({ reason: `${what} failed: ${describe(error)}`, cause: error })
+
+const describe = (error: HttpClientError.HttpClientError): string => {
+  const cause = (error.reason as { cause?: unknown }).cause
+  if (cause instanceof Error) {
+    const inner = (cause as { cause?: unknown }).cause
+    return inner instanceof Error ? `${cause.message} (${inner.message})` : cause.message
+  }
+  return error.reason._tag
+}
+
+/** Reads the whole body as text, failing once it grows past `maxBytes`. */
+export const readText = (
+  response: HttpClientResponse.HttpClientResponse,
+  maxBytes: number
+): Effect.Effect<string, MessageTooLarge | TransportClosed> =>
+  Effect.suspend(() => {
+    const declared = Number(response.headers["content-length"])
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      return Effect.andThen(
+        discard(response),
+        Effect.fail(new MessageTooLarge({ limit: maxBytes, size: declared, direction: "incoming" }))
+      )
+    }
+    const decoder = new TextDecoder()
+    let size = 0
+    let text = ""
+    return response.stream.pipe(
+      Stream.runForEach((chunk) => {
+        size += chunk.length
+        if (size > maxBytes) return Effect.fail(new MessageTooLarge({ limit: maxBytes, size, direction: "incoming" }))
+        text += decoder.decode(chunk, { stream: true })
+        return Effect.void
+      }),
+      Effect.map(() => text + decoder.decode()),
+      Effect.catchTag("HttpClientError", (error) => Effect.fail(requestFailed(error, "reading the response body")))
+    )
+  })
+
+const ERROR_BODY_LIMIT = 64 * 1024
+
+/** Turns a non-2xx response into `HttpError`, keeping the body text and the auth hints. */
+export const httpError = (
+  response: HttpClientResponse.HttpClientResponse,
+  method?: string
+): Effect.Effect<HttpError> =>
+  readText(response, ERROR_BODY_LIMIT).pipe(
+    Effect.orElseSucceed(() => ""),
+    Effect.map((body) =>
+      new HttpError({
+        status: response.status,
+        body: truncate(body.trim()),
+        method,
+        wwwAuthenticate: response.headers["www-authenticate"],
+        mcpAuthServer: response.headers["mcp-auth-server"]
+      })
+    )
+  )
+
+/** Reads and drops a body nobody needs (202 answers), so the connection can be reused. */
+export const discard = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<void> =>
+  response.stream.pipe(Stream.runDrain, Effect.timeoutOption("2 seconds"), Effect.ignore)
+
+/** Session ids are visible ASCII (0x21–0x7E); anything else is not a usable header value. */
+export const isValidSessionId = (id: string): boolean => /^[\x21-\x7e]+$/.test(id)
