@@ -168,3 +168,28 @@ export type RequestError =
 
 /** What sending a notification can fail with on any transport. */
 export type NotifyError = TransportClosed | MessageTooLarge | HttpError | SessionExpired
+
+/** The peer did not declare the capability a method needs; nothing was sent. */
+export class CapabilityNotSupported extends Data.TaggedError("CapabilityNotSupported")<{
+  readonly method: string
+  /** The capability path that was missing, e.g. `tools` or `resources.subscribe`. */
+  readonly capability: string
+  /** Whose capability was missing. */
+  readonly peer: "server" | "client"
+}> {
+  override get message(): string {
+    return `The ${this.peer} did not declare the ${this.capability} capability (needed for ${this.method}); nothing was sent`
+  }
+}
+
+/** A message that is valid JSON-RPC but whose payload does not have the shape its method defines. */
+export class InvalidPayload extends Data.TaggedError("InvalidPayload")<{
+  readonly method: string
+  readonly kind: "result" | "params" | "notification"
+  /** The schema decoder's explanation. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Invalid ${this.kind} for ${this.method}: ${this.reason}`
+  }
+}

@@ -1,0 +1,654 @@
+/**
+ * The MCP protocol layer over any client transport: the handshake, version
+ * negotiation, capability checks, typed methods with decoded results,
+ * progress-aware timeouts, typed server notifications, handlers for the
+ * requests a server sends us, and an optional keep-alive.
+ *
+ * The handshake is enforced by construction: a client value only exists
+ * once `initialize` succeeded and `notifications/initialized` was sent, and
+ * the client never hands out the raw transport, so no method can reach the
+ * server before the session is set up.
+ */
+import { Context, Data, Duration, Effect, Layer, Option, PubSub, Queue, Schema, Scope, Stream, SubscriptionRef } from "effect"
+import * as McpSchema from "effect/ai/McpSchema"
+import * as JsonRpc from "../JsonRpc.ts"
+import {
+  CapabilityNotSupported,
+  InvalidPayload,
+  type NotifyError,
+  type RequestError,
+  RequestTimeout,
+  RpcError,
+  UnsupportedProtocolVersion
+} from "../McpError.ts"
+import * as ProtocolVersion from "../ProtocolVersion.ts"
+import { ClientTransport, type ClientTransportShape, type RequestHandler } from "./ClientTransport.ts"
+import * as ServerNotificationModule from "./ServerNotification.ts"
+import { type LoggingMessage, type Progress, ServerNotification } from "./ServerNotification.ts"
+
+export { type LoggingMessage, type Progress, ServerNotification }
+
+// ---------------------------------------------------------------------------
+// Errors and options
+
+/** What a typed method can fail with. */
+export type McpClientError = RequestError | CapabilityNotSupported | InvalidPayload
+
+/** What building a client can fail with. */
+export type HandshakeError = RequestError | UnsupportedProtocolVersion | InvalidPayload
+
+export interface Implementation {
+  readonly name: string
+  readonly version: string
+  readonly title?: string | undefined
+  readonly description?: string | undefined
+  readonly websiteUrl?: string | undefined
+}
+
+export const DEFAULT_CLIENT_INFO: Implementation = { name: "effect-mcp-transport", version: "0.1.0" }
+export const DEFAULT_REQUEST_TIMEOUT: Duration.Duration = Duration.seconds(30)
+
+/** Parameters of `sampling/createMessage`, decoded. */
+export type SamplingParams = typeof McpSchema.CreateMessage.payloadSchema.Type
+/** The answer to `sampling/createMessage`, in its wire (JSON) form. */
+export type SamplingResult = typeof McpSchema.CreateMessageResult.Encoded
+
+/** Parameters of `elicitation/create` (form or URL mode), decoded leniently. */
+export interface ElicitParams {
+  readonly mode: "form" | "url"
+  readonly message: string
+  /** Form mode: the JSON Schema of the requested fields. */
+  readonly requestedSchema?: Readonly<Record<string, unknown>> | undefined
+  /** URL mode. */
+  readonly url?: string | undefined
+  readonly elicitationId?: string | undefined
+  readonly _meta?: Readonly<Record<string, unknown>> | undefined
+}
+export type ElicitResult =
+  | {
+    readonly action: "accept"
+    readonly content?: Readonly<Record<string, string | number | boolean | ReadonlyArray<string>>> | undefined
+  }
+  | { readonly action: "decline" | "cancel" }
+
+export interface Root {
+  readonly uri: string
+  readonly name?: string | undefined
+  readonly _meta?: Readonly<Record<string, unknown>> | undefined
+}
+
+/**
+ * Answers for the requests a server may send. Each one present is advertised
+ * in our capabilities; absent ones are not, and the server gets -32601.
+ * Fail with `RpcError` to send a JSON-RPC error; interruption (the server
+ * cancelled) sends nothing.
+ */
+export interface ServerRequestHandlers {
+  readonly listRoots?: (() => Effect.Effect<ReadonlyArray<Root>, RpcError>) | undefined
+  readonly createMessage?: ((params: SamplingParams) => Effect.Effect<SamplingResult, RpcError>) | undefined
+  readonly elicit?: ((params: ElicitParams) => Effect.Effect<ElicitResult, RpcError>) | undefined
+  /** Whether URL-mode elicitation is advertised too (default: form mode only). */
+  readonly elicitUrlMode?: boolean | undefined
+  /** Runs before we answer a server's `ping` (which is always answered). */
+  readonly ping?: (() => Effect.Effect<void, RpcError>) | undefined
+}
+
+export interface KeepAliveOptions {
+  /** Time between pings. */
+  readonly interval: Duration.Input
+  /** How long one ping may take (default: the client's request timeout). */
+  readonly timeout?: Duration.Input | undefined
+  /** Consecutive failed pings that mark the connection degraded (default 3). */
+  readonly failureThreshold?: number | undefined
+}
+
+export interface McpClientOptions {
+  /** Default `{ name: "effect-mcp-transport", version: "0.1.0" }`. */
+  readonly clientInfo?: Implementation | undefined
+  /** The revision we ask for (default: the newest we speak, 2025-11-25). */
+  readonly protocolVersion?: ProtocolVersion.ProtocolVersion | undefined
+  /** Extra capabilities (experimental, extensions) merged into what the handlers imply. */
+  readonly capabilities?: Readonly<Record<string, unknown>> | undefined
+  readonly handlers?: ServerRequestHandlers | undefined
+  /** Idle timeout of each request, restarted by its progress notifications (default 30 s). */
+  readonly requestTimeout?: Duration.Input | undefined
+  /** Timeout of the `initialize` request (default: `requestTimeout`). */
+  readonly initializeTimeout?: Duration.Input | undefined
+  readonly keepAlive?: KeepAliveOptions | undefined
+  /** Per-subscriber buffer of typed notifications before the oldest are dropped (default 1024). */
+  readonly notificationBuffer?: number | undefined
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  /** Idle timeout (default: the client's `requestTimeout`). `Duration.infinity` disables it. */
+  readonly timeout?: Duration.Input | undefined
+  /** Whether a progress notification restarts the idle timeout (default true). */
+  readonly resetTimeoutOnProgress?: boolean | undefined
+  /** Caps the whole call, progress or not (default: no cap). */
+  readonly maxTotalTimeout?: Duration.Input | undefined
+  /** Sees each progress notification of this call whose progress increased. */
+  readonly onProgress?: ((progress: Progress) => Effect.Effect<void>) | undefined
+}
+
+/** What a streamed call emits: its progress, then its result. */
+export type CallEvent<A> =
+  | { readonly _tag: "Progress"; readonly progress: Progress }
+  | { readonly _tag: "Result"; readonly result: A }
+
+export type Health = Data.TaggedEnum<{
+  Healthy: {}
+  /** Keep-alive pings failed `consecutiveFailures` times in a row (at least the threshold). */
+  Degraded: { readonly consecutiveFailures: number; readonly lastError: RequestError }
+}>
+export const Health = Data.taggedEnum<Health>()
+
+// ---------------------------------------------------------------------------
+// Method parameters
+
+type Meta = Readonly<Record<string, unknown>>
+
+export interface CallToolParams {
+  readonly name: string
+  readonly arguments?: Readonly<Record<string, unknown>> | undefined
+  readonly _meta?: Meta | undefined
+}
+export interface GetPromptParams {
+  readonly name: string
+  readonly arguments?: Readonly<Record<string, string>> | undefined
+  readonly _meta?: Meta | undefined
+}
+export interface CompleteParams {
+  readonly ref:
+    | { readonly type: "ref/prompt"; readonly name: string }
+    | { readonly type: "ref/resource"; readonly uri: string }
+  readonly argument: { readonly name: string; readonly value: string }
+  readonly context?: { readonly arguments?: Readonly<Record<string, string>> | undefined } | undefined
+}
+export interface PageParams {
+  readonly cursor?: string | undefined
+}
+
+/** The part of the transport the application may see: state and diagnostics, never the raw request path. */
+export type Connection = Pick<
+  ClientTransportShape,
+  "kind" | "state" | "diagnostics" | "stderr" | "awaitClosed" | "pendingCount"
+>
+
+export interface McpClientShape {
+  readonly initializeResult: McpSchema.InitializeResult
+  readonly protocolVersion: ProtocolVersion.ProtocolVersion
+  readonly serverInfo: McpSchema.Implementation
+  readonly serverCapabilities: McpSchema.ServerCapabilities
+  readonly instructions: string | undefined
+  /** The capabilities we declared. */
+  readonly clientCapabilities: Readonly<Record<string, unknown>>
+  readonly connection: Connection
+  /** `Healthy` unless keep-alive pings keep failing. */
+  readonly health: SubscriptionRef.SubscriptionRef<Health>
+
+  readonly ping: (options?: CallOptions) => Effect.Effect<void, McpClientError>
+
+  readonly listTools: (params?: PageParams, options?: CallOptions) => Effect.Effect<McpSchema.ListToolsResult, McpClientError>
+  /** Every tool, page after page. */
+  readonly tools: (options?: CallOptions) => Stream.Stream<McpSchema.Tool, McpClientError>
+  readonly listAllTools: (options?: CallOptions) => Effect.Effect<ReadonlyArray<McpSchema.Tool>, McpClientError>
+  readonly callTool: (params: CallToolParams, options?: CallOptions) => Effect.Effect<McpSchema.CallToolResult, McpClientError>
+  readonly callToolStream: (
+    params: CallToolParams,
+    options?: CallOptions
+  ) => Stream.Stream<CallEvent<McpSchema.CallToolResult>, McpClientError>
+
+  readonly listResources: (
+    params?: PageParams,
+    options?: CallOptions
+  ) => Effect.Effect<McpSchema.ListResourcesResult, McpClientError>
+  readonly resources: (options?: CallOptions) => Stream.Stream<McpSchema.Resource, McpClientError>
+  readonly listAllResources: (options?: CallOptions) => Effect.Effect<ReadonlyArray<McpSchema.Resource>, McpClientError>
+  readonly listResourceTemplates: (
+    params?: PageParams,
+    options?: CallOptions
+  ) => Effect.Effect<McpSchema.ListResourceTemplatesResult, McpClientError>
+  readonly resourceTemplates: (options?: CallOptions) => Stream.Stream<McpSchema.ResourceTemplate, McpClientError>
+  readonly listAllResourceTemplates: (
+    options?: CallOptions
+  ) => Effect.Effect<ReadonlyArray<McpSchema.ResourceTemplate>, McpClientError>
+  readonly readResource: (uri: string, options?: CallOptions) => Effect.Effect<McpSchema.ReadResourceResult, McpClientError>
+  readonly subscribeResource: (uri: string, options?: CallOptions) => Effect.Effect<void, McpClientError>
+  readonly unsubscribeResource: (uri: string, options?: CallOptions) => Effect.Effect<void, McpClientError>
+
+  readonly listPrompts: (params?: PageParams, options?: CallOptions) => Effect.Effect<McpSchema.ListPromptsResult, McpClientError>
+  readonly prompts: (options?: CallOptions) => Stream.Stream<McpSchema.Prompt, McpClientError>
+  readonly listAllPrompts: (options?: CallOptions) => Effect.Effect<ReadonlyArray<McpSchema.Prompt>, McpClientError>
+  readonly getPrompt: (params: GetPromptParams, options?: CallOptions) => Effect.Effect<McpSchema.GetPromptResult, McpClientError>
+
+  readonly complete: (params: CompleteParams, options?: CallOptions) => Effect.Effect<McpSchema.CompleteResult, McpClientError>
+  readonly setLoggingLevel: (level: McpSchema.LoggingLevel, options?: CallOptions) => Effect.Effect<void, McpClientError>
+
+  /** Any other method (extensions, newer revisions): no capability check, result not decoded. */
+  readonly request: (
+    method: string,
+    params?: Readonly<Record<string, unknown>>,
+    options?: CallOptions
+  ) => Effect.Effect<unknown, McpClientError>
+  readonly notify: (method: string, params?: Readonly<Record<string, unknown>>) => Effect.Effect<void, NotifyError>
+  /** Tells the server our roots changed (needs a `listRoots` handler). */
+  readonly notifyRootsListChanged: Effect.Effect<void, NotifyError | CapabilityNotSupported>
+
+  /** Every server notification, typed. Subscribe before you expect one: nothing is replayed. */
+  readonly notifications: Stream.Stream<ServerNotification>
+  readonly progress: Stream.Stream<Progress>
+  readonly logging: Stream.Stream<LoggingMessage>
+  readonly listChanged: Stream.Stream<
+    Data.TaggedEnum.Value<ServerNotification, "ToolListChanged" | "ResourceListChanged" | "PromptListChanged">
+  >
+  readonly resourceUpdated: Stream.Stream<Data.TaggedEnum.Value<ServerNotification, "ResourceUpdated">>
+  readonly cancelled: Stream.Stream<Data.TaggedEnum.Value<ServerNotification, "Cancelled">>
+}
+
+export class McpClient extends Context.Service<McpClient, McpClientShape>()("effect-mcp-transport/McpClient") {}
+
+// ---------------------------------------------------------------------------
+// Capabilities
+
+/** Which server capability each method needs, and how to find it. */
+const requiredCapability: Record<string, readonly [string, (c: McpSchema.ServerCapabilities) => boolean]> = {
+  "tools/list": ["tools", (c) => c.tools !== undefined],
+  "tools/call": ["tools", (c) => c.tools !== undefined],
+  "resources/list": ["resources", (c) => c.resources !== undefined],
+  "resources/templates/list": ["resources", (c) => c.resources !== undefined],
+  "resources/read": ["resources", (c) => c.resources !== undefined],
+  "resources/subscribe": ["resources.subscribe", (c) => c.resources?.subscribe === true],
+  "resources/unsubscribe": ["resources.subscribe", (c) => c.resources?.subscribe === true],
+  "prompts/list": ["prompts", (c) => c.prompts !== undefined],
+  "prompts/get": ["prompts", (c) => c.prompts !== undefined],
+  "completion/complete": ["completions", (c) => c.completions !== undefined],
+  "logging/setLevel": ["logging", (c) => c.logging !== undefined]
+}
+
+const clientCapabilities = (options: McpClientOptions): Record<string, unknown> => {
+  const handlers = options.handlers ?? {}
+  const capabilities: Record<string, unknown> = { ...options.capabilities }
+  if (handlers.listRoots !== undefined) capabilities.roots = { listChanged: true }
+  if (handlers.createMessage !== undefined) capabilities.sampling = {}
+  if (handlers.elicit !== undefined) {
+    capabilities.elicitation = handlers.elicitUrlMode === true ? { form: {}, url: {} } : { form: {} }
+  }
+  return capabilities
+}
+
+// ---------------------------------------------------------------------------
+// Serving the server's requests
+
+const SamplingParamsSchema = Schema.Struct(McpSchema.CreateMessage.payloadSchema.fields)
+const ElicitParamsSchema = Schema.Struct({
+  mode: Schema.optionalKey(Schema.Literals(["form", "url"])),
+  message: Schema.String,
+  requestedSchema: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
+  url: Schema.optionalKey(Schema.String),
+  elicitationId: Schema.optionalKey(Schema.String),
+  _meta: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
+})
+
+const invalidParams = (method: string, error: Schema.SchemaError) =>
+  new RpcError({ code: JsonRpc.ErrorCode.InvalidParams, rpcMessage: `Invalid params: ${error.message}`, method })
+
+const methodNotFound = (method: string) =>
+  new RpcError({ code: JsonRpc.ErrorCode.MethodNotFound, rpcMessage: "Method not found", data: { method }, method })
+
+const serveServerRequests = (handlers: ServerRequestHandlers): RequestHandler => (request) => {
+  switch (request.method) {
+    case "ping":
+      return handlers.ping === undefined ? Effect.succeed({}) : Effect.as(handlers.ping(), {})
+    case "roots/list": {
+      const listRoots = handlers.listRoots
+      if (listRoots === undefined) return Effect.fail(methodNotFound(request.method))
+      return Effect.map(listRoots(), (roots) => ({ roots }))
+    }
+    case "sampling/createMessage": {
+      const createMessage = handlers.createMessage
+      if (createMessage === undefined) return Effect.fail(methodNotFound(request.method))
+      return Schema.decodeUnknownEffect(SamplingParamsSchema)(request.params ?? {}).pipe(
+        Effect.mapError((e) => invalidParams(request.method, e)),
+        Effect.flatMap(createMessage)
+      )
+    }
+    case "elicitation/create": {
+      const elicit = handlers.elicit
+      if (elicit === undefined) return Effect.fail(methodNotFound(request.method))
+      return Schema.decodeUnknownEffect(ElicitParamsSchema)(request.params ?? {}).pipe(
+        Effect.mapError((e) => invalidParams(request.method, e)),
+        Effect.flatMap((p) => {
+          const mode = p.mode ?? "form"
+          if (mode === "url" && handlers.elicitUrlMode !== true) {
+            return Effect.fail(
+              new RpcError({
+                code: JsonRpc.ErrorCode.InvalidParams,
+                rpcMessage: "URL-mode elicitation was not advertised by this client",
+                method: request.method
+              })
+            )
+          }
+          return elicit({ ...p, mode })
+        })
+      )
+    }
+    default:
+      return Effect.fail(methodNotFound(request.method))
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Construction
+
+const decodeResult = <A>(method: string, schema: Schema.Decoder<A>) => {
+  const decode = Schema.decodeUnknownEffect(schema)
+  return (raw: unknown): Effect.Effect<A, InvalidPayload> =>
+    decode(raw).pipe(Effect.mapError((e) => new InvalidPayload({ method, kind: "result", reason: e.message })))
+}
+
+const EmptyResult = Schema.Struct({})
+const decodeInitialize = decodeResult("initialize", McpSchema.InitializeResult)
+
+const millis = (d: Duration.Duration): number => (Duration.isFinite(d) ? Duration.toMillis(d) : Number.POSITIVE_INFINITY)
+
+/**
+ * Runs the handshake over a transport the caller owns and returns the
+ * client. Fails with `UnsupportedProtocolVersion` when the server answers a
+ * revision we do not speak; closing the transport is then the owner's
+ * scope's job (`layer` and `connect` do it).
+ */
+export const fromTransport = Effect.fnUntraced(function*(
+  transport: ClientTransportShape,
+  options: McpClientOptions = {}
+): Effect.fn.Return<McpClientShape, HandshakeError, Scope.Scope> {
+  const requestTimeout = Duration.fromInputUnsafe(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
+  const hub = yield* PubSub.sliding<ServerNotification>(options.notificationBuffer ?? 1024)
+  yield* Effect.addFinalizer(() => PubSub.shutdown(hub))
+  const progressListeners = new Map<string | number, (p: Progress) => void>()
+
+  // Subscribed (the fiber starts at once and parks on the subscription)
+  // before anything is sent, so nothing the server says is missed.
+  yield* transport.notifications.pipe(
+    Stream.runForEach((raw) =>
+      Effect.sync(() => {
+        const n = ServerNotificationModule.decode(raw)
+        if (n._tag === "Progress") progressListeners.get(n.progressToken)?.(n)
+        PubSub.publishUnsafe(hub, n)
+      })
+    ),
+    Effect.forkScoped({ startImmediately: true })
+  )
+
+  yield* transport.setRequestHandler(serveServerRequests(options.handlers ?? {}))
+
+  // --- handshake
+  const requested = options.protocolVersion ?? ProtocolVersion.LATEST
+  const capabilities = clientCapabilities(options)
+  const raw = yield* transport.request(
+    "initialize",
+    { protocolVersion: requested, capabilities, clientInfo: options.clientInfo ?? DEFAULT_CLIENT_INFO },
+    { timeout: options.initializeTimeout ?? requestTimeout }
+  )
+  const init = yield* decodeInitialize(raw)
+  const version = init.protocolVersion
+  if (!ProtocolVersion.isSupported(version)) {
+    return yield* new UnsupportedProtocolVersion({
+      requested,
+      received: version,
+      supported: ProtocolVersion.SUPPORTED
+    })
+  }
+  yield* transport.setProtocolVersion(version)
+  yield* transport.notify("notifications/initialized")
+
+  // --- requests
+  const serverCapabilities = init.capabilities
+  let tokenCounter = 0
+
+  const missingCapability = (method: string): CapabilityNotSupported | undefined => {
+    const required = requiredCapability[method]
+    if (required === undefined || required[1](serverCapabilities)) return undefined
+    return new CapabilityNotSupported({ method, capability: required[0], peer: "server" })
+  }
+
+  const send = (
+    method: string,
+    params: Readonly<Record<string, unknown>> | undefined,
+    callOptions: CallOptions | undefined
+  ): Effect.Effect<unknown, McpClientError> =>
+    Effect.gen(function*() {
+      const missing = missingCapability(method)
+      if (missing !== undefined) return yield* missing
+      const token = `p${++tokenCounter}`
+      const idle = callOptions?.timeout === undefined ? requestTimeout : Duration.fromInputUnsafe(callOptions.timeout)
+      const idleMs = millis(idle)
+      // The transport's own timer cannot see progress, so it is switched off
+      // and the idle timer below (restarted by each progress) replaces it.
+      const watchIdle = (callOptions?.resetTimeoutOnProgress ?? true) && Number.isFinite(idleMs)
+      const queue = yield* Queue.unbounded<Progress>()
+      let last = Number.NEGATIVE_INFINITY
+      progressListeners.set(token, (p) => {
+        // Out-of-order or repeated progress says nothing new: ignore it.
+        if (!(p.progress > last)) return
+        last = p.progress
+        Queue.offerUnsafe(queue, p)
+      })
+      const meta = { ...(params?._meta as Meta | undefined), progressToken: token }
+      const call = transport.request(method, { ...params, _meta: meta }, {
+        timeout: watchIdle ? Duration.infinity : idle
+      })
+      const next = watchIdle
+        ? Effect.timeoutOrElse(Queue.take(queue), {
+          duration: idle,
+          orElse: () =>
+            Effect.fail(new RequestTimeout({ method, id: token, timeoutMs: idleMs, phase: "No response or progress" }))
+        })
+        : Queue.take(queue)
+      const onProgress = callOptions?.onProgress
+      const watchdog = Effect.forever(onProgress === undefined ? next : Effect.flatMap(next, onProgress))
+      // The response settles the call directly while progress comes through
+      // the notification fiber: progress that arrived before the response but
+      // was not yet handed over is delivered before the result.
+      const late = onProgress === undefined
+        ? Effect.void
+        : Effect.flatMap(Queue.clear(queue), (items) => Effect.forEach(items, onProgress, { discard: true }))
+      let effect: Effect.Effect<unknown, McpClientError> = Effect.tap(Effect.raceFirst(call, watchdog), () => late)
+      if (callOptions?.maxTotalTimeout !== undefined) {
+        const max = Duration.fromInputUnsafe(callOptions.maxTotalTimeout)
+        effect = Effect.timeoutOrElse(effect, {
+          duration: max,
+          orElse: () =>
+            Effect.fail(
+              new RequestTimeout({ method, id: token, timeoutMs: millis(max), phase: "Maximum total time exceeded" })
+            )
+        })
+      }
+      return yield* Effect.ensuring(effect, Effect.sync(() => progressListeners.delete(token)))
+    })
+
+  const typed = <A>(method: string, schema: Schema.Decoder<A>) => {
+    const decode = decodeResult(method, schema)
+    return (params: Readonly<Record<string, unknown>> | undefined, callOptions?: CallOptions) =>
+      Effect.flatMap(send(method, params, callOptions), decode)
+  }
+
+  const streamed = <A>(
+    run: (options: CallOptions) => Effect.Effect<A, McpClientError>,
+    callOptions: CallOptions | undefined
+  ): Stream.Stream<CallEvent<A>, McpClientError> =>
+    Stream.callback<CallEvent<A>, McpClientError>((queue) =>
+      run({
+        ...callOptions,
+        onProgress: (progress) =>
+          Effect.andThen(
+            callOptions?.onProgress?.(progress) ?? Effect.void,
+            Queue.offer(queue, { _tag: "Progress", progress })
+          ).pipe(Effect.asVoid)
+      }).pipe(
+        Effect.flatMap((result) => Queue.offer(queue, { _tag: "Result", result })),
+        Effect.andThen(Queue.end(queue))
+      )
+    )
+
+  const paginated = <P, A>(
+    method: string,
+    schema: Schema.Decoder<P>,
+    items: (page: P) => ReadonlyArray<A>,
+    nextCursor: (page: P) => string | undefined
+  ) => {
+    const page = typed(method, schema)
+    const list = (params?: PageParams, callOptions?: CallOptions) =>
+      page(params?.cursor === undefined ? undefined : { cursor: params.cursor }, callOptions)
+    const all = (callOptions?: CallOptions): Stream.Stream<A, McpClientError> =>
+      Stream.paginate({ cursor: undefined as string | undefined, seen: new Set<string>() }, (state) =>
+        Effect.flatMap(list({ cursor: state.cursor }, callOptions), (result) => {
+          const next = nextCursor(result)
+          if (next === undefined) return Effect.succeed([items(result), Option.none()] as const)
+          if (state.seen.has(next)) {
+            return Effect.fail(
+              new InvalidPayload({ method, kind: "result", reason: `nextCursor ${JSON.stringify(next)} repeats` })
+            )
+          }
+          state.seen.add(next)
+          return Effect.succeed([items(result), Option.some({ cursor: next, seen: state.seen })] as const)
+        }))
+    const collect = (callOptions?: CallOptions) => Stream.runCollect(all(callOptions))
+    return { list, all, collect } as const
+  }
+
+  const tools = paginated("tools/list", McpSchema.ListToolsResult, (r) => r.tools, (r) => r.nextCursor)
+  const resources = paginated("resources/list", McpSchema.ListResourcesResult, (r) => r.resources, (r) => r.nextCursor)
+  const templates = paginated(
+    "resources/templates/list",
+    McpSchema.ListResourceTemplatesResult,
+    (r) => r.resourceTemplates,
+    (r) => r.nextCursor
+  )
+  const prompts = paginated("prompts/list", McpSchema.ListPromptsResult, (r) => r.prompts, (r) => r.nextCursor)
+
+  const callTool = typed("tools/call", McpSchema.CallToolResult)
+  const readResource = typed("resources/read", McpSchema.ReadResourceResult)
+  const subscribe = typed("resources/subscribe", EmptyResult)
+  const unsubscribe = typed("resources/unsubscribe", EmptyResult)
+  const getPrompt = typed("prompts/get", McpSchema.GetPromptResult)
+  const complete = typed("completion/complete", McpSchema.CompleteResult)
+  const setLevel = typed("logging/setLevel", EmptyResult)
+  const ping = typed("ping", EmptyResult)
+
+  const toParams = (p: object): Readonly<Record<string, unknown>> => p as Readonly<Record<string, unknown>>
+
+  // --- keep-alive
+  const health = yield* SubscriptionRef.make<Health>(Health.Healthy())
+  if (options.keepAlive !== undefined) {
+    const keepAlive = options.keepAlive
+    const threshold = Math.max(1, keepAlive.failureThreshold ?? 3)
+    const pingTimeout = keepAlive.timeout ?? requestTimeout
+    let failures = 0
+    yield* Effect.sleep(keepAlive.interval).pipe(
+      Effect.andThen(transport.request("ping", undefined, { timeout: pingTimeout })),
+      Effect.matchEffect({
+        onSuccess: () => {
+          failures = 0
+          return SubscriptionRef.set(health, Health.Healthy())
+        },
+        onFailure: (error) => {
+          failures++
+          return failures >= threshold
+            ? SubscriptionRef.set(health, Health.Degraded({ consecutiveFailures: failures, lastError: error }))
+            : Effect.void
+        }
+      }),
+      Effect.forever,
+      Effect.forkScoped({ startImmediately: true })
+    )
+  }
+
+  const notifications = Stream.fromPubSub(hub)
+  const rootsDeclared = capabilities.roots !== undefined
+
+  return {
+    initializeResult: init,
+    protocolVersion: version,
+    serverInfo: init.serverInfo,
+    serverCapabilities,
+    instructions: init.instructions,
+    clientCapabilities: capabilities,
+    connection: {
+      kind: transport.kind,
+      state: transport.state,
+      diagnostics: transport.diagnostics,
+      stderr: transport.stderr,
+      awaitClosed: transport.awaitClosed,
+      pendingCount: transport.pendingCount
+    },
+    health,
+    ping: (o) => Effect.asVoid(ping(undefined, o)),
+    listTools: tools.list,
+    tools: tools.all,
+    listAllTools: tools.collect,
+    callTool: (params, o) => callTool(toParams(params), o),
+    callToolStream: (params, o) => streamed((so) => callTool(toParams(params), so), o),
+    listResources: resources.list,
+    resources: resources.all,
+    listAllResources: resources.collect,
+    listResourceTemplates: templates.list,
+    resourceTemplates: templates.all,
+    listAllResourceTemplates: templates.collect,
+    readResource: (uri, o) => readResource({ uri }, o),
+    subscribeResource: (uri, o) => Effect.asVoid(subscribe({ uri }, o)),
+    unsubscribeResource: (uri, o) => Effect.asVoid(unsubscribe({ uri }, o)),
+    listPrompts: prompts.list,
+    prompts: prompts.all,
+    listAllPrompts: prompts.collect,
+    getPrompt: (params, o) => getPrompt(toParams(params), o),
+    complete: (params, o) => complete(toParams(params), o),
+    setLoggingLevel: (level, o) => Effect.asVoid(setLevel({ level }, o)),
+    request: (method, params, o) => send(method, params, o),
+    notify: (method, params) => transport.notify(method, params),
+    notifyRootsListChanged: rootsDeclared
+      ? transport.notify("notifications/roots/list_changed")
+      : Effect.fail(
+        new CapabilityNotSupported({ method: "notifications/roots/list_changed", capability: "roots", peer: "client" })
+      ),
+    notifications,
+    progress: Stream.filter(notifications, ServerNotification.$is("Progress")),
+    logging: Stream.filter(notifications, ServerNotification.$is("LoggingMessage")),
+    listChanged: Stream.filter(
+      notifications,
+      (n): n is Data.TaggedEnum.Value<ServerNotification, "ToolListChanged" | "ResourceListChanged" | "PromptListChanged"> =>
+        n._tag === "ToolListChanged" || n._tag === "ResourceListChanged" || n._tag === "PromptListChanged"
+    ),
+    resourceUpdated: Stream.filter(notifications, ServerNotification.$is("ResourceUpdated")),
+    cancelled: Stream.filter(notifications, ServerNotification.$is("Cancelled"))
+  }
+})
+
+/** The handshake over the `ClientTransport` in context. */
+export const make = (options: McpClientOptions = {}): Effect.Effect<McpClientShape, HandshakeError, ClientTransport | Scope.Scope> =>
+  Effect.flatMap(ClientTransport, (transport) => fromTransport(transport, options))
+
+/**
+ * Builds the transport and the client in one scope: closing it closes the
+ * client and the transport (the process is killed, the session deleted); a
+ * failed handshake closes the transport at once.
+ */
+export const connect = <E, R>(
+  transport: Effect.Effect<ClientTransportShape, E, R>,
+  options: McpClientOptions = {}
+): Effect.Effect<McpClientShape, E | HandshakeError, Exclude<R, Scope.Scope> | Scope.Scope> =>
+  Effect.gen(function*() {
+    const outer = yield* Effect.scope
+    const scope = yield* Scope.fork(outer)
+    return yield* Effect.gen(function*() {
+      const t = yield* transport
+      return yield* fromTransport(t, options)
+    }).pipe(
+      Scope.provide(scope),
+      Effect.onExit((exit) => exit._tag === "Failure" ? Scope.close(scope, exit) : Effect.void)
+    )
+  })
+
+/** The client as a layer over a transport layer: `McpClient.layer(opts).pipe(Layer.provide(transportLayer))`. */
+export const layer = (options: McpClientOptions = {}): Layer.Layer<McpClient, HandshakeError, ClientTransport> =>
+  Layer.effect(McpClient, make(options))

@@ -1,0 +1,100 @@
+/**
+ * Notifications a server sends a client, decoded once into one tagged union
+ * so that subscribers match on `_tag` instead of re-parsing method strings.
+ * A notification whose payload does not fit its method, or whose method we
+ * do not know, is still delivered (as `Other`) rather than dropped.
+ */
+import { Data, Result, Schema } from "effect"
+import * as McpSchema from "effect/ai/McpSchema"
+import type * as JsonRpc from "../JsonRpc.ts"
+
+export type ServerNotification = Data.TaggedEnum<{
+  Progress: {
+    readonly progressToken: string | number
+    readonly progress: number
+    readonly total: number | undefined
+    readonly message: string | undefined
+  }
+  LoggingMessage: {
+    readonly level: McpSchema.LoggingLevel
+    readonly logger: string | undefined
+    readonly data: unknown
+  }
+  ToolListChanged: {}
+  ResourceListChanged: {}
+  PromptListChanged: {}
+  ResourceUpdated: { readonly uri: string }
+  /** The server abandoned a request it had sent us (our handler for it is interrupted by the transport). */
+  Cancelled: { readonly requestId: string | number; readonly reason: string | undefined }
+  ElicitationComplete: { readonly elicitationId: string }
+  /** Any other method, or a known method whose payload did not decode (`invalid` says why). */
+  Other: { readonly method: string; readonly params: unknown; readonly invalid: string | undefined }
+}>
+export const ServerNotification = Data.taggedEnum<ServerNotification>()
+
+export type Progress = Data.TaggedEnum.Value<ServerNotification, "Progress">
+export type LoggingMessage = Data.TaggedEnum.Value<ServerNotification, "LoggingMessage">
+
+const ProgressParams = Schema.Struct(McpSchema.ProgressNotification.payloadSchema.fields)
+const LoggingParams = Schema.Struct(McpSchema.LoggingMessageNotification.payloadSchema.fields)
+const UpdatedParams = Schema.Struct({ uri: Schema.String })
+const CancelledParams = Schema.Struct({
+  requestId: Schema.Union([Schema.String, Schema.Finite]),
+  reason: Schema.optionalKey(Schema.String)
+})
+const ElicitationCompleteParams = Schema.Struct({ elicitationId: Schema.String })
+
+const decodeProgress = Schema.decodeUnknownResult(ProgressParams)
+const decodeLogging = Schema.decodeUnknownResult(LoggingParams)
+const decodeUpdated = Schema.decodeUnknownResult(UpdatedParams)
+const decodeCancelled = Schema.decodeUnknownResult(CancelledParams)
+const decodeElicitationComplete = Schema.decodeUnknownResult(ElicitationCompleteParams)
+
+const other = (n: JsonRpc.JsonRpcNotification, invalid?: string): ServerNotification =>
+  ServerNotification.Other({ method: n.method, params: n.params, invalid })
+
+export const decode = (n: JsonRpc.JsonRpcNotification): ServerNotification => {
+  switch (n.method) {
+    case "notifications/progress": {
+      const r = decodeProgress(n.params)
+      return Result.isSuccess(r)
+        ? ServerNotification.Progress({
+          progressToken: r.success.progressToken,
+          progress: r.success.progress,
+          total: r.success.total,
+          message: r.success.message
+        })
+        : other(n, r.failure.message)
+    }
+    case "notifications/message": {
+      const r = decodeLogging(n.params)
+      return Result.isSuccess(r)
+        ? ServerNotification.LoggingMessage({ level: r.success.level, logger: r.success.logger, data: r.success.data })
+        : other(n, r.failure.message)
+    }
+    case "notifications/tools/list_changed":
+      return ServerNotification.ToolListChanged()
+    case "notifications/resources/list_changed":
+      return ServerNotification.ResourceListChanged()
+    case "notifications/prompts/list_changed":
+      return ServerNotification.PromptListChanged()
+    case "notifications/resources/updated": {
+      const r = decodeUpdated(n.params)
+      return Result.isSuccess(r) ? ServerNotification.ResourceUpdated({ uri: r.success.uri }) : other(n, r.failure.message)
+    }
+    case "notifications/cancelled": {
+      const r = decodeCancelled(n.params)
+      return Result.isSuccess(r)
+        ? ServerNotification.Cancelled({ requestId: r.success.requestId, reason: r.success.reason })
+        : other(n, r.failure.message)
+    }
+    case "notifications/elicitation/complete": {
+      const r = decodeElicitationComplete(n.params)
+      return Result.isSuccess(r)
+        ? ServerNotification.ElicitationComplete({ elicitationId: r.success.elicitationId })
+        : other(n, r.failure.message)
+    }
+    default:
+      return other(n)
+  }
+}

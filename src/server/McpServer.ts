@@ -1,0 +1,461 @@
+/**
+ * The server side of the MCP lifecycle, as a `Handler` any server transport
+ * can mount (stdio, in-memory, HTTP): `initialize` with version negotiation,
+ * automatic `ping`, rejection of everything else until the client sent
+ * `notifications/initialized`, `logging/setLevel`, and a method table of
+ * Schema-decoded handlers that receive a context for progress, logging and
+ * requests to the client (gated by the client's declared capabilities).
+ *
+ * Per-session state (phase, negotiated version, client capabilities, log
+ * level) is keyed by the transport's session id: one handle can serve every
+ * session of an HTTP server; on stdio and in-memory (no session id) one
+ * handle serves one connection, so build one handle per connection there.
+ */
+import { Deferred, Duration, Effect, type Pipeable, Schema } from "effect"
+import * as McpSchema from "effect/ai/McpSchema"
+import { pipeArguments } from "effect/Pipeable"
+import * as JsonRpc from "../JsonRpc.ts"
+import { CapabilityNotSupported, InvalidPayload, type RequestError } from "../McpError.ts"
+import * as ProtocolVersion from "../ProtocolVersion.ts"
+import type { Handler, HandlerContext } from "./Handler.ts"
+import * as Router from "./Router.ts"
+
+// ---------------------------------------------------------------------------
+// Options and contexts
+
+export interface Implementation {
+  readonly name: string
+  readonly version: string
+  readonly title?: string | undefined
+  readonly description?: string | undefined
+  readonly websiteUrl?: string | undefined
+}
+
+export interface McpServerOptions {
+  readonly serverInfo: Implementation
+  /** Sent in the `initialize` result (a hint for the model). */
+  readonly instructions?: string | undefined
+  /**
+   * Merged over the capabilities implied by the registered methods (tools,
+   * resources, resources.subscribe, prompts, completions; logging always),
+   * e.g. `{ tools: { listChanged: true } }`.
+   */
+  readonly capabilities?: Readonly<Record<string, unknown>> | undefined
+  /**
+   * Reject requests other than `ping` and `initialize` until the client sent
+   * `notifications/initialized` (default true). Turn off for stateless HTTP,
+   * where requests carry no session.
+   */
+  readonly enforceInitialized?: boolean | undefined
+  /**
+   * How long a request that arrives after the `initialize` reply but before
+   * `notifications/initialized` waits for it before it is rejected (default
+   * 1 s). Transports may run a request before an earlier notification (they
+   * serve requests concurrently), so a well-behaved client must not be
+   * rejected for a reordering it did not cause.
+   */
+  readonly initializedGracePeriod?: Duration.Input | undefined
+  /** The error code of that rejection (default -32002, the code seed 002 names). */
+  readonly notInitializedCode?: number | undefined
+  /** Timeout of requests the server sends the client (sampling, elicitation, roots), default 60 s. */
+  readonly clientRequestTimeoutMs?: number | undefined
+}
+
+export const DEFAULT_NOT_INITIALIZED_CODE = -32002
+
+export type ClientCallError = RequestError | CapabilityNotSupported | InvalidPayload
+
+/** What the server learned about the client at `initialize`. */
+export interface SessionInfo {
+  readonly sessionId: string | undefined
+  readonly phase: "initializing" | "ready"
+  readonly protocolVersion: ProtocolVersion.ProtocolVersion
+  readonly clientInfo: Implementation
+  readonly clientCapabilities: Readonly<Record<string, unknown>>
+  /** The client's `logging/setLevel`, if it sent one. */
+  readonly logLevel: McpSchema.LoggingLevel | undefined
+}
+
+export type SamplingRequest = typeof McpSchema.CreateMessage.payloadSchema.Encoded
+export type ElicitRequest = typeof McpSchema.ElicitRequestParams.Encoded
+
+/** Given to notification handlers: the session and a way to talk back. */
+export interface SessionContext {
+  readonly sessionId: string | undefined
+  readonly session: SessionInfo
+  readonly notify: HandlerContext["notify"]
+}
+
+/** Given to request handlers. */
+export interface RequestContext extends SessionContext {
+  readonly requestId: JsonRpc.RequestId
+  /** The request's `_meta.progressToken`, if it carried one. */
+  readonly progressToken: string | number | undefined
+  /** Sends `notifications/progress`; does nothing when the request carried no progress token. Best effort. */
+  readonly progress: (
+    progress: number,
+    options?: { readonly total?: number | undefined; readonly message?: string | undefined }
+  ) => Effect.Effect<void>
+  /** Sends `notifications/message` when `level` is at or above the client's `logging/setLevel`. Best effort. */
+  readonly log: (level: McpSchema.LoggingLevel, data: unknown, logger?: string) => Effect.Effect<void>
+  /** `sampling/createMessage`; fails with `CapabilityNotSupported` (nothing sent) unless the client declared sampling. */
+  readonly sample: (params: SamplingRequest) => Effect.Effect<McpSchema.CreateMessageResult, ClientCallError>
+  /** `elicitation/create`; needs the client's elicitation capability (and its `url` mode for URL requests). */
+  readonly elicit: (params: ElicitRequest) => Effect.Effect<McpSchema.ElicitResult, ClientCallError>
+  /** `roots/list`; needs the client's roots capability. */
+  readonly listRoots: Effect.Effect<ReadonlyArray<McpSchema.Root>, ClientCallError>
+  /** Any request to the client, unchecked. */
+  readonly request: HandlerContext["request"]
+}
+
+// ---------------------------------------------------------------------------
+// Definition (immutable, pipeable)
+
+export interface McpServer<R = never> extends Pipeable.Pipeable {
+  readonly options: McpServerOptions
+  readonly router: Router.Router<RequestContext, R>
+  readonly notificationRouter: Router.Router<SessionContext, R>
+}
+
+const Proto = {
+  pipe() {
+    return pipeArguments(this, arguments)
+  }
+}
+
+const build = <R>(
+  options: McpServerOptions,
+  router: Router.Router<RequestContext, R>,
+  notificationRouter: Router.Router<SessionContext, R>
+): McpServer<R> => Object.assign(Object.create(Proto), { options, router, notificationRouter })
+
+export const make = (options: McpServerOptions): McpServer => build(options, Router.empty(), Router.empty())
+
+/**
+ * Registers a request method. `params` decodes the request's params (invalid
+ * → -32602 with the decoder's message); `result`, when given, encodes the
+ * handler's value to JSON. Fail with `RpcError` to choose the error reply;
+ * any other failure or defect is answered -32603 with no details.
+ */
+export const method = <P extends Schema.Top = typeof Schema.Unknown, A extends Schema.Top = typeof Schema.Unknown, R2 = never>(
+  name: string,
+  schemas: Router.RouteSchemas<P, A>,
+  handle: (params: P["Type"], context: RequestContext) => Effect.Effect<A["Type"], unknown, R2>
+) =>
+<R>(self: McpServer<R>): McpServer<R | R2 | P["DecodingServices"] | A["EncodingServices"]> =>
+  build(self.options, Router.add(self.router, name, schemas, handle), self.notificationRouter)
+
+/** Registers a notification handler (e.g. `notifications/roots/list_changed`). Failures are dropped. */
+export const notification = <P extends Schema.Top = typeof Schema.Unknown, R2 = never>(
+  name: string,
+  schemas: { readonly params?: P | undefined },
+  handle: (params: P["Type"], context: SessionContext) => Effect.Effect<void, unknown, R2>
+) =>
+<R>(self: McpServer<R>): McpServer<R | R2 | P["DecodingServices"]> =>
+  build(self.options, self.router, Router.addNotification(self.notificationRouter, name, schemas, handle))
+
+/** The capabilities `initialize` declares: implied by the methods, then the explicit ones merged over them. */
+export const capabilities = (server: McpServer<any>): Record<string, unknown> => {
+  const has = (m: string) => server.router.requests.has(m)
+  const derived: Record<string, Record<string, unknown>> = { logging: {} }
+  if (has("tools/list") || has("tools/call")) derived.tools = {}
+  if (has("resources/list") || has("resources/read") || has("resources/templates/list")) derived.resources = {}
+  if (has("resources/subscribe")) derived.resources = { ...derived.resources, subscribe: true }
+  if (has("prompts/list") || has("prompts/get")) derived.prompts = {}
+  if (has("completion/complete")) derived.completions = {}
+  const merged: Record<string, unknown> = { ...derived }
+  for (const [key, value] of Object.entries(server.options.capabilities ?? {})) {
+    const base = merged[key]
+    merged[key] = isRecord(base) && isRecord(value) ? { ...base, ...value } : value
+  }
+  return merged
+}
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+// ---------------------------------------------------------------------------
+// Lifecycle
+
+const InitializeParams = Schema.Struct({
+  protocolVersion: Schema.String,
+  capabilities: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
+  clientInfo: Schema.Struct({
+    name: Schema.String,
+    version: Schema.String,
+    title: Schema.optionalKey(Schema.String),
+    description: Schema.optionalKey(Schema.String),
+    websiteUrl: Schema.optionalKey(Schema.String)
+  })
+})
+const decodeInitialize = Schema.decodeUnknownEffect(InitializeParams)
+const decodeSetLevel = Schema.decodeUnknownEffect(Schema.Struct({ level: McpSchema.LoggingLevel }))
+const decodeSampling = Schema.decodeUnknownEffect(McpSchema.CreateMessageResult)
+const decodeElicit = Schema.decodeUnknownEffect(McpSchema.ElicitResult)
+const decodeRoots = Schema.decodeUnknownEffect(McpSchema.ListRootsResult)
+
+const LEVELS: ReadonlyArray<McpSchema.LoggingLevel> = [
+  "debug",
+  "info",
+  "notice",
+  "warning",
+  "error",
+  "critical",
+  "alert",
+  "emergency"
+]
+const severity = (level: McpSchema.LoggingLevel): number => LEVELS.indexOf(level)
+
+/** Negotiation per the spec: the client's revision when we speak it, else our newest. */
+export const negotiate = (requested: string): ProtocolVersion.ProtocolVersion =>
+  ProtocolVersion.isSupported(requested) ? requested : ProtocolVersion.LATEST
+
+interface Session {
+  phase: "initializing" | "ready"
+  protocolVersion: ProtocolVersion.ProtocolVersion
+  clientInfo: Implementation
+  clientCapabilities: Readonly<Record<string, unknown>>
+  logLevel: McpSchema.LoggingLevel | undefined
+  /** The session-level channel (not tied to a request), known once the client is initialized. */
+  channel: HandlerContext | undefined
+  /** Completed by `notifications/initialized`. */
+  readonly initialized: Deferred.Deferred<void>
+}
+
+export interface ServerHandle<R> {
+  /** Mount this on a server transport. */
+  readonly handler: Handler<R>
+  /** Sessions that sent `initialize` and were not forgotten. */
+  readonly sessions: Effect.Effect<ReadonlyArray<SessionInfo>>
+  /** Sends a notification to every initialized session (e.g. `notifications/tools/list_changed`). Best effort. */
+  readonly notifyAll: (method: string, params?: unknown) => Effect.Effect<void>
+  /** Drops a session's state (call it when a transport session ends). */
+  readonly forgetSession: (sessionId: string | undefined) => Effect.Effect<void>
+  /**
+   * Drops the state of every session not in `sessionIds` (e.g. the HTTP
+   * transport's open `sessionIds`, polled now and then); session-less state is kept.
+   */
+  readonly retainSessions: (sessionIds: Iterable<string>) => Effect.Effect<void>
+}
+
+const sessionKey = (id: string | undefined) => id ?? ""
+
+const info = (sessionId: string | undefined, s: Session): SessionInfo => ({
+  sessionId,
+  phase: s.phase,
+  protocolVersion: s.protocolVersion,
+  clientInfo: s.clientInfo,
+  clientCapabilities: s.clientCapabilities,
+  logLevel: s.logLevel
+})
+
+const progressTokenOf = (params: unknown): string | number | undefined => {
+  if (!isRecord(params) || !isRecord(params._meta)) return undefined
+  const token = params._meta.progressToken
+  return typeof token === "string" || typeof token === "number" ? token : undefined
+}
+
+const invalidResult = (method: string) => (e: Schema.SchemaError) =>
+  new InvalidPayload({ method, kind: "result", reason: e.message })
+
+/** Builds the handler and its per-session state. */
+export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>> =>
+  Effect.sync(() => {
+    const options = server.options
+    const declared = capabilities(server)
+    const enforce = options.enforceInitialized ?? true
+    const notInitializedCode = options.notInitializedCode ?? DEFAULT_NOT_INITIALIZED_CODE
+    const timeoutMs = options.clientRequestTimeoutMs ?? 60_000
+    const grace = Duration.fromInputUnsafe(options.initializedGracePeriod ?? Duration.seconds(1))
+    const sessions = new Map<string, Session>()
+
+    const initializeResult = (version: ProtocolVersion.ProtocolVersion) => {
+      const result: Record<string, unknown> = {
+        protocolVersion: version,
+        capabilities: declared,
+        serverInfo: options.serverInfo
+      }
+      if (options.instructions !== undefined) result.instructions = options.instructions
+      return result
+    }
+
+    const anonymousSession = (): Session => ({
+      phase: "ready",
+      protocolVersion: ProtocolVersion.LATEST,
+      clientInfo: { name: "unknown", version: "unknown" },
+      clientCapabilities: {},
+      logLevel: undefined,
+      channel: undefined,
+      initialized: Deferred.makeUnsafe()
+    })
+
+    const sessionContext = (hctx: HandlerContext, session: Session): SessionContext => ({
+      sessionId: hctx.sessionId,
+      get session() {
+        return info(hctx.sessionId, session)
+      },
+      notify: hctx.notify
+    })
+
+    const requestContext = (request: JsonRpc.JsonRpcRequest, hctx: HandlerContext, session: Session): RequestContext => {
+      const token = progressTokenOf(request.params)
+      const clientHas = (path: ReadonlyArray<string>): boolean => {
+        let node: unknown = session.clientCapabilities
+        for (const key of path) {
+          if (!isRecord(node) || node[key] === undefined) return false
+          node = node[key]
+        }
+        return true
+      }
+      const callClient = <A>(
+        method: string,
+        capability: ReadonlyArray<string>,
+        params: unknown,
+        decode: (u: unknown) => Effect.Effect<A, Schema.SchemaError>
+      ): Effect.Effect<A, ClientCallError> =>
+        clientHas(capability)
+          ? hctx.request(method, params, { timeoutMs }).pipe(
+            Effect.flatMap((raw) => Effect.mapError(decode(raw), invalidResult(method)))
+          )
+          : Effect.fail(new CapabilityNotSupported({ method, capability: capability.join("."), peer: "client" }))
+      return {
+        ...sessionContext(hctx, session),
+        get session() {
+          return info(hctx.sessionId, session)
+        },
+        requestId: request.id,
+        progressToken: token,
+        progress: (progress, o) => {
+          if (token === undefined) return Effect.void
+          const params: Record<string, unknown> = { progressToken: token, progress }
+          if (o?.total !== undefined) params.total = o.total
+          if (o?.message !== undefined) params.message = o.message
+          return Effect.ignore(hctx.notify("notifications/progress", params))
+        },
+        log: (level, data, logger) => {
+          if (session.logLevel !== undefined && severity(level) < severity(session.logLevel)) return Effect.void
+          return Effect.ignore(
+            hctx.notify("notifications/message", logger === undefined ? { level, data } : { level, logger, data })
+          )
+        },
+        sample: (params) => callClient("sampling/createMessage", ["sampling"], params, decodeSampling),
+        elicit: (params) =>
+          callClient(
+            "elicitation/create",
+            params.mode === "url" ? ["elicitation", "url"] : ["elicitation"],
+            params,
+            decodeElicit
+          ),
+        listRoots: Effect.map(callClient("roots/list", ["roots"], {}, decodeRoots), (r) => r.roots),
+        request: hctx.request
+      }
+    }
+
+    const onRequest = (
+      request: JsonRpc.JsonRpcRequest,
+      hctx: HandlerContext
+    ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+      const key = sessionKey(hctx.sessionId)
+      switch (request.method) {
+        case "initialize":
+          return decodeInitialize(request.params ?? {}).pipe(
+            Effect.match({
+              onFailure: (e) => Router.invalidParams(request.id, e),
+              onSuccess: (p) => {
+                const version = negotiate(p.protocolVersion)
+                // A repeated initialize starts the session over.
+                sessions.set(key, {
+                  phase: "initializing",
+                  protocolVersion: version,
+                  clientInfo: p.clientInfo,
+                  clientCapabilities: p.capabilities ?? {},
+                  logLevel: undefined,
+                  channel: undefined,
+                  initialized: Deferred.makeUnsafe()
+                })
+                return JsonRpc.success(request.id, initializeResult(version))
+              }
+            })
+          )
+        case "ping":
+          return Effect.succeed(JsonRpc.success(request.id, {}))
+      }
+      const known = sessions.get(key)
+      if (enforce && known?.phase !== "ready") {
+        const reject = Effect.succeed(
+          JsonRpc.failure(
+            request.id,
+            notInitializedCode,
+            known === undefined
+              ? "Server not initialized: send initialize first"
+              : "Server not initialized: send notifications/initialized first",
+            { method: request.method }
+          )
+        )
+        if (known === undefined) return reject
+        return Deferred.await(known.initialized).pipe(
+          Effect.timeoutOption(grace),
+          Effect.flatMap((o) => (o._tag === "Some" ? serve(request, hctx, known) : reject))
+        )
+      }
+      // Without enforcement a request may come with no session at all (stateless HTTP).
+      return serve(request, hctx, known ?? anonymousSession())
+    }
+
+    const serve = (
+      request: JsonRpc.JsonRpcRequest,
+      hctx: HandlerContext,
+      session: Session
+    ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+      const ctx = requestContext(request, hctx, session)
+      if (request.method === "logging/setLevel") {
+        return decodeSetLevel(request.params ?? {}).pipe(
+          Effect.matchEffect({
+            onFailure: (e) => Effect.succeed<JsonRpc.JsonRpcResponse>(Router.invalidParams(request.id, e)),
+            onSuccess: (p) => {
+              session.logLevel = p.level
+              return server.router.requests.has(request.method)
+                ? Router.dispatch(server.router, request, ctx)
+                : Effect.succeed(JsonRpc.success(request.id, {}))
+            }
+          })
+        )
+      }
+      return Router.dispatch(server.router, request, ctx)
+    }
+
+    const onNotification = (
+      n: JsonRpc.JsonRpcNotification,
+      hctx: HandlerContext
+    ): Effect.Effect<null, never, R> => {
+      const session = sessions.get(sessionKey(hctx.sessionId))
+      if (session === undefined) return Effect.succeed(null)
+      if (n.method === "notifications/initialized" && session.phase === "initializing") {
+        session.phase = "ready"
+        session.channel = hctx
+        Deferred.doneUnsafe(session.initialized, Effect.void)
+      }
+      return Effect.as(Router.dispatchNotification(server.notificationRouter, n, sessionContext(hctx, session)), null)
+    }
+
+    const handler: Handler<R> = (message, hctx) =>
+      "id" in message ? onRequest(message, hctx) : onNotification(message, hctx)
+
+    return {
+      handler,
+      sessions: Effect.sync(() => Array.from(sessions, ([key, s]) => info(key === "" ? undefined : key, s))),
+      notifyAll: (method, params) =>
+        Effect.forEach(
+          Array.from(sessions.values()),
+          (s) => (s.phase === "ready" && s.channel !== undefined ? Effect.ignore(s.channel.notify(method, params)) : Effect.void),
+          { discard: true }
+        ),
+      forgetSession: (sessionId) => Effect.sync(() => void sessions.delete(sessionKey(sessionId))),
+      retainSessions: (sessionIds) =>
+        Effect.sync(() => {
+          const keep = new Set(sessionIds)
+          for (const key of Array.from(sessions.keys())) {
+            if (key !== "" && !keep.has(key)) sessions.delete(key)
+          }
+        })
+    }
+  })

@@ -1,0 +1,125 @@
+/**
+ * A method table: JSON-RPC method name → Schema-decoded handler. It knows
+ * nothing of the MCP lifecycle (that is `McpServer`); it only turns one
+ * request into one reply with the JSON-RPC error rules: unknown method
+ * -32601, params that do not decode -32602 (with the decoder's message), a
+ * handler's `RpcError` as is, any other failure or defect -32603 without
+ * details. Interruption (the client cancelled) is never turned into a reply.
+ */
+import { Cause, Effect, Schema } from "effect"
+import * as JsonRpc from "../JsonRpc.ts"
+import { RpcError } from "../McpError.ts"
+
+export interface RequestRoute<Ctx, R> {
+  readonly decode: (params: unknown) => Effect.Effect<unknown, Schema.SchemaError, R>
+  readonly encode: (result: unknown) => Effect.Effect<unknown, Schema.SchemaError, R>
+  /** Fails with `RpcError` to choose the error reply; any other failure becomes -32603. */
+  readonly handle: (params: any, context: Ctx) => Effect.Effect<unknown, unknown, R>
+}
+
+export interface NotificationRoute<Ctx, R> {
+  readonly decode: (params: unknown) => Effect.Effect<unknown, Schema.SchemaError, R>
+  readonly handle: (params: any, context: Ctx) => Effect.Effect<void, unknown, R>
+}
+
+export interface Router<Ctx, R = never> {
+  readonly requests: ReadonlyMap<string, RequestRoute<Ctx, R>>
+  readonly notifications: ReadonlyMap<string, NotificationRoute<Ctx, R>>
+}
+
+export const empty = <Ctx>(): Router<Ctx> => ({ requests: new Map(), notifications: new Map() })
+
+export interface RouteSchemas<P extends Schema.Top, A extends Schema.Top> {
+  /** Decodes `params` (absent params decode as `{}`). Default: passes them through. */
+  readonly params?: P | undefined
+  /** Encodes the handler's result to JSON. Default: the result is sent as it is. */
+  readonly result?: A | undefined
+}
+
+const identity = (u: unknown) => Effect.succeed(u)
+
+/** Adds (or replaces) the handler of a request method. */
+export const add = <Ctx, R, P extends Schema.Top = typeof Schema.Unknown, A extends Schema.Top = typeof Schema.Unknown, R2 = never>(
+  router: Router<Ctx, R>,
+  method: string,
+  schemas: RouteSchemas<P, A>,
+  handle: (params: P["Type"], context: Ctx) => Effect.Effect<A["Type"], unknown, R2>
+): Router<Ctx, R | R2 | P["DecodingServices"] | A["EncodingServices"]> => {
+  const requests = new Map<string, RequestRoute<Ctx, any>>(router.requests)
+  requests.set(method, {
+    decode: schemas.params === undefined
+      ? identity
+      : Schema.decodeUnknownEffect(schemas.params as Schema.Decoder<unknown, P["DecodingServices"]>),
+    encode: schemas.result === undefined
+      ? identity
+      : Schema.encodeUnknownEffect(schemas.result as unknown as Schema.Codec<unknown, unknown, never, A["EncodingServices"]>),
+    handle
+  })
+  return { requests, notifications: router.notifications }
+}
+
+/** Adds (or replaces) the handler of a notification method. Its failures are dropped: notifications get no reply. */
+export const addNotification = <Ctx, R, P extends Schema.Top = typeof Schema.Unknown, R2 = never>(
+  router: Router<Ctx, R>,
+  method: string,
+  schemas: { readonly params?: P | undefined },
+  handle: (params: P["Type"], context: Ctx) => Effect.Effect<void, unknown, R2>
+): Router<Ctx, R | R2 | P["DecodingServices"]> => {
+  const notifications = new Map<string, NotificationRoute<Ctx, any>>(router.notifications)
+  notifications.set(method, {
+    decode: schemas.params === undefined
+      ? identity
+      : Schema.decodeUnknownEffect(schemas.params as Schema.Decoder<unknown, P["DecodingServices"]>),
+    handle
+  })
+  return { requests: router.requests, notifications }
+}
+
+export const invalidParams = (id: JsonRpc.RequestId, error: Schema.SchemaError): JsonRpc.JsonRpcFailure =>
+  JsonRpc.failure(id, JsonRpc.ErrorCode.InvalidParams, `Invalid params: ${error.message}`)
+
+/**
+ * Answers one request. Total: every failure and defect becomes an error
+ * reply; only interruption passes through (so the transport drops the reply).
+ */
+export const dispatch = <Ctx, R>(
+  router: Router<Ctx, R>,
+  request: JsonRpc.JsonRpcRequest,
+  context: Ctx
+): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+  const route = router.requests.get(request.method)
+  if (route === undefined) return Effect.succeed(JsonRpc.methodNotFound(request.id, request.method))
+  return route.decode(request.params ?? {}).pipe(
+    Effect.matchEffect({
+      onFailure: (error) => Effect.succeed<JsonRpc.JsonRpcResponse>(invalidParams(request.id, error)),
+      onSuccess: (params) =>
+        Effect.suspend(() => route.handle(params, context)).pipe(
+          Effect.flatMap(route.encode),
+          Effect.map((result): JsonRpc.JsonRpcResponse => JsonRpc.success(request.id, result ?? {})),
+          Effect.catchCause((cause) => {
+            if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+            const failure = cause.reasons.find((r) => r._tag === "Fail")
+            if (failure !== undefined && failure._tag === "Fail" && failure.error instanceof RpcError) {
+              const e = failure.error
+              return Effect.succeed(JsonRpc.failure(request.id, e.code, e.rpcMessage, e.data))
+            }
+            return Effect.succeed(JsonRpc.internalError(request.id))
+          })
+        )
+    })
+  )
+}
+
+/** Runs the handler of a notification, if there is one; decode failures and handler failures are dropped. */
+export const dispatchNotification = <Ctx, R>(
+  router: Router<Ctx, R>,
+  notification: JsonRpc.JsonRpcNotification,
+  context: Ctx
+): Effect.Effect<void, never, R> => {
+  const route = router.notifications.get(notification.method)
+  if (route === undefined) return Effect.void
+  return route.decode(notification.params ?? {}).pipe(
+    Effect.flatMap((params) => route.handle(params, context)),
+    Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : Effect.void))
+  )
+}
