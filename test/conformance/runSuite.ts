@@ -1,0 +1,18 @@
+import { NodeServices } from "@effect/platform-node"
+import { Effect, Stream } from "effect"
+import { ChildProcess } from "effect/process"
+
+const runner = new URL("../../conformance/run-server.ts", import.meta.url).pathname
+
+/** Runs `conformance/run-server.ts --only <suite>`: its exit code, its summary line, and its output when it failed. */
+export const runSuite = (suite: "server" | "client") =>
+  Effect.scoped(Effect.gen(function*() {
+    const handle = yield* ChildProcess.make(process.execPath, [runner, "--only", suite], { forceKillAfter: "2 seconds" })
+    const [stdout, stderr] = yield* Effect.all([
+      handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
+      handle.stderr.pipe(Stream.decodeText(), Stream.mkString)
+    ], { concurrency: 2 })
+    const code = Number(yield* handle.exitCode)
+    const line = stdout.split("\n").find((l) => l.startsWith(`${suite}:`))
+    return { code, line, output: code === 0 ? "" : stdout + stderr }
+  })).pipe(Effect.provide(NodeServices.layer))

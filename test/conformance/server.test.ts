@@ -1,0 +1,91 @@
+/**
+ * The official MCP conformance suite (server side) against our example
+ * server, through the same runner as `npm run conformance`, so a regression in
+ * the server transport or lifecycle fails CI. The runner's verdict logic
+ * (summary parsing, baseline) is checked on fixed text as well, so a failing
+ * scenario cannot be misread as a pass.
+ */
+import { NodeHttpClient, NodeServices } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Fiber, Layer, Option, Stream } from "effect"
+import * as EverythingServer from "../../conformance/everything-server.ts"
+import * as McpClient from "../../src/client/McpClient.ts"
+import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
+import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
+import { fromChecks, judge, parseSingle, parseSummary, readBaseline } from "../../conformance/run-server.ts"
+import { runSuite } from "./runSuite.ts"
+
+describe("conformance runner: verdicts", () => {
+  const output = [
+    "=== SUMMARY ===",
+    "✓ server-initialize: 1 passed, 0 failed",
+    "✗ tools-call-image: 0 passed, 1 failed",
+    "✗ tools-call-audio: 2 passed, 0 failed",
+    "",
+    "Total: 3 passed, 1 failed"
+  ].join("\n")
+
+  it("reads every scenario line and counts a ✗ as a failure even with 0 failed checks", () => {
+    expect(parseSummary(output)).toEqual([
+      { name: "server-initialize", passed: 1, failed: 0 },
+      { name: "tools-call-image", passed: 0, failed: 1 },
+      { name: "tools-call-audio", passed: 2, failed: 1 }
+    ])
+  })
+
+  it("separates expected failures, unexpected ones and stale baseline entries", () => {
+    const verdict = judge(parseSummary(output), { "tools-call-image": "known", "ping": "fixed since" })
+    expect(verdict.passed).toEqual(["server-initialize"])
+    expect(verdict.unexpected).toEqual(["tools-call-audio"])
+    expect(verdict.stale).toEqual(["ping"])
+  })
+
+  it("treats a single-scenario run without a result line, or a non-zero exit, as failed", () => {
+    expect(parseSingle("initialize", "Passed: 2/2, 0 failed, 0 warnings", 0)).toEqual({ name: "initialize", passed: 2, failed: 0 })
+    expect(parseSingle("initialize", "Passed: 2/2, 0 failed, 0 warnings", 1).failed).toBe(1)
+    expect(parseSingle("sse-retry", "Error: spawn failed", 1).failed).toBe(1)
+  })
+
+  it("counts warnings and scenarios without a successful check as failures, except load-dependent timing", () => {
+    expect(fromChecks("a", [{ id: "x", status: "SUCCESS" }, { id: "y", status: "INFO" }])).toMatchObject({ passed: 1, failed: 0 })
+    expect(fromChecks("b", [{ id: "tool", status: "WARNING", errorMessage: "no tool" }])).toMatchObject({
+      failed: 1,
+      problems: ["tool: WARNING no tool"]
+    })
+    expect(fromChecks("c", [{ id: "content-type", status: "INFO" }])).toMatchObject({ failed: 1, problems: ["no successful check"] })
+    expect(fromChecks("d", [{ id: "z", status: "SUCCESS" }, { id: "client-sse-retry-timing", status: "WARNING" }]).failed).toBe(0)
+    expect(fromChecks("e", [{ id: "client-sse-retry-timing", status: "FAILURE" }]).failed).toBe(1)
+  })
+
+  it("the committed baseline lists no expected failure", () => {
+    const baseline = readBaseline()
+    expect(baseline.server).toEqual({})
+    expect(baseline.client).toEqual({})
+  })
+})
+
+describe("conformance: server suite", () => {
+  it.live("every scenario passes against conformance/everything-server.ts", () =>
+    Effect.gen(function*() {
+      const run = yield* runSuite("server")
+      expect(run).toEqual({ code: 0, line: expect.stringMatching(/^server: \d+ passed, 0 failed$/), output: "" })
+      // The active suite (30) plus the pending one (2) of conformance 0.1.16.
+      expect(Number(/^server: (\d+)/.exec(run.line!)![1])).toBeGreaterThanOrEqual(32)
+    }), { timeout: 180_000 })
+})
+
+describe("everything-server: resource subscriptions", () => {
+  it.live("a subscribed session hears of changes to test://watched-resource on its standalone stream", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const services = yield* Layer.build(EverythingServer.layer({ port: 0, watchedInterval: "50 millis" }))
+      const url = Option.getOrThrow(Context.get(services, HttpServerTransport.HttpServerTransport).url)
+      const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url, listen: true }))
+      // The change repeats, so a subscriber that starts listening a little late still hears one.
+      const heard = yield* Effect.forkChild(Stream.runHead(client.resourceUpdated))
+      yield* client.subscribeResource("test://watched-resource")
+      const update = yield* Fiber.join(heard)
+      expect(Option.map(update, (u) => u.uri)).toEqual(Option.some("test://watched-resource"))
+      const read = yield* client.readResource("test://watched-resource")
+      expect(read.contents[0]).toMatchObject({ uri: "test://watched-resource", text: expect.stringMatching(/^Watched resource content, version \d+\.$/) })
+    })).pipe(Effect.provide(Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici))), { timeout: 30_000 })
+})
