@@ -4,11 +4,15 @@
  * never holds up a ping behind it. Notifications are handled one at a time in
  * arrival order, and a request starts only after the notifications that
  * arrived before it were handled (`notifications/initialized` is seen before
- * the first `tools/list`), all through one lane. Responses to the server's
- * own requests, and frames that only need an error reply, bypass the lane, so
- * a notification handler waiting for the client's answer cannot deadlock it.
+ * the first `tools/list`), all through one lane. A batch keeps that promise
+ * too: its notifications are handled in array order in the lane, its
+ * requests start (in order, concurrently with each other) once the entries
+ * before them were handled, and the lane moves past the batch only then.
+ * Responses to the server's own requests (single or inside a batch), and
+ * frames that only need an error reply, bypass the lane, so a notification
+ * handler waiting for the client's answer cannot deadlock it.
  */
-import { type Cause, type Duration, Effect, Fiber, FiberSet, Queue, type Scope } from "effect"
+import { type Cause, Deferred, type Duration, Effect, Fiber, FiberSet, Queue, type Scope } from "effect"
 import * as JsonRpc from "../JsonRpc.ts"
 import type { Reply, ServerSession } from "./ServerSession.ts"
 
@@ -41,6 +45,7 @@ export interface ServerDispatch {
 type LaneItem =
   | { readonly _tag: "Notification"; readonly message: JsonRpc.Classified }
   | { readonly _tag: "Start"; readonly work: Effect.Effect<void> }
+  | { readonly _tag: "Batch"; readonly messages: ReadonlyArray<JsonRpc.Classified> }
 
 export const make = Effect.fnUntraced(function*(
   options: ServerDispatchOptions
@@ -51,10 +56,38 @@ export const make = Effect.fnUntraced(function*(
 
   const answer = (reply: Reply): Effect.Effect<void> => reply === null ? Effect.void : options.reply(reply)
 
+  /**
+   * Runs a batch in its own fiber (it counts as one frame in flight), in
+   * array order: notifications awaited, requests started without waiting.
+   * The lane waits for `started`, i.e. until every entry was handled or started.
+   */
+  const startBatch = (messages: ReadonlyArray<JsonRpc.Classified>): Effect.Effect<void> =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const batch = Effect.gen(function*() {
+        const pending: Array<Effect.Effect<JsonRpc.JsonRpcResponse | null>> = []
+        for (const message of messages) {
+          if (message._tag === "Request") {
+            pending.push(Fiber.join(yield* Effect.forkChild(session.handleMessage(message), { startImmediately: true })))
+          } else {
+            pending.push(Effect.succeed(yield* session.handleMessage(message)))
+          }
+        }
+        yield* Deferred.succeed(started, undefined)
+        const replies = yield* Effect.all(pending)
+        const kept = replies.filter((r): r is JsonRpc.JsonRpcResponse => r !== null)
+        if (kept.length > 0) yield* options.reply(kept)
+      }).pipe(Effect.ensuring(Deferred.succeed(started, undefined)))
+      yield* FiberSet.run(work, batch)
+      yield* Deferred.await(started)
+    })
+
   const laneFiber = yield* Queue.take(lane).pipe(
     Effect.flatMap((item): Effect.Effect<unknown> =>
       item._tag === "Notification"
         ? Effect.flatMap(session.handleMessage(item.message), answer)
+        : item._tag === "Batch"
+        ? startBatch(item.messages)
         // FiberSet.run starts the fiber at once: the session registers the request before the lane moves on.
         : FiberSet.run(work, item.work)
     ),
@@ -69,9 +102,18 @@ export const make = Effect.fnUntraced(function*(
     switch (decoded._tag) {
       case "ParseError":
         return Effect.flatMap(session.handleDecoded(decoded, text), answer)
-      case "Batch":
-        return Queue.offer(lane, { _tag: "Start", work: Effect.flatMap(session.handleDecoded(decoded, text), answer) })
-          .pipe(Effect.asVoid)
+      case "Batch": {
+        // Rejected batches (empty, or not allowed) only need an error reply.
+        if (decoded.messages.length === 0 || !session.allowBatch) {
+          return Effect.flatMap(session.handleDecoded(decoded, text), answer)
+        }
+        const responses = decoded.messages.filter(isResponse)
+        const rest = decoded.messages.filter((m) => !isResponse(m))
+        const routeResponses = Effect.forEach(responses, session.handleMessage, { discard: true })
+        return rest.length === 0
+          ? routeResponses
+          : Effect.andThen(routeResponses, Queue.offer(lane, { _tag: "Batch", messages: rest })).pipe(Effect.asVoid)
+      }
       case "Single": {
         const message = decoded.message
         switch (message._tag) {
@@ -99,6 +141,8 @@ export const make = Effect.fnUntraced(function*(
 
   return { push, drain, busy }
 })
+
+const isResponse = (m: JsonRpc.Classified): boolean => m._tag === "Success" || m._tag === "Failure"
 
 /**
  * JSON text of a reply (no newline). A reply the handler built from values

@@ -6,7 +6,7 @@
  * transports (-32700 for unparsable frames, -32600 for invalid messages,
  * -32603 when the handler fails or dies, nothing for notifications).
  */
-import { Cause, Effect, type Exit, Fiber, FiberMap, type Scope } from "effect"
+import { Cause, Clock, Effect, type Exit, Fiber, FiberMap, type Scope } from "effect"
 import * as JsonRpc from "../JsonRpc.ts"
 import { type RequestError, TransportClosed, truncate } from "../McpError.ts"
 import type { Handler, HandlerContext } from "../server/Handler.ts"
@@ -37,6 +37,14 @@ export interface ServerSessionOptions<R> {
    * Sees why a handler failed or died before the client gets a bare -32603
    * (the wire never carries the cause); transports log it to stderr.
    */
+  /**
+   * Remember `notifications/cancelled` for ids not running yet, so a request
+   * that arrives after its own cancel (separate HTTP POSTs can overtake each
+   * other) is dropped without running: no handler, no reply. Keeps the newest
+   * `capacity` ids (default 256) for `ttlMs` (default 60 s). Off when absent:
+   * on an ordered stream a cancel cannot precede its request.
+   */
+  readonly earlyCancels?: { readonly capacity?: number | undefined; readonly ttlMs?: number | undefined } | undefined
   readonly onHandlerError?:
     | ((message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, cause: Cause.Cause<unknown>) => Effect.Effect<void>)
     | undefined
@@ -54,6 +62,8 @@ export interface ServerSession {
   readonly handleMessage: (message: JsonRpc.Classified) => Effect.Effect<JsonRpc.JsonRpcResponse | null>
   /** A context not tied to any request, for server-initiated traffic. */
   readonly context: HandlerContext
+  /** Whether JSON-RPC batches are accepted (`allowBatch`, default true). */
+  readonly allowBatch: boolean
   /** Requests being served right now. */
   readonly inFlight: Effect.Effect<number>
   readonly close: (error: TransportClosed) => Effect.Effect<void>
@@ -89,6 +99,34 @@ export const make = Effect.fnUntraced(function*<R>(
 
   const context = makeContext(undefined, options.send)
 
+  // id → when its cancel arrived; Map order is arrival order, so the oldest go first.
+  const earlyCancels = new Map<JsonRpc.RequestId, number>()
+  const earlyCapacity = options.earlyCancels?.capacity ?? 256
+  const earlyTtlMs = options.earlyCancels?.ttlMs ?? 60_000
+  const pruneEarly = (now: number) => {
+    for (const [id, at] of earlyCancels) {
+      if (earlyCancels.size <= earlyCapacity && now - at < earlyTtlMs) break
+      earlyCancels.delete(id)
+    }
+  }
+  const rememberCancel = (id: JsonRpc.RequestId): Effect.Effect<void> =>
+    options.earlyCancels === undefined
+      ? Effect.void
+      : Effect.flatMap(FiberMap.has(serving, id), (running) =>
+        running ? Effect.void : Effect.map(Clock.currentTimeMillis, (now) => {
+          earlyCancels.delete(id)
+          earlyCancels.set(id, now)
+          pruneEarly(now)
+        }))
+  /** Whether the request was cancelled before it arrived (consumes the record). */
+  const cancelledEarly = (id: JsonRpc.RequestId): Effect.Effect<boolean> =>
+    earlyCancels.size === 0
+      ? Effect.succeed(false)
+      : Effect.map(Clock.currentTimeMillis, (now) => {
+        pruneEarly(now)
+        return earlyCancels.delete(id)
+      })
+
   const runHandler = (
     message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification,
     ctx: HandlerContext
@@ -112,20 +150,25 @@ export const make = Effect.fnUntraced(function*<R>(
         const send = options.sendFor?.(request.id) ?? options.send
         const base = makeContext(request.id, send)
         const ctx = options.extendContext === undefined ? base : { ...base, ...options.extendContext(request.id) }
-        return FiberMap.run(serving, request.id, runHandler(request, ctx), { onlyIfMissing: true }).pipe(
+        const run = FiberMap.run(serving, request.id, runHandler(request, ctx), { onlyIfMissing: true }).pipe(
           Effect.flatMap(Fiber.await),
           Effect.map((exit: Exit.Exit<JsonRpc.JsonRpcResponse | null>) =>
             // An interrupted handler (the client cancelled) gets no reply.
             exit._tag === "Success" ? exit.value : null
           )
         )
+        return Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.succeed(null) : run)
       }
       case "Notification": {
         const n = classified.message
         if (n.method === "notifications/cancelled") {
           const id = (n.params as { requestId?: unknown } | undefined)?.requestId
           if (typeof id === "string" || typeof id === "number") {
-            return Effect.andThen(FiberMap.remove(serving, id), runHandler(n, context)).pipe(Effect.as(null))
+            return rememberCancel(id).pipe(
+              Effect.andThen(FiberMap.remove(serving, id)),
+              Effect.andThen(runHandler(n, context)),
+              Effect.as(null)
+            )
           }
         }
         return runHandler(n, context).pipe(Effect.as(null), Effect.catchCause(() => Effect.succeed(null)))
@@ -172,5 +215,14 @@ export const make = Effect.fnUntraced(function*<R>(
 
   const closeOutgoing = (error: TransportClosed) => Effect.sync(() => correlation.close(error))
 
-  return { handleFrame, handleDecoded, handleMessage, context, inFlight: FiberMap.size(serving), close, closeOutgoing }
+  return {
+    handleFrame,
+    handleDecoded,
+    handleMessage,
+    context,
+    allowBatch: options.allowBatch !== false,
+    inFlight: FiberMap.size(serving),
+    close,
+    closeOutgoing
+  }
 })

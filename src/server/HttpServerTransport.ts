@@ -93,7 +93,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     maxStreamsPerSession: config.maxStreamsPerSession,
     idleTimeoutMs: config.idleTimeoutMs,
     standaloneBuffer: config.standaloneBuffer,
-    requestTimeoutMs: config.clientRequestTimeoutMs
+    requestTimeoutMs: config.clientRequestTimeoutMs,
+    onSessionEnd: options?.onSessionEnd
   })
   const hub = yield* SeedSurface.makeBroadcast(store, config.broadcastBuffer, config.keepAliveMs)
   const env: Env = { config, sessions, store, lists }

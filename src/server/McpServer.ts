@@ -49,10 +49,13 @@ export interface McpServerOptions {
   readonly enforceInitialized?: boolean | undefined
   /**
    * How long a request that arrives after the `initialize` reply but before
-   * `notifications/initialized` waits for it before it is rejected (default
-   * 1 s). Transports may run a request before an earlier notification (they
-   * serve requests concurrently), so a well-behaved client must not be
-   * rejected for a reordering it did not cause.
+   * `notifications/initialized` waits for it before it is rejected. Default:
+   * 1 s on transports with session ids (HTTP, where the notification and the
+   * request travel in separate POSTs that may be served in either order), 0
+   * on transports without (stdio, in-memory: their dispatch lane hands a
+   * request to the handler only after the notifications sent before it were
+   * handled, so an early request there is the client's mistake). When set,
+   * it applies on every transport.
    */
   readonly initializedGracePeriod?: Duration.Input | undefined
   /** The error code of that rejection (default -32002, the code seed 002 names). */
@@ -265,7 +268,11 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     const enforce = options.enforceInitialized ?? true
     const notInitializedCode = options.notInitializedCode ?? DEFAULT_NOT_INITIALIZED_CODE
     const timeoutMs = options.clientRequestTimeoutMs ?? 60_000
-    const grace = Duration.fromInputUnsafe(options.initializedGracePeriod ?? Duration.seconds(1))
+    const explicitGrace = options.initializedGracePeriod === undefined
+      ? undefined
+      : Duration.fromInputUnsafe(options.initializedGracePeriod)
+    const graceFor = (sessionId: string | undefined): Duration.Duration =>
+      explicitGrace ?? (sessionId === undefined ? Duration.zero : Duration.seconds(1))
     const sessions = new Map<string, Session>()
 
     const initializeResult = (version: ProtocolVersion.ProtocolVersion) => {
@@ -391,7 +398,8 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
             { method: request.method }
           )
         )
-        if (known === undefined) return reject
+        const grace = graceFor(hctx.sessionId)
+        if (known === undefined || Duration.isZero(grace)) return reject
         return Deferred.await(known.initialized).pipe(
           Effect.timeoutOption(grace),
           Effect.flatMap((o) => (o._tag === "Some" ? serve(request, hctx, known) : reject))

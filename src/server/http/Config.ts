@@ -3,7 +3,7 @@
  * the safe ones: loopback only, localhost origins and hosts, bounded bodies,
  * sessions and streams, idle sessions expire.
  */
-import { Duration } from "effect"
+import { Duration, type Effect } from "effect"
 import type { HttpRouter } from "effect/http"
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
 import type { EventStoreShape } from "../EventStore.ts"
@@ -86,6 +86,13 @@ export interface Options {
   readonly eventStore?: EventStoreShape | undefined
   /** `Access-Control-Max-Age` on preflight answers, in seconds. Default 600. */
   readonly corsMaxAge?: number | undefined
+  /**
+   * Called with the id of a session (Streamable HTTP or legacy SSE) after it
+   * ended: DELETE, idle expiry, a legacy SSE connection going away,
+   * `closeSession`, shutdown. Wire `McpServer`'s `handle.forgetSession` here
+   * so the router drops the session's state. Default: nothing.
+   */
+  readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
 }
 
 export interface Resolved {

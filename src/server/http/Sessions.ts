@@ -61,6 +61,8 @@ export interface SessionsConfig {
   readonly idleTimeoutMs: number | undefined
   readonly standaloneBuffer: number
   readonly requestTimeoutMs: number
+  /** Told the id of every session with one (streamable, legacy) once it has ended. */
+  readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
 }
 
 export type Admission = "ok" | "server-full" | "session-full"
@@ -127,6 +129,10 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         if (scope !== undefined) yield* Scope.close(scope, Exit.void)
         for (const id of session.ownedStreams) yield* config.store.removeStream(id)
         session.ownedStreams.clear()
+        if (session.id !== undefined && config.onSessionEnd !== undefined) {
+          // The hook's defects are its own: the session is closed either way.
+          yield* Effect.exit(config.onSessionEnd(session.id))
+        }
       })
     })
 
@@ -191,6 +197,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         sendFor,
         sessionId: id,
         defaultRequestTimeoutMs: config.requestTimeoutMs,
+        // Separate POSTs race: a cancel may arrive before the request it cancels.
+        earlyCancels: {},
         onHandlerError: (message, cause) =>
           Effect.logWarning(`MCP handler failed on ${message.method}`, Cause.pretty(cause)),
         // Only a resumable stream may be cut short: elsewhere the client could not come back for the rest.
