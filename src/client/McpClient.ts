@@ -25,6 +25,7 @@ import * as ProtocolVersion from "../ProtocolVersion.ts"
 import { ClientTransport, type ClientTransportShape, type RequestHandler } from "./ClientTransport.ts"
 import * as ServerNotificationModule from "./ServerNotification.ts"
 import { type LoggingMessage, type Progress, ServerNotification } from "./ServerNotification.ts"
+import type { Implementation } from "../Implementation.ts"
 
 export { type LoggingMessage, type Progress, ServerNotification }
 
@@ -37,13 +38,7 @@ export type McpClientError = RequestError | CapabilityNotSupported | InvalidPayl
 /** What building a client can fail with. */
 export type HandshakeError = RequestError | UnsupportedProtocolVersion | InvalidPayload
 
-export interface Implementation {
-  readonly name: string
-  readonly version: string
-  readonly title?: string | undefined
-  readonly description?: string | undefined
-  readonly websiteUrl?: string | undefined
-}
+export type { Implementation }
 
 export const DEFAULT_CLIENT_INFO: Implementation = { name: "effect-mcp-transport", version: "0.1.0" }
 export const DEFAULT_REQUEST_TIMEOUT: Duration.Duration = Duration.seconds(30)

@@ -19,17 +19,12 @@ import { CapabilityNotSupported, InvalidPayload, type RequestError } from "../Mc
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Router from "./Router.ts"
+import type { Implementation } from "../Implementation.ts"
 
 // ---------------------------------------------------------------------------
 // Options and contexts
 
-export interface Implementation {
-  readonly name: string
-  readonly version: string
-  readonly title?: string | undefined
-  readonly description?: string | undefined
-  readonly websiteUrl?: string | undefined
-}
+export type { Implementation }
 
 export interface McpServerOptions {
   readonly serverInfo: Implementation
