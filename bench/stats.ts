@@ -9,8 +9,17 @@ export const median = (xs: ReadonlyArray<number>): number => percentile([...xs].
 
 export interface RunResult {
   readonly rps: number
+  /** Milliseconds. */
   readonly p50: number
   readonly p99: number
+}
+
+/** What `run-one.ts` prints: a run plus the process-level figures. */
+export interface Measurement extends RunResult {
+  /** CPU microseconds of the client process per request. */
+  readonly cpuUs: number
+  /** Milliseconds from process start to the first result. */
+  readonly coldMs: number
 }
 
 /**

@@ -1,5 +1,5 @@
 /** Effect's own MCP client (`effect/ai` McpClient) over its stdio transport. It has no ping. */
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Layer, ManagedRuntime } from "effect"
 import { McpClient, McpProtocol } from "effect/ai"
 import { ChildProcess } from "effect/process"

@@ -1,5 +1,5 @@
 /** This project's stdio client transport, driven from inside Effect. */
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { ClientTransport } from "../../src/client/ClientTransport.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"

@@ -3,11 +3,14 @@
  * speaks newline-delimited JSON-RPC over its stdin and stdout.
  *
  * Routing, correlation and state live in ClientCore; this module owns the
- * process and the bytes. Outgoing lines go through one bounded queue drained
- * by a single writer that writes everything queued as one buffer, so many
- * concurrent requests cost one pipe write per tick and a server that stops
- * reading pushes back on callers instead of growing memory. Incoming bytes
- * are framed where they arrive (LineFramer), each line parsed once.
+ * process and the bytes. The request path does no fiber work of its own: a
+ * request is encoded and appended to this tick's batch (BatchWriter), which
+ * reaches the server's stdin as one write, and its caller waits on its
+ * correlation entry (`callBuffered`). A server that stops reading fills the
+ * pipe, then the batch, and then senders wait instead of memory growing.
+ * Incoming bytes are framed where they arrive (LineFramer), each line is
+ * parsed once and a response completes its caller right there, in the same
+ * stdout read.
  *
  * The process belongs to the scope: closing it fails what is in flight, ends
  * stdin, gives the server a grace period to exit, then SIGTERM and SIGKILL go
@@ -15,14 +18,15 @@
  * own group on POSIX), so wrappers such as npx or a shell take their
  * grandchildren with them.
  */
-import { Deferred, Duration, Effect, Exit, Layer, PubSub, Queue, type Scope, Stream, SubscriptionRef } from "effect"
+import { Deferred, Duration, Effect, Exit, Layer, PubSub, type Scope, Stream, SubscriptionRef } from "effect"
 import type * as Arr from "effect/Array"
-import type * as Cause from "effect/Cause"
 import type * as Take from "effect/Take"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import type * as JsonRpc from "../JsonRpc.ts"
 import { MessageTooLarge, SpawnError, TransportClosed } from "../McpError.ts"
+import * as BatchWriter from "../internal/BatchWriter.ts"
 import * as ClientCore from "../internal/ClientCore.ts"
+import * as Correlation from "../internal/Correlation.ts"
 import * as LineFramer from "../internal/LineFramer.ts"
 import {
   ClientTransport,
@@ -73,7 +77,10 @@ export interface StdioClientConfig {
   readonly maxMessageBytes?: number | undefined
   readonly shutdown?: StdioShutdownOptions | undefined
   readonly stderr?: StdioStderrOptions | undefined
-  /** Encoded messages waiting for the writer before senders wait too. Default 256. */
+  /**
+   * Messages that may wait for the next stdin write while the pipe is full,
+   * before senders wait too. Default 256.
+   */
   readonly writeQueueCapacity?: number | undefined
   /** Per-subscriber notification buffer (oldest dropped when full). Default 1024. */
   readonly notificationBuffer?: number | undefined
@@ -158,21 +165,7 @@ export const make = Effect.fnUntraced(function*(
   const tailLines = config.stderr?.tailLines ?? DEFAULT_STDERR_TAIL_LINES
   const logStderr = config.stderr?.log ?? true
 
-  const outgoing = yield* Queue.bounded<string, Cause.Done>(config.writeQueueCapacity ?? DEFAULT_WRITE_QUEUE_CAPACITY)
-
-  const closedError = () =>
-    core.correlation.closedWith() ?? new TransportClosed({ reason: "transport closed" })
-
-  // A sender waiting for room must not outlive the connection: a dead or
-  // stuck server would otherwise hold it until its own timeout.
-  const closedSignal = yield* Deferred.make<void>()
-  const enqueue = (line: string): Effect.Effect<void, TransportClosed> =>
-    Queue.offerUnsafe(outgoing, line)
-      ? Effect.void
-      : Effect.raceFirst(
-        Effect.flatMap(Queue.offer(outgoing, line), (ok) => ok ? Effect.void : Effect.fail(closedError())),
-        Effect.andThen(Deferred.await(closedSignal), Effect.failSync(closedError))
-      )
+  const writer = BatchWriter.make<TransportClosed>(config.writeQueueCapacity ?? DEFAULT_WRITE_QUEUE_CAPACITY)
 
   const encode = (message: JsonRpc.JsonRpcMessage): string | MessageTooLarge => {
     const json = JSON.stringify(message)
@@ -182,20 +175,28 @@ export const make = Effect.fnUntraced(function*(
       : new MessageTooLarge({ limit: maxBytes, size, direction: "outgoing" })
   }
 
+  /** Waits for room when the server is not keeping up. */
   const send = (message: JsonRpc.JsonRpcMessage): Effect.Effect<void, TransportClosed | MessageTooLarge> =>
     Effect.suspend((): Effect.Effect<void, TransportClosed | MessageTooLarge> => {
       const line = encode(message)
-      return typeof line === "string" ? enqueue(line) : Effect.fail(line)
+      return typeof line === "string" ? writer.write(line) : Effect.fail(line)
     })
+
+  /** The request fast path: straight into this tick's batch, unless senders are waiting for room. */
+  const tryWrite = (message: JsonRpc.JsonRpcRequest): MessageTooLarge | Correlation.WouldBlock | undefined => {
+    const line = encode(message)
+    if (typeof line !== "string") return line
+    return writer.tryWrite(line) ? undefined : Correlation.WouldBlock
+  }
 
   const core = yield* ClientCore.make({
     send: (message) => {
       // A cancellation must never hold up the caller's abort: when the server
-      // is not reading and the queue is full, it is dropped (best effort).
+      // is not reading and the batch is full, it is dropped (best effort).
       if ("method" in message && message.method === "notifications/cancelled" && !("id" in message)) {
         return Effect.sync(() => {
           const line = encode(message)
-          if (typeof line === "string") Queue.offerUnsafe(outgoing, line)
+          if (typeof line === "string") writer.writeOrDrop(line)
         })
       }
       return send(message)
@@ -204,8 +205,10 @@ export const make = Effect.fnUntraced(function*(
     notificationBuffer: config.notificationBuffer
   })
 
+  // Senders waiting for room must not outlive the connection: a dead or
+  // stuck server would otherwise hold them until their own timeout.
   const closeWith = (error: TransportClosed) =>
-    Effect.andThen(core.close(error), Deferred.succeed(closedSignal, undefined))
+    Effect.andThen(core.close(error), Effect.sync(() => writer.close(error)))
 
   const inheritEnv = config.inheritEnv ?? true
   const command = ChildProcess.make(config.command, args, {
@@ -301,10 +304,8 @@ export const make = Effect.fnUntraced(function*(
     Effect.forkScoped
   )
 
-  // --- stdin: one writer, a whole batch per write ---------------------------
-  yield* Stream.fromQueue(outgoing).pipe(
-    Stream.mapArray((lines) => [Buffer.from(lines.length === 1 ? lines[0]! : lines.join(""), "utf8")] as const),
-    Stream.run(handle.stdin),
+  // --- stdin: one write per tick --------------------------------------------
+  yield* writer.run(handle.stdin).pipe(
     Effect.catch((cause) => Deferred.succeed(peerEnd, { _tag: "StdinFailed", cause })),
     Effect.forkScoped
   )
@@ -354,7 +355,6 @@ export const make = Effect.fnUntraced(function*(
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
       yield* closeWith(new TransportClosed({ reason: "transport scope closed", stderrTail: tail.snapshot() }))
-      yield* Queue.end(outgoing)
       yield* Deferred.await(exited).pipe(Effect.timeoutOption(Duration.millis(graceMs)))
     })
   )
@@ -365,7 +365,7 @@ export const make = Effect.fnUntraced(function*(
   const service = core.service({
     kind: "stdio",
     request: (method, params, options) =>
-      core.correlation.call(method, params, send, { timeoutMs: core.timeoutMsFor(options) }),
+      core.correlation.callBuffered(method, params, tryWrite, send, { timeoutMs: core.timeoutMsFor(options) }),
     notify: (method, params) =>
       Effect.suspend(() => {
         const closed = core.correlation.closedWith()

@@ -1,5 +1,5 @@
 /**
- * Request correlation shared by every transport: id → Deferred.
+ * Request correlation shared by every transport: id → waiting caller.
  *
  * Invariants the tests hold us to: every request settles exactly once; an
  * entry leaves the map when its request settles, times out, is interrupted or
@@ -14,13 +14,23 @@ export interface CallOptions {
   readonly timeoutMs?: number | undefined
 }
 
+type Outcome = Effect.Effect<unknown, RpcError | TransportClosed | RequestTimeout>
+
 interface Entry {
+  readonly id: JsonRpc.RequestId
   readonly method: string
-  readonly deferred: Deferred.Deferred<unknown, RpcError | TransportClosed | RequestTimeout>
-  deadline?: DeadlineNode | undefined
+  /** `call` waits on a Deferred; `callBuffered` resumes its fiber directly (`resume`, or `outcome` if early). */
+  readonly deferred: Deferred.Deferred<unknown, RpcError | TransportClosed | RequestTimeout> | undefined
+  resume: ((outcome: Outcome) => void) | undefined
+  outcome: Outcome | undefined
+  deadline: DeadlineNode | undefined
   /** Set when the deadline, not the caller or the peer, ended the request. */
-  expired?: boolean | undefined
+  expired: boolean
 }
+
+/** What a `callBuffered` write returns when it cannot take the envelope without waiting. */
+export const WouldBlock: unique symbol = Symbol.for("effect-mcp-transport/Correlation/WouldBlock")
+export type WouldBlock = typeof WouldBlock
 
 export interface Correlation {
   /**
@@ -32,6 +42,22 @@ export interface Correlation {
   readonly call: <E, R>(
     method: string,
     params: unknown,
+    send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
+    options?: CallOptions
+  ) => Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R>
+  /**
+   * `call` for transports that buffer writes (a pipe written once per tick):
+   * `write` runs synchronously and returns `undefined` once the envelope is
+   * taken, an error to fail the request with (nothing was sent), or
+   * `WouldBlock` when it cannot take it now, in which case `send` delivers it
+   * exactly as in `call`. Same settlement, timeout and cancellation rules as
+   * `call`, without `call`'s per-request fiber; on timeout `cancel` runs
+   * before the caller resumes, so the peer hears of it first.
+   */
+  readonly callBuffered: <E, R>(
+    method: string,
+    params: unknown,
+    write: (message: JsonRpc.JsonRpcRequest) => E | WouldBlock | undefined,
     send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
     options?: CallOptions
   ) => Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R>
@@ -59,15 +85,80 @@ export const make = (options: CorrelationOptions): Correlation => {
   let unknown = 0
   let closed: TransportClosed | undefined
   const prefix = options.idPrefix
+
+  const settle = (entry: Entry, outcome: Outcome): void => {
+    if (entry.deferred !== undefined) Deferred.doneUnsafe(entry.deferred, outcome)
+    else if (entry.resume !== undefined) entry.resume(outcome)
+    else entry.outcome = outcome
+  }
+
   const deadlines = makeDeadlines((node) => {
-    if (entries.get(node.id) !== node.entry) return
-    entries.delete(node.id)
-    node.entry.expired = true
-    Deferred.doneUnsafe(
-      node.entry.deferred,
-      Exit.fail(new RequestTimeout({ method: node.entry.method, id: node.id, timeoutMs: node.timeoutMs }))
+    const entry = node.entry
+    if (entries.get(entry.id) !== entry) return
+    entries.delete(entry.id)
+    entry.expired = true
+    const timeout = Exit.fail(new RequestTimeout({ method: entry.method, id: entry.id, timeoutMs: node.timeoutMs }))
+    // `call` tells the peer from its own exit handler; a buffered call does it here, before its caller resumes.
+    settle(
+      entry,
+      entry.deferred !== undefined || entry.method === "initialize" || closed !== undefined
+        ? timeout
+        : Effect.andThen(Effect.uninterruptible(options.cancel(entry.id, `Request timeout after ${node.timeoutMs}ms`)), timeout)
     )
   })
+
+  const nextId = (): JsonRpc.RequestId => prefix === undefined ? ++counter : `${prefix}${++counter}`
+
+  const register = (
+    id: JsonRpc.RequestId,
+    method: string,
+    deferred: Entry["deferred"]
+  ): Entry => {
+    const entry: Entry = {
+      id,
+      method,
+      deferred,
+      resume: undefined,
+      outcome: undefined,
+      deadline: undefined,
+      expired: false
+    }
+    entries.set(id, entry)
+    return entry
+  }
+
+  const isTimed = (timeoutMs: number | undefined): timeoutMs is number =>
+    timeoutMs !== undefined && timeoutMs > 0 && Number.isFinite(timeoutMs)
+
+  /** The request path shared by `call` and a blocked `callBuffered`: the send may take time, and the deadline covers it. */
+  const sendAndAwait = <E, R>(
+    clock: Clock.Clock,
+    id: JsonRpc.RequestId,
+    message: JsonRpc.JsonRpcRequest,
+    send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
+    timeoutMs: number | undefined
+  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> => {
+    const method = message.method
+    const deferred = Deferred.makeUnsafe<unknown, RpcError | TransportClosed | RequestTimeout>()
+    const entry = register(id, method, deferred)
+    const timed = isTimed(timeoutMs)
+    const effect: Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> = timed
+      ? Effect.andThen(deadlines.add(clock, entry, timeoutMs), sendWithin(send(message), deferred, entry))
+      : Effect.andThen(send(message), Deferred.await(deferred))
+    return Effect.onExit(effect, (exit) => {
+      if (timed) deadlines.remove(entry)
+      const stillPending = entries.get(id) === entry
+      if (stillPending) entries.delete(id)
+      if (Exit.isSuccess(exit) || closed !== undefined || method === "initialize") return Effect.void
+      if (!stillPending && !entry.expired) return Effect.void
+      const reason = entry.expired
+        ? `Request timeout after ${timeoutMs}ms`
+        : Exit.hasInterrupts(exit)
+        ? "Request cancelled by the caller"
+        : undefined
+      return reason === undefined ? Effect.void : options.cancel(id, reason)
+    })
+  }
 
   const call = <E, R>(
     method: string,
@@ -75,33 +166,53 @@ export const make = (options: CorrelationOptions): Correlation => {
     send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
     callOptions?: CallOptions
   ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> =>
-    Effect.suspend(() => {
+    Effect.clockWith((clock) => {
       if (closed !== undefined) return Effect.fail(closed)
-      const id: JsonRpc.RequestId = prefix === undefined ? ++counter : `${prefix}${++counter}`
-      const deferred = Deferred.makeUnsafe<unknown, RpcError | TransportClosed | RequestTimeout>()
-      const entry: Entry = { method, deferred }
-      entries.set(id, entry)
-      const timeoutMs = callOptions?.timeoutMs
-      const timed = timeoutMs !== undefined && timeoutMs > 0 && Number.isFinite(timeoutMs)
+      const id = nextId()
+      return sendAndAwait(clock, id, JsonRpc.request(id, method, params), send, callOptions?.timeoutMs)
+    })
+
+  /** Leaves a buffered request that its caller abandoned (interrupted) and tells the peer. */
+  const abandon = (entry: Entry): Effect.Effect<void> => {
+    if (entries.get(entry.id) !== entry) return Effect.void
+    entries.delete(entry.id)
+    deadlines.remove(entry)
+    return closed !== undefined || entry.method === "initialize"
+      ? Effect.void
+      : options.cancel(entry.id, "Request cancelled by the caller")
+  }
+
+  const awaitEntry = (entry: Entry): Effect.Effect<unknown, RpcError | TransportClosed | RequestTimeout> =>
+    Effect.callback((resume) => {
+      if (entry.outcome !== undefined) return resume(entry.outcome)
+      entry.resume = resume
+      return Effect.suspend(() => abandon(entry))
+    })
+
+  const callBuffered = <E, R>(
+    method: string,
+    params: unknown,
+    write: (message: JsonRpc.JsonRpcRequest) => E | WouldBlock | undefined,
+    send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
+    callOptions?: CallOptions
+  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> =>
+    Effect.clockWith((clock) => {
+      if (closed !== undefined) return Effect.fail(closed)
+      const id = nextId()
       const message = JsonRpc.request(id, method, params)
-      const effect: Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> = timed
-        ? Effect.clockWith((clock) =>
-          Effect.andThen(deadlines.add(clock, id, entry, timeoutMs), sendWithin(send(message), entry))
-        )
-        : Effect.andThen(send(message), Deferred.await(deferred))
-      return Effect.onExit(effect, (exit) => {
-        if (timed) deadlines.remove(entry)
-        const stillPending = entries.get(id) === entry
-        if (stillPending) entries.delete(id)
-        if (Exit.isSuccess(exit) || closed !== undefined || method === "initialize") return Effect.void
-        if (!stillPending && !entry.expired) return Effect.void
-        const reason = entry.expired
-          ? `Request timeout after ${timeoutMs}ms`
-          : Exit.hasInterrupts(exit)
-          ? "Request cancelled by the caller"
-          : undefined
-        return reason === undefined ? Effect.void : options.cancel(id, reason)
-      })
+      // Registered after the write: a buffered write reaches the peer only
+      // once this fiber yields, so no response can come before the entry.
+      const written = write(message)
+      if (written === WouldBlock) return sendAndAwait(clock, id, message, send, callOptions?.timeoutMs)
+      if (written !== undefined) return Effect.fail(written)
+      const entry = register(id, method, undefined)
+      const timeoutMs = callOptions?.timeoutMs
+      if (!isTimed(timeoutMs)) return awaitEntry(entry)
+      const timer = deadlines.add(clock, entry, timeoutMs)
+      // Starting the timer is a step of its own: an interruption right after it must still clear the entry.
+      return timer === Effect.void
+        ? awaitEntry(entry)
+        : Effect.onInterrupt(Effect.andThen(timer, awaitEntry(entry)), () => abandon(entry))
     })
 
   const complete = (response: JsonRpc.JsonRpcResponse): boolean => {
@@ -125,11 +236,12 @@ export const make = (options: CorrelationOptions): Correlation => {
       return false
     }
     entries.delete(key)
-    Deferred.doneUnsafe(
-      entry.deferred,
+    deadlines.remove(entry)
+    settle(
+      entry,
       "result" in response
-        ? Effect.succeed(response.result)
-        : Effect.fail(RpcError.fromObject(response.error, entry.method, id))
+        ? Exit.succeed(response.result)
+        : Exit.fail(RpcError.fromObject(response.error, entry.method, id))
     )
     return true
   }
@@ -138,13 +250,15 @@ export const make = (options: CorrelationOptions): Correlation => {
     if (closed !== undefined) return
     closed = error
     deadlines.clear()
-    const failed = Effect.fail(error)
-    for (const entry of entries.values()) Deferred.doneUnsafe(entry.deferred, failed)
+    const failed = Exit.fail(error)
+    const pending = Array.from(entries.values())
     entries.clear()
+    for (const entry of pending) settle(entry, failed)
   }
 
   return {
     call,
+    callBuffered,
     complete,
     close,
     closedWith: () => closed,
@@ -165,10 +279,11 @@ export const make = (options: CorrelationOptions): Correlation => {
  */
 const sendWithin = <E, R, A, E2>(
   send: Effect.Effect<void, E, R>,
-  entry: { readonly deferred: Deferred.Deferred<A, E2>; readonly expired?: boolean | undefined }
+  deferred: Deferred.Deferred<A, E2>,
+  entry: { readonly expired: boolean }
 ): Effect.Effect<A, E | E2, R> =>
   Effect.flatMap(Effect.forkChild(send, { startImmediately: true }), (sending) => {
-    const awaitResponse = Deferred.await(entry.deferred)
+    const awaitResponse = Deferred.await(deferred)
     const sent = sending.pollUnsafe()
     if (sent !== undefined) return Exit.isSuccess(sent) ? awaitResponse : Effect.failCause(sent.cause)
     const deadline = Effect.flatMap(Effect.exit(awaitResponse), (exit) => entry.expired === true ? exit : Effect.never)
@@ -178,10 +293,10 @@ const sendWithin = <E, R, A, E2>(
   })
 
 interface DeadlineNode {
-  readonly id: JsonRpc.RequestId
   readonly entry: Entry
   readonly timeoutMs: number
   readonly at: number
+  readonly list: DeadlineList
   prev: DeadlineNode | undefined
   next: DeadlineNode | undefined
 }
@@ -202,15 +317,15 @@ const makeDeadlines = (expire: (node: DeadlineNode) => void) => {
   let sweeper: Fiber.Fiber<void> | undefined
   let wakeAt = Number.POSITIVE_INFINITY
 
+  // A list left empty stays for the next request with that timeout; the sweep drops it.
   const unlink = (node: DeadlineNode) => {
-    const list = lists.get(node.timeoutMs)!
+    const list = node.list
     if (node.prev === undefined) list.head = node.next
     else node.prev.next = node.next
     if (node.next === undefined) list.tail = node.prev
     else node.next.prev = node.prev
     node.prev = node.next = undefined
     node.entry.deadline = undefined
-    if (list.head === undefined) lists.delete(node.timeoutMs)
   }
 
   const stop = () => {
@@ -224,13 +339,14 @@ const makeDeadlines = (expire: (node: DeadlineNode) => void) => {
       const now = clock.currentTimeMillisUnsafe()
       const due: Array<DeadlineNode> = []
       let next = Number.POSITIVE_INFINITY
-      for (const list of Array.from(lists.values())) {
+      for (const [timeoutMs, list] of Array.from(lists)) {
         while (list.head !== undefined && list.head.at <= now) {
           const node = list.head
           unlink(node)
           due.push(node)
         }
-        if (list.head !== undefined && list.head.at < next) next = list.head.at
+        if (list.head === undefined) lists.delete(timeoutMs)
+        else if (list.head.at < next) next = list.head.at
       }
       wakeAt = next
       if (next === Number.POSITIVE_INFINITY) sweeper = undefined
@@ -242,18 +358,18 @@ const makeDeadlines = (expire: (node: DeadlineNode) => void) => {
         : Effect.andThen(clock.sleep(Duration.millis(next - now)), sweep(clock))
     })
 
-  const add = (clock: Clock.Clock, id: JsonRpc.RequestId, entry: Entry, timeoutMs: number): Effect.Effect<void> => {
+  /** Returns `Effect.void` itself unless a timer must start. */
+  const add = (clock: Clock.Clock, entry: Entry, timeoutMs: number): Effect.Effect<void> => {
     const at = clock.currentTimeMillisUnsafe() + timeoutMs
-    const node: DeadlineNode = { id, entry, timeoutMs, at, prev: undefined, next: undefined }
     let list = lists.get(timeoutMs)
     if (list === undefined) {
-      list = { head: node, tail: node }
+      list = { head: undefined, tail: undefined }
       lists.set(timeoutMs, list)
-    } else {
-      node.prev = list.tail
-      list.tail!.next = node
-      list.tail = node
     }
+    const node: DeadlineNode = { entry, timeoutMs, at, list, prev: list.tail, next: undefined }
+    if (list.tail === undefined) list.head = node
+    else list.tail.next = node
+    list.tail = node
     entry.deadline = node
     if (at >= wakeAt) return Effect.void
     stop()

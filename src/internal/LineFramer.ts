@@ -1,11 +1,13 @@
 /**
  * Newline-delimited framing over raw bytes, for both directions of stdio.
  *
- * Chunks are kept as they arrive and joined once per line, so the cost stays
- * linear in the bytes received however a large message is split. Lines are
- * decoded as UTF-8 only when complete, so a multi-byte character split across
- * chunks survives. A line longer than the limit is reported once and skipped
- * up to its newline, without buffering it.
+ * The complete lines of a chunk are decoded as UTF-8 in one go and split as
+ * text, so a chunk of 32 responses costs one decode, not 32. A line split
+ * across chunks is kept as bytes until its newline arrives and joined once,
+ * so the cost stays linear however a large message is cut, and a multi-byte
+ * character split across chunks survives (a newline byte never occurs inside
+ * one). A line longer than the limit is reported once and skipped up to its
+ * newline, without buffering it.
  */
 
 export type Frame =
@@ -22,16 +24,20 @@ export interface LineFramer {
 }
 
 const NEWLINE = 0x0a
-const decoder = new TextDecoder("utf-8")
+// The typed-array builtins: Buffer's own `indexOf` goes through a slower, more general path.
+const indexOfByte = (bytes: Uint8Array, from: number): number => Uint8Array.prototype.indexOf.call(bytes, NEWLINE, from)
+const lastIndexOfByte = (bytes: Uint8Array): number => Uint8Array.prototype.lastIndexOf.call(bytes, NEWLINE)
 
-const emitLine = (bytes: Uint8Array, onFrame: (frame: Frame) => void) => {
-  let end = bytes.length
-  if (end > 0 && bytes[end - 1] === 0x0d) end-- // CRLF from Windows peers
-  let start = 0
-  // Skip whitespace-only lines cheaply without decoding them.
-  while (start < end && (bytes[start] === 0x20 || bytes[start] === 0x09 || bytes[start] === 0x0d)) start++
+const asBuffer = (bytes: Uint8Array): Buffer =>
+  Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+
+/** Emits `text[start, end)` as a line: a CR before the newline and leading blanks (and a BOM) go; a blank line is skipped. */
+const emitText = (text: string, start: number, end: number, onFrame: (frame: Frame) => void) => {
+  if (end > start && text.charCodeAt(end - 1) === 0x0d) end-- // CRLF from Windows peers
+  let c: number
+  while (start < end && ((c = text.charCodeAt(start)) === 0x20 || c === 0x09 || c === 0x0d || c === 0xfeff)) start++
   if (start === end) return
-  onFrame({ _tag: "Line", text: decoder.decode(start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end)) })
+  onFrame({ _tag: "Line", text: start === 0 && end === text.length ? text : text.slice(start, end) })
 }
 
 export const make = (maxBytes: number): LineFramer => {
@@ -40,49 +46,92 @@ export const make = (maxBytes: number): LineFramer => {
   /** True while skipping the rest of an oversized line. */
   let discarding = false
 
-  const push = (chunk: Uint8Array, onFrame: (frame: Frame) => void) => {
-    let offset = 0
-    while (offset < chunk.length) {
-      const nl = chunk.indexOf(NEWLINE, offset)
-      if (nl === -1) {
-        const rest = chunk.length - offset
-        if (discarding) return
-        if (size + rest > maxBytes) {
-          onFrame({ _tag: "TooLarge", size: size + rest })
-          parts = []
-          size = 0
-          discarding = true
-          return
-        }
-        parts.push(offset === 0 ? chunk : chunk.subarray(offset))
-        size += rest
-        return
+  const tooLarge = (bytes: number, onFrame: (frame: Frame) => void) => {
+    onFrame({ _tag: "TooLarge", size: bytes })
+  }
+
+  /** Holds the start of a line whose newline has not come yet. */
+  const keep = (bytes: Uint8Array, from: number, onFrame: (frame: Frame) => void) => {
+    const rest = bytes.length - from
+    if (discarding || rest === 0) return
+    if (size + rest > maxBytes) {
+      tooLarge(size + rest, onFrame)
+      parts = []
+      size = 0
+      discarding = true
+      return
+    }
+    parts.push(from === 0 ? bytes : bytes.subarray(from))
+    size += rest
+  }
+
+  /** Ends the held line at `nl`, the first newline of `bytes`. */
+  const finishHeld = (bytes: Buffer, nl: number, onFrame: (frame: Frame) => void) => {
+    if (discarding) {
+      discarding = false
+      return
+    }
+    const total = size + nl
+    if (total > maxBytes) tooLarge(total, onFrame)
+    else {
+      parts.push(bytes.subarray(0, nl))
+      const text = concat(parts, total).toString("utf8")
+      emitText(text, 0, text.length, onFrame)
+    }
+    parts = []
+    size = 0
+  }
+
+  /** The whole lines in `bytes[from, last]`, `last` being the chunk's last newline. */
+  const emitWhole = (bytes: Buffer, from: number, last: number, onFrame: (frame: Frame) => void) => {
+    const text = bytes.toString("utf8", from, last)
+    if (last - from <= maxBytes) {
+      // No line can be over the limit: split the text alone.
+      let start = 0
+      let nl: number
+      while ((nl = text.indexOf("\n", start)) !== -1) {
+        emitText(text, start, nl, onFrame)
+        start = nl + 1
       }
-      const piece = chunk.subarray(offset, nl)
-      offset = nl + 1
-      if (discarding) {
-        discarding = false
-        continue
-      }
-      if (size + piece.length > maxBytes) {
-        onFrame({ _tag: "TooLarge", size: size + piece.length })
-        parts = []
-        size = 0
-        continue
-      }
-      if (size === 0) {
-        emitLine(piece, onFrame)
-      } else {
-        parts.push(piece)
-        emitLine(concat(parts, size + piece.length), onFrame)
-        parts = []
-        size = 0
-      }
+      emitText(text, start, text.length, onFrame)
+      return
+    }
+    // Some line may be: measure each in bytes while walking the text in step.
+    let byteStart = from
+    let textStart = 0
+    for (;;) {
+      const byteEnd = Math.min(indexOfByte(bytes, byteStart), last)
+      const textEnd = byteEnd === last ? text.length : text.indexOf("\n", textStart)
+      if (byteEnd - byteStart > maxBytes) tooLarge(byteEnd - byteStart, onFrame)
+      else emitText(text, textStart, textEnd, onFrame)
+      if (byteEnd === last) return
+      byteStart = byteEnd + 1
+      textStart = textEnd + 1
     }
   }
 
+  const push = (chunk: Uint8Array, onFrame: (frame: Frame) => void) => {
+    const bytes = asBuffer(chunk)
+    let from = 0
+    if (size > 0 || discarding) {
+      const nl = indexOfByte(bytes, 0)
+      if (nl === -1) return keep(bytes, 0, onFrame)
+      finishHeld(bytes, nl, onFrame)
+      from = nl + 1
+    }
+    const last = lastIndexOfByte(bytes)
+    if (last >= from) {
+      emitWhole(bytes, from, last, onFrame)
+      from = last + 1
+    }
+    if (from < bytes.length) keep(bytes, from, onFrame)
+  }
+
   const end = (onFrame: (frame: Frame) => void) => {
-    if (!discarding && size > 0) emitLine(concat(parts, size), onFrame)
+    if (!discarding && size > 0) {
+      const text = concat(parts, size).toString("utf8")
+      emitText(text, 0, text.length, onFrame)
+    }
     parts = []
     size = 0
     discarding = false
@@ -91,9 +140,9 @@ export const make = (maxBytes: number): LineFramer => {
   return { push, end, buffered: () => size }
 }
 
-const concat = (parts: ReadonlyArray<Uint8Array>, total: number): Uint8Array => {
-  if (parts.length === 1) return parts[0]!
-  const out = new Uint8Array(total)
+const concat = (parts: ReadonlyArray<Uint8Array>, total: number): Buffer => {
+  if (parts.length === 1) return asBuffer(parts[0]!)
+  const out = Buffer.allocUnsafe(total)
   let at = 0
   for (const p of parts) {
     out.set(p, at)

@@ -421,6 +421,22 @@ describe("StdioClientTransport", () => {
         expect(results.every((r) => (r as { blob: string }).blob === blob)).toBe(true)
       }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
 
+    it.live("a request still waiting for room times out with RequestTimeout; the ones before it stay pending", () =>
+      Effect.gen(function*() {
+        const t = yield* StdioClientTransport.make(server([], { writeQueueCapacity: 1 }))
+        yield* t.request("test/pauseStdin", { ms: 60_000 })
+        const blob = "w".repeat(256 * 1024)
+        // These fill the pipe and the batch; the server reads none of them.
+        const ahead = yield* Effect.forEach(
+          Array.from({ length: 4 }, (_, i) => i),
+          (i) => Effect.forkChild(t.request("echo", { i, blob }, { timeout: "1 minute" }), { startImmediately: true })
+        )
+        const error = yield* failure(t.request("echo", { late: true, blob }, { timeout: "200 millis" }))
+        expect(error).toMatchObject({ _tag: "RequestTimeout", method: "echo", timeoutMs: 200 })
+        expect(yield* t.pendingCount).toBe(ahead.length)
+        for (const fiber of ahead) expect(fiber.pollUnsafe()).toBeUndefined()
+      }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
+
     it.live("senders waiting for room fail with TransportClosed when the scope closes, without waiting for the server", () =>
       Effect.gen(function*() {
         const scope = yield* Scope.make()
