@@ -25,21 +25,10 @@ import {
 
 export type { HeaderContext, HeaderHook } from "../internal/HttpExchange.ts"
 
-export interface Options extends Http.HeaderSource {
-  /** The SSE endpoint the client GETs. */
-  readonly url: string | URL
-  /** Per-request timeout unless the call says otherwise. Default 30 seconds. */
-  readonly defaultTimeout?: Duration.Input | undefined
-  /** Largest message sent or accepted. Default 10 MiB. */
-  readonly maxMessageBytes?: number | undefined
-  readonly notificationBuffer?: number | undefined
+/** `url` is the SSE endpoint the client GETs. */
+export interface Options extends Http.TransportOptions {
   /** How long to wait for the stream to open and name its `endpoint`. Default 30 seconds. */
   readonly connectTimeout?: Duration.Input | undefined
-  /**
-   * How long the stream may stay completely silent before it counts as dead
-   * (and the transport closes). Default 5 minutes.
-   */
-  readonly sseIdleTimeout?: Duration.Input | undefined
 }
 
 export interface SseClientTransport extends ClientTransportShape {
@@ -51,14 +40,8 @@ export interface SseClientTransport extends ClientTransportShape {
 export type ConnectError = HttpError | TransportClosed | MalformedMessage
 
 const DEFAULT_CONNECT_TIMEOUT = Duration.seconds(30)
-const DEFAULT_SSE_IDLE = Duration.minutes(5)
-const BACKGROUND_SEND_TIMEOUT = Duration.seconds(10)
 const encoder = new TextEncoder()
 
-const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number | undefined => {
-  const d = input === undefined ? fallback : Duration.fromInputUnsafe(input)
-  return Duration.isFinite(d) ? Duration.toMillis(d) : undefined
-}
 
 /** Resolves the `endpoint` event against the SSE URL; another origin is refused. */
 export const resolveEndpoint = (data: string, base: string): URL | MalformedMessage => {
@@ -78,7 +61,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const client = yield* HttpClient.HttpClient
   const sseUrl = options.url.toString()
   const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
-  const idleTimeoutMs = millis(options.sseIdleTimeout, DEFAULT_SSE_IDLE)
+  const idleTimeoutMs = Http.millis(options.sseIdleTimeout, Http.DEFAULT_SSE_IDLE)
   let closedError: TransportClosed | undefined
   let endpointUrl: string | undefined
 
@@ -113,7 +96,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       closedError !== undefined ? Effect.void : FiberSet.run(
         background,
         post(message).pipe(
-          Effect.timeoutOption(BACKGROUND_SEND_TIMEOUT),
+          Effect.timeoutOption(Http.BACKGROUND_SEND_TIMEOUT),
           Effect.catchCause((cause) =>
             Cause.hasInterruptsOnly(cause)
               ? Effect.void

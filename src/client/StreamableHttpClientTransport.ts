@@ -49,15 +49,8 @@ import {
 export type { HeaderContext, HeaderHook } from "../internal/HttpExchange.ts"
 export { defaultSchedule as defaultReconnectSchedule } from "../internal/SseReconnect.ts"
 
-export interface Options extends Http.HeaderSource {
-  /** The MCP endpoint. */
-  readonly url: string | URL
-  /** Per-request timeout unless the call says otherwise. Default 30 seconds. */
-  readonly defaultTimeout?: Duration.Input | undefined
-  /** Largest message sent or accepted (JSON body or SSE event). Default 10 MiB. */
-  readonly maxMessageBytes?: number | undefined
-  /** Per-subscriber buffer of notifications before the oldest are dropped. Default 1024. */
-  readonly notificationBuffer?: number | undefined
+/** `url` is the MCP endpoint. */
+export interface Options extends Http.TransportOptions {
   /** Open the standalone GET stream once `notifications/initialized` is accepted. Default false. */
   readonly listen?: boolean | undefined
   /**
@@ -66,11 +59,6 @@ export interface Options extends Http.HeaderSource {
    * `retry:`; its end is the retry budget. Default: `defaultReconnectSchedule`.
    */
   readonly reconnectSchedule?: Schedule.Schedule<unknown, unknown> | undefined
-  /**
-   * How long an SSE stream may stay completely silent (no event, no keep-alive
-   * comment) before it counts as dead. Default 5 minutes.
-   */
-  readonly sseIdleTimeout?: Duration.Input | undefined
   /** Bound on the session DELETE sent when the scope closes. Default 2 seconds. */
   readonly closeTimeout?: Duration.Input | undefined
   /** Continue an existing session instead of waiting for an initialize answer. */
@@ -101,16 +89,9 @@ export interface StreamableHttpClientTransport extends ClientTransportShape {
   readonly protocolVersion: Effect.Effect<string | undefined>
 }
 
-const DEFAULT_SSE_IDLE = Duration.minutes(5)
 const DEFAULT_CLOSE_TIMEOUT = Duration.seconds(2)
-/** Replies to server requests and cancellations run in the background, bounded by this. */
-const BACKGROUND_SEND_TIMEOUT = Duration.seconds(10)
 const FIRST_VERSION_WITH_HEADER = "2025-06-18"
 
-const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number | undefined => {
-  const d = input === undefined ? fallback : Duration.fromInputUnsafe(input)
-  return Duration.isFinite(d) ? Duration.toMillis(d) : undefined
-}
 
 const encoder = new TextEncoder()
 
@@ -120,7 +101,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const client = yield* HttpClient.HttpClient
   const url = options.url.toString()
   const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
-  const idleTimeoutMs = millis(options.sseIdleTimeout, DEFAULT_SSE_IDLE)
+  const idleTimeoutMs = Http.millis(options.sseIdleTimeout, Http.DEFAULT_SSE_IDLE)
   const closeTimeout = options.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT
   const schedule = options.reconnectSchedule ?? SseReconnect.defaultSchedule
 
@@ -138,7 +119,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     closedError !== undefined ? Effect.void : FiberSet.run(
       background,
       Effect.flatMap(postMessage(message), consumeStray).pipe(
-        Effect.timeoutOption(BACKGROUND_SEND_TIMEOUT),
+        Effect.timeoutOption(Http.BACKGROUND_SEND_TIMEOUT),
         Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause)
             ? Effect.void

@@ -2,7 +2,7 @@
  * Small pieces shared by the HTTP client transports: header assembly,
  * bounded body reads, and the mapping of HTTP outcomes to our typed errors.
  */
-import { Effect, Stream } from "effect"
+import { Duration, Effect, Stream } from "effect"
 import type { HttpClientError, HttpClientResponse } from "effect/http"
 import type * as JsonRpc from "../JsonRpc.ts"
 import { HttpError, MessageTooLarge, TransportClosed, truncate } from "../McpError.ts"
@@ -26,6 +26,32 @@ export type HeaderHook = (context: HeaderContext) => Effect.Effect<Readonly<Reco
 export interface HeaderSource {
   readonly headers?: Readonly<Record<string, string>> | undefined
   readonly requestHeaders?: HeaderHook | undefined
+}
+
+/** What both HTTP client transports are configured with. */
+export interface TransportOptions extends HeaderSource {
+  readonly url: string | URL
+  /** Per-request timeout unless the call says otherwise. Default 30 seconds. */
+  readonly defaultTimeout?: Duration.Input | undefined
+  /** Largest message sent or accepted (JSON body or SSE event). Default 10 MiB. */
+  readonly maxMessageBytes?: number | undefined
+  /** Per-subscriber buffer of notifications before the oldest are dropped. Default 1024. */
+  readonly notificationBuffer?: number | undefined
+  /**
+   * How long an SSE stream may stay completely silent (no event, no keep-alive
+   * comment) before it counts as dead. Default 5 minutes.
+   */
+  readonly sseIdleTimeout?: Duration.Input | undefined
+}
+
+export const DEFAULT_SSE_IDLE = Duration.minutes(5)
+/** Replies to server requests and cancellations run in the background, bounded by this. */
+export const BACKGROUND_SEND_TIMEOUT = Duration.seconds(10)
+
+/** Milliseconds of an optional duration; `undefined` when it is infinite (no limit). */
+export const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number | undefined => {
+  const d = input === undefined ? fallback : Duration.fromInputUnsafe(input)
+  return Duration.isFinite(d) ? Duration.toMillis(d) : undefined
 }
 
 const lowerKeys = (record: Readonly<Record<string, string>> | undefined, into: Record<string, string>) => {
