@@ -1,0 +1,53 @@
+/**
+ * The contract between `npm run bench` (bench/main.ts) and each workload in
+ * `bench/workloads/`. A workload measures every implementation that can do it
+ * in the same process tree and run, and returns rows; the orchestrator prints
+ * one table and checks the targets as ratios between rows of the same run.
+ */
+
+/** What a row measures. Throughput is higher-is-better; the rest lower-is-better. */
+export type Metric = "req/s" | "ms" | "MiB" | "KiB/req"
+
+export interface Row {
+  /** e.g. "stdio client", "stdio server", "http json", "large 10 MiB", "in flight", "cold start", "bridge" */
+  readonly workload: string
+  /** what varies within the workload: "tools/call c32", "ping c1", "stdio", "teardown"… */
+  readonly variant: string
+  /** the implementation measured: "ours", "sdk", "raw", "effect-ai", "ours→sdk"… */
+  readonly impl: string
+  readonly metric: Metric
+  readonly median: number
+  readonly min: number
+  readonly max: number
+  /** latency percentiles in milliseconds, where the workload measures them */
+  readonly p50?: number
+  readonly p99?: number
+  /** number of runs the median is over */
+  readonly runs: number
+}
+
+/** A ratio the issue asks for: `ours` against `peer` in the same workload and variant. */
+export interface Target {
+  readonly workload: string
+  /** exact variant, or a prefix ending in "*" */
+  readonly variant: string
+  readonly ours: string
+  readonly peer: string
+  /** the ratio that must hold, oriented so that bigger is better for ours (e.g. 1.5 = 1.5× faster / 1/1.5 the memory) */
+  readonly atLeast: number
+}
+
+export interface WorkloadOptions {
+  /** runs per cell (median over them) */
+  readonly runs: number
+  /** smoke mode: tiny sizes, checks the harness only */
+  readonly smoke: boolean
+}
+
+export interface Workload {
+  readonly name: string
+  readonly run: (options: WorkloadOptions) => Promise<ReadonlyArray<Row>>
+  readonly targets: ReadonlyArray<Target>
+}
+
+export const higherIsBetter = (metric: Metric): boolean => metric === "req/s"
