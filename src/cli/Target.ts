@@ -1,0 +1,82 @@
+/**
+ * What a CLI command talks to. A target is either a URL (Streamable HTTP,
+ * falling back to the legacy HTTP+SSE transport when the server refuses the
+ * `initialize` POST with a 4xx) or a command line given after `--` (a stdio
+ * server spawned as a child).
+ */
+import { Data, type Duration, Effect, type Scope } from "effect"
+import type { HttpClient } from "effect/http"
+import type { ChildProcessSpawner } from "effect/process"
+import type { SpawnError } from "../McpError.ts"
+import * as FromConfig from "../client/fromConfig.ts"
+
+export type Target = Data.TaggedEnum<{
+  Url: { readonly url: string }
+  Command: { readonly command: string; readonly args: ReadonlyArray<string> }
+}>
+export const Target = Data.taggedEnum<Target>()
+
+/** The command line names no server, or names two. */
+export class TargetError extends Data.TaggedError("TargetError")<{ readonly message: string }> {}
+
+const isUrl = (s: string): boolean => /^https?:\/\//i.test(s)
+
+/**
+ * `positional` is what came before `--`, `trailing` what came after it.
+ * A URL among the positionals is the target; otherwise the trailing words
+ * are the server's command line.
+ */
+export const parse = (
+  positional: ReadonlyArray<string>,
+  trailing: ReadonlyArray<string>
+): Effect.Effect<{ readonly target: Target; readonly rest: ReadonlyArray<string> }, TargetError> => {
+  const urlIndex = positional.findIndex(isUrl)
+  if (urlIndex >= 0 && trailing.length > 0) {
+    return Effect.fail(new TargetError({ message: "give either a URL or a command after --, not both" }))
+  }
+  if (urlIndex >= 0) {
+    const rest = positional.filter((_, i) => i !== urlIndex)
+    return Effect.succeed({ target: Target.Url({ url: positional[urlIndex]! }), rest })
+  }
+  if (trailing.length > 0) {
+    const [command, ...args] = trailing
+    return Effect.succeed({ target: Target.Command({ command: command!, args }), rest: positional })
+  }
+  return Effect.fail(
+    new TargetError({ message: "no server given: pass a URL (http://…) or a command after -- (-- node server.js)" })
+  )
+}
+
+export const describe = (target: Target): string =>
+  Target.$match(target, {
+    Url: ({ url }) => url,
+    Command: ({ command, args }) => [command, ...args].join(" ")
+  })
+
+export interface ConnectOptions {
+  /** Default request timeout. */
+  readonly timeout?: Duration.Input | undefined
+  /** Open the standalone GET stream on Streamable HTTP (server-initiated messages). Default true. */
+  readonly listen?: boolean | undefined
+}
+
+export const toConfig = (target: Target, options: ConnectOptions = {}): FromConfig.McpServerConfig =>
+  Target.$match(target, {
+    Url: ({ url }): FromConfig.McpServerConfig => ({
+      type: "sse",
+      url,
+      timeout: options.timeout,
+      streamableHttp: { listen: options.listen ?? true }
+    }),
+    Command: ({ command, args }): FromConfig.McpServerConfig => ({ command, args, timeout: options.timeout })
+  })
+
+/** The transport to the target, closed (child killed, session deleted) with the scope. */
+export const connect = (
+  target: Target,
+  options: ConnectOptions = {}
+): Effect.Effect<
+  FromConfig.SelectedTransport,
+  SpawnError,
+  Scope.Scope | ChildProcessSpawner.ChildProcessSpawner | HttpClient.HttpClient
+> => FromConfig.make(toConfig(target, options))
