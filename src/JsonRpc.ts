@@ -5,7 +5,7 @@
  * The classifier is hand-written because it runs on every message; the
  * Schemas describe the same shapes and back property tests.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 export type RequestId = string | number
 

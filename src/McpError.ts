@@ -3,7 +3,7 @@
  * needs to react (ids, methods, status codes, exit codes, stderr tails), and
  * its message keeps the wording users search for.
  */
-import { Data } from "effect"
+import * as Data from "effect/Data"
 import type { JsonRpcErrorObject, RequestId } from "./JsonRpc.ts"
 
 const MAX_TEXT = 512

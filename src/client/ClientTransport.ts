@@ -2,7 +2,12 @@
  * The service every client transport provides. Everything above the
  * transports (McpClient, McpManager) talks to this interface only.
  */
-import { Context, Data, type Duration, type Effect, type Stream, type SubscriptionRef } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Stream from "effect/Stream"
+import type * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as JsonRpc from "../JsonRpc.ts"
 import type { NotifyError, RequestError, RpcError, TransportClosed } from "../McpError.ts"
 
@@ -29,6 +34,14 @@ export const Diagnostic = Data.taggedEnum<Diagnostic>()
 export interface RequestOptions {
   /** Overrides the transport's default (30 s). `Duration.infinity` disables the timeout. */
   readonly timeout?: Duration.Input | undefined
+  /**
+   * Called once the request's timeout is running, with a function that
+   * restarts it (the timeout counts again from then; a no-op once the request
+   * settled). The protocol layer restarts it on each progress notification,
+   * so a call stays alive while the server reports progress. Never called
+   * when the request has no timeout.
+   */
+  readonly onDeadline?: ((restart: () => void) => void) | undefined
 }
 
 /** Answers a request the server sends us. A failure with `RpcError` becomes the JSON-RPC error reply. */

@@ -10,7 +10,12 @@
  * behave as on a real wire. A `WireInterceptor` (see `testing/FaultInjection`)
  * can sit on the link to drop, delay, duplicate, reorder or corrupt frames.
  */
-import { type Duration, Effect, Layer, Queue, type Scope, SubscriptionRef } from "effect"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as JsonRpc from "../JsonRpc.ts"
 import { MalformedMessage, MessageTooLarge, TransportClosed } from "../McpError.ts"
 import * as ClientCore from "../internal/ClientCore.ts"
@@ -197,7 +202,7 @@ export const makePair = Effect.fnUntraced(function*<R>(
   const client = core.service({
     kind: "in-memory",
     request: (method, params, requestOptions) =>
-      core.correlation.call(method, params, clientSend, { timeoutMs: core.timeoutMsFor(requestOptions) }),
+      core.correlation.call(method, params, clientSend, core.callOptions(requestOptions)),
     notify: (method, params) =>
       // NotifyError has no room for a caller's unserializable params: that is a bug, so a defect.
       clientSend(JsonRpc.notification(method, params)).pipe(Effect.catchTag("MalformedMessage", (e) => Effect.die(e)))

@@ -9,7 +9,18 @@
  * the client never hands out the raw transport, so no method can reach the
  * server before the session is set up.
  */
-import { Context, Data, Duration, Effect, Layer, Option, PubSub, Queue, Schema, Scope, Stream, SubscriptionRef } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as McpSchema from "effect/ai/McpSchema"
 import * as JsonRpc from "../JsonRpc.ts"
 import {
@@ -407,60 +418,85 @@ export const fromTransport = Effect.fnUntraced(function*(
     return new CapabilityNotSupported({ method, capability: required[0], peer: "server" })
   }
 
+  /**
+   * One call. The common case (no `onProgress`, no `maxTotalTimeout`) adds
+   * no fiber, queue or timer to the transport's request: the idle timeout IS
+   * the transport's timeout, and each new progress of this call restarts it
+   * through `onDeadline`. Only an `onProgress` callback needs a fiber of its
+   * own, to run the callbacks one after the other while the call waits.
+   */
   const send = (
     method: string,
     params: Readonly<Record<string, unknown>> | undefined,
     callOptions: CallOptions | undefined
   ): Effect.Effect<unknown, McpClientError> =>
-    Effect.gen(function*() {
+    Effect.suspend(() => {
       const missing = missingCapability(method)
-      if (missing !== undefined) return yield* missing
+      if (missing !== undefined) return Effect.fail(missing)
       const token = `p${++tokenCounter}`
       const idle = callOptions?.timeout === undefined ? requestTimeout : Duration.fromInputUnsafe(callOptions.timeout)
       const idleMs = millis(idle)
-      // The transport's own timer cannot see progress, so it is switched off
-      // and the idle timer below (restarted by each progress) replaces it.
-      const watchIdle = (callOptions?.resetTimeoutOnProgress ?? true) && Number.isFinite(idleMs)
-      const queue = yield* Queue.unbounded<Progress>()
-      let last = Number.NEGATIVE_INFINITY
-      progressListeners.set(token, (p) => {
-        // Out-of-order or repeated progress says nothing new: ignore it.
-        if (!(p.progress > last)) return
-        last = p.progress
-        Queue.offerUnsafe(queue, p)
-      })
-      const meta = { ...(params?._meta as Meta | undefined), progressToken: token }
-      const call = transport.request(method, { ...params, _meta: meta }, {
-        timeout: watchIdle ? Duration.infinity : idle
-      })
-      const next = watchIdle
-        ? Effect.timeoutOrElse(Queue.take(queue), {
-          duration: idle,
-          orElse: () =>
-            Effect.fail(new RequestTimeout({ method, id: token, timeoutMs: idleMs, phase: "No response or progress" }))
-        })
-        : Queue.take(queue)
+      const restartOnProgress = (callOptions?.resetTimeoutOnProgress ?? true) && Number.isFinite(idleMs)
       const onProgress = callOptions?.onProgress
-      const watchdog = Effect.forever(onProgress === undefined ? next : Effect.flatMap(next, onProgress))
+      const meta = { ...(params?._meta as Meta | undefined), progressToken: token }
+      const body = { ...params, _meta: meta }
+      return onProgress === undefined
+        ? watched(method, token, body, idle, idleMs, restartOnProgress, undefined, callOptions)
+        : Effect.flatMap(
+          Queue.unbounded<Progress>(),
+          (queue) => watched(method, token, body, idle, idleMs, restartOnProgress, { queue, onProgress }, callOptions)
+        )
+    })
+
+  /** A call whose progress is watched: it restarts the idle timeout and/or feeds `onProgress`. */
+  const watched = (
+    method: string,
+    token: string,
+    body: Readonly<Record<string, unknown>>,
+    idle: Duration.Duration,
+    idleMs: number,
+    restartOnProgress: boolean,
+    delivery: { readonly queue: Queue.Queue<Progress>; readonly onProgress: (p: Progress) => Effect.Effect<void> } | undefined,
+    callOptions: CallOptions | undefined
+  ): Effect.Effect<unknown, McpClientError> => {
+    let restart: (() => void) | undefined
+    let last = Number.NEGATIVE_INFINITY
+    progressListeners.set(token, (p) => {
+      // Out-of-order or repeated progress says nothing new: ignore it.
+      if (!(p.progress > last)) return
+      last = p.progress
+      restart?.()
+      if (delivery !== undefined) Queue.offerUnsafe(delivery.queue, p)
+    })
+    let effect: Effect.Effect<unknown, McpClientError> = restartOnProgress
+      ? Effect.mapError(
+        transport.request(method, body, { timeout: idle, onDeadline: (r) => void (restart = r) }),
+        (e) =>
+          // Here the transport's own timeout (it has no phase) is the idle timeout.
+          e._tag === "RequestTimeout" && e.phase === undefined
+            ? new RequestTimeout({ method, id: e.id, timeoutMs: idleMs, phase: "No response or progress" })
+            : e
+      )
+      : transport.request(method, body, { timeout: idle })
+    if (delivery !== undefined) {
+      const { onProgress, queue } = delivery
       // The response settles the call directly while progress comes through
       // the notification fiber: progress that arrived before the response but
       // was not yet handed over is delivered before the result.
-      const late = onProgress === undefined
-        ? Effect.void
-        : Effect.flatMap(Queue.clear(queue), (items) => Effect.forEach(items, onProgress, { discard: true }))
-      let effect: Effect.Effect<unknown, McpClientError> = Effect.tap(Effect.raceFirst(call, watchdog), () => late)
-      if (callOptions?.maxTotalTimeout !== undefined) {
-        const max = Duration.fromInputUnsafe(callOptions.maxTotalTimeout)
-        effect = Effect.timeoutOrElse(effect, {
-          duration: max,
-          orElse: () =>
-            Effect.fail(
-              new RequestTimeout({ method, id: token, timeoutMs: millis(max), phase: "Maximum total time exceeded" })
-            )
-        })
-      }
-      return yield* Effect.ensuring(effect, Effect.sync(() => progressListeners.delete(token)))
-    })
+      const late = Effect.flatMap(Queue.clear(queue), (items) => Effect.forEach(items, onProgress, { discard: true }))
+      const deliver = Effect.forever(Effect.flatMap(Queue.take(queue), onProgress))
+      effect = Effect.tap(Effect.raceFirst(effect, deliver), () => late)
+    }
+    if (callOptions?.maxTotalTimeout !== undefined) {
+      const max = Duration.fromInputUnsafe(callOptions.maxTotalTimeout)
+      effect = Effect.timeoutOrElse(effect, {
+        duration: max,
+        orElse: () =>
+          Effect.fail(new RequestTimeout({ method, id: token, timeoutMs: millis(max), phase: "Maximum total time exceeded" }))
+      })
+    }
+    return Effect.ensuring(effect, Effect.sync(() => progressListeners.delete(token)))
+  }
 
   const typed = <A>(method: string, schema: Schema.Decoder<A>) => {
     const decode = decodeResult(method, schema)

@@ -12,24 +12,22 @@
  * more than one live connection per server. Calls in flight when a
  * connection dies fail with their typed error; nothing is replayed.
  */
-import {
-  Clock,
-  Context,
-  Data,
-  Duration,
-  Effect,
-  Exit,
-  FiberSet,
-  Layer,
-  Option,
-  PubSub,
-  Pull,
-  Queue,
-  Schedule,
-  Scope,
-  Stream,
-  SubscriptionRef
-} from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Pull from "effect/Pull"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as McpSchema from "effect/ai/McpSchema"
 import type { HttpClient } from "effect/http"
 import type { ChildProcessSpawner } from "effect/process"

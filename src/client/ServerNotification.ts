@@ -4,7 +4,9 @@
  * A notification whose payload does not fit its method, or whose method we
  * do not know, is still delivered (as `Other`) rather than dropped.
  */
-import { Data, Result, Schema } from "effect"
+import * as Data from "effect/Data"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import * as McpSchema from "effect/ai/McpSchema"
 import type * as JsonRpc from "../JsonRpc.ts"
 

@@ -8,7 +8,15 @@
  * `TransportClosed`. Deprecated by the spec since 2025-03-26; kept for
  * servers that still speak it.
  */
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Layer, SubscriptionRef } from "effect"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberSet from "effect/FiberSet"
+import * as Layer from "effect/Layer"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import { HttpBody, HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import * as JsonRpc from "../JsonRpc.ts"
 import { type HttpError, MalformedMessage, MessageTooLarge, TransportClosed } from "../McpError.ts"
@@ -217,9 +225,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   )
 
   const request: ClientTransportShape["request"] = (method, params, requestOptions) =>
-    core.correlation.call(method, params, (message) => exchange(post(message)), {
-      timeoutMs: core.timeoutMsFor(requestOptions)
-    })
+    core.correlation.call(method, params, (message) => exchange(post(message)), core.callOptions(requestOptions))
 
   const notify: ClientTransportShape["notify"] = (method, params) =>
     exchange(post(JsonRpc.notification(method, params)))

@@ -9,20 +9,18 @@
  * `Last-Event-ID` under a user-supplied `Schedule`; when it gives up, only the
  * listener is marked failed and POSTs keep working.
  */
-import {
-  Cause,
-  Data,
-  Duration,
-  Effect,
-  Exit,
-  Fiber,
-  FiberHandle,
-  FiberSet,
-  Layer,
-  Result,
-  type Schedule,
-  SubscriptionRef
-} from "effect"
+import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberHandle from "effect/FiberHandle"
+import * as FiberSet from "effect/FiberSet"
+import * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
+import type * as Schedule from "effect/Schedule"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import { HttpBody, HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import * as JsonRpc from "../JsonRpc.ts"
 import {
@@ -361,9 +359,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     })
 
   const request: ClientTransportShape["request"] = (method, params, requestOptions) =>
-    core.correlation.call(method, params, (message) => exchange(exchangeRequest(message)), {
-      timeoutMs: core.timeoutMsFor(requestOptions)
-    })
+    core.correlation.call(method, params, (message) => exchange(exchangeRequest(message)), core.callOptions(requestOptions))
 
   // ---------------------------------------------------------------------------
   // Notifications

@@ -9,7 +9,11 @@
  * the sink takes the batch or fails when the writer closes. Nothing grows
  * without bound.
  */
-import { Cause, Effect, Exit, Sink, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Sink from "effect/Sink"
+import * as Stream from "effect/Stream"
 import type * as Arr from "effect/Array"
 import type * as Pull from "effect/Pull"
 

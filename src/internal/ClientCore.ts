@@ -4,7 +4,14 @@
  * subscribers, server requests to the handler), the connection state, the
  * diagnostics feed and the close protocol. Transports own the bytes.
  */
-import { Deferred, Duration, Effect, FiberMap, PubSub, type Scope, Stream, SubscriptionRef } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberMap from "effect/FiberMap"
+import * as PubSub from "effect/PubSub"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import {
   type ClientTransportShape,
   ConnectionState,
@@ -36,6 +43,8 @@ export interface ClientCore {
   /** Fails everything pending, publishes `Closed`, completes `awaitClosed`. First reason wins. */
   readonly close: (error: TransportClosed) => Effect.Effect<void>
   readonly timeoutMsFor: (options: RequestOptions | undefined) => number | undefined
+  /** A request's options as the correlator takes them: the timeout, and the hook that lets the caller restart it. */
+  readonly callOptions: (options: RequestOptions | undefined) => Correlation.CallOptions
   readonly state: SubscriptionRef.SubscriptionRef<ConnectionState>
   /** Builds the service from the transport-specific request and notify paths. */
   readonly service: (parts: {
@@ -163,6 +172,9 @@ export const make = Effect.fnUntraced(function*(
     return ms === Number.POSITIVE_INFINITY ? undefined : ms
   }
 
+  const callOptions = (o: RequestOptions | undefined): Correlation.CallOptions =>
+    o?.onDeadline === undefined ? { timeoutMs: timeoutMsFor(o) } : { timeoutMs: timeoutMsFor(o), onDeadline: o.onDeadline }
+
   const service: ClientCore["service"] = (parts) => ({
     kind: parts.kind,
     request: parts.request,
@@ -177,7 +189,7 @@ export const make = Effect.fnUntraced(function*(
     pendingCount: Effect.sync(() => correlation.pending())
   })
 
-  return { correlation, dispatch, dispatchFrame, diagnose, close, timeoutMsFor, state, service }
+  return { correlation, dispatch, dispatchFrame, diagnose, close, timeoutMsFor, callOptions, state, service }
 })
 
 export type SendError = TransportClosed | MessageTooLarge

@@ -5,13 +5,24 @@
  * entry leaves the map when its request settles, times out, is interrupted or
  * the transport closes; responses with unknown ids are counted, not fatal.
  */
-import { type Clock, Deferred, Duration, Effect, Exit, Fiber } from "effect"
+import type * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as JsonRpc from "../JsonRpc.ts"
 import { RequestTimeout, RpcError, TransportClosed } from "../McpError.ts"
 
 export interface CallOptions {
   /** Milliseconds; `undefined`, `Infinity` or `0` and below mean no timeout. */
   readonly timeoutMs?: number | undefined
+  /**
+   * Receives, once the deadline is set, a function that restarts it: the
+   * timeout then counts again from that moment. A no-op once the request has
+   * settled. Not called for a request without a timeout.
+   */
+  readonly onDeadline?: ((restart: () => void) => void) | undefined
 }
 
 type Outcome = Effect.Effect<unknown, RpcError | TransportClosed | RequestTimeout>
@@ -127,6 +138,18 @@ export const make = (options: CorrelationOptions): Correlation => {
     return entry
   }
 
+  /** Sets the entry's deadline and hands the caller its restart (see `CallOptions.onDeadline`). */
+  const armDeadline = (
+    clock: Clock.Clock,
+    entry: Entry,
+    timeoutMs: number,
+    callOptions: CallOptions | undefined
+  ): Effect.Effect<void> => {
+    const timer = deadlines.add(clock, entry, timeoutMs)
+    callOptions?.onDeadline?.(() => deadlines.restart(clock, entry))
+    return timer
+  }
+
   const isTimed = (timeoutMs: number | undefined): timeoutMs is number =>
     timeoutMs !== undefined && timeoutMs > 0 && Number.isFinite(timeoutMs)
 
@@ -136,14 +159,15 @@ export const make = (options: CorrelationOptions): Correlation => {
     id: JsonRpc.RequestId,
     message: JsonRpc.JsonRpcRequest,
     send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
-    timeoutMs: number | undefined
+    callOptions: CallOptions | undefined
   ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> => {
     const method = message.method
     const deferred = Deferred.makeUnsafe<unknown, RpcError | TransportClosed | RequestTimeout>()
     const entry = register(id, method, deferred)
+    const timeoutMs = callOptions?.timeoutMs
     const timed = isTimed(timeoutMs)
     const effect: Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> = timed
-      ? Effect.andThen(deadlines.add(clock, entry, timeoutMs), sendWithin(send(message), deferred, entry))
+      ? Effect.andThen(armDeadline(clock, entry, timeoutMs, callOptions), sendWithin(send(message), deferred, entry))
       : Effect.andThen(send(message), Deferred.await(deferred))
     return Effect.onExit(effect, (exit) => {
       if (timed) deadlines.remove(entry)
@@ -169,7 +193,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     Effect.clockWith((clock) => {
       if (closed !== undefined) return Effect.fail(closed)
       const id = nextId()
-      return sendAndAwait(clock, id, JsonRpc.request(id, method, params), send, callOptions?.timeoutMs)
+      return sendAndAwait(clock, id, JsonRpc.request(id, method, params), send, callOptions)
     })
 
   /** Leaves a buffered request that its caller abandoned (interrupted) and tells the peer. */
@@ -203,12 +227,12 @@ export const make = (options: CorrelationOptions): Correlation => {
       // Registered after the write: a buffered write reaches the peer only
       // once this fiber yields, so no response can come before the entry.
       const written = write(message)
-      if (written === WouldBlock) return sendAndAwait(clock, id, message, send, callOptions?.timeoutMs)
+      if (written === WouldBlock) return sendAndAwait(clock, id, message, send, callOptions)
       if (written !== undefined) return Effect.fail(written)
       const entry = register(id, method, undefined)
       const timeoutMs = callOptions?.timeoutMs
       if (!isTimed(timeoutMs)) return awaitEntry(entry)
-      const timer = deadlines.add(clock, entry, timeoutMs)
+      const timer = armDeadline(clock, entry, timeoutMs, callOptions)
       // Starting the timer is a step of its own: an interruption right after it must still clear the entry.
       return timer === Effect.void
         ? awaitEntry(entry)
@@ -380,6 +404,31 @@ const makeDeadlines = (expire: (node: DeadlineNode) => void) => {
     })
   }
 
+  /**
+   * Moves the entry's deadline to `timeoutMs` from now: to the tail of its
+   * list, which keeps the list ordered. The timer needs no change: while any
+   * deadline exists a sweep is due at or before the earliest one, and a sweep
+   * that wakes early only re-arms for the new head.
+   */
+  const restart = (clock: Clock.Clock, entry: Entry) => {
+    const node = entry.deadline
+    if (node === undefined) return
+    unlink(node)
+    const list = node.list
+    const moved: DeadlineNode = {
+      entry,
+      timeoutMs: node.timeoutMs,
+      at: clock.currentTimeMillisUnsafe() + node.timeoutMs,
+      list,
+      prev: list.tail,
+      next: undefined
+    }
+    if (list.tail === undefined) list.head = moved
+    else list.tail.next = moved
+    list.tail = moved
+    entry.deadline = moved
+  }
+
   // The timer is not stopped when the last request settles: restarting it for
   // every request of a sequential caller would cost what this saves. It ends
   // at its next wake with nothing left to watch, or at `clear`.
@@ -396,5 +445,5 @@ const makeDeadlines = (expire: (node: DeadlineNode) => void) => {
     stop()
   }
 
-  return { add, remove, clear }
+  return { add, restart, remove, clear }
 }

@@ -2,7 +2,9 @@
  * Small pieces shared by the HTTP client transports: header assembly,
  * bounded body reads, and the mapping of HTTP outcomes to our typed errors.
  */
-import { Duration, Effect, Stream } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import type { HttpClientError, HttpClientResponse } from "effect/http"
 import type * as JsonRpc from "../JsonRpc.ts"
 import { HttpError, MessageTooLarge, TransportClosed, truncate } from "../McpError.ts"

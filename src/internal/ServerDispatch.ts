@@ -12,7 +12,14 @@
  * frames that only need an error reply, bypass the lane, so a notification
  * handler waiting for the client's answer cannot deadlock it.
  */
-import { type Cause, Deferred, type Duration, Effect, Fiber, FiberSet, Queue, type Scope } from "effect"
+import type * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as FiberSet from "effect/FiberSet"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../JsonRpc.ts"
 import type { Reply, ServerSession } from "./ServerSession.ts"
 
@@ -38,13 +45,13 @@ export interface ServerDispatch {
    * everything finished in time; the caller interrupts what is left.
    */
   readonly drain: (grace: Duration.Input) => Effect.Effect<boolean>
-  /** Frames being worked on: requests and batches in flight plus frames waiting in the lane. */
+  /** Work in progress: requests being served, batches in flight and frames waiting in the lane. */
   readonly busy: Effect.Effect<number>
 }
 
 type LaneItem =
   | { readonly _tag: "Notification"; readonly message: JsonRpc.Classified }
-  | { readonly _tag: "Start"; readonly work: Effect.Effect<void> }
+  | { readonly _tag: "Start"; readonly request: JsonRpc.JsonRpcRequest }
   | { readonly _tag: "Batch"; readonly messages: ReadonlyArray<JsonRpc.Classified> }
 
 export const make = Effect.fnUntraced(function*(
@@ -55,6 +62,19 @@ export const make = Effect.fnUntraced(function*(
   const lane = yield* Queue.bounded<LaneItem, Cause.Done>(options.laneCapacity ?? 1024)
 
   const answer = (reply: Reply): Effect.Effect<void> => reply === null ? Effect.void : options.reply(reply)
+  /**
+   * Lane items pushed and not yet handled. While it is 0 nothing that arrived
+   * earlier is still waiting, so a request may start right away from the
+   * reader, which is the common case: no hop through the lane fiber, and the
+   * replies to one read leave in one write.
+   */
+  let laneBacklog = 0
+  const enqueue = (item: LaneItem): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      laneBacklog++
+      return Effect.asVoid(Queue.offer(lane, item))
+    })
+  const startRequest = (request: JsonRpc.JsonRpcRequest) => session.serve(request, options.reply)
 
   /**
    * Runs a batch in its own fiber (it counts as one frame in flight), in
@@ -82,15 +102,16 @@ export const make = Effect.fnUntraced(function*(
       yield* Deferred.await(started)
     })
 
+  const handleItem = (item: LaneItem): Effect.Effect<unknown> =>
+    item._tag === "Notification"
+      ? Effect.flatMap(session.handleMessage(item.message), answer)
+      : item._tag === "Batch"
+      ? startBatch(item.messages)
+      // `serve` returns once the session registered the request, before the lane moves on.
+      : startRequest(item.request)
+
   const laneFiber = yield* Queue.take(lane).pipe(
-    Effect.flatMap((item): Effect.Effect<unknown> =>
-      item._tag === "Notification"
-        ? Effect.flatMap(session.handleMessage(item.message), answer)
-        : item._tag === "Batch"
-        ? startBatch(item.messages)
-        // FiberSet.run starts the fiber at once: the session registers the request before the lane moves on.
-        : FiberSet.run(work, item.work)
-    ),
+    Effect.flatMap((item) => Effect.ensuring(handleItem(item), Effect.sync(() => void laneBacklog--))),
     Effect.forever,
     // The lane ends with Cause.Done when input ends.
     Effect.ignore,
@@ -112,16 +133,15 @@ export const make = Effect.fnUntraced(function*(
         const routeResponses = Effect.forEach(responses, session.handleMessage, { discard: true })
         return rest.length === 0
           ? routeResponses
-          : Effect.andThen(routeResponses, Queue.offer(lane, { _tag: "Batch", messages: rest })).pipe(Effect.asVoid)
+          : Effect.andThen(routeResponses, enqueue({ _tag: "Batch", messages: rest }))
       }
       case "Single": {
         const message = decoded.message
         switch (message._tag) {
           case "Notification":
-            return Queue.offer(lane, { _tag: "Notification", message }).pipe(Effect.asVoid)
+            return enqueue({ _tag: "Notification", message })
           case "Request":
-            return Queue.offer(lane, { _tag: "Start", work: Effect.flatMap(session.handleMessage(message), answer) })
-              .pipe(Effect.asVoid)
+            return laneBacklog === 0 ? startRequest(message.message) : enqueue({ _tag: "Start", request: message.message })
           default:
             return Effect.flatMap(session.handleMessage(message), answer)
         }
@@ -133,11 +153,15 @@ export const make = Effect.fnUntraced(function*(
     Queue.end(lane).pipe(
       Effect.andThen(Fiber.await(laneFiber)),
       Effect.andThen(FiberSet.awaitEmpty(work)),
+      Effect.andThen(session.awaitIdle),
       Effect.timeoutOption(grace),
       Effect.map((o) => o._tag === "Some")
     )
 
-  const busy = Effect.zipWith(FiberSet.size(work), Queue.size(lane), (a, b) => a + b)
+  const busy = Effect.map(
+    Effect.all([FiberSet.size(work), Queue.size(lane), session.inFlight]),
+    ([batches, waiting, requests]) => batches + waiting + requests
+  )
 
   return { push, drain, busy }
 })

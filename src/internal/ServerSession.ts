@@ -6,7 +6,13 @@
  * transports (-32700 for unparsable frames, -32600 for invalid messages,
  * -32603 when the handler fails or dies, nothing for notifications).
  */
-import { Cause, Clock, Effect, type Exit, Fiber, FiberMap, type Scope } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberMap from "effect/FiberMap"
+import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../JsonRpc.ts"
 import { type RequestError, TransportClosed, truncate } from "../McpError.ts"
 import type { Handler, HandlerContext } from "../server/Handler.ts"
@@ -60,6 +66,19 @@ export interface ServerSession {
   readonly handleDecoded: (decoded: JsonRpc.Decoded, text: string) => Effect.Effect<Reply>
   /** Answers one already-decoded message. */
   readonly handleMessage: (message: JsonRpc.Classified) => Effect.Effect<JsonRpc.JsonRpcResponse | null>
+  /**
+   * Starts a request in its own fiber and hands its reply to `onReply` from
+   * that fiber; returns once the request is registered (so a later
+   * `notifications/cancelled` finds it). A cancelled request gets no reply.
+   * `handleMessage` for stream transports: one fiber per request instead of
+   * a caller waiting for the handler's fiber.
+   */
+  readonly serve: (
+    request: JsonRpc.JsonRpcRequest,
+    onReply: (reply: JsonRpc.JsonRpcResponse) => Effect.Effect<void>
+  ) => Effect.Effect<void>
+  /** Completes once no request is being served. */
+  readonly awaitIdle: Effect.Effect<void>
   /** A context not tied to any request, for server-initiated traffic. */
   readonly context: HandlerContext
   /** Whether JSON-RPC batches are accepted (`allowBatch`, default true). */
@@ -143,14 +162,21 @@ export const make = Effect.fnUntraced(function*<R>(
       )
     )
 
+  const requestContext = (request: JsonRpc.JsonRpcRequest): HandlerContext => {
+    const send = options.sendFor?.(request.id) ?? options.send
+    const base = makeContext(request.id, send)
+    return options.extendContext === undefined ? base : { ...base, ...options.extendContext(request.id) }
+  }
+
   const handleMessage = (classified: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
     switch (classified._tag) {
       case "Request": {
         const request = classified.message
-        const send = options.sendFor?.(request.id) ?? options.send
-        const base = makeContext(request.id, send)
-        const ctx = options.extendContext === undefined ? base : { ...base, ...options.extendContext(request.id) }
-        const run = FiberMap.run(serving, request.id, runHandler(request, ctx), { onlyIfMissing: true }).pipe(
+        // Started at once: the handler runs now, not on the scheduler's next turn.
+        const run = FiberMap.run(serving, request.id, runHandler(request, requestContext(request)), {
+          onlyIfMissing: true,
+          startImmediately: true
+        }).pipe(
           Effect.flatMap(Fiber.await),
           Effect.map((exit: Exit.Exit<JsonRpc.JsonRpcResponse | null>) =>
             // An interrupted handler (the client cancelled) gets no reply.
@@ -180,6 +206,25 @@ export const make = Effect.fnUntraced(function*<R>(
       case "Invalid":
         return Effect.succeed(JsonRpc.invalidRequest(classified.id, classified.reason))
     }
+  }
+
+  const serve = (
+    request: JsonRpc.JsonRpcRequest,
+    onReply: (reply: JsonRpc.JsonRpcResponse) => Effect.Effect<void>
+  ): Effect.Effect<void> => {
+    // A second request with the id of one still running shares its outcome, as in `handleMessage`.
+    if (FiberMap.hasUnsafe(serving, request.id)) {
+      return Effect.flatMap(handleMessage({ _tag: "Request", message: request }), (r) => r === null ? Effect.void : onReply(r))
+    }
+    // Interruption (a cancel) can only end the handler: once it answered, the reply is written.
+    const work = Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(restore(runHandler(request, requestContext(request))), (reply) =>
+        reply === null ? Effect.succeed(null) : Effect.as(onReply(reply), null))
+    )
+    const start = Effect.asVoid(FiberMap.run(serving, request.id, work, { startImmediately: true }))
+    return earlyCancels.size === 0
+      ? start
+      : Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.void : start)
   }
 
   const handleFrame = (text: string): Effect.Effect<Reply> => handleDecoded(JsonRpc.decode(text), text)
@@ -219,6 +264,8 @@ export const make = Effect.fnUntraced(function*<R>(
     handleFrame,
     handleDecoded,
     handleMessage,
+    serve,
+    awaitIdle: Effect.ignore(FiberMap.awaitEmpty(serving)),
     context,
     allowBatch: options.allowBatch !== false,
     inFlight: FiberMap.size(serving),

@@ -5,7 +5,11 @@
  * caller and reports how the body ended. The caller decides whether that
  * end is a normal stop, a reason to reconnect, or a failure.
  */
-import { Duration, Effect, Pull, type Scope, Stream } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Pull from "effect/Pull"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { Sse } from "effect/encoding"
 import { MessageTooLarge } from "../McpError.ts"
 

@@ -4,7 +4,11 @@
  * spends one attempt of the budget, so a server that keeps failing cannot make
  * us loop forever. A connection that delivered data starts a fresh budget.
  */
-import { Clock, Duration, Effect, Pull, Schedule } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Pull from "effect/Pull"
+import * as Schedule from "effect/Schedule"
 
 /**
  * 1 s, growing ×1.5 per attempt, ±20 % jitter, capped at 30 s, at most 5

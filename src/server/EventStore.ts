@@ -9,7 +9,10 @@
  * their stream); a persistent store is any value of the same shape provided
  * as the `EventStore` service.
  */
-import { Context, Effect, Layer, Option } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 
 export interface StoredEvent {
   /** The SSE `id` field; encodes the stream it belongs to. */

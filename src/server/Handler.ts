@@ -4,7 +4,7 @@
  * context for talking back to the client. Transports know framing, limits
  * and security; handlers know methods.
  */
-import type { Effect } from "effect"
+import type * as Effect from "effect/Effect"
 import type * as JsonRpc from "../JsonRpc.ts"
 import type { RequestError, TransportClosed } from "../McpError.ts"
 

@@ -10,8 +10,12 @@
  * `@effect/platform-node` (127.0.0.1:8421 unless told otherwise).
  */
 import { createServer } from "node:http"
-import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Effect, Layer, Option, type Scope } from "effect"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import { HttpRouter, HttpServer } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
 import { NetAddress } from "effect/net"

@@ -6,7 +6,9 @@
  * handler's `RpcError` as is, any other failure or defect -32603 without
  * details. Interruption (the client cancelled) is never turned into a reply.
  */
-import { Cause, Effect, Schema } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as JsonRpc from "../JsonRpc.ts"
 import { RpcError } from "../McpError.ts"
 

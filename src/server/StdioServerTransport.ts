@@ -8,24 +8,21 @@
  * When stdin ends, the replies in flight are written and the server
  * completes, so a process built on `run` exits instead of lingering.
  */
-import {
-  type Cause,
-  Context,
-  Data,
-  Deferred,
-  Duration,
-  Effect,
-  Fiber,
-  Layer,
-  Logger,
-  Queue,
-  type Scope,
-  Stdio,
-  Stream
-} from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import type * as Scope from "effect/Scope"
+import * as Stdio from "effect/Stdio"
+import * as Stream from "effect/Stream"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../client/ClientTransport.ts"
 import * as JsonRpc from "../JsonRpc.ts"
 import { TransportClosed } from "../McpError.ts"
+import * as BatchWriter from "../internal/BatchWriter.ts"
 import * as LineFramer from "../internal/LineFramer.ts"
 import * as ServerDispatch from "../internal/ServerDispatch.ts"
 import * as ServerSession from "../internal/ServerSession.ts"
@@ -63,6 +60,13 @@ export interface StdioServerShape {
    * failed, or the scope closed. The value says which.
    */
   readonly awaitDone: Effect.Effect<TransportClosed>
+  /**
+   * Stops serving the way the end of stdin does: no more input is read,
+   * requests in flight finish (within the grace period), their replies are
+   * written, then `awaitDone` completes with the first reason given. For a
+   * server whose work ended elsewhere (a bridge whose upstream went away).
+   */
+  readonly stop: (reason: TransportClosed) => Effect.Effect<TransportClosed>
 }
 
 export class StdioServer extends Context.Service<StdioServer, StdioServerShape>()(
@@ -178,11 +182,15 @@ const makeServer = Effect.fnUntraced(function*<R>(
   const done = yield* Deferred.make<TransportClosed>()
   let stopped: TransportClosed | undefined
 
-  // --- output: one writer, a batch of lines per write, stdout backpressure respected
-  const output = yield* Queue.bounded<string, Cause.Done>(options.outputBuffer ?? 1024)
+  // --- output: the replies of one tick go out in one stdout write (BatchWriter);
+  // past `outputBuffer` lines waiting for a busy stdout, writers wait.
+  const output = BatchWriter.make<TransportClosed>(options.outputBuffer ?? 1024)
 
-  const writeLine = (line: string): Effect.Effect<boolean> =>
-    stopped !== undefined ? Effect.succeed(false) : Queue.offer(output, line)
+  const writeLine = (line: string): Effect.Effect<boolean> => {
+    if (stopped !== undefined) return Effect.succeed(false)
+    if (output.tryWrite(line)) return Effect.succeed(true)
+    return Effect.match(output.write(line), { onFailure: () => false, onSuccess: () => true })
+  }
 
   const send = (message: JsonRpc.JsonRpcMessage): Effect.Effect<void, TransportClosed> =>
     Effect.suspend(() => {
@@ -203,12 +211,11 @@ const makeServer = Effect.fnUntraced(function*<R>(
   const stop = (reason: TransportClosed) =>
     Effect.suspend(() => {
       if (stopped === undefined) stopped = reason
-      return Effect.andThen(Queue.shutdown(output), Deferred.succeed(done, stopped))
+      output.close(stopped)
+      return Deferred.succeed(done, stopped)
     })
 
-  const writer = yield* Stream.fromQueue(output).pipe(
-    Stream.mapArray((lines) => [lines.length === 1 ? lines[0] : lines.join("")] as const),
-    Stream.run(stdio.stdout()),
+  const writer = yield* output.run(stdio.stdout()).pipe(
     Effect.catch((error) =>
       Effect.logWarning("stdio server: writing to stdout failed; stopping", error).pipe(
         Effect.andThen(stop(new TransportClosed({ reason: "stdout failed", cause: error })))
@@ -270,13 +277,14 @@ const makeServer = Effect.fnUntraced(function*<R>(
       }
       // Everything queued so far is written before we report done, unless the
       // client stopped reading too: then the grace period bounds the wait.
-      yield* Queue.end(output)
+      output.close(new TransportClosed({ reason: "stdout closed" }))
       const flushed = yield* Fiber.await(writer).pipe(Effect.timeoutOption(grace))
       if (flushed._tag === "None") yield* Effect.logWarning("stdio server: stdout did not drain after stdin ended")
       yield* stop(reason)
     })
 
-  yield* read.pipe(Effect.flatMap(shutdown), Effect.forkScoped)
+  const stopRequested = yield* Deferred.make<TransportClosed>()
+  yield* Effect.raceFirst(read, Deferred.await(stopRequested)).pipe(Effect.flatMap(shutdown), Effect.forkScoped)
 
   // Registered last, so it runs first: nothing is accepted for stdout once the scope starts closing.
   yield* Effect.addFinalizer(() => stop(new TransportClosed({ reason: "server scope closed" })))
@@ -284,7 +292,8 @@ const makeServer = Effect.fnUntraced(function*<R>(
   return {
     context: session.context,
     inFlight: dispatch.busy,
-    awaitDone: Deferred.await(done)
+    awaitDone: Deferred.await(done),
+    stop: (reason) => Effect.andThen(Deferred.succeed(stopRequested, reason), Deferred.await(done))
   }
 })
 

@@ -5,7 +5,8 @@
  * gives back (no -0, no lone surrogates, no undefined members), so a property
  * may compare what was sent with what arrived.
  */
-import { Arbitrary, Schema } from "effect"
+import * as Arbitrary from "effect/Arbitrary"
+import * as Schema from "effect/Schema"
 import * as JsonRpc from "../JsonRpc.ts"
 import * as FaultInjection from "./FaultInjection.ts"
 

@@ -9,7 +9,10 @@
  * is not JSON, and truncation a strict prefix, so a damaged frame is never
  * mistaken for another valid message.
  */
-import { Data, Duration, Effect, type Scope } from "effect"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import * as InMemoryTransport from "../client/InMemoryTransport.ts"
 import type { Handler } from "../server/Handler.ts"
 

@@ -6,7 +6,7 @@
  *
  * Pure state and transitions; the caller owns the clock (TestClock-friendly).
  */
-import { Data } from "effect"
+import * as Data from "effect/Data"
 
 export interface CircuitBreakerOptions {
   /** Failures in a row that open the circuit (default 5). */

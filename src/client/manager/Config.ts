@@ -10,7 +10,10 @@
  *     "legacy": { "type": "sse", "url": "https://example.com/sse" } } }
  * ```
  */
-import { Data, Effect, Result, Schema } from "effect"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 
 /** Server names become tool-name prefixes, so they keep to the characters tool names allow. */
 const ServerName = Schema.String.check(

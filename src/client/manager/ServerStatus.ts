@@ -10,7 +10,7 @@
  * Every state but Ready and Closed carries the last error, so a status
  * stream alone explains what is going on.
  */
-import { Data } from "effect"
+import * as Data from "effect/Data"
 import type * as McpSchema from "effect/ai/McpSchema"
 
 /** Any of our tagged errors (transport, handshake, config, timeout). */

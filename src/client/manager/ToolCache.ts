@@ -7,7 +7,12 @@
  * File format: `{ "version": 1, "servers": { "<name>": { "savedAt": "<ISO date>", "tools": [ <Tool JSON> ] } } }`,
  * written to a temporary file and renamed, so a crash never leaves half a file.
  */
-import { Effect, FileSystem, Option, Path, Schema, Semaphore } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
+import * as Semaphore from "effect/Semaphore"
 import * as McpSchema from "effect/ai/McpSchema"
 
 export interface CachedTools {

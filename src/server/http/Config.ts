@@ -3,7 +3,8 @@
  * the safe ones: loopback only, localhost origins and hosts, bounded bodies,
  * sessions and streams, idle sessions expire.
  */
-import { Duration, type Effect } from "effect"
+import * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
 import type { HttpRouter } from "effect/http"
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
 import type { EventStoreShape } from "../EventStore.ts"

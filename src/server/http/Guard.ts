@@ -3,7 +3,10 @@
  * checks, authentication, CORS headers on the answer, and a last-resort
  * -32603 (never a stack trace) when something inside fails unexpectedly.
  */
-import { Cause, Effect, Result, type Scope } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { EventStoreShape } from "../EventStore.ts"

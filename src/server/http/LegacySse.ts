@@ -4,7 +4,7 @@
  * its reply travels on the SSE stream. The session lives as long as that SSE
  * connection.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { HttpServerResponse } from "effect/http"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { Env, Guarded } from "./Guard.ts"

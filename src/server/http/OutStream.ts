@@ -11,7 +11,13 @@
  * twice to the new connection and nothing taken is lost. Only one connection
  * reads at a time; attaching takes the stream over from the previous one.
  */
-import { Cause, Deferred, Effect, Option, Queue, Semaphore, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import * as SseWire from "./SseWire.ts"

@@ -3,7 +3,9 @@
  * while the bytes arrive (reading stops at the limit; the answer closes the
  * connection), and the media-type checks around it.
  */
-import { Data, Effect, Stream } from "effect"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import type { HttpServerRequest } from "effect/http"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { errorResponse } from "./Security.ts"

@@ -4,7 +4,8 @@
  * authentication, and the CORS headers a browser client needs to read our
  * answers. Also the JSON-RPC-shaped error answers every rejection uses.
  */
-import { Data, type Effect } from "effect"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as JsonRpc from "../../JsonRpc.ts"
 

@@ -6,7 +6,11 @@
  * with `Last-Event-ID` and replay what it missed from the event store).
  */
 import { randomBytes } from "node:crypto"
-import { Cause, Effect, Option, Queue, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
 import { HttpServerResponse } from "effect/http"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { EventStoreShape } from "../EventStore.ts"

@@ -10,7 +10,16 @@
  * bookkeeping that idle expiry and the leak tests read.
  */
 import { randomBytes, randomUUID } from "node:crypto"
-import { Cause, Clock, type Context, Duration, Effect, Exit, type Fiber, FiberSet, Latch, Scope } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
+import * as FiberSet from "effect/FiberSet"
+import * as Latch from "effect/Latch"
+import * as Scope from "effect/Scope"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import { TransportClosed } from "../../McpError.ts"
 import * as ServerSession from "../../internal/ServerSession.ts"

@@ -3,7 +3,8 @@
  * headers that keep proxies from buffering or transforming the stream, the
  * event framing (Effect's SSE encoder), and keep-alive comments.
  */
-import { Duration, Stream } from "effect"
+import * as Duration from "effect/Duration"
+import * as Stream from "effect/Stream"
 import { Sse } from "effect/encoding"
 import { HttpServerResponse } from "effect/http"
 

@@ -8,7 +8,9 @@
  * them (a 2025-03-26 session, or a request without a session that names no
  * later revision in `MCP-Protocol-Version`).
  */
-import { Effect, Option, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { Env, Guarded } from "./Guard.ts"

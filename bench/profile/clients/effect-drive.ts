@@ -1,0 +1,31 @@
+/** Copy of bench/clients/ with subpath imports of effect (no barrel): what cold start costs without the bench client loading `effect` whole. */
+/** Load driver for Effect-based clients: fibers as workers, timings as in `stats.drive`. */
+import * as Effect from "effect/Effect"
+import { percentile, type RunResult } from "../../stats.ts"
+
+export const driveEffect = <E>(
+  call: Effect.Effect<unknown, E>,
+  total: number,
+  concurrency: number
+): Effect.Effect<RunResult, E> =>
+  Effect.suspend(() => {
+    const latencies = new Float64Array(total)
+    let next = 0
+    const worker: Effect.Effect<void, E> = Effect.suspend(() => {
+      if (next >= total) return Effect.void
+      const i = next++
+      const t0 = performance.now()
+      return Effect.flatMap(call, () => {
+        latencies[i] = performance.now() - t0
+        return worker
+      })
+    })
+    const start = performance.now()
+    return Effect.forEach(Array.from({ length: concurrency }), () => worker, { concurrency, discard: true }).pipe(
+      Effect.map(() => {
+        const elapsed = performance.now() - start
+        const sorted = Array.from(latencies).sort((a, b) => a - b)
+        return { rps: (total / elapsed) * 1000, p50: percentile(sorted, 50), p99: percentile(sorted, 99) }
+      })
+    )
+  })

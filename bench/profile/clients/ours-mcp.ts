@@ -1,0 +1,31 @@
+/** Copy of bench/clients/ with subpath imports of effect (no barrel): what cold start costs without the bench client loading `effect` whole. */
+/**
+ * This project's protocol layer (`McpClient`: handshake, results decoded with
+ * Schema) over its stdio transport: the like-for-like peer of the SDK's
+ * `Client` and of `effect/ai`'s `McpClient`, which both decode results too.
+ */
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as McpClient from "../../../src/client/McpClient.ts"
+import * as StdioClientTransport from "../../../src/client/StdioClientTransport.ts"
+import { driveEffect } from "./effect-drive.ts"
+import type { BenchClient } from "../../clients/types.ts"
+
+export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
+  const runtime = ManagedRuntime.make(
+    McpClient.layer({ clientInfo: { name: "bench-ours-mcp", version: "1.0.0" } }).pipe(
+      Layer.provide(StdioClientTransport.layer({ command, args })),
+      Layer.provide(NodeServices.layer)
+    )
+  )
+  const client = await runtime.runPromise(McpClient.McpClient)
+  const callTool = client.callTool({ name: "echo", arguments: { text: "hi" } })
+  const ping = client.ping()
+  return {
+    callTool: () => runtime.runPromise(callTool),
+    ping: () => runtime.runPromise(ping),
+    drive: (op, total, concurrency) => runtime.runPromise(driveEffect(op === "ping" ? ping : callTool, total, concurrency)),
+    close: () => runtime.dispose()
+  }
+}

@@ -1,0 +1,32 @@
+/** Copy of bench/clients/ with subpath imports of effect (no barrel): what cold start costs without the bench client loading `effect` whole. */
+/** This project's stdio client transport, driven from inside Effect. */
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import { ClientTransport } from "../../../src/client/ClientTransport.ts"
+import * as StdioClientTransport from "../../../src/client/StdioClientTransport.ts"
+import { driveEffect } from "./effect-drive.ts"
+import type { BenchClient } from "../../clients/types.ts"
+
+export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
+  const runtime = ManagedRuntime.make(
+    StdioClientTransport.layer({ command, args }).pipe(Layer.provide(NodeServices.layer))
+  )
+  const transport = await runtime.runPromise(ClientTransport)
+  await runtime.runPromise(
+    transport.request("initialize", {
+      protocolVersion: "2025-11-25",
+      capabilities: {},
+      clientInfo: { name: "bench-ours", version: "1.0.0" }
+    }).pipe(Effect.andThen(transport.notify("notifications/initialized")))
+  )
+  const callTool = transport.request("tools/call", { name: "echo", arguments: { text: "hi" } })
+  const ping = transport.request("ping")
+  return {
+    callTool: () => runtime.runPromise(callTool),
+    ping: () => runtime.runPromise(ping),
+    drive: (op, total, concurrency) => runtime.runPromise(driveEffect(op === "ping" ? ping : callTool, total, concurrency)),
+    close: () => runtime.dispose()
+  }
+}

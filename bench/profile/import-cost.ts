@@ -1,0 +1,25 @@
+/**
+ * Wall time to import a module in a fresh Node process (median of N):
+ *   npx node bench/profile/import-cost.ts [runs=5] <specifier> [specifier...]
+ * A specifier is a package subpath (`effect`, `effect/Effect`) or a path to a .ts file.
+ */
+import { execFileSync } from "node:child_process"
+import { resolve } from "node:path"
+import { pathToFileURL } from "node:url"
+
+const [runsText = "5", ...specs] = process.argv.slice(2)
+const runs = Number(runsText)
+for (const spec of specs) {
+  const target = spec.endsWith(".ts") ? pathToFileURL(resolve(spec)).href : spec
+  const times: Array<number> = []
+  for (let i = 0; i < runs; i++) {
+    const out = execFileSync(process.execPath, [
+      "--input-type=module",
+      "-e",
+      `const t0 = performance.now(); await import(${JSON.stringify(target)}); console.log(performance.now() - t0)`
+    ], { encoding: "utf8" })
+    times.push(Number(out.trim()))
+  }
+  times.sort((a, b) => a - b)
+  console.log(`${spec.padEnd(50)} median ${times[Math.floor(runs / 2)]!.toFixed(0)} ms (min ${times[0]!.toFixed(0)}, max ${times[runs - 1]!.toFixed(0)})`)
+}
