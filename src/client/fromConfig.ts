@@ -6,7 +6,14 @@
  * spec's backward-compatibility probe). The choice is logged and readable as
  * `selected`.
  */
-import { Deferred, type Duration, Effect, Layer, Option, Scope, Stream, SubscriptionRef } from "effect"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import { HttpClient } from "effect/http"
 import type { ChildProcessSpawner } from "effect/process"
 import type { HttpError, RequestError, SpawnError } from "../McpError.ts"
@@ -145,7 +152,9 @@ const probing = (config: HttpServerConfig) =>
 
     const request: ClientTransportShape["request"] = (method, params, options) =>
       Effect.suspend(() => {
-        if (legacy !== undefined || confirmed || method !== "initialize") return current().request(method, params, options)
+        if (legacy !== undefined || confirmed) return current().request(method, params, options)
+        // Without a handshake to probe with (a raw transport user), any answer is proof enough.
+        if (method !== "initialize") return Effect.tap(streamable.request(method, params, options), () => confirm)
         return streamable.request(method, params, options).pipe(
           Effect.tap(() => confirm),
           Effect.catchTag("HttpError", (error): Effect.Effect<unknown, RequestError> =>
@@ -155,11 +164,17 @@ const probing = (config: HttpServerConfig) =>
         )
       })
 
+    // Subscribed to Streamable HTTP at once, so nothing it delivers during the probe is lost, and
+    // then pulled directly rather than forwarded through a merging fiber: a notification must not be
+    // overtaken by the response written after it (McpClient hands a call's progress over before its
+    // result only if the progress got there first). The probe only ever falls back before
+    // Streamable HTTP carried a session, so there is nothing to merge.
     const follow = <A>(pick: (t: ClientTransportShape) => Stream.Stream<A>): Stream.Stream<A> =>
-      Stream.merge(
-        pick(streamable),
-        Stream.unwrap(Effect.map(Deferred.await(legacyChoice), Option.match({ onNone: () => Stream.empty, onSome: pick })))
-      )
+      Stream.unwrap(Effect.gen(function*() {
+        const early = yield* Stream.toPull(pick(streamable))
+        const choice = yield* Deferred.await(legacyChoice)
+        return Option.match(choice, { onNone: () => Stream.fromPull(Effect.succeed(early)), onSome: pick })
+      }))
 
     const transport: SelectedTransport = {
       get kind() {
