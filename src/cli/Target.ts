@@ -4,7 +4,11 @@
  * `initialize` POST with a 4xx) or a command line given after `--` (a stdio
  * server spawned as a child).
  */
-import { Data, type Duration, Effect, type Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { HttpClient } from "effect/http"
 import type { ChildProcessSpawner } from "effect/process"
 import type { SpawnError } from "../McpError.ts"
@@ -46,6 +50,22 @@ export const parse = (
     new TargetError({ message: "no server given: pass a URL (http://…) or a command after -- (-- node server.js)" })
   )
 }
+
+/**
+ * The words after `--` on the program's command line. The bin splits argv at
+ * the first `--` itself and provides them here, because effect/cli appends
+ * them to the leaf command's positionals, where they could no longer be told
+ * apart from the words before `--`.
+ */
+export const Trailing = Context.Reference<ReadonlyArray<string>>("effect-mcp-transport/cli/Target/Trailing", {
+  defaultValue: () => []
+})
+
+/** `parse` with the trailing words from `Trailing`. */
+export const fromArgs = (
+  positional: ReadonlyArray<string>
+): Effect.Effect<{ readonly target: Target; readonly rest: ReadonlyArray<string> }, TargetError> =>
+  Effect.flatMap(Trailing, (trailing) => parse(positional, trailing))
 
 export const describe = (target: Target): string =>
   Target.$match(target, {

@@ -1,0 +1,326 @@
+/**
+ * The example MCP server behind `effect-mcp serve` and `npm start`: a few
+ * small tools (one of them long-running, with progress and cancellation), two
+ * resources, a prompt with completion, and logging, built on `McpServer` and
+ * served on `StdioServerTransport` (`runStdio`) or `HttpServerTransport`
+ * (`layerHttp`).
+ *
+ * Test hook: when `EFFECT_MCP_EXAMPLE_EVENTS` names a file (or `events` is
+ * given), one JSON line per event is appended to it, synchronously, so a test
+ * can read what the server saw even after the process is gone:
+ *
+ *   {"event":"started","tool":"countdown","requestId":3,"pid":1234}
+ *   {"event":"cancelled","tool":"countdown","requestId":3,"pid":1234}
+ *   {"event":"completed","tool":"echo","requestId":4,"pid":1234}
+ *   {"event":"listening","transport":"http","url":"http://127.0.0.1:8421/mcp","pid":1234}
+ *   {"event":"stopped","transport":"stdio","pid":1234}
+ *
+ * `cancelled` means the tool's handler was interrupted before it finished:
+ * the client's `notifications/cancelled`, or the server stopping mid-call.
+ */
+import { appendFileSync } from "node:fs"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type * as Stdio from "effect/Stdio"
+import type { HttpServer } from "effect/http"
+import type { ServeError } from "effect/http/HttpServerError"
+import { RpcError, type TransportClosed } from "../McpError.ts"
+import type * as HttpServerTransport from "../server/HttpServerTransport.ts"
+import * as McpServer from "../server/McpServer.ts"
+import * as StdioServerTransport from "../server/StdioServerTransport.ts"
+
+export const EVENTS_ENV = "EFFECT_MCP_EXAMPLE_EVENTS"
+
+export const SERVER_INFO = {
+  name: "effect-mcp-example",
+  title: "effect-mcp example server",
+  version: "0.1.0"
+} as const
+
+// ---------------------------------------------------------------------------
+// The events file
+
+export type ServerEvent =
+  | { readonly event: "started" | "cancelled" | "completed"; readonly tool: string; readonly requestId: string | number }
+  | { readonly event: "listening"; readonly transport: "stdio" | "http"; readonly url?: string | undefined }
+  | { readonly event: "stopped"; readonly transport: "stdio" | "http" }
+
+export interface ExampleServerOptions {
+  /** File to append event lines to. Default: the `EFFECT_MCP_EXAMPLE_EVENTS` variable, read at each event. */
+  readonly events?: string | undefined
+}
+
+const eventsFile = (options: ExampleServerOptions): string | undefined => {
+  const file = options.events ?? process.env[EVENTS_ENV]
+  return file === undefined || file === "" ? undefined : file
+}
+
+/** Appends one line; a hook that cannot write must not break the server. */
+export const recordEvent = (options: ExampleServerOptions, event: ServerEvent): Effect.Effect<void> =>
+  Effect.sync(() => {
+    const file = eventsFile(options)
+    if (file === undefined) return
+    try {
+      appendFileSync(file, JSON.stringify({ ...event, pid: process.pid }) + "\n")
+    } catch {
+      // ignored on purpose
+    }
+  })
+
+// ---------------------------------------------------------------------------
+// Tools
+
+type ToolResult = Record<string, unknown>
+const text = (t: string) => ({ type: "text", text: t })
+
+interface Tool {
+  readonly definition: Record<string, unknown>
+  readonly run: (args: unknown, ctx: McpServer.RequestContext) => Effect.Effect<ToolResult, unknown>
+}
+
+/** Decodes a tool's arguments; bad arguments are a tool error the model can read, not a protocol error. */
+const withArgs = <S extends Schema.Decoder<unknown>>(
+  schema: S,
+  run: (args: S["Type"], ctx: McpServer.RequestContext) => Effect.Effect<ToolResult, unknown>
+) => {
+  const decode = Schema.decodeUnknownEffect(schema)
+  return (args: unknown, ctx: McpServer.RequestContext): Effect.Effect<ToolResult, unknown> =>
+    decode(args).pipe(
+      Effect.matchEffect({
+        onFailure: (e) => Effect.succeed({ isError: true, content: [text(`Invalid arguments: ${e.message}`)] }),
+        onSuccess: (a) => run(a, ctx)
+      })
+    )
+}
+
+export const COUNTDOWN_DEFAULT_STEPS = 5
+export const COUNTDOWN_DEFAULT_INTERVAL_MS = 200
+
+const Countdown = Schema.Struct({
+  steps: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 }))),
+  intervalMs: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_000 })))
+})
+
+const tools: ReadonlyArray<Tool> = [
+  {
+    definition: {
+      name: "echo",
+      title: "Echo",
+      description: "Returns the text it was given.",
+      inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] }
+    },
+    run: withArgs(Schema.Struct({ text: Schema.String }), (a) => Effect.succeed({ content: [text(a.text)] }))
+  },
+  {
+    definition: {
+      name: "add",
+      title: "Add",
+      description: "Adds two numbers.",
+      inputSchema: {
+        type: "object",
+        properties: { a: { type: "number" }, b: { type: "number" } },
+        required: ["a", "b"]
+      },
+      outputSchema: { type: "object", properties: { sum: { type: "number" } }, required: ["sum"] }
+    },
+    run: withArgs(Schema.Struct({ a: Schema.Finite, b: Schema.Finite }), ({ a, b }) =>
+      Effect.succeed({ content: [text(String(a + b))], structuredContent: { sum: a + b } }))
+  },
+  {
+    definition: {
+      name: "countdown",
+      title: "Countdown",
+      description: "Counts down, one step every intervalMs, reporting progress at each step. Cancellable.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          steps: { type: "integer", minimum: 1, maximum: 1000, default: COUNTDOWN_DEFAULT_STEPS },
+          intervalMs: { type: "integer", minimum: 0, maximum: 60_000, default: COUNTDOWN_DEFAULT_INTERVAL_MS }
+        }
+      }
+    },
+    run: withArgs(Countdown, (a, ctx) =>
+      Effect.gen(function*() {
+        const steps = a.steps ?? COUNTDOWN_DEFAULT_STEPS
+        const interval = a.intervalMs ?? COUNTDOWN_DEFAULT_INTERVAL_MS
+        yield* ctx.log("debug", `countdown of ${steps} steps, one every ${interval} ms`, "countdown")
+        for (let i = 1; i <= steps; i++) {
+          yield* Effect.sleep(interval)
+          yield* ctx.progress(i, { total: steps, message: `step ${i} of ${steps}, ${steps - i} to go` })
+        }
+        return { content: [text(`countdown finished after ${steps} steps`)] }
+      }))
+  }
+]
+
+const toolsByName = new Map(tools.map((t) => [t.definition.name as string, t]))
+export const toolNames: ReadonlyArray<string> = tools.map((t) => t.definition.name as string)
+
+const CallParams = Schema.Struct({
+  name: Schema.String,
+  arguments: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
+})
+
+/** Runs a tool and records started, then completed or cancelled. */
+const runTool = (options: ExampleServerOptions, tool: Tool, args: unknown, ctx: McpServer.RequestContext) => {
+  const name = tool.definition.name as string
+  const base = { tool: name, requestId: ctx.requestId }
+  return recordEvent(options, { event: "started", ...base }).pipe(
+    Effect.andThen(tool.run(args, ctx)),
+    // A tool that fails reports it in the result (isError), not as a protocol error.
+    Effect.catch((e) => Effect.succeed({ isError: true, content: [text(`${name} failed: ${String(e)}`)] })),
+    Effect.onExit((exit) =>
+      recordEvent(options, {
+        event: Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? "cancelled" : "completed",
+        ...base
+      })
+    )
+  )
+}
+
+// ---------------------------------------------------------------------------
+// Resources and prompts
+
+const README = `# effect-mcp example server
+
+Tools: echo {text}, add {a, b}, countdown {steps?, intervalMs?} (progress, cancellable).
+Resources: example://readme (this text), example://server-info (JSON).
+Prompts: greet {name}.
+`
+
+const resources = [
+  { uri: "example://readme", name: "readme", title: "README", description: "What this server offers", mimeType: "text/markdown" },
+  {
+    uri: "example://server-info",
+    name: "server-info",
+    title: "Server info",
+    description: "Process id, uptime and tools, as JSON",
+    mimeType: "application/json"
+  }
+]
+
+const startedAt = Date.now()
+
+const readResource = (uri: string): Effect.Effect<Record<string, unknown>, RpcError> => {
+  switch (uri) {
+    case "example://readme":
+      return Effect.succeed({ uri, mimeType: "text/markdown", text: README })
+    case "example://server-info":
+      return Effect.sync(() => ({
+        uri,
+        mimeType: "application/json",
+        text: JSON.stringify({ ...SERVER_INFO, pid: process.pid, uptimeMs: Date.now() - startedAt, tools: toolNames })
+      }))
+  }
+  return Effect.fail(new RpcError({ code: -32002, rpcMessage: "Resource not found", data: { uri } }))
+}
+
+const prompts = [{
+  name: "greet",
+  title: "Greet",
+  description: "Asks the model to greet someone",
+  arguments: [{ name: "name", description: "Who to greet", required: true }]
+}]
+
+const GetPromptParams = Schema.Struct({
+  name: Schema.String,
+  arguments: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
+})
+
+const names = ["Ada", "Alan", "Barbara", "Grace", "Edsger"]
+
+const CompleteParams = Schema.Struct({
+  ref: Schema.Record(Schema.String, Schema.Unknown),
+  argument: Schema.Struct({ name: Schema.String, value: Schema.String })
+})
+
+// ---------------------------------------------------------------------------
+// The server
+
+/** The example server's definition; mount it with `McpServer.toHandler`. */
+export const make = (options: ExampleServerOptions = {}): McpServer.McpServer =>
+  McpServer.make({
+    serverInfo: SERVER_INFO,
+    instructions: "An example server: echo, add and countdown (progress, cancellable) tools, a README resource and a greet prompt."
+  }).pipe(
+    McpServer.method("tools/list", {}, () => Effect.succeed({ tools: tools.map((t) => t.definition) })),
+    McpServer.method("tools/call", { params: CallParams }, (p, ctx) => {
+      const tool = toolsByName.get(p.name)
+      if (tool === undefined) return Effect.fail(new RpcError({ code: -32602, rpcMessage: `Unknown tool: ${p.name}` }))
+      return runTool(options, tool, p.arguments ?? {}, ctx)
+    }),
+    McpServer.method("resources/list", {}, () => Effect.succeed({ resources })),
+    McpServer.method("resources/read", { params: Schema.Struct({ uri: Schema.String }) }, ({ uri }) =>
+      Effect.map(readResource(uri), (c) => ({ contents: [c] }))),
+    McpServer.method("prompts/list", {}, () => Effect.succeed({ prompts })),
+    McpServer.method("prompts/get", { params: GetPromptParams }, (p) => {
+      if (p.name !== "greet") return Effect.fail(new RpcError({ code: -32602, rpcMessage: `Unknown prompt: ${p.name}` }))
+      const name = p.arguments?.name
+      if (name === undefined) return Effect.fail(new RpcError({ code: -32602, rpcMessage: "Missing required argument: name" }))
+      return Effect.succeed({
+        description: `A greeting for ${name}`,
+        messages: [{ role: "user", content: text(`Please greet ${name} warmly, in one sentence.`) }]
+      })
+    }),
+    McpServer.method("completion/complete", { params: CompleteParams }, ({ argument, ref }) => {
+      const values = ref.type === "ref/prompt" && ref.name === "greet" && argument.name === "name"
+        ? names.filter((n) => n.toLowerCase().startsWith(argument.value.toLowerCase()))
+        : []
+      return Effect.succeed({ completion: { values, total: values.length, hasMore: false } })
+    })
+  )
+
+/** The example server, recording events to the file named by `EFFECT_MCP_EXAMPLE_EVENTS` when set. */
+export const server: McpServer.McpServer = make()
+
+// ---------------------------------------------------------------------------
+// Serving it
+
+/**
+ * Serves the example server on stdin/stdout until stdin ends (replies in
+ * flight written), then completes. Nothing but frames reaches stdout.
+ */
+export const runStdio = (
+  options: ExampleServerOptions & StdioServerTransport.StdioServerOptions = {}
+): Effect.Effect<TransportClosed, StdioServerTransport.StdioAlreadyServing, Stdio.Stdio> =>
+  Effect.gen(function*() {
+    const handle = yield* McpServer.toHandler(make(options))
+    yield* recordEvent(options, { event: "listening", transport: "stdio" })
+    return yield* StdioServerTransport.run(handle.handler, options)
+  }).pipe(Effect.ensuring(recordEvent(options, { event: "stopped", transport: "stdio" })))
+
+export interface HttpOptions extends ExampleServerOptions, HttpServerTransport.Options {}
+
+/**
+ * The example server on Streamable HTTP (plus the legacy SSE endpoints and
+ * the seed's `/mcp/events` and `/mcp/health`), bound to `host` (default
+ * 127.0.0.1) and `port` (default 8421, 0 for a free one). The bound URL is
+ * on `HttpServerTransport.url` and in the events file.
+ */
+export const layerHttp = (
+  options: HttpOptions = {}
+): Layer.Layer<HttpServerTransport.HttpServerTransport | HttpServer.HttpServer, ServeError> =>
+  Layer.unwrap(Effect.gen(function*() {
+    // Loaded on demand: a stdio server (npm start's child) should not pay for the HTTP stack at startup.
+    const Http = yield* Effect.promise(() => import("../server/HttpServerTransport.ts"))
+    const handle = yield* McpServer.toHandler(make(options))
+    // Added before the server is built, so it runs after the server closed (calls interrupted, sessions ended).
+    yield* Effect.addFinalizer(() => recordEvent(options, { event: "stopped", transport: "http" }))
+    const announce = Layer.effectDiscard(Effect.flatMap(Http.HttpServerTransport, (transport) =>
+      recordEvent(options, { event: "listening", transport: "http", url: Option.getOrUndefined(transport.url) })))
+    return announce.pipe(
+      Layer.provideMerge(
+        Http.layer(handle.handler, {
+          ...options,
+          host: options.host ?? "127.0.0.1",
+          // Ended sessions leave no state behind in the router.
+          onSessionEnd: (id) =>
+            Effect.andThen(handle.forgetSession(id), options.onSessionEnd === undefined ? Effect.void : options.onSessionEnd(id))
+        })
+      )
+    )
+  }))

@@ -1,0 +1,280 @@
+/**
+ * What every `effect-mcp` command shares about output: the global `--json`
+ * and `--verbose` flags, stdout/stderr printing, one-line error messages
+ * from our typed errors, and the exit-code table.
+ *
+ * A command handler wraps its body in `Output.run`: failures are printed as
+ * one line on stderr (the cause chain, stderr tails and stacks only with
+ * `--verbose`) and become an `Exit` carrying the exit code, which the
+ * runtime turns into the process's exit status without printing it again.
+ * Interruption (Ctrl-C) is left alone so the runtime exits with 130 after
+ * the scopes have closed.
+ */
+import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as References from "effect/References"
+import { CliError, CliOutput, Flag, GlobalFlag } from "effect/cli"
+import * as Runtime from "effect/Runtime"
+
+export const PROGRAM = "effect-mcp"
+
+// ---------------------------------------------------------------------------
+// Global flags
+
+/** `--json`: machine-readable stdout (one JSON document per command). */
+export const Json = GlobalFlag.Setting("json")({
+  flag: Flag.Boolean("json").pipe(
+    Flag.withDescription("Print one JSON document on stdout instead of human-readable text"),
+    Flag.withDefault(false)
+  )
+})
+
+/** `--verbose`: debug logs (server stderr, transport choices) and full error details on stderr. */
+export const Verbose = GlobalFlag.Setting("verbose")({
+  flag: Flag.Boolean("verbose").pipe(
+    Flag.withDescription("Log transport details and the server's stderr; print full error details"),
+    Flag.withDefault(false)
+  )
+})
+
+/** Give these to the root command with `Command.withGlobalFlags`. */
+export const globalFlags = [Json, Verbose] as const
+
+// ---------------------------------------------------------------------------
+// Exit codes
+
+export const ExitCode = {
+  /** Success. */
+  Ok: 0,
+  /** The tool answered `isError: true`, or another failure not listed below. */
+  Failure: 1,
+  /** Bad flags or arguments, or no target. */
+  Usage: 2,
+  /** Could not connect or complete the handshake, or the connection broke. */
+  Connect: 3,
+  /** The server answered with a JSON-RPC error. */
+  Rpc: 4,
+  /** A request (or the handshake) timed out. */
+  Timeout: 5,
+  /** Interrupted (SIGINT / SIGTERM), after teardown. */
+  Interrupted: 130
+} as const
+
+/**
+ * Ends the program with `code`. Its message has already been printed (or
+ * there is none), so the runtime does not report it.
+ */
+export class Exit extends Data.TaggedError("CliExit")<{ readonly code: number }> {
+  override get [Runtime.errorExitCode](): number {
+    return this.code
+  }
+  override get [Runtime.errorReported](): boolean {
+    return false
+  }
+}
+
+/** A command line that cannot work (bad `--args`, malformed key=value, …). */
+export class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
+
+/** The connect phase failed: spawning, HTTP, or the handshake. */
+export class ConnectError extends Data.TaggedError("ConnectError")<{
+  readonly target: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    return `cannot connect to ${this.target}: ${messageOf(this.cause)}`
+  }
+}
+
+const tagOf = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string"
+    ? error._tag
+    : undefined
+
+const USAGE = new Set([
+  "UsageError",
+  "TargetError",
+  "ShowHelp",
+  "UnrecognizedOption",
+  "DuplicateOption",
+  "MissingOption",
+  "MissingArgument",
+  "UnexpectedArgument",
+  "InvalidValue",
+  "UnknownSubcommand",
+  "ValidationError"
+])
+const CONNECTION = new Set([
+  "SpawnError",
+  "TransportClosed",
+  "HttpError",
+  "SessionExpired",
+  "NoResponse",
+  "UnsupportedProtocolVersion"
+])
+
+/** The exit code for a failure (see `ExitCode`). */
+export const exitCodeOf = (error: unknown): number => {
+  const tag = tagOf(error)
+  if (tag === undefined) return ExitCode.Failure
+  if (error instanceof Exit) return error.code
+  if (error instanceof ConnectError) {
+    const inner = exitCodeOf(error.cause)
+    return inner === ExitCode.Timeout ? ExitCode.Timeout : ExitCode.Connect
+  }
+  if (USAGE.has(tag)) return ExitCode.Usage
+  if (CONNECTION.has(tag)) return ExitCode.Connect
+  if (tag === "RpcError") return ExitCode.Rpc
+  if (tag === "RequestTimeout" || tag === "TimeoutError") return ExitCode.Timeout
+  return ExitCode.Failure
+}
+
+// ---------------------------------------------------------------------------
+// Error text
+
+const oneLine = (text: string, max = 400): string => {
+  const flat = text.replace(/\s+/g, " ").trim()
+  return flat.length <= max ? flat : `${flat.slice(0, max)}…`
+}
+
+const messageOf = (error: unknown): string => {
+  if (error instanceof ConnectError) return error.message
+  const tag = tagOf(error)
+  if (tag === "TransportClosed") {
+    // The first line says why; the server's last stderr line usually says what went wrong.
+    const e = error as { message: string; stderrTail?: ReadonlyArray<string> | undefined }
+    const head = e.message.split("\n")[0]!
+    const last = e.stderrTail?.filter((l) => l.trim() !== "").at(-1)
+    return last === undefined ? head : `${head}; server stderr: ${oneLine(last, 200)}`
+  }
+  if (tag === "ShowHelp") {
+    const errors = (error as CliError.ShowHelp).errors
+    return errors.length === 0 ? "a subcommand is required" : errors.map((e) => e.message.split("\n")[0]).join("; ")
+  }
+  if (error instanceof Error) return oneLine(error.message)
+  if (typeof error === "string") return oneLine(error)
+  return oneLine(String(error))
+}
+
+/** Everything `--verbose` adds: the full message, data, stderr tail, causes and stacks. */
+const details = (error: unknown): Array<string> => {
+  const lines: Array<string> = []
+  let current: unknown = error
+  for (let depth = 0; current !== undefined && current !== null && depth < 6; depth++) {
+    if (current instanceof Error) {
+      lines.push(`${tagOf(current) ?? current.name}: ${current.message}`)
+      const data = (current as { data?: unknown }).data
+      if (data !== undefined) lines.push(`  data: ${JSON.stringify(data)}`)
+      if (current.stack !== undefined) lines.push(...current.stack.split("\n").slice(1))
+    } else {
+      lines.push(typeof current === "object" ? JSON.stringify(current) : String(current))
+    }
+    current = typeof current === "object" && current !== null && "cause" in current ? current.cause : undefined
+  }
+  return lines
+}
+
+/** The one line printed for a failure. */
+export const describe = (error: unknown): string => `${PROGRAM}: ${messageOf(error)}`
+
+/** Prints a failure on stderr: one line, or the full details with `verbose`. */
+export const printError = (error: unknown, verbose: boolean): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    yield* Console.error(describe(error))
+    if (verbose) {
+      for (const line of details(error instanceof ConnectError ? error.cause : error)) yield* Console.error(line)
+    }
+  })
+
+// ---------------------------------------------------------------------------
+// Running a command body
+
+/**
+ * Runs a command's body: sets the log level (`--log-level`, else `Warn`, or
+ * `Debug` with `--verbose`), prints any failure or defect as one line on stderr and turns
+ * it into `Exit` with its exit code. Interruption passes through untouched.
+ */
+export const run = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exit, R | GlobalFlag.Setting.Identifier<"verbose" | "log-level">> =>
+  Effect.gen(function*() {
+    const verbose = yield* Verbose
+    const requested = yield* GlobalFlag.LogLevel
+    return yield* effect.pipe(
+      Effect.provideService(
+        References.MinimumLogLevel,
+        Option.getOrElse(requested, () => (verbose ? "Debug" : "Warn"))
+      ),
+      Effect.catchCause((cause): Effect.Effect<never, Exit> => {
+        if (Cause.hasInterrupts(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+        const error = Cause.squash(cause)
+        if (error instanceof Exit) return Effect.fail(error)
+        const isDefect = !Cause.hasFails(cause)
+        return Effect.andThen(
+          isDefect
+            ? Effect.andThen(
+              Console.error(`${PROGRAM}: internal error: ${messageOf(error)}`),
+              verbose ? Console.error(Cause.pretty(cause)) : Effect.void
+            )
+            : printError(error, verbose),
+          Effect.fail(new Exit({ code: isDefect ? ExitCode.Failure : exitCodeOf(error) }))
+        )
+      })
+    )
+  })
+
+/** Wraps the connect phase so its failures read "cannot connect to …" and exit 3 (5 on timeout). */
+export const connecting = (target: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, ConnectError, R> =>
+  Effect.mapError(effect, (cause) => new ConnectError({ target, cause }))
+
+// ---------------------------------------------------------------------------
+// Printing
+
+/** A line on stdout. */
+export const line = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stdout.write(`${text}\n`))
+
+/** One JSON document on stdout. */
+export const json = (value: unknown): Effect.Effect<void> =>
+  Effect.sync(() => void process.stdout.write(`${JSON.stringify(value, null, 2)}\n`))
+
+/** A line on stderr (status, progress, warnings). */
+export const note = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stderr.write(`${text}\n`))
+
+// ---------------------------------------------------------------------------
+// Usage errors found by effect/cli
+
+/**
+ * Help goes to stdout as effect/cli prints it; a bad invocation prints one
+ * line per problem on stderr instead of the whole help page.
+ */
+export const presenterLayer: Layer.Layer<never> = CliOutput.layerPresenter({
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Effect.forEach(
+        event.errors,
+        (e) => Console.error(`${PROGRAM}: ${e.message.split("\n")[0]} (see ${event.commandPath.join(" ")} --help)`),
+        { discard: true }
+      )
+      : CliOutput.defaultPresenter.present(event)
+})
+
+/**
+ * The last stop for failures that escaped the commands (effect/cli's parse
+ * errors, which the presenter already printed): exit 2 for usage errors,
+ * and one line for anything else.
+ */
+export const finish = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exit, R> =>
+  Effect.catch(effect, (error): Effect.Effect<never, Exit> => {
+    if (error instanceof Exit) return Effect.fail(error)
+    if (CliError.isCliError(error)) {
+      // `effect-mcp` alone shows the help page (a ShowHelp without errors).
+      const code = error._tag === "ShowHelp" && error.errors.length === 0 ? ExitCode.Usage : exitCodeOf(error)
+      const printed = error._tag === "ShowHelp"
+      return Effect.andThen(printed ? Effect.void : Console.error(describe(error)), Effect.fail(new Exit({ code })))
+    }
+    return Effect.andThen(Console.error(describe(error)), Effect.fail(new Exit({ code: exitCodeOf(error) })))
+  })

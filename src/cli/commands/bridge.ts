@@ -1,0 +1,104 @@
+/**
+ * `effect-mcp bridge`: exposes any MCP server over the other transport.
+ *
+ * - `bridge --http [--port 8421] [--host 127.0.0.1] -- <command…>`: the
+ *   stdio server as Streamable HTTP (and legacy SSE) at
+ *   `http://HOST:PORT/mcp`; each HTTP session gets its own child process,
+ *   killed when the session ends. Once the port is bound it prints
+ *   `listening <url>` on stderr (with `--json`, `{"transport":"http","url":…,"target":…}`
+ *   on stdout). Runs until SIGINT/SIGTERM (exit 130 after teardown).
+ * - `bridge <url> --stdio`: the remote server on stdin/stdout, nothing but
+ *   frames on stdout. Ends with 0 when stdin ends, or with 3 and one line on
+ *   stderr when the upstream connection closes.
+ *
+ * Either target works with either side (a URL over HTTP is a plain proxy);
+ * those two are what the command is for.
+ */
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { Argument, Command, Flag } from "effect/cli"
+import * as Bridge from "../../bridge/Bridge.ts"
+import * as HttpServerTransport from "../../server/HttpServerTransport.ts"
+import * as Output from "../Output.ts"
+import * as Target from "../Target.ts"
+
+export const DEFAULT_PORT = 8421
+export const DEFAULT_HOST = "127.0.0.1"
+
+const connectTo = (target: Target.Target) => Target.connect(target, { listen: true })
+
+const serveHttp = (target: Target.Target, host: string, port: number) =>
+  Effect.gen(function*() {
+    const json = yield* Output.Json
+    const announce = Layer.effectDiscard(Effect.gen(function*() {
+      const transport = yield* HttpServerTransport.HttpServerTransport
+      const url = Option.getOrElse(transport.url, () => `http://${host}:${port}/mcp`)
+      yield* json
+        ? Output.json({ transport: "http", url, target: Target.describe(target) })
+        : Output.note(`listening ${url} (bridging ${Target.describe(target)})`)
+    }))
+    return yield* Layer.launch(
+      announce.pipe(Layer.provideMerge(Bridge.layerHttp({ connect: connectTo(target) }, { host, port })))
+    )
+  })
+
+const serveStdio = (target: Target.Target) =>
+  Effect.gen(function*() {
+    const end = yield* Bridge.runStdio({ connect: connectTo(target) }).pipe(
+      Effect.catchTag("UpstreamUnavailable", (error) => Effect.fail(error.cause)),
+      Output.connecting(Target.describe(target))
+    )
+    if (end.side === "upstream") {
+      yield* Output.printError(end.reason, yield* Output.Verbose)
+      return yield* new Output.Exit({ code: Output.ExitCode.Connect })
+    }
+  })
+
+export const command = Command.make(
+  "bridge",
+  {
+    url: Argument.String("url").pipe(
+      Argument.withDescription("Streamable HTTP (or legacy SSE) URL to expose over stdio; or give a stdio server's command after --"),
+      Argument.optional
+    ),
+    http: Flag.Boolean("http").pipe(
+      Flag.withDescription("Expose the server over Streamable HTTP (and legacy SSE)"),
+      Flag.withDefault(false)
+    ),
+    stdio: Flag.Boolean("stdio").pipe(
+      Flag.withDescription("Expose the server on stdin/stdout"),
+      Flag.withDefault(false)
+    ),
+    port: Flag.Int("port").pipe(
+      Flag.withDescription(`Port for --http; 0 picks a free one. Default ${DEFAULT_PORT}`),
+      Flag.filter((n) => n >= 0 && n <= 65535, (n) => `expected a port between 0 and 65535, got ${n}`),
+      Flag.optional
+    ),
+    host: Flag.String("host").pipe(
+      Flag.withDescription(`Interface for --http. Default ${DEFAULT_HOST}`),
+      Flag.optional
+    )
+  },
+  ({ host, http, port, stdio, url }) =>
+    Output.run(Effect.gen(function*() {
+      if (http === stdio) {
+        return yield* new Output.UsageError({
+          message: "give --http (serve a stdio server over HTTP) or --stdio (serve a URL over stdio)"
+        })
+      }
+      if (stdio && (Option.isSome(port) || Option.isSome(host))) {
+        return yield* new Output.UsageError({ message: "--port and --host need --http" })
+      }
+      const { target } = yield* Target.fromArgs(Option.toArray(url))
+      return yield* http
+        ? serveHttp(target, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT))
+        : serveStdio(target)
+    }))
+).pipe(
+  Command.withDescription("Expose an MCP server over the other transport: a stdio server over HTTP, or a URL over stdio"),
+  Command.withExamples([
+    { command: "effect-mcp bridge --http --port 8421 -- node server.js", description: "a stdio server at http://127.0.0.1:8421/mcp" },
+    { command: "effect-mcp bridge https://example.com/mcp --stdio", description: "a remote server for a stdio-only client" }
+  ])
+)

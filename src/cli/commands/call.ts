@@ -1,0 +1,186 @@
+/**
+ * `effect-mcp call <url> <tool> [key=value…] [--args JSON]` (or the server's
+ * command after `--`): calls one tool and prints its result.
+ *
+ * Progress notifications are shown on stderr while the call runs: a
+ * redrawn bar when stderr is a terminal, otherwise one line per update.
+ * Ctrl-C interrupts the call; the transport then sends
+ * `notifications/cancelled` for it, the scope closes (child stopped, HTTP
+ * session deleted) and the runtime exits with 130.
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as McpSchema from "effect/ai/McpSchema"
+import { Argument, Command, Flag } from "effect/cli"
+import type { Progress } from "../../client/McpClient.ts"
+import * as Output from "../Output.ts"
+import * as Session from "../Session.ts"
+import * as Target from "../Target.ts"
+
+// ---------------------------------------------------------------------------
+// Arguments
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** A value that parses as JSON is taken as JSON (`n=3`, `ok=true`, `xs=[1,2]`), anything else as a string. */
+export const parseValue = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+/** `--args` first, then each key=value over it. */
+export const buildArguments = (
+  argsJson: Option.Option<string>,
+  pairs: ReadonlyArray<string>
+): Effect.Effect<Record<string, unknown>, Output.UsageError> =>
+  Effect.gen(function*() {
+    let base: Record<string, unknown> = {}
+    if (Option.isSome(argsJson)) {
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(argsJson.value)
+      } catch (e) {
+        return yield* new Output.UsageError({ message: `--args is not valid JSON: ${(e as Error).message}` })
+      }
+      if (!isRecord(parsed)) return yield* new Output.UsageError({ message: "--args must be a JSON object" })
+      base = parsed
+    }
+    const result: Record<string, unknown> = { ...base }
+    for (const pair of pairs) {
+      const eq = pair.indexOf("=")
+      if (eq <= 0) {
+        return yield* new Output.UsageError({ message: `expected key=value after the tool name, got "${pair}"` })
+      }
+      result[pair.slice(0, eq)] = parseValue(pair.slice(eq + 1))
+    }
+    return result
+  })
+
+// ---------------------------------------------------------------------------
+// Progress
+
+const BAR_WIDTH = 24
+
+const progressText = (p: Progress): string => {
+  const amount = p.total === undefined ? `${p.progress}` : `${p.progress}/${p.total}`
+  return p.message === undefined ? amount : `${amount} ${p.message}`
+}
+
+/** Renders progress on stderr; `done` clears the bar. */
+export const progressReporter = (tty: boolean) => {
+  let drawn = false
+  // A terminal that reports no size (0 columns, e.g. a bare pty) gets a conventional 80.
+  const columns = () => (process.stderr.columns > 0 ? process.stderr.columns : 80)
+  return {
+    update: (p: Progress): Effect.Effect<void> =>
+      Effect.sync(() => {
+        if (!tty) {
+          const pct = p.total !== undefined && p.total > 0 ? ` (${Math.round((100 * p.progress) / p.total)}%)` : ""
+          process.stderr.write(`progress: ${progressText(p)}${pct}\n`)
+          return
+        }
+        let bar = ""
+        if (p.total !== undefined && p.total > 0) {
+          const ratio = Math.max(0, Math.min(1, p.progress / p.total))
+          const filled = Math.round(ratio * BAR_WIDTH)
+          bar = `[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}] ${String(Math.round(ratio * 100)).padStart(3)}% `
+        }
+        const text = `${bar}${progressText(p)}`.slice(0, Math.max(10, columns() - 1))
+        process.stderr.write(`\r\x1b[2K${text}`)
+        drawn = true
+      }),
+    done: Effect.sync(() => {
+      if (drawn) process.stderr.write("\r\x1b[2K")
+      drawn = false
+    })
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Result
+
+type Content = McpSchema.CallToolResult["content"][number]
+
+const bytes = (base64: string): number => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0)
+
+const describeContent = (c: Content): string => {
+  const block = c as { type: string } & Record<string, any>
+  switch (block.type) {
+    case "text":
+      return String(block.text)
+    case "image":
+    case "audio":
+      return `[${block.type} ${block.mimeType}, ${bytes(String(block.data))} bytes]`
+    case "resource_link":
+      return `[resource link ${block.uri}${block.name === undefined ? "" : ` (${block.name})`}]`
+    case "resource": {
+      const r = block.resource as Record<string, any>
+      if (typeof r.text === "string") return r.text
+      return `[resource ${r.uri}${r.mimeType === undefined ? "" : ` ${r.mimeType}`}, ${bytes(String(r.blob ?? ""))} bytes]`
+    }
+    default:
+      return `[${block.type} content]`
+  }
+}
+
+/** The human-readable result: text blocks as text, other blocks summarised, structuredContent as JSON. */
+export const renderResult = (result: McpSchema.CallToolResult): string => {
+  const parts = result.content.map(describeContent)
+  if (result.structuredContent !== undefined) parts.push(JSON.stringify(result.structuredContent, null, 2))
+  return parts.join("\n")
+}
+
+// ---------------------------------------------------------------------------
+// Command
+
+export const command = Command.make(
+  "call",
+  {
+    words: Argument.String("url|tool|key=value").pipe(
+      Argument.withDescription("[url] <tool> [key=value …]; a stdio server's command goes after --"),
+      Argument.variadic()
+    ),
+    args: Flag.String("args").pipe(
+      Flag.withAlias("a"),
+      Flag.withDescription("The tool's arguments as one JSON object (key=value pairs are laid over it)"),
+      Flag.optional
+    ),
+    timeout: Session.timeoutFlag(
+      "60s",
+      "How long the call may go without an answer or a progress notification"
+    ),
+    connectTimeout: Session.connectTimeoutFlag
+  },
+  ({ args, connectTimeout, timeout, words }) =>
+    Output.run(Effect.scoped(Effect.gen(function*() {
+      const json = yield* Output.Json
+      const { rest, target } = yield* Target.fromArgs(words)
+      const [name, ...pairs] = rest
+      if (name === undefined) return yield* new Output.UsageError({ message: "no tool name given (call [url] <tool> [key=value …])" })
+      const toolArguments = yield* buildArguments(args, pairs)
+      const session = yield* Session.open(target, { timeout, connectTimeout, listen: true })
+      const progress = progressReporter(process.stderr.isTTY === true)
+      const result = yield* session.client.callTool(
+        { name, arguments: toolArguments },
+        { timeout, onProgress: progress.update }
+      ).pipe(Effect.ensuring(progress.done))
+      if (json) yield* Output.json(result)
+      else {
+        const text = renderResult(result)
+        if (text !== "") yield* Output.line(text)
+      }
+      if (result.isError === true) {
+        if (!json) yield* Output.note(`${Output.PROGRAM}: tool ${name} reported an error (isError: true)`)
+        return yield* new Output.Exit({ code: Output.ExitCode.Failure })
+      }
+    })))
+).pipe(
+  Command.withDescription("Call a tool and print its result; progress is shown on stderr, Ctrl-C cancels the call"),
+  Command.withExamples([
+    { command: "effect-mcp call http://127.0.0.1:8421/mcp add a=1 b=2", description: "Arguments as key=value (JSON values)" },
+    { command: "effect-mcp call echo --args '{\"text\":\"hi\"}' -- node server.js", description: "A stdio server" }
+  ])
+)

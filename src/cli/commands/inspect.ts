@@ -1,0 +1,130 @@
+/**
+ * `effect-mcp inspect <url> | -- <command…>`: handshake, then what the
+ * server is and offers. Lists are asked for only when the server announced
+ * the capability, and followed page by page.
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import type * as McpSchema from "effect/ai/McpSchema"
+import { Argument, Command } from "effect/cli"
+import type { McpClientShape } from "../../client/McpClient.ts"
+import * as Output from "../Output.ts"
+import * as Session from "../Session.ts"
+import * as Target from "../Target.ts"
+
+export interface Inspection {
+  readonly server: McpSchema.Implementation
+  readonly protocolVersion: string
+  readonly transport: string
+  readonly capabilities: McpSchema.ServerCapabilities
+  readonly instructions?: string | undefined
+  readonly tools?: ReadonlyArray<McpSchema.Tool> | undefined
+  readonly resources?: ReadonlyArray<McpSchema.Resource> | undefined
+  readonly resourceTemplates?: ReadonlyArray<McpSchema.ResourceTemplate> | undefined
+  readonly prompts?: ReadonlyArray<McpSchema.Prompt> | undefined
+}
+
+const collect = <A, E>(stream: Stream.Stream<A, E>) => Stream.runCollect(stream)
+
+/** What `inspect` reports, gathered over an open session. */
+export const gather = (session: Session.Session): Effect.Effect<Inspection, unknown> =>
+  Effect.gen(function*() {
+    const client: McpClientShape = session.client
+    const caps = client.serverCapabilities
+    const [tools, resources, resourceTemplates, prompts] = yield* Effect.all([
+      caps.tools === undefined ? Effect.succeed(undefined) : collect(client.tools()),
+      caps.resources === undefined ? Effect.succeed(undefined) : collect(client.resources()),
+      // Templates are optional even for servers with resources: a -32601 here is not a failure.
+      caps.resources === undefined
+        ? Effect.succeed(undefined)
+        : collect(client.resourceTemplates()).pipe(
+          Effect.catchTag("RpcError", (e) => e.code === -32601 ? Effect.succeed(undefined) : Effect.fail(e))
+        ),
+      caps.prompts === undefined ? Effect.succeed(undefined) : collect(client.prompts())
+    ])
+    return {
+      server: client.serverInfo,
+      protocolVersion: client.protocolVersion,
+      transport: session.transport,
+      capabilities: caps,
+      instructions: client.instructions,
+      tools,
+      resources,
+      resourceTemplates,
+      prompts
+    }
+  })
+
+const describeCapabilities = (caps: McpSchema.ServerCapabilities): string => {
+  const parts: Array<string> = []
+  for (const [name, value] of Object.entries(caps)) {
+    if (value === undefined) continue
+    const flags = typeof value === "object" && value !== null
+      ? Object.entries(value).filter(([, v]) => v === true).map(([k]) => k)
+      : []
+    parts.push(flags.length === 0 ? name : `${name} (${flags.join(", ")})`)
+  }
+  return parts.length === 0 ? "none" : parts.join(", ")
+}
+
+const firstLine = (text: string | undefined): string => (text ?? "").split("\n")[0]!.trim()
+
+const table = (rows: ReadonlyArray<readonly [string, string]>): Array<string> => {
+  const width = Math.min(40, Math.max(0, ...rows.map(([a]) => a.length)))
+  return rows.map(([a, b]) => (b === "" ? `  ${a}` : `  ${a.padEnd(width)}  ${b}`))
+}
+
+const section = <A>(
+  title: string,
+  items: ReadonlyArray<A> | undefined,
+  row: (a: A) => readonly [string, string]
+): Array<string> =>
+  items === undefined ? [] : ["", `${title} (${items.length})`, ...(items.length === 0 ? ["  (none)"] : table(items.map(row)))]
+
+/** The human-readable report. */
+export const render = (i: Inspection): string => {
+  const lines = [
+    `Server:        ${i.server.name} ${i.server.version}`,
+    `Protocol:      ${i.protocolVersion}`,
+    `Transport:     ${i.transport}`,
+    `Capabilities:  ${describeCapabilities(i.capabilities)}`
+  ]
+  if (i.instructions !== undefined && i.instructions !== "") lines.push(`Instructions:  ${firstLine(i.instructions)}`)
+  lines.push(
+    ...section("Tools", i.tools, (t) => [t.name, firstLine(t.description)]),
+    ...section("Resources", i.resources, (r) => [r.uri, [r.name, r.mimeType].filter((x) => x !== undefined).join("  ")]),
+    ...section("Resource templates", i.resourceTemplates, (r) => [r.uriTemplate, r.name]),
+    ...section("Prompts", i.prompts, (p) => {
+      const args = (p.arguments ?? []).map((a) => (a.required === true ? `${a.name}*` : a.name))
+      return [p.name, [args.length > 0 ? `(${args.join(", ")})` : "", firstLine(p.description)].filter((x) => x !== "").join(" ")]
+    })
+  )
+  return lines.join("\n")
+}
+
+export const command = Command.make(
+  "inspect",
+  {
+    url: Argument.String("url").pipe(
+      Argument.withDescription("Streamable HTTP (or legacy SSE) URL; or give the server's command after --"),
+      Argument.optional
+    ),
+    timeout: Session.timeoutFlag("30s", "Timeout of each list request"),
+    connectTimeout: Session.connectTimeoutFlag
+  },
+  ({ connectTimeout, timeout, url }) =>
+    Output.run(Effect.scoped(Effect.gen(function*() {
+      const { target } = yield* Target.fromArgs(Option.toArray(url))
+      const session = yield* Session.open(target, { timeout, connectTimeout })
+      const inspection = yield* gather(session)
+      const json = yield* Output.Json
+      yield* json ? Output.json(inspection) : Output.line(render(inspection))
+    })))
+).pipe(
+  Command.withDescription("Connect, run the handshake, and list what the server offers"),
+  Command.withExamples([
+    { command: "effect-mcp inspect http://127.0.0.1:8421/mcp", description: "A Streamable HTTP server" },
+    { command: "effect-mcp inspect --json -- npx -y @modelcontextprotocol/server-everything", description: "A stdio server, as JSON" }
+  ])
+)

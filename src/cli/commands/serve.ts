@@ -1,0 +1,87 @@
+/**
+ * `effect-mcp serve [--stdio | --http [--port 8421] [--host 127.0.0.1]]`:
+ * runs the example server (ExampleServer.ts) on our server transports.
+ *
+ * - `--stdio` (the default): frames on stdin/stdout and nothing else on
+ *   stdout; ends with exit 0 when stdin ends.
+ * - `--http`: Streamable HTTP at `http://HOST:PORT/mcp` (plus legacy SSE and
+ *   the seed's events and health endpoints); once the port is bound it prints
+ *   `listening http://HOST:PORT/mcp` on stderr (with `--json`, a JSON
+ *   document `{"transport":"http","url":…}` on stdout instead). `--port 0`
+ *   picks a free port.
+ *
+ * SIGINT or SIGTERM stop either mode cleanly: running calls are interrupted,
+ * HTTP sessions and streams end, the listener closes, then the process exits
+ * with 130 (the runtime's code for an interrupted program).
+ */
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { Command, Flag } from "effect/cli"
+import * as HttpServerTransport from "../../server/HttpServerTransport.ts"
+import * as ExampleServer from "../ExampleServer.ts"
+import * as Output from "../Output.ts"
+
+export const DEFAULT_PORT = 8421
+export const DEFAULT_HOST = "127.0.0.1"
+
+const serveHttp = (host: string, port: number) =>
+  Effect.gen(function*() {
+    const json = yield* Output.Json
+    const announce = Layer.effectDiscard(Effect.gen(function*() {
+      const transport = yield* HttpServerTransport.HttpServerTransport
+      const url = Option.getOrElse(transport.url, () => `http://${host}:${port}/mcp`)
+      yield* json ? Output.json({ transport: "http", url }) : Output.note(`listening ${url}`)
+    }))
+    return yield* Layer.launch(announce.pipe(Layer.provideMerge(ExampleServer.layerHttp({ host, port })))).pipe(
+      Effect.catchTag("ServeError", (e) => Effect.fail(new ListenError({ host, port, cause: e.cause })))
+    )
+  })
+
+/** The port could not be bound (taken, no permission, no such interface). */
+export class ListenError extends Data.TaggedError("ListenError")<{
+  readonly host: string
+  readonly port: number
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const reason = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `cannot listen on ${this.host}:${this.port}: ${reason}`
+  }
+}
+
+export const command = Command.make(
+  "serve",
+  {
+    stdio: Flag.Boolean("stdio").pipe(
+      Flag.withDescription("Serve on stdin/stdout (the default)"),
+      Flag.withDefault(false)
+    ),
+    http: Flag.Boolean("http").pipe(
+      Flag.withDescription("Serve Streamable HTTP (and legacy SSE) instead of stdio"),
+      Flag.withDefault(false)
+    ),
+    port: Flag.Int("port").pipe(
+      Flag.withDescription(`Port for --http; 0 picks a free one. Default ${DEFAULT_PORT}`),
+      Flag.filter((n) => n >= 0 && n <= 65535, (n) => `expected a port between 0 and 65535, got ${n}`),
+      Flag.optional
+    ),
+    host: Flag.String("host").pipe(
+      Flag.withDescription(`Interface for --http. Default ${DEFAULT_HOST}`),
+      Flag.optional
+    )
+  },
+  ({ host, http, port, stdio }) =>
+    Output.run(Effect.gen(function*() {
+      if (http && stdio) return yield* new Output.UsageError({ message: "give either --stdio or --http, not both" })
+      if (!http) {
+        if (Option.isSome(port) || Option.isSome(host)) {
+          return yield* new Output.UsageError({ message: "--port and --host need --http" })
+        }
+        yield* ExampleServer.runStdio()
+        return
+      }
+      return yield* serveHttp(Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT))
+    }))
+).pipe(Command.withDescription("Run the example MCP server (echo, add, countdown) over stdio or Streamable HTTP"))

@@ -1,0 +1,122 @@
+/**
+ * Runs the BUILT `effect-mcp` binary as a user would: `node dist/cli/main.js
+ * …` in a child process, with pipes for stdout and stderr. Build first
+ * (`npm run build`); the helpers fail with that advice when dist is missing.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+
+const ROOT = path.resolve(import.meta.dirname, "../..")
+export const MAIN = path.join(ROOT, "dist/cli/main.js")
+/** The example server on stdio, without the CLI around it (what `serve --stdio` runs, lighter to start). */
+export const EXAMPLE_STDIO = path.join(ROOT, "dist/cli/example-server-stdio.js")
+export const NODE = process.execPath
+
+/** The words that make the example server the target: `-- node dist/cli/example-server-stdio.js`. */
+export const exampleServer: ReadonlyArray<string> = ["--", NODE, EXAMPLE_STDIO]
+
+export const ensureBuilt = (): void => {
+  for (const file of [MAIN, EXAMPLE_STDIO]) {
+    if (!fs.existsSync(file)) {
+      throw new Error(`${path.relative(ROOT, file)} is missing: run \`npm run build\` first (the CLI tests run the built binary)`)
+    }
+  }
+}
+
+export interface CliResult {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export interface CliOptions {
+  readonly env?: Record<string, string> | undefined
+  /** Run this command line instead of `node dist/cli/main.js <args>` (e.g. under `script` for a terminal). */
+  readonly command?: ReadonlyArray<string> | undefined
+  /** Kill the CLI (SIGKILL) if it has not exited by then; the test then fails on the result. Default 100 s (the machine may be heavily loaded). */
+  readonly killAfterMs?: number | undefined
+}
+
+export interface RunningCli {
+  readonly child: ChildProcess
+  readonly stdout: () => string
+  readonly stderr: () => string
+  /** Resolves once stderr (or stdout) contains `text`; rejects if the CLI exits first. */
+  readonly waitFor: (text: string | RegExp, stream?: "stdout" | "stderr") => Promise<void>
+  readonly exit: Promise<CliResult>
+}
+
+/** Starts the CLI; `args` are what a user types after `effect-mcp`. */
+export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}): RunningCli => {
+  ensureBuilt()
+  const [file, ...rest] = options.command ?? [NODE, MAIN, ...args]
+  const child = spawn(file!, rest, {
+    cwd: ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let stdout = ""
+  let stderr = ""
+  const listeners = new Set<() => void>()
+  const changed = () => listeners.forEach((l) => l())
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+    stdout += d
+    changed()
+  })
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+    stderr += d
+    changed()
+  })
+  const killer = setTimeout(() => child.kill("SIGKILL"), options.killAfterMs ?? 100_000)
+  const exit = new Promise<CliResult>((resolve) => {
+    child.on("close", (code, signal) => {
+      clearTimeout(killer)
+      resolve({ code, signal, stdout, stderr })
+      changed()
+    })
+  })
+  let exited = false
+  void exit.then(() => (exited = true))
+  const waitFor = (text: string | RegExp, stream: "stdout" | "stderr" = "stderr") =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        const seen = stream === "stdout" ? stdout : stderr
+        if (typeof text === "string" ? seen.includes(text) : text.test(seen)) {
+          listeners.delete(check)
+          resolve()
+        } else if (exited) {
+          listeners.delete(check)
+          reject(new Error(`the CLI exited before printing ${String(text)} on ${stream}:\n${stdout}\n${stderr}`))
+        }
+      }
+      listeners.add(check)
+      check()
+    })
+  return { child, stdout: () => stdout, stderr: () => stderr, waitFor, exit }
+}
+
+/** Runs the CLI to completion. */
+export const runCli = (args: ReadonlyArray<string>, options: CliOptions = {}): Promise<CliResult> =>
+  startCli(args, options).exit
+
+/** A fresh temporary file path (the file is not created). */
+export const tempFile = (name: string): string =>
+  path.join(fs.mkdtempSync(path.join(os.tmpdir(), "effect-mcp-cli-")), name)
+
+/** The example server's events file, parsed. */
+export const readEvents = (file: string): Array<Record<string, unknown>> =>
+  fs.existsSync(file)
+    ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
+    : []
+
+export const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
