@@ -1,0 +1,457 @@
+/**
+ * Serves any MCP server over the other transport: a stdio server as
+ * Streamable HTTP, a remote HTTP server over stdio. The bridge is a server
+ * `Handler` backed by client transports (`ClientTransport`, no lifecycle of
+ * its own), and it forwards JSON-RPC as it is, `initialize` included, so the
+ * downstream client and the upstream server negotiate between themselves.
+ *
+ * One upstream per downstream session: the first message of a session
+ * connects one (spawns the child, opens the HTTP session) in a scope of its
+ * own, and the end of the session closes it. Messages without a session
+ * (stdio, stateless HTTP) share one upstream.
+ *
+ * What crosses, and how:
+ * - requests both ways, results and JSON-RPC errors unchanged; a failure of
+ *   the upstream connection becomes a JSON-RPC error (see `toRpcError`);
+ * - notifications both ways, except `notifications/cancelled`: ids differ on
+ *   the two sides, so each side's engine sends its own (a cancelled
+ *   downstream request interrupts the forwarded call, which cancels it
+ *   upstream; an upstream cancel interrupts the call forwarded downstream);
+ * - progress: a request's `_meta.progressToken` travels with it, and the
+ *   upstream's `notifications/progress` for that token go back through that
+ *   request's context (over HTTP, on that POST's stream);
+ * - other upstream notifications and upstream requests (sampling,
+ *   elicitation, roots, ping) go through the most recent downstream request
+ *   still running on the session (stdio carries no link between them, and a
+ *   tool call that samples is the common case), else through the session.
+ */
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as Scope from "effect/Scope"
+import type * as Stdio from "effect/Stdio"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import type { HttpServer } from "effect/http"
+import type { ServeError } from "effect/http/HttpServerError"
+import type { ClientTransportShape } from "../client/ClientTransport.ts"
+import * as JsonRpc from "../JsonRpc.ts"
+import { type RequestError, RpcError, TransportClosed } from "../McpError.ts"
+import type { Handler, HandlerContext } from "../server/Handler.ts"
+import * as HttpServerTransport from "../server/HttpServerTransport.ts"
+import * as StdioServerTransport from "../server/StdioServerTransport.ts"
+
+// ---------------------------------------------------------------------------
+// Options, service, errors
+
+export interface BridgeOptions<E = never, R = never> {
+  /**
+   * Opens one upstream connection; runs once per downstream session, in a
+   * scope that closes when the session ends (or the bridge's scope closes).
+   * E.g. `StdioClientTransport.make({ command, args })`, or `FromConfig.make(config)`.
+   */
+  readonly connect: Effect.Effect<ClientTransportShape, E, R>
+  /**
+   * Timeout of each forwarded request at the upstream. Default: none; the
+   * downstream client's own timeout and cancellation decide.
+   */
+  readonly requestTimeout?: Duration.Input | undefined
+  /**
+   * Timeout of each upstream request forwarded to the downstream client
+   * (sampling, elicitation…). Default: none; the upstream server decides.
+   */
+  readonly clientRequestTimeout?: Duration.Input | undefined
+  /** Told when a session's upstream closes (`undefined`: the shared, sessionless upstream). */
+  readonly onUpstreamClosed?: ((sessionId: string | undefined, error: TransportClosed) => Effect.Effect<void>) | undefined
+}
+
+/** The upstream could not be connected (spawn failed, …); `cause` is the connector's error. */
+export class UpstreamUnavailable extends Data.TaggedError("UpstreamUnavailable")<{ readonly cause: unknown }> {
+  override get message(): string {
+    return `Upstream server unavailable: ${describe(this.cause)}`
+  }
+}
+
+export interface BridgeShape {
+  /** Mount it on `StdioServerTransport` or `HttpServerTransport`. */
+  readonly handler: Handler
+  /** Closes the upstream of a downstream session that ended; wire it to `HttpServerTransport`'s `onSessionEnd`. */
+  readonly endSession: (sessionId: string) => Effect.Effect<void>
+  /**
+   * The upstream of a session, connected now if it is not yet (default: the
+   * sessionless one that stdio and stateless HTTP use), to fail fast at
+   * start-up instead of at the first message.
+   */
+  readonly upstream: (sessionId?: string | undefined) => Effect.Effect<ClientTransportShape, UpstreamUnavailable>
+  /** Upstream connections open (or opening) now. */
+  readonly upstreams: Effect.Effect<number>
+}
+
+export class Bridge extends Context.Service<Bridge, BridgeShape>()("effect-mcp-transport/Bridge") {}
+
+/** Codes of the JSON-RPC errors the bridge itself answers with (the MCP SDKs use the same two). */
+export const ErrorCode = {
+  /** The upstream connection is closed or could not be opened. */
+  UpstreamClosed: JsonRpc.ErrorCode.ConnectionClosed,
+  /** `requestTimeout` ran out. */
+  UpstreamTimeout: JsonRpc.ErrorCode.RequestTimeout,
+  /** Any other failure of the upstream transport (HTTP status, expired session, malformed answer…). */
+  UpstreamFailed: JsonRpc.ErrorCode.InternalError
+} as const
+
+const describe = (u: unknown): string =>
+  typeof u === "object" && u !== null && "message" in u && typeof u.message === "string" ? u.message : String(u)
+
+const firstLine = (text: string) => {
+  const nl = text.indexOf("\n")
+  return nl === -1 ? text : text.slice(0, nl)
+}
+
+/**
+ * How a failed forwarded request is answered. A JSON-RPC error from the
+ * peer is passed on unchanged; a transport failure gets a bridge code and a
+ * one-line message naming it (no stderr or stack on the wire), with
+ * `data: { bridge: <error tag> }`.
+ */
+export const toRpcError = (error: RequestError | UpstreamUnavailable): RpcError => {
+  switch (error._tag) {
+    case "RpcError":
+      return error
+    case "TransportClosed":
+    case "UpstreamUnavailable":
+      return new RpcError({
+        code: ErrorCode.UpstreamClosed,
+        rpcMessage: `Upstream server unavailable: ${firstLine(error._tag === "TransportClosed" ? error.message : describe(error.cause))}`,
+        data: { bridge: error._tag }
+      })
+    case "RequestTimeout":
+      return new RpcError({
+        code: ErrorCode.UpstreamTimeout,
+        rpcMessage: `Upstream ${error.message}`,
+        data: { bridge: error._tag }
+      })
+    default:
+      return new RpcError({
+        code: ErrorCode.UpstreamFailed,
+        rpcMessage: `Upstream error: ${firstLine(error.message)}`,
+        data: { bridge: error._tag }
+      })
+  }
+}
+
+// ---------------------------------------------------------------------------
+// One upstream per session
+
+interface Upstream {
+  readonly transport: ClientTransportShape
+  /** Downstream requests being forwarded, oldest first. */
+  readonly running: Set<HandlerContext>
+  /** Progress token → the downstream request that carries it. */
+  readonly progress: Map<string | number, HandlerContext>
+  /** For traffic tied to no request: the session's own context, once a notification showed it. */
+  session: HandlerContext | undefined
+  closed: TransportClosed | undefined
+}
+
+interface Entry {
+  readonly scope: Scope.Closeable
+  readonly ready: Deferred.Deferred<Upstream, UpstreamUnavailable>
+}
+
+const SHARED = ""
+
+const failureOf = (cause: Cause.Cause<UpstreamUnavailable>): UpstreamUnavailable => {
+  const fail = cause.reasons.find((r) => r._tag === "Fail")
+  if (fail !== undefined && fail._tag === "Fail") return fail.error
+  return new UpstreamUnavailable({
+    cause: Cause.hasInterruptsOnly(cause) ? new TransportClosed({ reason: "bridge closed" }) : Cause.squash(cause)
+  })
+}
+
+const progressTokenOf = (params: unknown): string | number | undefined => {
+  if (typeof params !== "object" || params === null) return undefined
+  const meta = (params as { _meta?: unknown })._meta
+  if (typeof meta !== "object" || meta === null) return undefined
+  const token = (meta as { progressToken?: unknown }).progressToken
+  return typeof token === "string" || typeof token === "number" ? token : undefined
+}
+
+/** Where traffic tied to no request goes: the newest request still running, else the session. */
+const contextFor = (up: Upstream): HandlerContext | undefined => {
+  let last: HandlerContext | undefined
+  for (const ctx of up.running) last = ctx
+  return last ?? up.session
+}
+
+const toMillis = (input: Duration.Input | undefined): number => {
+  if (input === undefined) return Number.POSITIVE_INFINITY
+  const d = Duration.fromInputUnsafe(input)
+  return Duration.isFinite(d) ? Duration.toMillis(d) : Number.POSITIVE_INFINITY
+}
+
+/** The bridge for the life of the scope; closing it closes every upstream. */
+export const make = Effect.fnUntraced(function*<E, R>(
+  options: BridgeOptions<E, R>
+): Effect.fn.Return<BridgeShape, never, Exclude<R, Scope.Scope> | Scope.Scope> {
+  const bridgeScope = yield* Effect.scope
+  const services = yield* Effect.context<Exclude<R, Scope.Scope>>()
+  const entries = new Map<string, Entry>()
+  const requestTimeout = options.requestTimeout === undefined ? Duration.infinity : options.requestTimeout
+  const clientTimeoutMs = toMillis(options.clientRequestTimeout)
+
+  const routeNotification = (up: Upstream, n: JsonRpc.JsonRpcNotification): Effect.Effect<void> => {
+    // Upstream ids mean nothing downstream; ClientCore already interrupted the forwarded request.
+    if (n.method === "notifications/cancelled") return Effect.void
+    if (n.method === "notifications/progress") {
+      const token = (n.params as { progressToken?: unknown } | undefined)?.progressToken
+      // A token no running request carries: its request ended, and progress after the end is dropped.
+      const ctx = typeof token === "string" || typeof token === "number" ? up.progress.get(token) : undefined
+      return ctx === undefined ? Effect.void : Effect.ignore(ctx.notify(n.method, n.params))
+    }
+    const ctx = contextFor(up)
+    return ctx === undefined
+      ? Effect.logDebug(`bridge: dropped ${n.method} from upstream: no downstream session yet`)
+      : Effect.ignore(ctx.notify(n.method, n.params))
+  }
+
+  const serveUpstreamRequest = (up: Upstream) => (request: JsonRpc.JsonRpcRequest): Effect.Effect<unknown, RpcError> => {
+    const ctx = contextFor(up)
+    if (ctx === undefined) {
+      return Effect.fail(
+        new RpcError({ code: ErrorCode.UpstreamClosed, rpcMessage: "No downstream client connected to the bridge yet" })
+      )
+    }
+    return ctx.request(request.method, request.params, { timeoutMs: clientTimeoutMs }).pipe(
+      Effect.mapError((error) =>
+        error._tag === "RpcError"
+          ? error
+          : new RpcError({
+            code: error._tag === "RequestTimeout" ? ErrorCode.UpstreamTimeout : ErrorCode.UpstreamClosed,
+            rpcMessage: `Downstream client did not answer: ${firstLine(error.message)}`,
+            data: { bridge: error._tag }
+          })
+      )
+    )
+  }
+
+  const open = (key: string, entry: Entry): Effect.Effect<Upstream, UpstreamUnavailable> =>
+    Effect.gen(function*() {
+      const transport = yield* options.connect.pipe(
+        Scope.provide(entry.scope),
+        Effect.provideContext(services as Context.Context<never>),
+        Effect.mapError((cause) => new UpstreamUnavailable({ cause }))
+      ) as Effect.Effect<ClientTransportShape, UpstreamUnavailable>
+      const up: Upstream = { transport, running: new Set(), progress: new Map(), session: undefined, closed: undefined }
+      yield* transport.setRequestHandler(serveUpstreamRequest(up))
+      // Subscribed before anything is sent, so nothing the server says is missed.
+      yield* transport.notifications.pipe(
+        Stream.runForEach((n) => routeNotification(up, n)),
+        Effect.forkIn(entry.scope, { startImmediately: true })
+      )
+      yield* transport.awaitClosed.pipe(
+        Effect.flatMap((error) => {
+          up.closed = error
+          return Effect.andThen(
+            Effect.logInfo(`bridge: upstream closed${key === SHARED ? "" : ` (session ${key})`}: ${firstLine(error.message)}`),
+            options.onUpstreamClosed === undefined
+              ? Effect.void
+              : Effect.exit(options.onUpstreamClosed(key === SHARED ? undefined : key, error))
+          )
+        }),
+        Effect.forkIn(entry.scope, { startImmediately: true })
+      )
+      return up
+    })
+
+  const close = (key: string, entry: Entry): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (entries.get(key) === entry) entries.delete(key)
+      return Scope.close(entry.scope, Exit.void)
+    })
+
+  /** The session's upstream, connecting it (once, whoever asks first) if needed. */
+  const upstreamFor = (key: string, fresh: boolean): Effect.Effect<Upstream, UpstreamUnavailable> =>
+    Effect.suspend(() => {
+      const existing = entries.get(key)
+      if (existing !== undefined) {
+        return Effect.flatMap(Deferred.await(existing.ready), (up) =>
+          // A new client's `initialize` on a dead upstream starts a new one.
+          fresh && up.closed !== undefined
+            ? Effect.andThen(close(key, existing), upstreamFor(key, false))
+            : Effect.succeed(up))
+      }
+      return Effect.gen(function*() {
+        const entry: Entry = {
+          scope: yield* Scope.fork(bridgeScope, "sequential"),
+          ready: yield* Deferred.make<Upstream, UpstreamUnavailable>()
+        }
+        entries.set(key, entry)
+        // Connected in a fiber of the bridge's, not the asking request's: a
+        // cancelled request must not strand the others waiting on `ready`.
+        yield* open(key, entry).pipe(
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit)
+              ? Deferred.succeed(entry.ready, exit.value)
+              : Effect.suspend(() => {
+                const error = failureOf(exit.cause)
+                return Effect.logWarning(`bridge: ${error.message}`).pipe(
+                  Effect.andThen(Deferred.fail(entry.ready, error)),
+                  Effect.andThen(close(key, entry))
+                )
+              })
+          ),
+          Effect.forkIn(bridgeScope, { startImmediately: true })
+        )
+        return yield* Deferred.await(entry.ready)
+      })
+    })
+
+  const forwardRequest = (request: JsonRpc.JsonRpcRequest, ctx: HandlerContext): Effect.Effect<JsonRpc.JsonRpcResponse> =>
+    upstreamFor(ctx.sessionId ?? SHARED, request.method === "initialize").pipe(
+      Effect.flatMap((up) => {
+        const token = progressTokenOf(request.params)
+        up.running.add(ctx)
+        if (token !== undefined) up.progress.set(token, ctx)
+        return up.transport.request(request.method, request.params, { timeout: requestTimeout }).pipe(
+          Effect.tap((result) => {
+            const version = (result as { protocolVersion?: unknown } | null)?.protocolVersion
+            return request.method === "initialize" && typeof version === "string"
+              ? up.transport.setProtocolVersion(version)
+              : Effect.void
+          }),
+          // Progress routing runs in its own fiber: let it pass on what came before the result.
+          token === undefined ? (x) => x : Effect.tap(() => Effect.yieldNow),
+          Effect.ensuring(Effect.sync(() => {
+            up.running.delete(ctx)
+            if (token !== undefined && up.progress.get(token) === ctx) up.progress.delete(token)
+          }))
+        )
+      }),
+      Effect.match({
+        onSuccess: (result) => JsonRpc.success(request.id, result),
+        onFailure: (error) => {
+          const rpc = toRpcError(error)
+          return JsonRpc.failure(request.id, rpc.code, rpc.rpcMessage, rpc.data)
+        }
+      })
+    )
+
+  const forwardNotification = (n: JsonRpc.JsonRpcNotification, ctx: HandlerContext): Effect.Effect<null> =>
+    // The engine has interrupted the cancelled request, which cancels it upstream under the upstream's id.
+    n.method === "notifications/cancelled"
+      ? Effect.succeed(null)
+      : upstreamFor(ctx.sessionId ?? SHARED, false).pipe(
+        Effect.flatMap((up) => {
+          // A notification's context is the session's own (not tied to a request).
+          up.session = ctx
+          return up.transport.notify(n.method, n.params)
+        }),
+        Effect.catchCause((cause) =>
+          Effect.logDebug(`bridge: could not forward ${n.method} upstream`, Cause.squash(cause))
+        ),
+        Effect.as(null)
+      )
+
+  const handler: Handler = (message, ctx) =>
+    "id" in message ? forwardRequest(message, ctx) : forwardNotification(message, ctx)
+
+  return {
+    handler,
+    endSession: (sessionId) =>
+      Effect.suspend(() => {
+        const entry = entries.get(sessionId)
+        return entry === undefined ? Effect.void : close(sessionId, entry)
+      }),
+    upstream: (sessionId) => Effect.map(upstreamFor(sessionId ?? SHARED, false), (up) => up.transport),
+    upstreams: Effect.sync(() => entries.size)
+  }
+})
+
+/** The bridge as a service. */
+export const layer = <E, R>(options: BridgeOptions<E, R>): Layer.Layer<Bridge, never, Exclude<R, Scope.Scope>> =>
+  Layer.effect(Bridge, make(options))
+
+// ---------------------------------------------------------------------------
+// Ready-made servers
+
+/**
+ * A complete Streamable HTTP server (and legacy SSE endpoints) in front of
+ * the upstream: `HttpServerTransport.layer` with the bridge's handler, each
+ * HTTP session with its own upstream, closed when the session ends.
+ * Defaults are the transport's: 127.0.0.1:8421, path `/mcp`.
+ */
+export const layerHttp = <E, R>(
+  options: BridgeOptions<E, R>,
+  http?: HttpServerTransport.Options
+): Layer.Layer<
+  Bridge | HttpServerTransport.HttpServerTransport | HttpServer.HttpServer,
+  ServeError,
+  Exclude<R, Scope.Scope>
+> =>
+  Layer.unwrap(Effect.map(Bridge, (bridge) =>
+    HttpServerTransport.layer(bridge.handler, {
+      ...http,
+      onSessionEnd: (id) => Effect.andThen(bridge.endSession(id), http?.onSessionEnd?.(id) ?? Effect.void)
+    }))).pipe(Layer.provideMerge(layer(options)))
+
+/**
+ * When an upstream is of no more use to a stdio client: closed, or its HTTP
+ * session expired (a stdio client does not start a new session; restarting
+ * the bridge does).
+ */
+const upstreamEnded = (upstream: ClientTransportShape): Effect.Effect<TransportClosed> =>
+  SubscriptionRef.changes(upstream.state).pipe(
+    Stream.filterMap((state) =>
+      state._tag === "Closed"
+        ? Result.succeed(state.error)
+        : state._tag === "SessionExpired"
+        ? Result.succeed(new TransportClosed({ reason: `upstream session ${state.sessionId} expired` }))
+        : Result.failVoid
+    ),
+    Stream.runHead,
+    Effect.flatMap((first) => Option.isSome(first) ? Effect.succeed(first.value) : upstream.awaitClosed)
+  )
+
+/** How a stdio bridge ended. */
+export interface StdioBridgeEnd {
+  /** `downstream`: stdin ended (or stdout failed); `upstream`: the upstream connection closed or its session expired. */
+  readonly side: "downstream" | "upstream"
+  readonly reason: TransportClosed
+}
+
+/**
+ * Serves the upstream on this process's stdin/stdout until stdin ends or
+ * the upstream closes: connects first (failing with `UpstreamUnavailable`
+ * before reading a line), and when the upstream goes away the requests in
+ * flight are answered with errors, written, and serving stops.
+ */
+export const runStdio = <E, R>(
+  options: BridgeOptions<E, R>,
+  stdio?: StdioServerTransport.StdioServerOptions
+): Effect.Effect<
+  StdioBridgeEnd,
+  UpstreamUnavailable | StdioServerTransport.StdioAlreadyServing,
+  Exclude<R, Scope.Scope> | Stdio.Stdio
+> =>
+  Effect.scoped(Effect.gen(function*() {
+    const bridge = yield* make(options)
+    const upstream = yield* bridge.upstream()
+    const server = yield* StdioServerTransport.make(bridge.handler, stdio)
+    let upstreamClosed: TransportClosed | undefined
+    yield* upstreamEnded(upstream).pipe(
+      Effect.flatMap((reason) => {
+        upstreamClosed = reason
+        return server.stop(reason)
+      }),
+      Effect.forkScoped
+    )
+    const reason = yield* server.awaitDone
+    return { side: reason === upstreamClosed ? "upstream" : "downstream", reason } satisfies StdioBridgeEnd
+  }))
