@@ -1,0 +1,277 @@
+/**
+ * The package as a user gets it: `npm pack` (whose `prepack` cleans and
+ * builds dist), the tarball installed into a fresh project outside the
+ * repository next to the peer dependencies at the versions this repository
+ * pins, then a program there that imports every public entry point by
+ * package name, spawns a stdio server also written against the installed
+ * package, and calls its tool; `tsc` checks the same program strictly
+ * (NodeNext, skipLibCheck false), which proves the published declarations
+ * are complete and resolvable.
+ *
+ * The pack runs on a copy of the package's inputs (package.json, README,
+ * tsconfigs, src, scripts) so that its clean-and-build never touches the
+ * repository's own dist/, which other tests may be running from. npm runs on
+ * the Node that runs this test (Node 22 from the `node` devDependency), and
+ * installs with --prefer-offline: after `npm ci` the tarballs come from the
+ * npm cache; only package metadata may come from the registry.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { execFile } from "node:child_process"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
+import { rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { delimiter, dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const repo = fileURLToPath(new URL("../..", import.meta.url))
+const manifest = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as {
+  readonly name: string
+  readonly version: string
+  readonly devDependencies: Readonly<Record<string, string>>
+}
+const pinned = (name: string): string => `${name}@${manifest.devDependencies[name]}`
+const hasCli = existsSync(join(repo, "src/cli/main.ts"))
+
+// Our Node first on PATH: npm's `#!/usr/bin/env node` and the installed bin run on it, not on the machine's node.
+// npm's per-script variables of an enclosing `npm test` stay out of the nested npm runs.
+const env: NodeJS.ProcessEnv = Object.fromEntries(
+  Object.entries({ ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}` })
+    .filter(([key]) => !/^npm_(lifecycle_|package_|command$|config_local_prefix$)/i.test(key))
+)
+
+interface Run {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+  readonly seconds: number
+}
+
+const run = (command: string, args: ReadonlyArray<string>, cwd: string, timeoutMs: number): Promise<Run> => {
+  const started = performance.now()
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, env, encoding: "utf8", timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1
+      resolve({ code, stdout, stderr, seconds: (performance.now() - started) / 1000 })
+    })
+  })
+}
+
+const ok = (step: string, result: Run): Run => {
+  if (result.code !== 0) {
+    throw new Error(`${step} exited ${result.code}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`)
+  }
+  return result
+}
+
+const consumerTsconfig = {
+  compilerOptions: {
+    strict: true,
+    exactOptionalPropertyTypes: true,
+    target: "ES2022",
+    // effect's own declarations name Web Crypto and `Transferable` types.
+    lib: ["ES2022", "DOM"],
+    module: "NodeNext",
+    moduleResolution: "NodeNext",
+    types: ["node"],
+    verbatimModuleSyntax: true,
+    erasableSyntaxOnly: true,
+    skipLibCheck: false,
+    noEmit: true
+  },
+  include: ["*.ts"]
+}
+
+const serverSource = `// A stdio MCP server written only against the installed package.
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Effect, Schema } from "effect"
+import { RpcError } from "effect-mcp-transport/McpError"
+import { McpServer, StdioServerTransport } from "effect-mcp-transport/server"
+
+const AddParams = Schema.Struct({
+  name: Schema.Literal("add"),
+  arguments: Schema.Struct({ a: Schema.Number, b: Schema.Number })
+})
+
+const server = McpServer.make({ serverInfo: { name: "packed-adder", version: "1.0.0" } }).pipe(
+  McpServer.method("tools/list", {}, () =>
+    Effect.succeed({
+      tools: [{
+        name: "add",
+        inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] }
+      }]
+    })),
+  McpServer.method("tools/call", { params: AddParams }, ({ arguments: { a, b } }) =>
+    Number.isFinite(a + b)
+      ? Effect.succeed({ content: [{ type: "text", text: String(a + b) }], structuredContent: { sum: a + b } })
+      : Effect.fail(new RpcError({ code: -32602, rpcMessage: "not finite" })))
+)
+
+Effect.gen(function*() {
+  const handle = yield* McpServer.toHandler(server)
+  return yield* StdioServerTransport.run(handle.handler)
+}).pipe(Effect.provide([NodeServices.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
+`
+
+const mainSource = `// A client program written only against the installed package: spawns server.ts over stdio, calls its tool.
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Console, Effect } from "effect"
+import * as Root from "effect-mcp-transport"
+import * as Bridge from "effect-mcp-transport/bridge"
+import { McpClient, StdioClientTransport } from "effect-mcp-transport/client"
+import * as JsonRpc from "effect-mcp-transport/JsonRpc"
+import * as McpError from "effect-mcp-transport/McpError"
+import * as ProtocolVersion from "effect-mcp-transport/ProtocolVersion"
+import { McpServer } from "effect-mcp-transport/server"
+import { Arbitraries, FaultInjection } from "effect-mcp-transport/testing"
+import { fileURLToPath } from "node:url"
+
+const server = fileURLToPath(new URL("./server.ts", import.meta.url))
+
+const program = Effect.gen(function*() {
+  const client = yield* McpClient.connect(
+    StdioClientTransport.make({ command: process.execPath, args: [server], stderr: { log: false } }),
+    { clientInfo: { name: "packed-consumer", version: "1.0.0" } }
+  )
+  const tools = yield* client.listAllTools()
+  const result = yield* client.callTool({ name: "add", arguments: { a: 2, b: 3 } })
+  const refused = yield* client.callTool({ name: "add", arguments: { a: 1e308, b: 1e308 } }).pipe(
+    Effect.map(() => "accepted"),
+    Effect.catchTag("RpcError", (error: McpError.RpcError) => Effect.succeed(\`RpcError \${error.code} \${error.rpcMessage}\`))
+  )
+  const decoded = JsonRpc.decode(JSON.stringify(JsonRpc.request(1, "ping")))
+  yield* Console.log(JSON.stringify({
+    server: client.serverInfo.name,
+    protocolVersion: client.protocolVersion,
+    supported: ProtocolVersion.isSupported(client.protocolVersion),
+    tools: tools.map((tool) => tool.name),
+    structured: result.structuredContent,
+    content: result.content,
+    refused,
+    decoded: decoded._tag,
+    sameModules: Root.McpClient === McpClient && Root.McpServer === McpServer && Root.JsonRpc.decode === JsonRpc.decode &&
+      Root.Bridge === Bridge,
+    bridge: typeof Bridge.make === "function" && typeof Bridge.runStdio === "function",
+    testingKit: typeof FaultInjection.makePair === "function" && typeof Arbitraries.message === "object"
+  }))
+})
+
+program.pipe(Effect.scoped, Effect.provide(NodeServices.layer), NodeRuntime.runMain)
+`
+
+describe("the packed package installed into a fresh project", () => {
+  const work = mkdtempSync(join(tmpdir(), "effect-mcp-pack-"))
+  const stage = join(work, "stage")
+  const app = join(work, "app")
+  const installed = join(app, "node_modules", manifest.name)
+  const timings: Array<string> = []
+  let packed: ReadonlyArray<string> = []
+
+  beforeAll(async () => {
+    mkdirSync(stage)
+    for (const entry of ["package.json", "tsconfig.json", "tsconfig.build.json", "README.md", "LICENSE", "src", "scripts"]) {
+      if (existsSync(join(repo, entry))) cpSync(join(repo, entry), join(stage, entry), { recursive: true })
+    }
+    symlinkSync(join(repo, "node_modules"), join(stage, "node_modules"), "dir")
+    const pack = ok("npm pack", await run("npm", ["pack", "--json", "--pack-destination", work], stage, 300_000))
+    timings.push(`npm pack (clean + build) ${pack.seconds.toFixed(1)} s`)
+    const report = JSON.parse(pack.stdout.slice(pack.stdout.search(/^\[/m))) as Array<{
+      readonly filename: string
+      readonly size: number
+      readonly unpackedSize: number
+      readonly files: ReadonlyArray<{ readonly path: string }>
+    }>
+    packed = report[0]!.files.map((file) => file.path)
+    timings.push(`tarball ${(report[0]!.size / 1024).toFixed(0)} KiB (${packed.length} files, ${(report[0]!.unpackedSize / 1024).toFixed(0)} KiB unpacked)`)
+
+    mkdirSync(app)
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "pack-consumer", private: true, type: "module" }))
+    const install = ok(
+      "npm install",
+      await run("npm", [
+        "install",
+        "--prefer-offline",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        join(work, report[0]!.filename),
+        pinned("effect"),
+        pinned("@effect/platform-node"),
+        pinned("typescript"),
+        pinned("@types/node")
+      ], app, 300_000)
+    )
+    timings.push(`npm install ${install.seconds.toFixed(1)} s`)
+    writeFileSync(join(app, "tsconfig.json"), JSON.stringify(consumerTsconfig, null, 2))
+    writeFileSync(join(app, "server.ts"), serverSource)
+    writeFileSync(join(app, "main.ts"), mainSource)
+  }, 600_000)
+
+  afterAll(async () => {
+    console.log(`pack test: ${timings.join(", ")}`)
+    // The project holds typescript and effect: tens of MB to delete on a busy disk.
+    await rm(work, { recursive: true, force: true })
+  }, 180_000)
+
+  it("ships dist and src, no tests, benchmarks or examples, and every export target", () => {
+    expect(packed).toContain("package.json")
+    expect(packed).toContain("dist/index.js")
+    expect(packed.filter((path) => !/^(dist|src)\/|^(package\.json|README\.md|LICENSE)$/.test(path))).toEqual([])
+    const exported = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as {
+      readonly exports: Readonly<Record<string, string | { readonly types: string; readonly default: string }>>
+    }
+    for (const target of Object.values(exported.exports)) {
+      for (const file of typeof target === "string" ? [target] : [target.types, target.default]) {
+        expect(existsSync(join(installed, file)), file).toBe(true)
+      }
+    }
+  })
+
+  it("publishes declarations that import .js files, never .ts sources", () => {
+    const declarations = readdirSync(join(installed, "dist"), { recursive: true, encoding: "utf8" })
+      .filter((path) => path.endsWith(".d.ts"))
+    expect(declarations.length).toBeGreaterThan(20)
+    const leaks = declarations.filter((path) =>
+      /(?:from\s*|import\s*\(\s*|import\s+)["']\.{1,2}\/[^"']*\.ts["']/.test(readFileSync(join(installed, "dist", path), "utf8"))
+    )
+    expect(leaks).toEqual([])
+  })
+
+  it("runs a program that imports every entry point, spawns a stdio server from the package and calls its tool", async () => {
+    const result = ok("node main.ts", await run(process.execPath, ["main.ts"], app, 120_000))
+    timings.push(`program ${result.seconds.toFixed(1)} s`)
+    expect(JSON.parse(result.stdout.trim())).toEqual({
+      server: "packed-adder",
+      protocolVersion: "2025-11-25",
+      supported: true,
+      tools: ["add"],
+      structured: { sum: 5 },
+      content: [{ type: "text", text: "5" }],
+      refused: "RpcError -32602 not finite",
+      decoded: "Single",
+      sameModules: true,
+      bridge: true,
+      testingKit: true
+    })
+  }, 150_000)
+
+  it("keeps internal modules behind the exports map", async () => {
+    const result = await run(process.execPath, [
+      "--input-type=module",
+      "-e",
+      `import("${manifest.name}/dist/internal/ClientCore.js").then(() => console.log("reachable"), (e) => console.log(e.code))`
+    ], app, 60_000)
+    expect(result.stdout.trim()).toBe("ERR_PACKAGE_PATH_NOT_EXPORTED")
+  })
+
+  it("type-checks against the published declarations (strict, NodeNext, skipLibCheck false)", async () => {
+    const result = await run(process.execPath, [join(app, "node_modules/typescript/bin/tsc"), "-p", "."], app, 300_000)
+    timings.push(`tsc ${result.seconds.toFixed(1)} s`)
+    expect(result.stdout + result.stderr).toBe("")
+    expect(result.code).toBe(0)
+  }, 330_000)
+
+  it.runIf(hasCli)("installs the effect-mcp command, which runs", async () => {
+    const result = ok("effect-mcp --help", await run(join(app, "node_modules/.bin/effect-mcp"), ["--help"], app, 60_000))
+    expect(result.stdout).toContain("effect-mcp")
+  }, 90_000)
+})
