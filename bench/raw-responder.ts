@@ -2,15 +2,26 @@
  * The practical limit on the server side: a minimal NDJSON responder with no
  * framework. Every client in the stdio benchmark talks to this same process.
  * One stdout write per stdin chunk, however many replies it holds.
+ * With `--pid`, the tool result's text is `pid:<its process id>` (the cold
+ * start workload waits for that process to be gone at teardown).
  */
 const INIT_RESULT = {
   protocolVersion: "2025-11-25",
   capabilities: { tools: {} },
   serverInfo: { name: "raw-responder", version: "1.0.0" }
 }
-const TOOL_RESULT = { content: [{ type: "text", text: "ok" }] }
+const TOOL_RESULT = {
+  content: [{ type: "text", text: process.argv.includes("--pid") ? `pid:${process.pid}` : "ok" }]
+}
 const resultSize = Number(process.env.BENCH_RESULT_BYTES ?? 0)
 const bigResult = resultSize > 0 ? { content: [{ type: "text", text: "x".repeat(resultSize) }] } : undefined
+
+// Workload 4 reads this process's peak RSS from the file named here.
+const rssFile = process.env.BENCH_RSS_FILE
+if (rssFile !== undefined && rssFile !== "") {
+  const { writeFileSync } = await import("node:fs")
+  process.on("exit", () => writeFileSync(rssFile, String(process.resourceUsage().maxRSS * 1024)))
+}
 
 let pending = ""
 process.stdin.setEncoding("utf8")

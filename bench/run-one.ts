@@ -1,6 +1,9 @@
 /**
- * One measurement in a fresh process: `node bench/run-one.ts <client> <op> <concurrency> <total>`.
- * Prints a JSON line { rps, p50, p99, cpuUs, coldMs }. The orchestrator runs many of these.
+ * Measurements in a fresh process:
+ * `node bench/run-one.ts <client> <op[,op]> <concurrency[,concurrency]> <total> [warm-up]`.
+ * Prints a JSON line { op, concurrency, rps, p50, p99, cpuUs, coldMs } per
+ * cell (every op at every concurrency, in that order). `total` may be a list
+ * matching the concurrencies (e.g. `5000,20000`).
  *
  * - `cpuUs`: CPU time of this (client) process per request during the
  *   measured run; unlike req/s, barely moved by other load on the machine.
@@ -8,43 +11,36 @@
  *   Node start-up, loading the client's modules, spawning the server, the
  *   handshake and one call.
  */
-import { resolve } from "node:path"
-import type { BenchClient } from "./clients/types.ts"
+import { loaderFor } from "./clients/index.ts"
 import { drive } from "./stats.ts"
 
-const [clientName = "raw", op = "callTool", concurrencyText = "1", totalText = "5000"] = process.argv.slice(2)
-const concurrency = Number(concurrencyText)
-const total = Number(totalText)
+const [clientName = "raw", opsText = "callTool", concurrencyText = "1", totalText = "5000", warmText = "2000"] = process
+  .argv.slice(2)
+const ops = opsText.split(",")
+const concurrencies = concurrencyText.split(",").map(Number)
+const totals = totalText.split(",").map(Number)
+const warmUp = Number(warmText)
 
-type Loader = () => Promise<{ make: (command: string, args: ReadonlyArray<string>) => Promise<BenchClient> }>
-const loaders: Record<string, Loader> = {
-  raw: () => import("./clients/raw.ts"),
-  ours: () => import("./clients/ours.ts"),
-  "ours-mcp": () => import("./clients/ours-mcp.ts"),
-  sdk: () => import("./clients/sdk.ts"),
-  "sdk-transport": () => import("./clients/sdk-transport.ts"),
-  "effect-ai": () => import("./clients/effect-ai.ts"),
-  // Ladder steps between `raw` and `ours`, for "where time goes".
-  "raw-passthrough": () => import("./clients/raw-passthrough.ts"),
-  "raw-fiber": () => import("./clients/raw-fiber.ts")
-}
-
-// A path to a module with the same `make` compares another build (e.g. `../before/bench/clients/ours.ts`).
-const load: Loader | undefined = loaders[clientName] ??
-  (clientName.endsWith(".ts") ? () => import(resolve(clientName)) : undefined)
-if (load === undefined) throw new Error(`unknown client ${clientName} (known: ${Object.keys(loaders).join(", ")})`)
+const load = loaderFor(clientName)
 const responder = new URL("./raw-responder.ts", import.meta.url).pathname
 const client = await (await load()).make(process.execPath, [responder])
 await client.callTool()
 const coldMs = performance.now()
 
-const operation = op === "ping" ? "ping" : "callTool"
-const run = (n: number) =>
-  client.drive !== undefined ? client.drive(operation, n, concurrency) : drive(client[operation], n, concurrency)
-await run(Math.min(2000, total)) // warm-up: JIT and buffers
-const cpu0 = process.cpuUsage()
-const measured = await run(total)
-const cpu = process.cpuUsage(cpu0)
+for (const op of ops) {
+  for (const [i, concurrency] of concurrencies.entries()) {
+    const total = totals[Math.min(i, totals.length - 1)]!
+    const operation = op === "ping" ? "ping" : "callTool"
+    const run = (n: number) =>
+      client.drive !== undefined ? client.drive(operation, n, concurrency) : drive(client[operation], n, concurrency)
+    await run(Math.min(warmUp, total)) // warm-up: JIT and buffers
+    const cpu0 = process.cpuUsage()
+    const measured = await run(total)
+    const cpu = process.cpuUsage(cpu0)
+    process.stdout.write(
+      JSON.stringify({ op, concurrency, ...measured, cpuUs: (cpu.user + cpu.system) / total, coldMs }) + "\n"
+    )
+  }
+}
 await client.close()
-process.stdout.write(JSON.stringify({ ...measured, cpuUs: (cpu.user + cpu.system) / total, coldMs }) + "\n")
 process.exit(0)

@@ -5,8 +5,12 @@
  * one table and checks the targets as ratios between rows of the same run.
  */
 
-/** What a row measures. Throughput is higher-is-better; the rest lower-is-better. */
-export type Metric = "req/s" | "ms" | "MiB" | "KiB/req"
+/**
+ * What a row measures. Throughput is higher-is-better; the rest lower-is-better.
+ * "CPU µs/req" is a process's CPU time per request (all threads): less moved by
+ * other load on the machine than req/s.
+ */
+export type Metric = "req/s" | "ms" | "MiB" | "KiB/req" | "CPU µs/req"
 
 export interface Row {
   /** e.g. "stdio client", "stdio server", "http json", "large 10 MiB", "in flight", "cold start", "bridge" */
@@ -29,12 +33,14 @@ export interface Row {
 /** A ratio the issue asks for: `ours` against `peer` in the same workload and variant. */
 export interface Target {
   readonly workload: string
-  /** exact variant, or a prefix ending in "*" */
+  /** exact variant, or a pattern where "*" stands for any text ("tools/call *", "* c32") */
   readonly variant: string
   readonly ours: string
   readonly peer: string
   /** the ratio that must hold, oriented so that bigger is better for ours (e.g. 1.5 = 1.5× faster / 1/1.5 the memory) */
   readonly atLeast: number
+  /** the metric it is checked on; absent: every metric both rows have */
+  readonly metric?: Metric | undefined
 }
 
 export interface WorkloadOptions {

@@ -1,38 +1,132 @@
 /**
- * Smoke test of the stdio benchmark harness: one short run of every cell
- * must produce the report with a row for every client, operation and
- * concurrency. Correctness only: nothing here looks at the speed.
+ * Smoke test of the benchmark harness: `bench/main.ts` in smoke mode (tiny
+ * sizes, one run) over every workload in `bench/workloads/` must finish
+ * without a failed workload and report a row for every implementation.
+ * Correctness only: nothing here looks at the speed or at a target's status.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
-import { promisify } from "node:util"
+import { spawn } from "node:child_process"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { basename, join } from "node:path"
+import type { Row, Target } from "../bench/workload.ts"
 
-const clients = ["raw", "ours", "ours-mcp", "sdk", "sdk-transport", "effect-ai"]
-const harness = new URL("../bench/stdio-client.ts", import.meta.url).pathname
+interface Report {
+  readonly workloads: ReadonlyArray<{
+    readonly file: string
+    readonly name: string | undefined
+    readonly error: string | undefined
+    readonly rows: ReadonlyArray<Row>
+    readonly targets: ReadonlyArray<Target>
+  }>
+}
 
-describe("bench/stdio-client.ts (smoke)", () => {
-  it("prints a table with every client, for tools/call and ping at concurrency 1 and 32", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, [harness], {
-      encoding: "utf8",
-      env: { ...process.env, BENCH_RUNS: "1", BENCH_TOTAL: "300" },
-      maxBuffer: 1 << 20
+const harness = new URL("../bench/main.ts", import.meta.url).pathname
+const workloadFiles = readdirSync(new URL("../bench/workloads/", import.meta.url))
+  .filter((file) => file.endsWith(".ts"))
+  .map((file) => basename(file, ".ts"))
+
+/** The implementations each of the workloads in this list must report, in every one of its variants. */
+const expected: Record<string, { readonly impls: ReadonlyArray<string>; readonly variants: ReadonlyArray<string> }> = {
+  "stdio-client": {
+    impls: ["raw", "ours", "ours-mcp", "sdk", "sdk-transport", "effect-ai"],
+    variants: ["tools/call c1", "tools/call c32"]
+  },
+  "stdio-server": {
+    impls: ["raw", "ours", "ours-handler", "sdk"],
+    variants: ["tools/call c1", "tools/call c32", "ping c1", "ping c32"]
+  },
+  "in-flight": {
+    impls: ["raw", "ours", "sdk"],
+    variants: ["client heap (200)", "server heap (200)", "server first call → all answered (200)"]
+  },
+  "cold-start": {
+    impls: ["raw", "ours", "ours-mcp", "sdk", "effect-ai"],
+    variants: ["process start → first result", "import", "open → first result", "teardown"]
+  }
+}
+
+/** Every workload unless BENCH_WORKLOADS narrows it (while developing one). */
+const selection = process.env.BENCH_WORKLOADS ?? ""
+const HARNESS_TIMEOUT_MS = 240_000
+
+/**
+ * Runs the harness in its own process group, so that on a timeout the
+ * servers and clients it started go with it.
+ */
+const runHarness = (env: Record<string, string>): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [harness], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true
     })
-    expect(stdout).toContain("## stdio client benchmark")
-    expect(stdout).toMatch(/- machine: \d+ cores, .+, Node v\d+/)
-    const rows = stdout.split("\n").filter((line) => /^\| (callTool|ping) \|/.test(line))
-    const cells = rows.map((row) => row.split("|").map((cell) => cell.trim()).filter((cell) => cell.length > 0))
-    const seen = cells.map(([op, conc, client]) => `${op} ${conc} ${client}`)
-    const expected = ["callTool", "ping"].flatMap((op) =>
-      ["1", "32"].flatMap((conc) => clients.map((client) => `${op} ${conc} ${client}`))
-    )
-    expect(seen).toEqual(expected)
-    for (const row of cells) {
-      const [op, , client, rps] = row
-      // Every client measured something, except effect/ai's McpClient, which has no ping.
-      if (client === "effect-ai" && op === "ping") expect(rps).toBe("n/a")
-      else expect(Number(rps!.replaceAll(",", ""))).toBeGreaterThan(0)
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (s: string) => void (stdout += s))
+    child.stderr.setEncoding("utf8").on("data", (s: string) => void (stderr += s))
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, "SIGKILL")
+      } catch {
+        // already gone
+      }
+    }, HARNESS_TIMEOUT_MS)
+    child.on("close", (code, signal) => {
+      clearTimeout(timer)
+      if (code === 0) resolve(stdout)
+      else reject(new Error(`bench/main.ts exited with ${code ?? signal}\n${stderr.slice(-4000)}\n${stdout.slice(-4000)}`))
+    })
+  })
+
+const matches = (pattern: string, variant: string) =>
+  pattern.includes("*")
+    ? new RegExp(`^${pattern.split("*").map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`).test(variant)
+    : pattern === variant
+
+describe("bench/main.ts (smoke)", () => {
+  it("runs every workload and reports every implementation", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "bench-smoke-"))
+    const json = join(dir, "report.json")
+    try {
+      const stdout = await runHarness({ BENCH_SMOKE: "1", BENCH_RUNS: "1", BENCH_JSON: json, BENCH_WORKLOADS: selection })
+      expect(stdout).toContain("## Benchmark report")
+      expect(stdout).toMatch(/- machine: \d+ cores, .+, Node v\d+/)
+      expect(stdout).toContain("### Targets")
+
+      const report = JSON.parse(readFileSync(json, "utf8")) as Report
+      if (selection === "") expect(report.workloads.map((w) => w.file).sort()).toEqual([...workloadFiles].sort())
+      const tableRows = stdout.split("\n").filter((line) => /^\| [^-|][^|]* \| /.test(line) && !line.startsWith("| workload"))
+      let rowCount = 0
+      for (const w of report.workloads) {
+        expect(w.error, w.file).toBeUndefined()
+        expect(w.rows.length, w.file).toBeGreaterThan(0)
+        rowCount += w.rows.length
+        for (const row of w.rows) {
+          expect(Number.isFinite(row.median), `${w.file} ${row.variant} ${row.impl}`).toBe(true)
+          expect(row.runs).toBeGreaterThanOrEqual(1)
+        }
+        // Every implementation a target names has a row in a variant the target covers.
+        for (const target of w.targets) {
+          for (const impl of [target.ours, target.peer]) {
+            const found = w.rows.some((row) =>
+              row.workload === target.workload && row.impl === impl && matches(target.variant, row.variant)
+            )
+            expect(found, `${w.file}: no row for ${impl} in ${target.variant}`).toBe(true)
+          }
+        }
+        const wanted = expected[w.file]
+        if (wanted !== undefined) {
+          for (const variant of wanted.variants) {
+            const impls = new Set(w.rows.filter((row) => row.variant === variant).map((row) => row.impl))
+            expect([...impls].sort(), `${w.file} ${variant}`).toEqual(expect.arrayContaining([...wanted.impls].sort()))
+          }
+        }
+      }
+      // Rows of the workload table plus one line per checked target.
+      expect(tableRows.length).toBeGreaterThanOrEqual(rowCount)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
     }
-    const coldRows = stdout.split("\n").filter((line) => clients.some((client) => line.startsWith(`| ${client} |`)))
-    expect(coldRows).toHaveLength(clients.length)
   }, 300_000)
 })

@@ -1,8 +1,12 @@
 /** Effect's own MCP client (`effect/ai` McpClient) over its stdio transport. It has no ping. */
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Layer, ManagedRuntime } from "effect"
-import { McpClient, McpProtocol } from "effect/ai"
-import { ChildProcess } from "effect/process"
+// Subpath imports, here and in the other Effect clients: the `effect` barrel would load every module
+// and make the cold start measure the benchmark's imports instead of the client's.
+import * as McpClient from "effect/ai/McpClient"
+import * as McpProtocol from "effect/ai/McpProtocol"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as ChildProcess from "effect/process/ChildProcess"
 import type { BenchClient } from "./types.ts"
 import { driveEffect } from "./effect-drive.ts"
 

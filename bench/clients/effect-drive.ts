@@ -1,5 +1,5 @@
 /** Load driver for Effect-based clients: fibers as workers, timings as in `stats.drive`. */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { percentile, type RunResult } from "../stats.ts"
 
 export const driveEffect = <E>(

@@ -4,7 +4,8 @@
  * `Client` and of `effect/ai`'s `McpClient`, which both decode results too.
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Layer, ManagedRuntime } from "effect"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import { driveEffect } from "./effect-drive.ts"

@@ -1,6 +1,8 @@
 /** This project's stdio client transport, driven from inside Effect. */
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
 import { ClientTransport } from "../../src/client/ClientTransport.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import { driveEffect } from "./effect-drive.ts"

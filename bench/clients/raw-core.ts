@@ -19,10 +19,13 @@ export interface RawConnection {
   readonly send: (method: string, params: unknown, onResult: (result: unknown) => void) => void
   readonly notify: (method: string) => void
   readonly close: () => Promise<void>
+  /** The server process's id (for its CPU time, memory, exit). */
+  readonly pid: number
 }
 
 export const connect = (command: string, args: ReadonlyArray<string>, options: RawOptions = {}): RawConnection => {
   const child = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] })
+  if (child.pid === undefined) throw new Error(`could not spawn ${command}`)
   const waiting = new Map<number, (result: unknown) => void>()
   let nextId = 0
   let out = ""
@@ -68,6 +71,7 @@ export const connect = (command: string, args: ReadonlyArray<string>, options: R
     child.stdout.on("data", onText)
   }
   return {
+    pid: child.pid,
     send: (method, params, onResult) => {
       const id = ++nextId
       waiting.set(id, onResult)

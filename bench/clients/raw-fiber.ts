@@ -4,7 +4,8 @@
  * fibers costs (the same driver as `ours` and `effect-ai`), before any
  * transport code.
  */
-import { Effect, Exit } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { driveEffect } from "./effect-drive.ts"
 import { connect, INITIALIZE_PARAMS, TOOL_PARAMS } from "./raw-core.ts"
 import type { BenchClient } from "./types.ts"

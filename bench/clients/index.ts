@@ -1,0 +1,26 @@
+/** Every benchmark client by name, loaded on demand (so a process pays only for the one it measures). */
+import { resolve } from "node:path"
+import type { BenchClient } from "./types.ts"
+
+export type ClientModule = { readonly make: (command: string, args: ReadonlyArray<string>) => Promise<BenchClient> }
+type Loader = () => Promise<ClientModule>
+
+export const loaders: Record<string, Loader> = {
+  raw: () => import("./raw.ts"),
+  ours: () => import("./ours.ts"),
+  "ours-mcp": () => import("./ours-mcp.ts"),
+  sdk: () => import("./sdk.ts"),
+  "sdk-transport": () => import("./sdk-transport.ts"),
+  "effect-ai": () => import("./effect-ai.ts"),
+  // Ladder steps between `raw` and `ours`, for "where time goes".
+  "raw-passthrough": () => import("./raw-passthrough.ts"),
+  "raw-fiber": () => import("./raw-fiber.ts")
+}
+
+/** A client name, or the path of a module with the same `make` (compares another build). */
+export const loaderFor = (name: string): Loader => {
+  const known = loaders[name]
+  if (known !== undefined) return known
+  if (name.endsWith(".ts")) return () => import(resolve(name))
+  throw new Error(`unknown client ${name} (known: ${Object.keys(loaders).join(", ")})`)
+}

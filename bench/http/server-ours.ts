@@ -1,0 +1,46 @@
+/**
+ * This project's server for the HTTP and large-message workloads: McpServer
+ * with one tool, on HttpServerTransport (stateful sessions; `--mode json` is
+ * the transport's `auto` response mode, which answers with JSON when the
+ * handler sends nothing on the way; `--mode sse` always streams) or on
+ * StdioServerTransport.
+ *
+ *   node bench/http/server-ours.ts --transport http|stdio [--mode json|sse] [--bytes N]
+ *
+ * Over HTTP it prints `listening <url>` and serves until SIGTERM/SIGINT.
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Effect, Layer, Option } from "effect"
+import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
+import * as McpServer from "../../src/server/McpServer.ts"
+import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
+import { announce, flag, modeFlag, reportPeakRssOnExit, toolResult } from "./common.ts"
+
+reportPeakRssOnExit()
+const result = toolResult(Number(flag("bytes", "0")))
+const LIMIT = 64 * 1024 * 1024
+
+const definition = McpServer.make({ serverInfo: { name: "bench-ours", version: "1.0.0" } }).pipe(
+  McpServer.method("tools/list", {}, () => Effect.succeed({ tools: [{ name: "echo", inputSchema: { type: "object" } }] })),
+  McpServer.method("tools/call", {}, () => Effect.succeed(result))
+)
+
+if (flag("transport", "http") === "stdio") {
+  Effect.scoped(Effect.gen(function*() {
+    const handle = yield* McpServer.toHandler(definition)
+    const server = yield* StdioServerTransport.make(handle.handler, { maxMessageBytes: LIMIT })
+    return yield* server.awaitDone
+  })).pipe(Effect.provide([NodeServices.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
+} else {
+  const served = Layer.unwrap(Effect.map(McpServer.toHandler(definition), (handle) =>
+    HttpServerTransport.layer(handle.handler, {
+      port: 0,
+      responseMode: modeFlag() === "sse" ? "sse" : "auto",
+      onSessionEnd: (id) => handle.forgetSession(id)
+    })))
+  const announced = Layer.effectDiscard(Effect.gen(function*() {
+    const transport = yield* HttpServerTransport.HttpServerTransport
+    yield* Effect.sync(() => announce(Option.getOrElse(transport.url, () => "unknown")))
+  }))
+  NodeRuntime.runMain(Layer.launch(Layer.provideMerge(announced, served)))
+}

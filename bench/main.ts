@@ -1,0 +1,213 @@
+/**
+ * `npm run bench`: runs the workloads in `bench/workloads/` one after the
+ * other and prints one Markdown report on stdout: the machine, the command,
+ * one table of every row, and the targets checked as ratios between rows of
+ * the same run.
+ *
+ * Environment:
+ * - BENCH_WORKLOADS: comma-separated file names without `.ts` (default: all)
+ * - BENCH_RUNS: runs per cell, the median is over them (default 5)
+ * - BENCH_SMOKE=1: tiny sizes; checks the harness, not the speed
+ * - BENCH_JSON=path: also writes the rows, targets and durations as JSON
+ * Each workload documents its own extra variables.
+ */
+import { readdirSync, writeFileSync } from "node:fs"
+import { cpus, loadavg, totalmem } from "node:os"
+import { basename } from "node:path"
+import { higherIsBetter, type Metric, type Row, type Target, type Workload } from "./workload.ts"
+
+const directory = new URL("./workloads/", import.meta.url)
+/** The order of the issue's list; files not named here run after these, alphabetically. */
+const ORDER = ["stdio-client", "stdio-server", "http", "large", "in-flight", "cold-start", "bridge"]
+
+const available = readdirSync(directory)
+  .filter((file) => file.endsWith(".ts") && !file.endsWith(".test.ts"))
+  .map((file) => basename(file, ".ts"))
+  .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
+function rank(name: string): number {
+  const i = ORDER.indexOf(name)
+  return i === -1 ? ORDER.length : i
+}
+
+const requested = process.env.BENCH_WORKLOADS?.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+const unknown = (requested ?? []).filter((name) => !available.includes(name))
+if (unknown.length > 0) {
+  console.error(`unknown workload(s): ${unknown.join(", ")} (available: ${available.join(", ")})`)
+  process.exit(2)
+}
+const selected = requested === undefined || requested.length === 0 ? available : available.filter((name) => requested.includes(name))
+const smoke = process.env.BENCH_SMOKE === "1"
+const runs = Number(process.env.BENCH_RUNS ?? (smoke ? 1 : 5))
+
+interface Ran {
+  readonly file: string
+  readonly workload: Workload | undefined
+  readonly rows: ReadonlyArray<Row>
+  readonly seconds: number
+  readonly error?: string
+}
+
+const loadBefore = loadavg()
+const started = performance.now()
+const ran: Array<Ran> = []
+for (const file of selected) {
+  const t0 = performance.now()
+  let workload: Workload | undefined
+  try {
+    workload = ((await import(new URL(`${file}.ts`, directory).href)) as { workload: Workload }).workload
+    console.error(`bench: ${file} …`)
+    const rows = await workload.run({ runs, smoke })
+    ran.push({ file, workload, rows, seconds: (performance.now() - t0) / 1000 })
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    console.error(`bench: ${file} failed: ${message}`)
+    ran.push({ file, workload, rows: [], seconds: (performance.now() - t0) / 1000, error: message })
+  }
+  console.error(`bench: ${file} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+}
+const loadAfter = loadavg()
+const totalSeconds = (performance.now() - started) / 1000
+
+// ---------------------------------------------------------------------------
+// Ratios
+
+/** `*` stands for any text, anywhere in the pattern ("tools/call *", "* c32", "*"). */
+const variantMatches = (pattern: string, variant: string) =>
+  pattern.includes("*")
+    ? new RegExp(`^${pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`)
+      .test(variant)
+    : pattern === variant
+
+/** Oriented so that > 1 means `a` is better than `b` (faster, or less time or memory). */
+const advantage = (a: Row, b: Row): number =>
+  higherIsBetter(a.metric) ? a.median / b.median : b.median / a.median
+
+const rowsOf = (r: Ran) => r.rows
+const allRows = ran.flatMap(rowsOf)
+const find = (workload: string, variant: string, impl: string, metric: Metric) =>
+  allRows.find((row) => row.workload === workload && row.variant === variant && row.impl === impl && row.metric === metric)
+
+/** The peers a row is compared with: those its workload's targets name for that variant, else `sdk`. */
+const peersOf = (r: Ran, row: Row): Array<string> => {
+  const named = (r.workload?.targets ?? [])
+    .filter((t) => t.workload === row.workload && variantMatches(t.variant, row.variant))
+    .filter((t) => t.metric === undefined || t.metric === row.metric)
+    .map((t) => t.peer)
+  return [...new Set(named.length > 0 ? named : ["sdk"])].filter((peer) => peer !== row.impl)
+}
+
+interface Checked {
+  readonly target: Target
+  readonly variant: string
+  readonly metric: Metric | undefined
+  readonly ratio: number | undefined
+  readonly met: boolean | undefined
+}
+
+const checkTarget = (target: Target): Array<Checked> => {
+  const mine = allRows.filter((row) =>
+    row.workload === target.workload && row.impl === target.ours && variantMatches(target.variant, row.variant) &&
+    (target.metric === undefined || row.metric === target.metric)
+  )
+  if (mine.length === 0) return [{ target, variant: target.variant, metric: target.metric, ratio: undefined, met: undefined }]
+  return mine.map((row) => {
+    const peer = find(row.workload, row.variant, target.peer, row.metric)
+    const ratio = peer === undefined ? undefined : advantage(row, peer)
+    return { target, variant: row.variant, metric: row.metric, ratio, met: ratio === undefined ? undefined : ratio >= target.atLeast }
+  })
+}
+
+// ---------------------------------------------------------------------------
+// Formatting
+
+const fmt = (n: number | undefined, digits?: number): string => {
+  if (n === undefined || !Number.isFinite(n)) return "n/a"
+  const d = digits ?? (Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2)
+  return n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d })
+}
+const load = (l: ReadonlyArray<number>) => l.map((x) => x.toFixed(2)).join(" / ")
+const shownEnv = Object.keys(process.env).filter((name) => name.startsWith("BENCH_") && name !== "BENCH_JSON").sort()
+const command = [...shownEnv.map((name) => `${name}=${process.env[name]}`), "npm run bench"].join(" ")
+
+const lines: Array<string> = []
+lines.push("## Benchmark report")
+lines.push("")
+lines.push(`- command: \`${command}\` (${runs} run(s) per cell${smoke ? ", smoke sizes: not a measurement" : ""})`)
+lines.push(
+  `- machine: ${cpus().length} cores, ${cpus()[0]?.model.trim() ?? "unknown CPU"}, ${
+    Math.round(totalmem() / 2 ** 30)
+  } GiB RAM, Node ${process.version}, ${process.platform} ${process.arch}`
+)
+lines.push(
+  `- load average (1 / 5 / 15 min): ${load(loadBefore)} before, ${load(loadAfter)} after; ${
+    fmt(totalSeconds / 60, 1)
+  } min in all (${ran.map((r) => `${r.file} ${fmt(r.seconds, 0)} s`).join(", ")})`
+)
+lines.push("- ratios are oriented so that above 1× means better than the peer: faster, or less time or memory")
+lines.push("")
+lines.push("| workload | variant | impl | metric | median | min | max | p50 ms | p99 ms | vs peer |")
+lines.push("|---|---|---|---|---:|---:|---:|---:|---:|---|")
+for (const r of ran) {
+  for (const row of r.rows) {
+    const ratios = peersOf(r, row).flatMap((peer) => {
+      const other = find(row.workload, row.variant, peer, row.metric)
+      const ratio = other === undefined ? Number.NaN : advantage(row, other)
+      return Number.isFinite(ratio) ? [`${fmt(ratio, 2)}× ${peer}`] : []
+    })
+    lines.push(
+      `| ${row.workload} | ${row.variant} | ${row.impl} | ${row.metric} | ${fmt(row.median)} | ${fmt(row.min)} | ${
+        fmt(row.max)
+      } | ${row.p50 === undefined ? "" : fmt(row.p50, 3)} | ${row.p99 === undefined ? "" : fmt(row.p99, 3)} | ${
+        ratios.join(", ")
+      } |`
+    )
+  }
+}
+const failed = ran.filter((r) => r.error !== undefined)
+if (failed.length > 0) {
+  lines.push("")
+  for (const r of failed) lines.push(`- **${r.file} failed**: ${r.error!.split("\n")[0]}`)
+}
+
+const checked = ran.flatMap((r) => (r.workload?.targets ?? []).flatMap(checkTarget))
+lines.push("")
+lines.push("### Targets")
+lines.push("")
+lines.push("| workload | variant | ours | peer | metric | needs | measured | status |")
+lines.push("|---|---|---|---|---|---:|---:|---|")
+for (const c of checked) {
+  lines.push(
+    `| ${c.target.workload} | ${c.variant} | ${c.target.ours} | ${c.target.peer} | ${c.metric ?? "any"} | ≥ ${
+      fmt(c.target.atLeast, 2)
+    }× | ${c.ratio === undefined ? "not measured" : `${fmt(c.ratio, 2)}×`} | ${
+      c.met === undefined ? "❓" : c.met ? "✅" : "❌"
+    } |`
+  )
+}
+console.log(lines.join("\n"))
+
+if (process.env.BENCH_JSON !== undefined) {
+  writeFileSync(
+    process.env.BENCH_JSON,
+    JSON.stringify(
+      {
+        command,
+        runs,
+        smoke,
+        seconds: totalSeconds,
+        workloads: ran.map((r) => ({
+          file: r.file,
+          name: r.workload?.name,
+          seconds: r.seconds,
+          error: r.error,
+          rows: r.rows,
+          targets: r.workload?.targets ?? []
+        })),
+        targets: checked
+      },
+      null,
+      2
+    )
+  )
+}
+process.exit(failed.length > 0 ? 1 : 0)
