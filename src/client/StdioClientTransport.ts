@@ -18,7 +18,15 @@
  * own group on POSIX), so wrappers such as npx or a shell take their
  * grandchildren with them.
  */
-import { Deferred, Duration, Effect, Exit, Layer, PubSub, type Scope, Stream, SubscriptionRef } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as Arr from "effect/Array"
 import type * as Take from "effect/Take"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
@@ -365,7 +373,7 @@ export const make = Effect.fnUntraced(function*(
   const service = core.service({
     kind: "stdio",
     request: (method, params, options) =>
-      core.correlation.callBuffered(method, params, tryWrite, send, { timeoutMs: core.timeoutMsFor(options) }),
+      core.correlation.callBuffered(method, params, tryWrite, send, core.callOptions(options)),
     notify: (method, params) =>
       Effect.suspend(() => {
         const closed = core.correlation.closedWith()
