@@ -120,6 +120,8 @@ type PeerEnd =
   | { readonly _tag: "StdoutFailed"; readonly cause: unknown }
   | { readonly _tag: "StdinFailed"; readonly cause: unknown }
 
+const noLongerQueued: Correlation.Queued = { withdraw: () => {} }
+
 const SIGNAL_IN_MESSAGE = /signal:?\s*'?(SIG[A-Z0-9]+)/
 
 /** The spawner reports a death by signal as a failed `exitCode`; the signal name is only in the message. */
@@ -194,7 +196,28 @@ export const make = Effect.fnUntraced(function*(
   const tryWrite = (message: JsonRpc.JsonRpcRequest): MessageTooLarge | Correlation.WouldBlock | undefined => {
     const line = encode(message)
     if (typeof line !== "string") return line
-    return writer.tryWrite(line) ? undefined : Correlation.WouldBlock
+    if (writer.tryWrite(line)) return undefined
+    blockedMessage = message
+    blockedLine = line
+    return Correlation.WouldBlock
+  }
+  // The line `tryWrite` could not take, which `callBuffered` hands straight to `enqueue`: encoded once.
+  let blockedMessage: JsonRpc.JsonRpcRequest | undefined
+  let blockedLine = ""
+
+  /** The request slow path: waits in the writer's queue as a record, without a fiber (see BatchWriter). */
+  const enqueue = (
+    message: JsonRpc.JsonRpcRequest,
+    done: (error: TransportClosed | MessageTooLarge | undefined) => void
+  ): Correlation.Queued => {
+    const line = blockedMessage === message ? blockedLine : encode(message)
+    blockedMessage = undefined
+    blockedLine = ""
+    if (typeof line !== "string") {
+      done(line)
+      return noLongerQueued
+    }
+    return writer.enqueue(line, done)
   }
 
   const core = yield* ClientCore.make({
@@ -373,7 +396,7 @@ export const make = Effect.fnUntraced(function*(
   const service = core.service({
     kind: "stdio",
     request: (method, params, options) =>
-      core.correlation.callBuffered(method, params, tryWrite, send, core.callOptions(options)),
+      core.correlation.callBuffered(method, params, tryWrite, enqueue, core.callOptions(options)),
     notify: (method, params) =>
       Effect.suspend(() => {
         const closed = core.correlation.closedWith()

@@ -8,6 +8,11 @@
  * `capacity` lines; past that, senders wait in line, and the wait ends when
  * the sink takes the batch or fails when the writer closes. Nothing grows
  * without bound.
+ *
+ * A waiting sender is one small record (`enqueue`), not a fiber: with
+ * thousands of requests started at once most of them wait here, and a fiber
+ * per waiter cost several KiB each. A withdrawn waiter is only marked and
+ * skipped later, so withdrawing many (a burst of timeouts) stays linear.
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -22,6 +27,13 @@ export interface BatchWriter<Closed> {
   readonly tryWrite: (line: string) => boolean
   /** Appends one framed line, waiting in line for room; fails with the close error. */
   readonly write: (line: string) => Effect.Effect<void, Closed>
+  /**
+   * `write` without an Effect: queues the line behind waiting senders, or
+   * appends it at once when there is room. `done` runs once the line is in
+   * a batch (`undefined`) or will never be (the close error), possibly before
+   * `enqueue` returns; never after `withdraw`.
+   */
+  readonly enqueue: (line: string, done: (error: Closed | undefined) => void) => Queued
   /** Appends unless the batch is full (then drops it): for best-effort control messages. */
   readonly writeOrDrop: (line: string) => void
   /** Fails waiting and later senders with `error`; what is already batched is still written. */
@@ -30,10 +42,30 @@ export interface BatchWriter<Closed> {
   readonly run: <E, R>(sink: Sink.Sink<unknown, Uint8Array, unknown, E, R>) => Effect.Effect<void, E, R>
 }
 
-interface Waiter<Closed> {
-  readonly line: string
-  readonly resume: (exit: Exit.Exit<void, Closed>) => void
+/** A line waiting for room. */
+export interface Queued {
+  /** Takes the line back out of the queue; a no-op once it is in a batch or failed. */
+  readonly withdraw: () => void
 }
+
+class Waiter<Closed> implements Queued {
+  readonly line: string
+  readonly done: (error: Closed | undefined) => void
+  readonly onWithdraw: () => void
+  withdrawn = false
+  constructor(line: string, done: (error: Closed | undefined) => void, onWithdraw: () => void) {
+    this.line = line
+    this.done = done
+    this.onWithdraw = onWithdraw
+  }
+  withdraw() {
+    if (this.withdrawn) return
+    this.withdrawn = true
+    this.onWithdraw()
+  }
+}
+
+const settled: Queued = { withdraw: () => {} }
 
 export const make = <Closed>(capacity: number): BatchWriter<Closed> => {
   const limit = Math.max(1, capacity)
@@ -45,13 +77,19 @@ export const make = <Closed>(capacity: number): BatchWriter<Closed> => {
   let idle: ((exit: Exit.Exit<Arr.NonEmptyReadonlyArray<Uint8Array>, Cause.Done>) => void) | undefined
   let flushScheduled = false
   const waiters: Array<Waiter<Closed>> = []
+  /** Waiters not withdrawn; withdrawn ones stay in `waiters` until `admit` or `close` passes them. */
+  let live = 0
+  const onWithdraw = () => {
+    live--
+  }
 
   /** Hands the batch over; the room it frees goes to waiting senders first. */
   const take = (): Arr.NonEmptyReadonlyArray<Uint8Array> => {
     const chunk = Buffer.from(text, "utf8")
     text = ""
     count = 0
-    if (waiters.length > 0) admit()
+    if (live > 0) admit()
+    else if (waiters.length > 0) waiters.length = 0
     return [chunk]
   }
 
@@ -77,28 +115,40 @@ export const make = <Closed>(capacity: number): BatchWriter<Closed> => {
     let n = 0
     while (n < waiters.length && count < limit) {
       const waiter = waiters[n++]!
+      if (waiter.withdrawn) continue
+      waiter.withdrawn = true
+      live--
       append(waiter.line)
-      waiter.resume(Exit.void)
+      waiter.done(undefined)
     }
     if (n > 0) waiters.splice(0, n)
   }
 
   const tryWrite = (line: string): boolean => {
-    if (closed !== undefined || waiters.length > 0 || count >= limit) return false
+    if (closed !== undefined || live > 0 || count >= limit) return false
     append(line)
     return true
   }
 
+  const enqueue = (line: string, done: (error: Closed | undefined) => void): Queued => {
+    if (closed !== undefined) {
+      done(closed)
+      return settled
+    }
+    if (tryWrite(line)) {
+      done(undefined)
+      return settled
+    }
+    const waiter = new Waiter(line, done, onWithdraw)
+    waiters.push(waiter)
+    live++
+    return waiter
+  }
+
   const write = (line: string): Effect.Effect<void, Closed> =>
     Effect.callback<void, Closed>((resume) => {
-      if (closed !== undefined) return resume(Exit.fail(closed))
-      if (tryWrite(line)) return resume(Exit.void)
-      const waiter: Waiter<Closed> = { line, resume }
-      waiters.push(waiter)
-      return Effect.sync(() => {
-        const i = waiters.indexOf(waiter)
-        if (i !== -1) waiters.splice(i, 1)
-      })
+      const queued = enqueue(line, (error) => resume(error === undefined ? Exit.void : Exit.fail(error)))
+      return Effect.sync(() => queued.withdraw())
     })
 
   const writeOrDrop = (line: string) => {
@@ -109,8 +159,12 @@ export const make = <Closed>(capacity: number): BatchWriter<Closed> => {
     if (closed !== undefined) return
     closed = error
     ended = true
-    const failed = Exit.fail(error)
-    for (const waiter of waiters.splice(0)) waiter.resume(failed)
+    live = 0
+    for (const waiter of waiters.splice(0)) {
+      if (waiter.withdrawn) continue
+      waiter.withdrawn = true
+      waiter.done(error)
+    }
     if (idle !== undefined && count === 0) {
       const resume = idle
       idle = undefined
@@ -133,5 +187,5 @@ export const make = <Closed>(capacity: number): BatchWriter<Closed> => {
   const run = <E, R>(sink: Sink.Sink<unknown, Uint8Array, unknown, E, R>): Effect.Effect<void, E, R> =>
     Effect.asVoid(Stream.run(Stream.fromPull(Effect.succeed(pull)), sink))
 
-  return { tryWrite, write, writeOrDrop, close, run }
+  return { tryWrite, write, enqueue, writeOrDrop, close, run }
 }

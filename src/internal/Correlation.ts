@@ -25,6 +25,7 @@ export interface CallOptions {
   readonly onDeadline?: ((restart: () => void) => void) | undefined
 }
 
+/** A settled request. (A buffered one may also fail with its writer's error: see `callBuffered`.) */
 type Outcome = Effect.Effect<unknown, RpcError | TransportClosed | RequestTimeout>
 
 interface Entry {
@@ -35,6 +36,8 @@ interface Entry {
   resume: ((outcome: Outcome) => void) | undefined
   outcome: Outcome | undefined
   deadline: DeadlineNode | undefined
+  /** A buffered request's envelope while it waits for room in the writer. */
+  queued: Queued | undefined
   /** Set when the deadline, not the caller or the peer, ended the request. */
   expired: boolean
 }
@@ -42,6 +45,15 @@ interface Entry {
 /** What a `callBuffered` write returns when it cannot take the envelope without waiting. */
 export const WouldBlock: unique symbol = Symbol.for("effect-mcp-transport/Correlation/WouldBlock")
 export type WouldBlock = typeof WouldBlock
+
+/** An envelope waiting for room in a buffered writer (`callBuffered`'s `enqueue`). */
+export interface Queued {
+  /** Takes it back out; a no-op once it is written or failed. */
+  readonly withdraw: () => void
+}
+
+/** Marks an entry whose `enqueue` has not returned yet. */
+const notYetQueued: Queued = { withdraw: () => {} }
 
 export interface Correlation {
   /**
@@ -60,18 +72,21 @@ export interface Correlation {
    * `call` for transports that buffer writes (a pipe written once per tick):
    * `write` runs synchronously and returns `undefined` once the envelope is
    * taken, an error to fail the request with (nothing was sent), or
-   * `WouldBlock` when it cannot take it now, in which case `send` delivers it
-   * exactly as in `call`. Same settlement, timeout and cancellation rules as
-   * `call`, without `call`'s per-request fiber; on timeout `cancel` runs
-   * before the caller resumes, so the peer hears of it first.
+   * `WouldBlock` when it cannot take it now, in which case `enqueue` queues
+   * it: `done` runs once it is taken (`undefined`) or with the error that
+   * fails the request, and `withdraw` takes it back when the request ends
+   * first. The deadline covers the wait. Same settlement, timeout and
+   * cancellation rules as `call`, without `call`'s per-request fiber, even
+   * while waiting; on timeout `cancel` runs before the caller resumes, so the
+   * peer hears of it first.
    */
-  readonly callBuffered: <E, R>(
+  readonly callBuffered: <E>(
     method: string,
     params: unknown,
     write: (message: JsonRpc.JsonRpcRequest) => E | WouldBlock | undefined,
-    send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
+    enqueue: (message: JsonRpc.JsonRpcRequest, done: (error: E | undefined) => void) => Queued,
     options?: CallOptions
-  ) => Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R>
+  ) => Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed>
   /** Completes the pending request a response belongs to. False when the id is unknown. */
   readonly complete: (response: JsonRpc.JsonRpcResponse) => boolean
   /** Fails every pending request and every later call with `error`. Idempotent: the first error wins. */
@@ -97,7 +112,16 @@ export const make = (options: CorrelationOptions): Correlation => {
   let closed: TransportClosed | undefined
   const prefix = options.idPrefix
 
+  /** A request that ends while its envelope still waits for room must not be written later. */
+  const withdraw = (entry: Entry): void => {
+    const queued = entry.queued
+    if (queued === undefined) return
+    entry.queued = undefined
+    queued.withdraw()
+  }
+
   const settle = (entry: Entry, outcome: Outcome): void => {
+    withdraw(entry)
     if (entry.deferred !== undefined) Deferred.doneUnsafe(entry.deferred, outcome)
     else if (entry.resume !== undefined) entry.resume(outcome)
     else entry.outcome = outcome
@@ -132,6 +156,7 @@ export const make = (options: CorrelationOptions): Correlation => {
       resume: undefined,
       outcome: undefined,
       deadline: undefined,
+      queued: undefined,
       expired: false
     }
     entries.set(id, entry)
@@ -201,25 +226,27 @@ export const make = (options: CorrelationOptions): Correlation => {
     if (entries.get(entry.id) !== entry) return Effect.void
     entries.delete(entry.id)
     deadlines.remove(entry)
+    withdraw(entry)
     return closed !== undefined || entry.method === "initialize"
       ? Effect.void
       : options.cancel(entry.id, "Request cancelled by the caller")
   }
 
-  const awaitEntry = (entry: Entry): Effect.Effect<unknown, RpcError | TransportClosed | RequestTimeout> =>
+  // Outcomes of buffered entries fail only with the errors `callBuffered` declares.
+  const awaitEntry = <E>(entry: Entry): Effect.Effect<unknown, E | RpcError | TransportClosed | RequestTimeout> =>
     Effect.callback((resume) => {
       if (entry.outcome !== undefined) return resume(entry.outcome)
       entry.resume = resume
       return Effect.suspend(() => abandon(entry))
     })
 
-  const callBuffered = <E, R>(
+  const callBuffered = <E>(
     method: string,
     params: unknown,
     write: (message: JsonRpc.JsonRpcRequest) => E | WouldBlock | undefined,
-    send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
+    enqueue: (message: JsonRpc.JsonRpcRequest, done: (error: E | undefined) => void) => Queued,
     callOptions?: CallOptions
-  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> =>
+  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed> =>
     Effect.clockWith((clock) => {
       if (closed !== undefined) return Effect.fail(closed)
       const id = nextId()
@@ -227,16 +254,33 @@ export const make = (options: CorrelationOptions): Correlation => {
       // Registered after the write: a buffered write reaches the peer only
       // once this fiber yields, so no response can come before the entry.
       const written = write(message)
-      if (written === WouldBlock) return sendAndAwait(clock, id, message, send, callOptions)
-      if (written !== undefined) return Effect.fail(written)
+      if (written !== WouldBlock && written !== undefined) return Effect.fail(written)
       const entry = register(id, method, undefined)
+      if (written === WouldBlock) {
+        // Waiting for room is a record in the writer's queue, not a fiber and
+        // a race per request: with thousands of requests started at once,
+        // most of them wait here (see BatchWriter).
+        entry.queued = notYetQueued
+        const queued = enqueue(message, (error) => {
+          entry.queued = undefined
+          if (error !== undefined && entries.get(id) === entry) {
+            entries.delete(id)
+            deadlines.remove(entry)
+            // Only this call's awaitEntry<E> reads it, which declares E.
+            settle(entry, Exit.fail(error) as Exit.Exit<never, unknown> as Outcome)
+          }
+        })
+        if (entry.outcome !== undefined) return awaitEntry<E>(entry)
+        // `done` may already have run (room at once, or a closed writer).
+        if (entry.queued === notYetQueued) entry.queued = queued
+      }
       const timeoutMs = callOptions?.timeoutMs
-      if (!isTimed(timeoutMs)) return awaitEntry(entry)
+      if (!isTimed(timeoutMs)) return awaitEntry<E>(entry)
       const timer = armDeadline(clock, entry, timeoutMs, callOptions)
       // Starting the timer is a step of its own: an interruption right after it must still clear the entry.
       return timer === Effect.void
-        ? awaitEntry(entry)
-        : Effect.onInterrupt(Effect.andThen(timer, awaitEntry(entry)), () => abandon(entry))
+        ? awaitEntry<E>(entry)
+        : Effect.onInterrupt(Effect.andThen(timer, awaitEntry<E>(entry)), () => abandon(entry))
     })
 
   const complete = (response: JsonRpc.JsonRpcResponse): boolean => {

@@ -1,0 +1,73 @@
+/**
+ * Profiling copy of bench/in-flight-client.ts that also writes a heap snapshot at the peak
+ * (SNAPSHOT_PATH, default /tmp/in-flight.heapsnapshot); summarize with bench/profile/heap-summary.ts.
+ * Original description:
+ * `--expose-gc`: `node --expose-gc bench/in-flight-client.ts <client> <N>`.
+ * Starts N `tools/call`s at once against the latch responder, which holds
+ * them until all N have arrived and then signals over a Unix socket. At that
+ * peak (everything sent, nothing answered) this process samples its memory
+ * after a full GC, then releases the replies and waits for every call to
+ * settle. Prints one JSON line { heapKiB, rssKiB (per request), settleMs
+ * (release → all settled), totalMs (first call → all settled), fulfilled, rejected }.
+ */
+import { createServer, type Socket } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { loaderFor } from "../clients/index.ts"
+import { sampleMemory } from "../servers/tools.ts"
+
+const [clientName = "raw", countText = "10000"] = process.argv.slice(2)
+const count = Number(countText)
+const socketPath = join(tmpdir(), `bench-in-flight-${process.pid}.sock`)
+
+let arrived: (socket: Socket) => void = () => {}
+const allArrived = new Promise<Socket>((resolve) => arrived = resolve)
+const signals = createServer((socket) => {
+  socket.setEncoding("utf8")
+  socket.on("data", (text: string) => {
+    if (text.includes("arrived")) arrived(socket)
+  })
+})
+await new Promise<void>((resolve) => signals.listen(socketPath, resolve))
+
+const latch = new URL("../servers/latch-responder.ts", import.meta.url).pathname
+const client = await (await loaderFor(clientName)()).make(process.execPath, [
+  latch,
+  "--hold",
+  String(count),
+  "--signal",
+  socketPath
+])
+
+const base = sampleMemory()
+let fulfilled = 0
+let rejected = 0
+const t0 = performance.now()
+const calls: Array<Promise<void>> = new Array(count)
+for (let i = 0; i < count; i++) {
+  calls[i] = client.callTool().then(() => void fulfilled++, () => void rejected++)
+}
+// If calls fail before all have arrived (a timeout, a closed transport), there is no peak to sample.
+const settledEarly = Promise.all(calls).then(() => undefined)
+const socket = await Promise.race([allArrived, settledEarly])
+if (socket === undefined) throw new Error(`${clientName}: calls settled before all ${count} arrived (${rejected} failed)`)
+const peak = sampleMemory()
+const { writeHeapSnapshot } = await import("node:v8")
+process.stderr.write(`snapshot: ${writeHeapSnapshot(process.env.SNAPSHOT_PATH ?? "/tmp/in-flight.heapsnapshot")}\n`)
+const tRelease = performance.now()
+socket.write("release\n")
+await Promise.all(calls)
+const tDone = performance.now()
+await client.close()
+signals.close()
+process.stdout.write(
+  JSON.stringify({
+    heapKiB: (peak.heapUsed - base.heapUsed) / count / 1024,
+    rssKiB: (peak.rss - base.rss) / count / 1024,
+    settleMs: tDone - tRelease,
+    totalMs: tDone - t0,
+    fulfilled,
+    rejected
+  }) + "\n"
+)
+process.exit(0)
