@@ -11,6 +11,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -88,10 +89,20 @@ export interface StreamableHttpClientTransport extends ClientTransportShape {
 }
 
 const DEFAULT_CLOSE_TIMEOUT = Duration.seconds(2)
+/**
+ * After a POST's response arrived, its SSE body is read on in the background
+ * for at most this long. A body read to its end lets the HTTP client put the
+ * connection back in its pool; one dropped early costs a new TCP connection
+ * per request (and a TIME_WAIT socket). Servers close the stream right after
+ * the last response, so this bound only matters for misbehaving servers.
+ */
+const POST_DRAIN_TIMEOUT = Duration.seconds(3)
 const FIRST_VERSION_WITH_HEADER = "2025-06-18"
 
 
 const encoder = new TextEncoder()
+
+const STOPPED: SseReader.Ending = { _tag: "Stopped" }
 
 type PostError = HttpError | SessionExpired | TransportClosed | MessageTooLarge
 
@@ -290,6 +301,52 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     })
 
   /**
+   * Reads the SSE body of the POST that carried `request`. Once the response
+   * is in, the caller gets `Stopped` at once while a background fiber keeps
+   * reading the body to its end (bounded by POST_DRAIN_TIMEOUT), so the
+   * connection is reused; messages arriving meanwhile are still routed.
+   * Interrupting the caller before the response aborts the body.
+   */
+  const readPostStream = (
+    response: HttpClientResponse.HttpClientResponse,
+    request: JsonRpc.JsonRpcRequest,
+    cursor: SseReader.Cursor
+  ): Effect.Effect<SseReader.Ending, MalformedMessage | MessageTooLarge> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const outcome = yield* Deferred.make<SseReader.Ending, MalformedMessage | MessageTooLarge>()
+        let answered = false
+        const reading = SseReader.read(response.stream, cursor, {
+          maxEventBytes: maxBytes,
+          idleTimeoutMs,
+          onEvent: (event) => {
+            if (!SseReader.isMessageEvent(event)) return Effect.succeed(false)
+            if (answered) return Effect.as(core.dispatchFrame(event.data), false)
+            return Effect.flatMap(dispatchFor(request, event.data), () => {
+              if (isPending(request.id)) return Effect.succeed(false)
+              answered = true
+              return Effect.as(Deferred.succeed(outcome, STOPPED), false)
+            })
+          }
+        })
+        const drainBound = Deferred.await(outcome).pipe(
+          Effect.ignore,
+          Effect.andThen(Effect.sleep(POST_DRAIN_TIMEOUT))
+        )
+        const fiber = yield* FiberSet.run(
+          background,
+          Effect.raceFirst(
+            Effect.exit(reading).pipe(Effect.flatMap((exit) => Deferred.done(outcome, exit))),
+            drainBound
+          ).pipe(Effect.ignore, Effect.ensuring(Deferred.interrupt(outcome)))
+        )
+        return yield* restore(Deferred.await(outcome)).pipe(
+          Effect.onInterrupt(() => Fiber.interrupt(fiber))
+        )
+      })
+    )
+
+  /**
    * Reads a request's SSE answer until its response. A stream that stops
    * early is resumed with GET + `Last-Event-ID` when the server gave event
    * ids; otherwise the request fails with `NoResponse`.
@@ -305,7 +362,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
             ? Effect.map(dispatchFor(request, event.data), () => !isPending(request.id))
             : Effect.succeed(false)
       }
-      let ending = yield* SseReader.read(response.stream, cursor, readOptions)
+      let ending = yield* readPostStream(response, request, cursor)
       let backoff: SseReconnect.Backoff | undefined
       while (ending._tag !== "Stopped" && isPending(request.id)) {
         if (cursor.lastEventId === undefined) {

@@ -119,6 +119,15 @@ export const readText = (
         Effect.fail(new MessageTooLarge({ limit: maxBytes, size: declared, direction: "incoming" }))
       )
     }
+    // With a declared length within the limit, read the body whole: reading `stream` instead makes the
+    // HTTP client abort its AbortController when the stream ends, which costs a DOMException per response.
+    // Without a length (chunked), the streamed read below enforces the limit as bytes arrive.
+    if (Number.isFinite(declared) && response.headers["content-length"] !== "") {
+      return response.arrayBuffer.pipe(
+        Effect.map((buffer) => new TextDecoder().decode(buffer)),
+        Effect.catchTag("HttpClientError", (error) => Effect.fail(requestFailed(error, "reading the response body")))
+      )
+    }
     const decoder = new TextDecoder()
     let size = 0
     let text = ""
@@ -155,8 +164,16 @@ export const httpError = (
   )
 
 /** Reads and drops a body nobody needs (202 answers), so the connection can be reused. */
-export const discard = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<void> =>
-  response.stream.pipe(Stream.runDrain, Effect.timeoutOption("2 seconds"), Effect.ignore)
+export const discard = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<void> => {
+  const declared = Number(response.headers["content-length"])
+  // A small declared body is read whole (no abort per response, see readText); anything else is streamed away.
+  const drain = Number.isFinite(declared) && declared <= DISCARD_WHOLE_LIMIT && response.headers["content-length"] !== ""
+    ? response.arrayBuffer
+    : Stream.runDrain(response.stream)
+  return drain.pipe(Effect.timeoutOption("2 seconds"), Effect.ignore)
+}
+
+const DISCARD_WHOLE_LIMIT = 64 * 1024
 
 /** Session ids are visible ASCII (0x21–0x7E); anything else is not a usable header value. */
 export const isValidSessionId = (id: string): boolean => /^[\x21-\x7e]+$/.test(id)
