@@ -1,5 +1,5 @@
 /**
- * docs/bridge.md's first example with repository paths: server-everything
+ * README's bridge example ("As a library") with repository paths: server-everything
  * (stdio) over Streamable HTTP. `node scratchpad/bridge-example.ts [port]`
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
