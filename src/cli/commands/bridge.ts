@@ -20,11 +20,11 @@ import * as Option from "effect/Option"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Bridge from "../../bridge/Bridge.ts"
 import * as HttpServerTransport from "../../server/HttpServerTransport.ts"
+import * as ListenFlags from "../ListenFlags.ts"
 import * as Output from "../Output.ts"
 import * as Target from "../Target.ts"
 
-export const DEFAULT_PORT = 8421
-export const DEFAULT_HOST = "127.0.0.1"
+export const { DEFAULT_HOST, DEFAULT_PORT } = ListenFlags
 
 const connectTo = (target: Target.Target) => Target.connect(target, { listen: true })
 
@@ -70,15 +70,8 @@ export const command = Command.make(
       Flag.withDescription("Expose the server on stdin/stdout"),
       Flag.withDefault(false)
     ),
-    port: Flag.Int("port").pipe(
-      Flag.withDescription(`Port for --http; 0 picks a free one. Default ${DEFAULT_PORT}`),
-      Flag.filter((n) => n >= 0 && n <= 65535, (n) => `expected a port between 0 and 65535, got ${n}`),
-      Flag.optional
-    ),
-    host: Flag.String("host").pipe(
-      Flag.withDescription(`Interface for --http. Default ${DEFAULT_HOST}`),
-      Flag.optional
-    )
+    port: ListenFlags.port,
+    host: ListenFlags.host
   },
   ({ host, http, port, stdio, url }) =>
     Output.run(Effect.gen(function*() {

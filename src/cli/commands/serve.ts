@@ -21,10 +21,10 @@ import * as Option from "effect/Option"
 import { Command, Flag } from "effect/cli"
 import * as HttpServerTransport from "../../server/HttpServerTransport.ts"
 import * as ExampleServer from "../ExampleServer.ts"
+import * as ListenFlags from "../ListenFlags.ts"
 import * as Output from "../Output.ts"
 
-export const DEFAULT_PORT = 8421
-export const DEFAULT_HOST = "127.0.0.1"
+export const { DEFAULT_HOST, DEFAULT_PORT } = ListenFlags
 
 const serveHttp = (host: string, port: number) =>
   Effect.gen(function*() {
@@ -62,15 +62,8 @@ export const command = Command.make(
       Flag.withDescription("Serve Streamable HTTP (and legacy SSE) instead of stdio"),
       Flag.withDefault(false)
     ),
-    port: Flag.Int("port").pipe(
-      Flag.withDescription(`Port for --http; 0 picks a free one. Default ${DEFAULT_PORT}`),
-      Flag.filter((n) => n >= 0 && n <= 65535, (n) => `expected a port between 0 and 65535, got ${n}`),
-      Flag.optional
-    ),
-    host: Flag.String("host").pipe(
-      Flag.withDescription(`Interface for --http. Default ${DEFAULT_HOST}`),
-      Flag.optional
-    )
+    port: ListenFlags.port,
+    host: ListenFlags.host
   },
   ({ host, http, port, stdio }) =>
     Output.run(Effect.gen(function*() {
