@@ -7,6 +7,8 @@
  * after a full GC, then releases the replies and waits for every call to
  * settle. Prints one JSON line { heapKiB, rssKiB (per request), settleMs
  * (release → all settled), totalMs (first call → all settled), fulfilled, rejected }.
+ * With SNAPSHOT_PATH set it also writes a heap snapshot there at the peak, for
+ * bench/profile/heap-summary.ts (where the bytes per request go).
  */
 import { createServer, type Socket } from "node:net"
 import { tmpdir } from "node:os"
@@ -50,6 +52,10 @@ const settledEarly = Promise.all(calls).then(() => undefined)
 const socket = await Promise.race([allArrived, settledEarly])
 if (socket === undefined) throw new Error(`${clientName}: calls settled before all ${count} arrived (${rejected} failed)`)
 const peak = sampleMemory()
+if (process.env.SNAPSHOT_PATH) {
+  const { writeHeapSnapshot } = await import("node:v8")
+  process.stderr.write(`snapshot: ${writeHeapSnapshot(process.env.SNAPSHOT_PATH)}\n`)
+}
 const tRelease = performance.now()
 socket.write("release\n")
 await Promise.all(calls)

@@ -2,7 +2,7 @@
  * Profiling aid for the in-flight workload: the `ours` bench client with its
  * write queue capacity taken from IN_FLIGHT_CAPACITY (default: the transport's).
  * Run: npx node --expose-gc bench/in-flight-client.ts bench/profile/in-flight-ours.ts 10000
- * With IN_FLIGHT_SNAPSHOT=1 it writes a heap snapshot at the peak (see in-flight-snapshot.ts).
+ * For a heap snapshot at the peak, set SNAPSHOT_PATH (bench/in-flight-client.ts writes it).
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Effect from "effect/Effect"
