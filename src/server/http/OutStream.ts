@@ -3,18 +3,25 @@
  * stream, a session's standalone stream, a legacy connection), independent of
  * the HTTP connection that happens to carry it.
  *
- * Messages wait in a queue until a connection takes them. Taking a message
- * and storing it in the event store happen together, shielded from
- * interruption, so every message that left the queue can be replayed: a
- * connection that attaches with `Last-Event-ID` first replays what the store
- * holds after that id, then continues with the queue. Nothing is written
- * twice to the new connection and nothing taken is lost. Only one connection
- * reads at a time; attaching takes the stream over from the previous one.
+ * Messages are pushed, not pulled: while a connection is attached, a message
+ * is stored in the event store (which names it) and handed to that
+ * connection's queue in one step; with no connection it waits, unstored, in
+ * `pending`. So every message a connection could have lost is in the store:
+ * a connection that attaches with `Last-Event-ID` replays what the store holds
+ * after that id, then takes the pending ones. Nothing is written twice to the
+ * new connection and nothing handed out is lost. Only one connection reads at
+ * a time; attaching takes the stream over from the previous one.
+ *
+ * The push design keeps the cost of a message to one store append and one
+ * queue offer: a POST answered over SSE (one priming event, one response)
+ * runs no per-message pull, race or merge.
  */
-import * as Cause from "effect/Cause"
+import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Queue from "effect/Queue"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
@@ -51,8 +58,11 @@ export interface OutStream {
   /** No more messages; readers finish after the queued ones. */
   readonly end: Effect.Effect<void>
   readonly isEnded: () => boolean
-  /** Completes when a message that is not a response is queued (the handler streams). */
-  readonly awaitStreaming: Effect.Effect<void>
+  /**
+   * Completes with `true` as soon as a message that is not a response is
+   * queued (the handler streams), or with `false` when the stream ends first.
+   */
+  readonly awaitStreamingOrEnd: Effect.Effect<boolean>
   readonly awaitEnded: Effect.Effect<void>
   readonly isStreaming: () => boolean
   /** Takes what is queued without a connection (for a JSON answer). */
@@ -74,43 +84,97 @@ export interface OutStream {
 
 // Marks where a connection should end (closeConnection); never written.
 const CLOSE = Symbol("OutStream/close")
-type Item = JsonRpc.JsonRpcMessage | typeof CLOSE
+/** A message already stored and framed (it was handed to a connection that went away unread). */
+interface Framed {
+  readonly _tag: "Framed"
+  readonly bytes: Uint8Array
+}
+type Pending = JsonRpc.JsonRpcMessage | Framed | typeof CLOSE
+
+const isFramed = (item: Pending): item is Framed =>
+  item !== CLOSE && (item as { readonly _tag?: unknown })._tag === "Framed"
+
+interface Connection {
+  readonly queue: Queue.Queue<Uint8Array, Cause.Done>
+  /** This connection's own opening frames (priming, replay, preamble): never handed to another. */
+  head: Uint8Array | undefined
+}
+
+const keepAliveFrame = SseWire.encode(": keepalive\n\n")
 
 export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
   Effect.gen(function*() {
-    const queue = options.capacity === undefined
-      ? yield* Queue.unbounded<Item, Cause.Done>()
-      : yield* Queue.sliding<Item, Cause.Done>(options.capacity)
+    // Serialises storing and handing out, so the store's order is the wire's order.
     const permit = yield* Semaphore.make(1)
-    const streaming = yield* Deferred.make<void>()
+    const settled = yield* Deferred.make<boolean>()
     const ended = yield* Deferred.make<void>()
     const store = options.store
+    const capacity = options.capacity
+    const pending: Array<Pending> = []
     let isEnded = false
     let closed = false
     let drainedSignalled = false
-    let tokens = 0
-    let current: { readonly token: number; readonly detach: Deferred.Deferred<void> } | undefined
+    let streaming = false
+    let current: Connection | undefined
+
+    const keep = (item: Pending) => {
+      pending.push(item)
+      // The oldest message goes first when nobody reads for long.
+      if (capacity !== undefined && pending.length > capacity) pending.shift()
+    }
+
+    const frame = (message: JsonRpc.JsonRpcMessage): Effect.Effect<Uint8Array> => {
+      const data = JSON.stringify(message)
+      return store === undefined
+        ? Effect.succeed(SseWire.encode(SseWire.event(data)))
+        : Effect.map(store.append(options.streamId, data), (id) => SseWire.encode(SseWire.event(data, id)))
+    }
+
+    /** Ends a connection after what it holds; what it never took goes back to `pending` when `reclaim`. */
+    const release = (connection: Connection, reclaim: boolean) => {
+      if (current === connection) current = undefined
+      if (reclaim) {
+        const back: Array<Pending> = []
+        for (let taken = Queue.takeUnsafe(connection.queue); taken?._tag === "Success"; taken = Queue.takeUnsafe(connection.queue)) {
+          if (taken.value !== keepAliveFrame && taken.value !== connection.head) back.push({ _tag: "Framed", bytes: taken.value })
+        }
+        if (back.length > 0) pending.unshift(...back)
+      }
+      Queue.endUnsafe(connection.queue)
+    }
+
+    // Stores and hands one item to the attached connection (under the permit).
+    const deliver = (connection: Connection, item: JsonRpc.JsonRpcMessage): Effect.Effect<void> =>
+      Effect.map(frame(item), (bytes) => {
+        Queue.offerUnsafe(connection.queue, bytes)
+      })
 
     const offer = (message: JsonRpc.JsonRpcMessage) =>
       Effect.suspend(() => {
         if (isEnded) return Effect.succeed(false)
-        if (!JsonRpc.isResponse(message)) Deferred.doneUnsafe(streaming, Effect.void)
-        return Queue.offer(queue, message)
+        if (!streaming && !JsonRpc.isResponse(message)) {
+          streaming = true
+          Deferred.doneUnsafe(settled, Effect.succeed(true))
+        }
+        return permit.withPermit(Effect.suspend(() => {
+          const connection = current
+          if (connection === undefined) {
+            keep(message)
+            return Effect.succeed(true)
+          }
+          return Effect.as(deliver(connection, message), true)
+        }))
       })
 
     const end = Effect.suspend(() => {
       if (isEnded) return Effect.void
       isEnded = true
+      Deferred.doneUnsafe(settled, Effect.succeed(false))
       Deferred.doneUnsafe(ended, Effect.void)
-      return Effect.asVoid(Queue.end(queue))
+      return permit.withPermit(Effect.sync(() => {
+        if (current !== undefined) release(current, false)
+      }))
     })
-
-    const frame = (message: JsonRpc.JsonRpcMessage): Effect.Effect<string> => {
-      const data = JSON.stringify(message)
-      return store === undefined
-        ? Effect.succeed(SseWire.event(data))
-        : Effect.map(store.append(options.streamId, data), (id) => SseWire.event(data, id))
-    }
 
     const signalDrained = Effect.suspend(() => {
       if (drainedSignalled) return Effect.void
@@ -118,68 +182,104 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
       return options.onDrained ?? Effect.void
     })
 
-    // One pull: wait for a message (interruptible), then take and store it
-    // (not interruptible), so a message is never taken without being stored.
-    // One message per write: some clients dispatch a chunk's events
-    // synchronously and would see a response before the progress before it.
-    const pull = (token: number): Effect.Effect<Uint8Array, Cause.Done> =>
-      permit.withPermit(Effect.uninterruptibleMask((restore) => {
-        if (closed || current?.token !== token) return Cause.done()
-        return restore(Queue.take(queue)).pipe(
-          Effect.tapError(() => signalDrained),
-          Effect.flatMap((item) => item === CLOSE ? Cause.done() : frame(item)),
-          Effect.map(SseWire.encode)
-        )
-      }))
+    // Moves `pending` into a new connection: framed items unless a replay already
+    // covered them, messages stored now, up to a close marker.
+    const drainPending = (connection: Connection, replayed: boolean): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        while (pending.length > 0) {
+          const item = pending.shift()!
+          if (item === CLOSE) {
+            release(connection, false)
+            return
+          }
+          if (isFramed(item)) {
+            if (!replayed) Queue.offerUnsafe(connection.queue, item.bytes)
+          } else {
+            yield* deliver(connection, item)
+          }
+        }
+        if (isEnded) release(connection, false)
+      })
+
+    const keepAlive = (connection: Connection, intervalMs: number | undefined) =>
+      intervalMs === undefined || intervalMs <= 0 || !Number.isFinite(intervalMs)
+        ? Effect.void
+        : Effect.asVoid(Effect.forkScoped(
+          Effect.sync(() => {
+            // Only an idle connection needs one, and it never displaces a message.
+            if (Queue.sizeUnsafe(connection.queue) === 0) Queue.offerUnsafe(connection.queue, keepAliveFrame)
+          }).pipe(Effect.delay(Duration.millis(intervalMs)), Effect.repeat(Schedule.forever))
+        ))
 
     const attach = (attachOptions: AttachOptions): Stream.Stream<Uint8Array> =>
       Stream.unwrap(Effect.gen(function*() {
-        const token = ++tokens
-        const detach = yield* Deferred.make<void>()
-        const previous = current
-        current = { token, detach }
-        if (previous !== undefined) yield* Deferred.succeed(previous.detach, undefined)
-        const head = yield* permit.withPermit(Effect.gen(function*() {
-          const frames: Array<string> = [...(attachOptions.preamble ?? [])]
+        if (closed) return Stream.empty
+        const queue = capacity === undefined
+          ? yield* Queue.unbounded<Uint8Array, Cause.Done>()
+          : yield* Queue.sliding<Uint8Array, Cause.Done>(capacity)
+        const connection: Connection = { queue, head: undefined }
+        yield* permit.withPermit(Effect.gen(function*() {
+          const previous = current
+          current = connection
+          // The connection taken over gives back what it never took.
+          if (previous !== undefined) release(previous, true)
+          const head: Array<string> = [...(attachOptions.preamble ?? [])]
           if (attachOptions.priming && store !== undefined) {
             const id = yield* store.append(options.streamId, "")
-            frames.push(SseWire.event("", id))
-            if (attachOptions.retryMs !== undefined) frames.push(SseWire.retry(attachOptions.retryMs))
+            head.push(SseWire.event("", id))
+            if (attachOptions.retryMs !== undefined) head.push(SseWire.retry(attachOptions.retryMs))
           } else if (attachOptions.retryMs !== undefined && store !== undefined) {
-            frames.push(SseWire.retry(attachOptions.retryMs))
+            head.push(SseWire.retry(attachOptions.retryMs))
           }
+          let replayed = false
           if (attachOptions.lastEventId !== undefined && store !== undefined) {
             const replay = yield* store.replayAfter(attachOptions.lastEventId)
             if (Option.isSome(replay) && replay.value.streamId === options.streamId) {
-              for (const e of replay.value.events) frames.push(SseWire.event(e.data, e.id, e.event))
+              replayed = true
+              for (const e of replay.value.events) head.push(SseWire.event(e.data, e.id, e.event))
             }
           }
           // Something on the wire at once, so the response headers go out now
           // rather than with the first message (or keep-alive).
-          if (frames.length === 0) frames.push(": stream open\n\n")
-          return frames
+          if (head.length === 0) head.push(": stream open\n\n")
+          connection.head = SseWire.encode(head.join(""))
+          Queue.offerUnsafe(queue, connection.head)
+          yield* drainPending(connection, replayed)
         }))
-        const live = Stream.fromEffectRepeat(pull(token))
-        const frames = Stream.concat(Stream.make(SseWire.encode(head.join(""))), live)
-        return SseWire.withKeepAlive(
-          frames.pipe(Stream.interruptWhen(Deferred.await(detach))),
-          attachOptions.keepAliveMs
-        ).pipe(
-          Stream.ensuring(Effect.sync(() => {
-            if (current?.token === token) current = undefined
+        yield* keepAlive(connection, attachOptions.keepAliveMs)
+        yield* Effect.addFinalizer(() =>
+          permit.withPermit(Effect.suspend(() => {
+            const wasCurrent = current === connection
+            release(connection, wasCurrent)
+            return isEnded && pending.length === 0 ? signalDrained : Effect.void
           }))
         )
+        // One frame per write, and a message that follows another message goes
+        // out in a later turn: some clients dispatch a chunk's events out of
+        // order (a response before the progress that preceded it on the wire).
+        let spaced = false
+        const take = Effect.map(Queue.take(queue), (bytes): readonly [Uint8Array] => {
+          spaced = bytes !== connection.head && bytes !== keepAliveFrame
+          return [bytes]
+        })
+        return Stream.fromPull(Effect.succeed(Effect.suspend(() =>
+          spaced && Queue.sizeUnsafe(queue) > 0 ? Effect.andThen(Effect.yieldNow, take) : take
+        )))
       }))
 
-    const detach = Effect.suspend(() =>
-      current === undefined ? Effect.void : Effect.asVoid(Deferred.succeed(current.detach, undefined))
-    )
+    const detach = permit.withPermit(Effect.sync(() => {
+      if (current !== undefined) release(current, true)
+    }))
 
-    const closeConnection = Effect.suspend(() => isEnded ? Effect.void : Effect.asVoid(Queue.offer(queue, CLOSE)))
+    const closeConnection = permit.withPermit(Effect.sync(() => {
+      if (isEnded) return
+      if (current !== undefined) release(current, false)
+      else keep(CLOSE)
+    }))
 
     const close = Effect.suspend(() => {
       closed = true
-      return Effect.andThen(end, detach)
+      return end
     })
 
     return {
@@ -187,13 +287,14 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
       offer,
       end,
       isEnded: () => isEnded,
-      awaitStreaming: Deferred.await(streaming),
+      awaitStreamingOrEnd: Deferred.await(settled),
       awaitEnded: Deferred.await(ended),
-      isStreaming: () => Deferred.isDoneUnsafe(streaming),
-      takeQueued: Queue.clear(queue).pipe(
-        Effect.catch(() => Effect.succeed([] as Array<Item>)),
-        Effect.map((items) => items.filter((i): i is JsonRpc.JsonRpcMessage => i !== CLOSE))
-      ),
+      isStreaming: () => streaming,
+      takeQueued: Effect.sync(() => {
+        const messages = pending.filter((i): i is JsonRpc.JsonRpcMessage => i !== CLOSE && !isFramed(i))
+        pending.length = 0
+        return messages
+      }),
       attach,
       detach,
       closeConnection,

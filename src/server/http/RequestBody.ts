@@ -1,7 +1,8 @@
 /**
- * Reading what a client POSTs: the body under a byte limit that is checked
- * while the bytes arrive (reading stops at the limit; the answer closes the
- * connection), and the media-type checks around it.
+ * Reading what a client POSTs: the body under a byte limit (a declared
+ * `Content-Length` is checked before reading; a chunked body while the bytes
+ * arrive, and reading stops at the limit; the answer closes the connection),
+ * and the media-type checks around it.
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -21,7 +22,11 @@ export const read = (
 ): Effect.Effect<string, BodyTooLarge | BodyUnreadable> =>
   Effect.suspend(() => {
     const declared = Number(request.headers["content-length"])
-    if (Number.isFinite(declared) && declared > limit) return Effect.fail(new BodyTooLarge({ limit, seen: declared }))
+    if (Number.isFinite(declared)) {
+      if (declared > limit) return Effect.fail(new BodyTooLarge({ limit, seen: declared }))
+      // The HTTP parser delivers exactly the declared length, so the limit already holds.
+      return Effect.mapError(request.text, (cause) => new BodyUnreadable({ cause }))
+    }
     const chunks: Array<Uint8Array> = []
     let size = 0
     return request.stream.pipe(

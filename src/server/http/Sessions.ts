@@ -102,8 +102,13 @@ export interface Sessions {
   readonly awaitNoStreams: Effect.Effect<void>
 }
 
-/** 96 random bits, URL-safe; stream ids end up inside SSE event ids. */
-const streamId = () => randomBytes(12).toString("base64url")
+// Stream ids end up inside SSE event ids and in a possibly shared event store:
+// unique across processes (a random prefix per process), cheap per stream (a
+// counter). They grant nothing: a resumption is checked against the session
+// that owns the stream.
+const streamPrefix = randomBytes(9).toString("base64url")
+let streams = 0
+const streamId = () => `${streamPrefix}-${(++streams).toString(36)}`
 
 export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.fn.Return<Sessions, never, Scope.Scope> {
   const parentScope = yield* Effect.scope

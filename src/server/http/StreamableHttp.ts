@@ -153,13 +153,16 @@ export const post = (env: Env): Guarded => (request, principal) =>
       m._tag === "Request" && !claimed.includes(m.message.id)
         ? Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
         : s.server.handleMessage(m)
-    const work = Effect.forEach(messages, (m) =>
+    const answerOne = (m: JsonRpc.Classified) =>
       answer(m).pipe(
-        Effect.tap((reply) => {
+        Effect.flatMap((reply) => {
           if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
           return reply === null ? Effect.void : out.offer(reply)
         })
-      ), { concurrency: "unbounded", discard: true }).pipe(
+      )
+    const work = (messages.length === 1
+      ? answerOne(messages[0])
+      : Effect.forEach(messages, answerOne, { concurrency: "unbounded", discard: true })).pipe(
         Effect.ensuring(Effect.suspend(() => {
           for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
           return out.end
@@ -180,10 +183,8 @@ export const post = (env: Env): Guarded => (request, principal) =>
       )
 
     if (config.responseMode === "sse" && accepts.sse) return stream()
-    const streams = yield* Effect.raceFirst(
-      Effect.as(out.awaitEnded, false),
-      accepts.sse ? Effect.as(out.awaitStreaming, true) : Effect.never
-    )
+    // A JSON-only client waits for the end whatever the handler sends on the way.
+    const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
     if (streams || (accepts.sse && out.isStreaming())) return stream()
     if (!accepts.json) return stream()
     const replies = (yield* out.takeQueued) as ReadonlyArray<JsonRpc.JsonRpcResponse>
