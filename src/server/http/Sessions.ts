@@ -48,8 +48,14 @@ export interface Session {
   readonly requestRoutes: Map<JsonRpc.RequestId, RequestRoute>
   /** Streams still being written, by stream id (resumable with `Last-Event-ID`). */
   readonly liveStreams: Map<string, OutStream.OutStream>
-  /** Every stream id this session was given, so `Last-Event-ID` cannot reach another session's events. */
+  /**
+   * The stream ids this session may resume, so `Last-Event-ID` cannot reach
+   * another session's events: the live ones and the last
+   * `FINISHED_STREAMS_KEPT` finished ones.
+   */
   readonly ownedStreams: Set<string>
+  /** Finished streams still resumable, oldest first. */
+  readonly finishedStreams: Array<string>
   /** Negotiated in `initialize` (read from the handler's result). */
   protocolVersion: string | undefined
   /** HTTP requests in progress and SSE connections open. */
@@ -75,6 +81,12 @@ export interface SessionsConfig {
 }
 
 export type Admission = "ok" | "server-full" | "session-full"
+
+/**
+ * Finished streams a session can still resume; older ones are forgotten
+ * (their events too), so a long session answering over SSE holds bounded state.
+ */
+export const FINISHED_STREAMS_KEPT = 256
 
 export interface Stats {
   readonly sessions: number
@@ -143,6 +155,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         if (scope !== undefined) yield* Scope.close(scope, Exit.void)
         for (const id of session.ownedStreams) yield* config.store.removeStream(id)
         session.ownedStreams.clear()
+        session.finishedStreams.length = 0
         if (session.id !== undefined && config.onSessionEnd !== undefined) {
           // The hook's defects are its own: the session is closed either way.
           yield* Effect.exit(config.onSessionEnd(session.id))
@@ -156,8 +169,14 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       const out = yield* OutStream.make({
         streamId: id,
         store: resumable ? config.store : undefined,
-        onDrained: Effect.sync(() => {
+        onDrained: Effect.suspend(() => {
           session.liveStreams.delete(id)
+          if (!resumable || session.closed) return Effect.void
+          session.finishedStreams.push(id)
+          if (session.finishedStreams.length <= FINISHED_STREAMS_KEPT) return Effect.void
+          const oldest = session.finishedStreams.shift()!
+          session.ownedStreams.delete(oldest)
+          return config.store.removeStream(oldest)
         })
       })
       if (resumable) {
@@ -236,6 +255,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         requestRoutes,
         liveStreams: new Map(),
         ownedStreams: new Set(),
+        finishedStreams: [],
         protocolVersion: undefined,
         active: 0,
         connections: 0,

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Option, Ref } from "effect"
+import { FINISHED_STREAMS_KEPT } from "../../../src/server/http/Sessions.ts"
 import { eventually, isClean, openSession, openSse, post, run, withServer } from "./helpers.ts"
 
 const call = (id: number | string, name: string, args: Record<string, unknown> = {}, meta?: Record<string, unknown>) => ({
@@ -169,6 +170,29 @@ describe("Streamable HTTP server", () => {
       const replay = await openSse(url, { headers: { accept: "text/event-stream", ...h, "last-event-id": from } })
       await replay.reader!.done
       expect(replay.reader!.events.map((e) => e.id)).toEqual(withData.slice(2).map((e) => e.id))
+    }))
+
+  it.live("a long session answering over SSE keeps a bounded number of finished streams resumable", () =>
+    withServer({ responseMode: "sse" }, async ({ url, transport }) => {
+      const sessionId = await openSession(url)
+      const h = { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" }
+      const firstIds: Array<string> = []
+      const calls = FINISHED_STREAMS_KEPT + 40
+      for (let i = 0; i < calls; i++) {
+        const { reader } = await openSse(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...h },
+          body: JSON.stringify(call(100 + i, "echo", { text: "x" }))
+        })
+        await reader!.done
+        if (i === 0) firstIds.push(...reader!.events.map((e) => e.id!).filter((id) => id !== undefined))
+      }
+      // Two events per call (priming and answer): the store holds the kept streams' events only.
+      const stored = (await run(transport.stats)).storedEvents
+      expect(stored).toBeLessThanOrEqual(2 * FINISHED_STREAMS_KEPT + 2)
+      const forgotten = await fetch(url, { headers: { accept: "text/event-stream", ...h, "last-event-id": firstIds[0] } })
+      expect(forgotten.status).toBe(400)
+      await forgotten.body?.cancel()
     }))
 
   it.live("keep-alive comments on long streams", () =>
