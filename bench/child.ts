@@ -13,13 +13,23 @@ export const script = (relative: string): string => new URL(relative, import.met
 export const runJsonLines = <A>(
   file: string,
   args: ReadonlyArray<string>,
-  options: { readonly nodeArgs?: ReadonlyArray<string>; readonly timeoutMs?: number } = {}
+  options: {
+    readonly nodeArgs?: ReadonlyArray<string>
+    readonly timeoutMs?: number
+    /** Added to this process's environment. */
+    readonly env?: Record<string, string>
+  } = {}
 ): Promise<Array<A>> =>
   new Promise((resolve, reject) => {
     execFile(
       process.execPath,
       [...(options.nodeArgs ?? []), file, ...args],
-      { encoding: "utf8", maxBuffer: 16 << 20, timeout: options.timeoutMs ?? 300_000 },
+      {
+        encoding: "utf8",
+        maxBuffer: 16 << 20,
+        timeout: options.timeoutMs ?? 300_000,
+        ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } })
+      },
       (error, stdout, stderr) => {
         if (error !== null) {
           reject(new Error(`${file} ${args.join(" ")} failed: ${error.message}\n${stderr.slice(-2000)}`))

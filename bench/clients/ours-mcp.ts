@@ -6,10 +6,12 @@
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import * as McpClient from "../../src/client/McpClient.ts"
-import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import { driveEffect } from "./effect-drive.ts"
+import { loadMcpClient, loadStdioClientTransport } from "./our-modules.ts"
 import type { BenchClient } from "./types.ts"
+
+const McpClient = await loadMcpClient()
+const StdioClientTransport = await loadStdioClientTransport()
 
 export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
   const runtime = ManagedRuntime.make(

@@ -3,10 +3,12 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import { ClientTransport } from "../../src/client/ClientTransport.ts"
-import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import { driveEffect } from "./effect-drive.ts"
+import { loadClientTransport, loadStdioClientTransport } from "./our-modules.ts"
 import type { BenchClient } from "./types.ts"
+
+const { ClientTransport } = await loadClientTransport()
+const StdioClientTransport = await loadStdioClientTransport()
 
 export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
   const runtime = ManagedRuntime.make(

@@ -8,10 +8,13 @@
  * - import: loading the client's modules (for Effect clients, mostly `effect`);
  * - open → first result: spawn + handshake + one call, modules already loaded;
  * - teardown: close → the server process is gone.
- * Runs of different clients are interleaved.
+ * Runs of different clients are interleaved. Our clients load the built
+ * JavaScript in `dist/` (`npm run bench` builds it first), as a user's process
+ * does: the peers, too, are loaded as the JavaScript they publish.
  *
  * Environment: BENCH_COLD_CLIENTS (raw,ours,ours-mcp,sdk,effect-ai).
  */
+import { existsSync } from "node:fs"
 import { envList, groupRows, interleave, mapLimited, parallelism, runJsonLines, Samples, script } from "../child.ts"
 import type { Target, Workload } from "../workload.ts"
 
@@ -34,10 +37,15 @@ export const workload: Workload = {
   targets: [noSlower(TOTAL, "ours-mcp"), noSlower(TOTAL, "ours"), noSlower("teardown", "ours-mcp")],
   run: async ({ runs, smoke }) => {
     const clients = envList("BENCH_COLD_CLIENTS", "raw,ours,ours-mcp,sdk,effect-ai")
+    if (!existsSync(new URL("../../dist/client/McpClient.js", import.meta.url))) {
+      throw new Error("cold start loads our built modules: run `npm run build` first (`npm run bench` does)")
+    }
     const samples = new Samples(NAME)
     const results = await mapLimited(interleave(runs, clients), parallelism(smoke), async (client) => {
       const spawnedAt = performance.timeOrigin + performance.now()
-      const [result] = await runJsonLines<Result>(script("./cold-start-client.ts"), [client])
+      const [result] = await runJsonLines<Result>(script("./cold-start-client.ts"), [client], {
+        env: { BENCH_BUILD: "dist" }
+      })
       return { client, spawnedAt, x: result! }
     })
     for (const { client, spawnedAt, x } of results) {
