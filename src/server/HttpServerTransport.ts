@@ -98,6 +98,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     idleTimeoutMs: config.idleTimeoutMs,
     standaloneBuffer: config.standaloneBuffer,
     requestTimeoutMs: config.clientRequestTimeoutMs,
+    keepAliveMs: config.keepAliveMs,
     onSessionEnd: options?.onSessionEnd
   })
   const hub = yield* SeedSurface.makeBroadcast(store, config.broadcastBuffer, config.keepAliveMs)

@@ -101,7 +101,7 @@ describe("event store and resumable streams", () => {
       let connection = 0
       const connect = (open: Deferred.Deferred<void>) => {
         const mine = ++connection
-        return out.attach({ priming: true, retryMs: undefined, lastEventId: lastSeen, keepAliveMs: undefined }).pipe(
+        return out.attach({ priming: true, retryMs: undefined, lastEventId: lastSeen }).pipe(
           Stream.runForEach((chunk) =>
             Effect.sync(() => {
               if (mine !== connection) return

@@ -31,7 +31,6 @@ export const open = (env: Env): Guarded => (request, principal) =>
         priming: false,
         retryMs: undefined,
         lastEventId: undefined,
-        keepAliveMs: env.config.keepAliveMs,
         preamble: [SseWire.event(endpoint, undefined, "endpoint")]
       }),
       {}

@@ -18,14 +18,13 @@
  */
 import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
 import * as Queue from "effect/Queue"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as JsonRpc from "../../JsonRpc.ts"
+import * as KeepAlive from "./KeepAlive.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import * as SseWire from "./SseWire.ts"
 
@@ -37,6 +36,8 @@ export interface OutStreamOptions {
   readonly capacity?: number | undefined
   /** Runs once when the stream has ended and every queued message was taken. */
   readonly onDrained?: Effect.Effect<void> | undefined
+  /** Feeds idle connections keep-alive comments; none without one. */
+  readonly keepAlive?: KeepAlive.Ticker | undefined
 }
 
 export interface AttachOptions {
@@ -46,7 +47,6 @@ export interface AttachOptions {
   readonly retryMs: number | undefined
   /** Replay the stored events after this id before the live ones. */
   readonly lastEventId: string | undefined
-  readonly keepAliveMs: number | undefined
   /** Frames written before anything else (the legacy `endpoint` event). */
   readonly preamble?: ReadonlyArray<string> | undefined
 }
@@ -201,16 +201,6 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
         if (isEnded) release(connection, false)
       })
 
-    const keepAlive = (connection: Connection, intervalMs: number | undefined) =>
-      intervalMs === undefined || intervalMs <= 0 || !Number.isFinite(intervalMs)
-        ? Effect.void
-        : Effect.asVoid(Effect.forkScoped(
-          Effect.sync(() => {
-            // Only an idle connection needs one, and it never displaces a message.
-            if (Queue.sizeUnsafe(connection.queue) === 0) Queue.offerUnsafe(connection.queue, keepAliveFrame)
-          }).pipe(Effect.delay(Duration.millis(intervalMs)), Effect.repeat(Schedule.forever))
-        ))
-
     const attach = (attachOptions: AttachOptions): Stream.Stream<Uint8Array> =>
       Stream.unwrap(Effect.gen(function*() {
         if (closed) return Stream.empty
@@ -246,9 +236,13 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
           Queue.offerUnsafe(queue, connection.head)
           yield* drainPending(connection, replayed)
         }))
-        yield* keepAlive(connection, attachOptions.keepAliveMs)
+        // Only an idle connection needs one, and it never displaces a message.
+        const stopKeepAlive = yield* (options.keepAlive ?? KeepAlive.none).add(() => {
+          if (Queue.sizeUnsafe(queue) === 0) Queue.offerUnsafe(queue, keepAliveFrame)
+        })
         yield* Effect.addFinalizer(() =>
           permit.withPermit(Effect.suspend(() => {
+            stopKeepAlive()
             const wasCurrent = current === connection
             release(connection, wasCurrent)
             return isEnded && pending.length === 0 ? signalDrained : Effect.void

@@ -25,6 +25,7 @@ import { TransportClosed } from "../../McpError.ts"
 import * as ServerSession from "../../internal/ServerSession.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
+import * as KeepAlive from "./KeepAlive.ts"
 import * as OutStream from "./OutStream.ts"
 
 export type SessionKind = "streamable" | "legacy" | "ephemeral"
@@ -76,6 +77,8 @@ export interface SessionsConfig {
   readonly idleTimeoutMs: number | undefined
   readonly standaloneBuffer: number
   readonly requestTimeoutMs: number
+  /** Interval of keep-alive comments on idle SSE connections; none when undefined. */
+  readonly keepAliveMs: number | undefined
   /** Told the id of every session with one (streamable, legacy) once it has ended. */
   readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
 }
@@ -124,6 +127,7 @@ const streamId = () => `${streamPrefix}-${(++streams).toString(36)}`
 
 export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.fn.Return<Sessions, never, Scope.Scope> {
   const parentScope = yield* Effect.scope
+  const keepAlive = yield* KeepAlive.make(config.keepAliveMs)
   const sessions = new Map<string, Session>()
   const legacy = new Map<string, Session>()
   const ephemeral = new Set<Session>()
@@ -169,6 +173,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       const out = yield* OutStream.make({
         streamId: id,
         store: resumable ? config.store : undefined,
+        keepAlive,
         onDrained: Effect.suspend(() => {
           session.liveStreams.delete(id)
           if (!resumable || session.closed) return Effect.void
@@ -211,7 +216,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       const standalone = yield* OutStream.make({
         streamId: standaloneId,
         store: kind === "streamable" ? config.store : undefined,
-        capacity: kind === "legacy" ? undefined : config.standaloneBuffer
+        capacity: kind === "legacy" ? undefined : config.standaloneBuffer,
+        keepAlive
       })
       const requestRoutes = new Map<JsonRpc.RequestId, RequestRoute>()
       const closedError = () => new TransportClosed({ reason: "HTTP session closed" })

@@ -176,8 +176,7 @@ export const post = (env: Env): Guarded => (request, principal) =>
         out.attach({
           priming: !ephemeral && primes(s.protocolVersion ?? request.headers["mcp-protocol-version"]),
           retryMs: ephemeral ? undefined : config.retryMs,
-          lastEventId: undefined,
-          keepAliveMs: config.keepAliveMs
+          lastEventId: undefined
         }),
         headers
       )
@@ -233,7 +232,7 @@ export const get = (env: Env): Guarded => (request, principal) =>
       }
       const live = session.liveStreams.get(streamId.value)
       if (live !== undefined) {
-        frames = live.attach({ priming: false, retryMs: undefined, lastEventId, keepAliveMs: config.keepAliveMs })
+        frames = live.attach({ priming: false, retryMs: undefined, lastEventId })
       } else {
         // The stream finished while the client was away: replay what it missed, then end.
         const replay = yield* store.replayAfter(lastEventId)
@@ -247,8 +246,7 @@ export const get = (env: Env): Guarded => (request, principal) =>
       frames = session.standalone.attach({
         priming: primes(session.protocolVersion ?? request.headers["mcp-protocol-version"]),
         retryMs: config.retryMs,
-        lastEventId: undefined,
-        keepAliveMs: config.keepAliveMs
+        lastEventId: undefined
       })
     }
     const admission = yield* sessions.enter(session, true)
