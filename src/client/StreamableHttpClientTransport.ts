@@ -18,6 +18,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberHandle from "effect/FiberHandle"
 import * as FiberSet from "effect/FiberSet"
+import { constTrue } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
 import type * as Schedule from "effect/Schedule"
@@ -42,7 +43,8 @@ import {
   type ClientTransportShape,
   ConnectionState,
   DEFAULT_MAX_MESSAGE_BYTES,
-  Diagnostic
+  Diagnostic,
+  type RequestOptions
 } from "./ClientTransport.ts"
 
 export type { HeaderContext, HeaderHook } from "../internal/HttpExchange.ts"
@@ -64,7 +66,17 @@ export interface Options extends Http.TransportOptions {
   readonly sessionId?: string | undefined
   /** Negotiated protocol version of a continued session. */
   readonly protocolVersion?: string | undefined
+  /**
+   * effect/http tracing of the transport's own HTTP requests:
+   * - `"off"` (default): no client span per request and no trace headers on the wire;
+   * - `"span"`: a client span per request (a child of the caller's span), no headers;
+   * - `"propagate"`: the span, and W3C `traceparent` plus B3 `b3` headers so the server can join the trace.
+   * An exchange otherwise pays for a span nobody may observe and sends random trace ids to every server.
+   */
+  readonly httpTracing?: HttpTracing | undefined
 }
+
+export type HttpTracing = "off" | "span" | "propagate"
 
 /** The standalone GET stream's own state, separate from the POST channel's. */
 export type ListenerState = Data.TaggedEnum<{
@@ -107,7 +119,7 @@ const STOPPED: SseReader.Ending = { _tag: "Stopped" }
 type PostError = HttpError | SessionExpired | TransportClosed | MessageTooLarge
 
 export const make = Effect.fnUntraced(function*(options: Options) {
-  const client = yield* HttpClient.HttpClient
+  const client = withTracing(yield* HttpClient.HttpClient, options.httpTracing ?? "off")
   const url = options.url.toString()
   const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
   const idleTimeoutMs = Http.millis(options.sseIdleTimeout, Http.DEFAULT_SSE_IDLE)
@@ -150,12 +162,16 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     SubscriptionRef.update(core.state, (current) => current._tag === "Closed" ? current : next)
 
   /** A 2xx answer: Connecting becomes Ready; an initialize answer also ends an expired session. */
-  const markReady = (initialize: boolean) =>
-    SubscriptionRef.update(core.state, (current) => {
+  const markReady = (initialize: boolean): Effect.Effect<void> => {
+    // Read first: nearly every answer finds the state settled already, and an update takes the ref's lock.
+    const now = SubscriptionRef.getUnsafe(core.state)._tag
+    if (now !== "Connecting" && !(initialize && now === "SessionExpired")) return Effect.void
+    return SubscriptionRef.update(core.state, (current) => {
       if (current._tag === "Connecting") return ConnectionState.Ready()
       if (initialize && current._tag === "SessionExpired") return ConnectionState.Ready()
       return current
     })
+  }
 
   const expire = (sessionId: string) =>
     Effect.suspend(() => {
@@ -271,23 +287,38 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const sameId = (a: JsonRpc.RequestId | null, b: JsonRpc.RequestId) => a !== null && String(a) === String(b)
 
   /**
-   * Routes one frame that arrived in answer to `request`. An error without an
-   * id on this request's own channel is this request's error; a frame that
-   * cannot be read fails this request and nothing else.
+   * Routes one frame that arrived in answer to `request` and tells whether
+   * the request is settled now. An error without an id on this request's own
+   * channel is this request's error; a frame that cannot be read fails this
+   * request and nothing else.
    */
-  const dispatchFor = (request: JsonRpc.JsonRpcRequest, text: string): Effect.Effect<void, MalformedMessage> => {
+  const dispatchFor = (request: JsonRpc.JsonRpcRequest, text: string): Effect.Effect<boolean, MalformedMessage> => {
     const decoded = JsonRpc.decode(text)
     if (decoded._tag === "ParseError") return Effect.fail(MalformedMessage.make(text, `invalid JSON: ${decoded.reason}`))
-    const messages = decoded._tag === "Single" ? [decoded.message] : decoded.messages
-    return Effect.forEach(messages, (message) => {
-      if (message._tag === "Failure" && message.message.id === null) {
-        return core.dispatch({ _tag: "Failure", message: { ...message.message, id: request.id } }, text)
-      }
-      if (message._tag === "Invalid" && sameId(message.id, request.id)) {
-        return Effect.fail(MalformedMessage.make(text, message.reason))
-      }
-      return core.dispatch(message, text)
-    }, { discard: true })
+    if (decoded._tag === "Single") {
+      const answered = answers(decoded.message, request)
+      return Effect.map(routeFor(request, decoded.message, text), () => answered || !isPending(request.id))
+    }
+    let answered = false
+    for (const message of decoded.messages) answered ||= answers(message, request)
+    return Effect.forEach(decoded.messages, (message) => routeFor(request, message, text), { discard: true }).pipe(
+      Effect.map(() => answered || !isPending(request.id))
+    )
+  }
+
+  /** The response to `request` (once routed, the request is settled: by it, or earlier by its deadline). */
+  const answers = (message: JsonRpc.Classified, request: JsonRpc.JsonRpcRequest): boolean =>
+    (message._tag === "Success" || message._tag === "Failure") &&
+    (message.message.id === null ? message._tag === "Failure" : sameId(message.message.id, request.id))
+
+  const routeFor = (request: JsonRpc.JsonRpcRequest, message: JsonRpc.Classified, text: string) => {
+    if (message._tag === "Failure" && message.message.id === null) {
+      return core.dispatch({ _tag: "Failure", message: { ...message.message, id: request.id } }, text)
+    }
+    if (message._tag === "Invalid" && sameId(message.id, request.id)) {
+      return Effect.fail(MalformedMessage.make(text, message.reason))
+    }
+    return core.dispatch(message, text)
   }
 
   const noResponse = (request: JsonRpc.JsonRpcRequest) => new NoResponse({ id: request.id, method: request.method })
@@ -296,8 +327,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     Effect.gen(function*() {
       const text = yield* Http.readText(response, maxBytes)
       if (text.trim().length === 0) return yield* noResponse(request)
-      yield* dispatchFor(request, text)
-      if (isPending(request.id)) return yield* noResponse(request)
+      if (!(yield* dispatchFor(request, text))) return yield* noResponse(request)
     })
 
   /**
@@ -310,7 +340,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const readPostStream = (
     response: HttpClientResponse.HttpClientResponse,
     request: JsonRpc.JsonRpcRequest,
-    cursor: SseReader.Cursor
+    cursor: SseReader.Cursor,
+    idleMs: number | undefined
   ): Effect.Effect<SseReader.Ending, MalformedMessage | MessageTooLarge> =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
@@ -318,12 +349,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         let answered = false
         const reading = SseReader.read(response.stream, cursor, {
           maxEventBytes: maxBytes,
-          idleTimeoutMs,
+          idleTimeoutMs: idleMs,
           onEvent: (event) => {
             if (!SseReader.isMessageEvent(event)) return Effect.succeed(false)
             if (answered) return Effect.as(core.dispatchFrame(event.data), false)
-            return Effect.flatMap(dispatchFor(request, event.data), () => {
-              if (isPending(request.id)) return Effect.succeed(false)
+            return Effect.flatMap(dispatchFor(request, event.data), (settled) => {
+              if (!settled) return Effect.succeed(false)
               answered = true
               return Effect.as(Deferred.succeed(outcome, STOPPED), false)
             })
@@ -351,18 +382,22 @@ export const make = Effect.fnUntraced(function*(options: Options) {
    * early is resumed with GET + `Last-Event-ID` when the server gave event
    * ids; otherwise the request fails with `NoResponse`.
    */
-  const readStreamAnswer = (response: HttpClientResponse.HttpClientResponse, request: JsonRpc.JsonRpcRequest) =>
+  const readStreamAnswer = (
+    response: HttpClientResponse.HttpClientResponse,
+    request: JsonRpc.JsonRpcRequest,
+    idleMs: number | undefined
+  ) =>
     Effect.gen(function*() {
       const cursor = SseReader.makeCursor()
       const readOptions: SseReader.ReadOptions<MalformedMessage, never> = {
         maxEventBytes: maxBytes,
-        idleTimeoutMs,
+        idleTimeoutMs: idleMs,
         onEvent: (event) =>
           SseReader.isMessageEvent(event)
-            ? Effect.map(dispatchFor(request, event.data), () => !isPending(request.id))
+            ? dispatchFor(request, event.data)
             : Effect.succeed(false)
       }
-      let ending = yield* readPostStream(response, request, cursor)
+      let ending = yield* readPostStream(response, request, cursor, idleMs)
       let backoff: SseReconnect.Backoff | undefined
       while (ending._tag !== "Stopped" && isPending(request.id)) {
         if (cursor.lastEventId === undefined) {
@@ -397,7 +432,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       }
     })
 
-  const exchangeRequest = (request: JsonRpc.JsonRpcRequest) =>
+  const exchangeRequest = (request: JsonRpc.JsonRpcRequest, idleMs: number | undefined) =>
     Effect.gen(function*() {
       const initialize = request.method === "initialize"
       const response = yield* postMessage(request)
@@ -408,15 +443,56 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         return yield* noResponse(request)
       }
       const type = Http.mediaType(response)
-      if (type === "text/event-stream") return yield* readStreamAnswer(response, request)
+      if (type === "text/event-stream") return yield* readStreamAnswer(response, request, idleMs)
       if (type === "application/json" || type.endsWith("+json")) return yield* readJsonAnswer(response, request)
       const text = yield* Http.readText(response, 4096).pipe(Effect.orElseSucceed(() => ""))
       if (text.length === 0) return yield* noResponse(request)
       return yield* MalformedMessage.make(text, `unexpected Content-Type "${type}" in the answer to ${request.method}`)
     })
 
+  /**
+   * The correlator runs a send in a fiber of its own, which the caller joins
+   * (so that its deadline can cut a slow send short). That fiber is all an
+   * exchange needs to be abortable at close: it joins `inflight` instead of
+   * forking another one per request. Should the send ever run in the
+   * caller's own fiber, the exchange gets its fiber as before, since closing
+   * the transport must not interrupt a caller.
+   */
+  const sendRequest = (caller: Fiber.Fiber<unknown, unknown>, message: JsonRpc.JsonRpcRequest, idleMs: number | undefined) =>
+    Effect.withFiber<void, PostError | MalformedMessage | MessageTooLarge | NoResponse | RequestTimeout | TransportClosed>(
+      (current) => {
+        if (current === caller) return exchange(exchangeRequest(message, idleMs))
+        if (closedError !== undefined) return Effect.fail(closedError)
+        FiberSet.addUnsafe(inflight, current)
+        return exchangeRequest(message, idleMs)
+      }
+    )
+
+  /**
+   * The idle timeout for the SSE answer to a request. The request's deadline
+   * covers its whole exchange, so when that deadline is fixed and comes no
+   * later than the idle timeout could, watching for silence adds nothing but
+   * a timer race on every read of the stream.
+   */
+  const answerIdleMs = (requestOptions: RequestOptions | undefined): number | undefined => {
+    if (idleTimeoutMs === undefined || requestOptions?.onDeadline !== undefined) return idleTimeoutMs
+    const deadlineMs = core.timeoutMsFor(requestOptions)
+    return deadlineMs !== undefined && deadlineMs > 0 && deadlineMs <= idleTimeoutMs ? undefined : idleTimeoutMs
+  }
+
+  /** An exchange aborted by the close surfaces as the close's error, not as an interruption. */
+  const closedIfInterrupted = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | TransportClosed> =>
+    closedError !== undefined && Cause.hasInterruptsOnly(cause) ? Effect.fail(closedError) : Effect.failCause(cause)
+
   const request: ClientTransportShape["request"] = (method, params, requestOptions) =>
-    core.correlation.call(method, params, (message) => exchange(exchangeRequest(message)), core.callOptions(requestOptions))
+    Effect.withFiber((caller) =>
+      core.correlation.call(
+        method,
+        params,
+        (message) => sendRequest(caller, message, answerIdleMs(requestOptions)),
+        core.callOptions(requestOptions)
+      ).pipe(Effect.catchCause(closedIfInterrupted))
+    )
 
   // ---------------------------------------------------------------------------
   // Notifications
@@ -556,6 +632,23 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   }
   return transport
 })
+
+/**
+ * The client with effect/http's tracing set to `mode`. The settings are
+ * references read by the client per request, so they are provided on each
+ * request effect; a user's own setting inside the caller's context does not
+ * reach the transport's requests.
+ */
+const withTracing = (client: HttpClient.HttpClient, mode: HttpTracing): HttpClient.HttpClient => {
+  switch (mode) {
+    case "off":
+      return HttpClient.transformResponse(client, Effect.provideService(HttpClient.TracerDisabledWhen, constTrue))
+    case "span":
+      return HttpClient.transformResponse(client, Effect.provideService(HttpClient.TracerPropagationEnabled, false))
+    case "propagate":
+      return HttpClient.transformResponse(client, Effect.provideService(HttpClient.TracerPropagationEnabled, true))
+  }
+}
 
 /** Provides `ClientTransport` over Streamable HTTP; needs an `HttpClient` (e.g. `NodeHttpClient.layerUndici`). */
 export const layer = (options: Options): Layer.Layer<ClientTransport, never, HttpClient.HttpClient> =>
