@@ -9,10 +9,12 @@
  * the client never hands out the raw transport, so no method can reach the
  * server before the session is set up.
  */
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
@@ -32,8 +34,9 @@ import {
   RpcError,
   UnsupportedProtocolVersion
 } from "../McpError.ts"
+import * as FastResult from "../internal/FastResult.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
-import { ClientTransport, type ClientTransportShape, type RequestHandler } from "./ClientTransport.ts"
+import { ClientTransport, type ClientTransportShape, type RequestHandler, type RequestOptions } from "./ClientTransport.ts"
 import * as ServerNotificationModule from "./ServerNotification.ts"
 import { type LoggingMessage, type Progress, ServerNotification } from "./ServerNotification.ts"
 import type { Implementation } from "../Implementation.ts"
@@ -347,13 +350,35 @@ const serveServerRequests = (handlers: ServerRequestHandlers): RequestHandler =>
 // ---------------------------------------------------------------------------
 // Construction
 
-const decodeResult = <A>(method: string, schema: Schema.Decoder<A>) => {
+/** A result decoder: `fast` answers the common shapes without the Schema (see FastResult), the Schema the rest. */
+const decodeResult = <A>(method: string, schema: Schema.Decoder<A>, fast?: (raw: unknown) => A | undefined) => {
   const decode = Schema.decodeUnknownEffect(schema)
-  return (raw: unknown): Effect.Effect<A, InvalidPayload> =>
+  const slow = (raw: unknown): Effect.Effect<A, InvalidPayload> =>
     decode(raw).pipe(Effect.mapError((e) => new InvalidPayload({ method, kind: "result", reason: e.message })))
+  if (fast === undefined) return slow
+  return (raw: unknown): Effect.Effect<A, InvalidPayload> => {
+    const value = fast(raw)
+    return value === undefined ? slow(raw) : Exit.succeed(value)
+  }
 }
 
+/** The result of `request()`: not decoded. */
+const undecoded = (raw: unknown): Effect.Effect<unknown> => Exit.succeed(raw)
+
 const EmptyResult = Schema.Struct({})
+
+/** One call's view of its progress notifications (see `watches`). */
+interface Watch {
+  /** The highest progress seen so far (none yet: `undefined`); progress not above it says nothing new. */
+  last: number | undefined
+  /** Restarts the call's idle timeout; set by the transport once the timeout runs. */
+  restart: (() => void) | undefined
+  /** Feeds `onProgress`, for a call that has one. */
+  readonly queue: Queue.Queue<Progress> | undefined
+  /** The request body until the transport takes it: not kept while the call waits. */
+  body: Readonly<Record<string, unknown>> | undefined
+}
+
 const decodeInitialize = decodeResult("initialize", McpSchema.InitializeResult)
 
 const millis = (d: Duration.Duration): number => (Duration.isFinite(d) ? Duration.toMillis(d) : Number.POSITIVE_INFINITY)
@@ -371,7 +396,8 @@ export const fromTransport = Effect.fnUntraced(function*(
   const requestTimeout = Duration.fromInputUnsafe(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
   const hub = yield* PubSub.sliding<ServerNotification>(options.notificationBuffer ?? 1024)
   yield* Effect.addFinalizer(() => PubSub.shutdown(hub))
-  const progressListeners = new Map<string | number, (p: Progress) => void>()
+  /** The calls in flight by progress token. */
+  const watches = new Map<string | number, Watch>()
 
   // Subscribed (the fiber starts at once and parks on the subscription)
   // before anything is sent, so nothing the server says is missed.
@@ -379,7 +405,15 @@ export const fromTransport = Effect.fnUntraced(function*(
     Stream.runForEach((raw) =>
       Effect.sync(() => {
         const n = ServerNotificationModule.decode(raw)
-        if (n._tag === "Progress") progressListeners.get(n.progressToken)?.(n)
+        if (n._tag === "Progress") {
+          const watch = watches.get(n.progressToken)
+          // Out-of-order or repeated progress says nothing new: ignore it.
+          if (watch !== undefined && n.progress > (watch.last ?? Number.NEGATIVE_INFINITY)) {
+            watch.last = n.progress
+            watch.restart?.()
+            if (watch.queue !== undefined) Queue.offerUnsafe(watch.queue, n)
+          }
+        }
         PubSub.publishUnsafe(hub, n)
       })
     ),
@@ -418,37 +452,94 @@ export const fromTransport = Effect.fnUntraced(function*(
     return new CapabilityNotSupported({ method, capability: required[0], peer: "server" })
   }
 
+  const requestTimeoutMs = millis(requestTimeout)
+
+  /** Here the transport's own timeout (it has no phase) is the idle timeout. */
+  const idleTimeout = (method: string, idleMs: number) => (e: McpClientError): McpClientError =>
+    e._tag === "RequestTimeout" && e.phase === undefined
+      ? new RequestTimeout({ method, id: e.id, timeoutMs: idleMs, phase: "No response or progress" })
+      : e
+
   /**
-   * One call. The common case (no `onProgress`, no `maxTotalTimeout`) adds
-   * no fiber, queue or timer to the transport's request: the idle timeout IS
-   * the transport's timeout, and each new progress of this call restarts it
-   * through `onDeadline`. Only an `onProgress` callback needs a fiber of its
-   * own, to run the callbacks one after the other while the call waits.
+   * One call, its result decoded by `decode`. The common case (no
+   * `onProgress`, no `maxTotalTimeout`) adds no fiber, queue or timer to the
+   * transport's request: the idle timeout IS the transport's timeout, and each
+   * new progress of this call restarts it through `onDeadline`. It also keeps
+   * the per-call work to two frames around the request (see `plain`), which
+   * is what most of this layer's cost per call was. Only an `onProgress`
+   * callback needs a fiber of its own, to run the callbacks one after the
+   * other while the call waits.
    */
-  const send = (
+  const send = <A>(
     method: string,
     params: Readonly<Record<string, unknown>> | undefined,
-    callOptions: CallOptions | undefined
-  ): Effect.Effect<unknown, McpClientError> =>
+    callOptions: CallOptions | undefined,
+    decode: (raw: unknown) => Effect.Effect<A, McpClientError>
+  ): Effect.Effect<A, McpClientError> =>
     Effect.suspend(() => {
       const missing = missingCapability(method)
       if (missing !== undefined) return Effect.fail(missing)
       const token = `p${++tokenCounter}`
-      const idle = callOptions?.timeout === undefined ? requestTimeout : Duration.fromInputUnsafe(callOptions.timeout)
-      const idleMs = millis(idle)
+      const timeout = callOptions?.timeout
+      const idle = timeout === undefined ? requestTimeout : Duration.fromInputUnsafe(timeout)
+      const idleMs = timeout === undefined ? requestTimeoutMs : millis(idle)
       const restartOnProgress = (callOptions?.resetTimeoutOnProgress ?? true) && Number.isFinite(idleMs)
-      const onProgress = callOptions?.onProgress
       const meta = { ...(params?._meta as Meta | undefined), progressToken: token }
       const body = { ...params, _meta: meta }
-      return onProgress === undefined
-        ? watched(method, token, body, idle, idleMs, restartOnProgress, undefined, callOptions)
-        : Effect.flatMap(
-          Queue.unbounded<Progress>(),
-          (queue) => watched(method, token, body, idle, idleMs, restartOnProgress, { queue, onProgress }, callOptions)
-        )
+      const onProgress = callOptions?.onProgress
+      if (onProgress === undefined && callOptions?.maxTotalTimeout === undefined) {
+        return plain(method, token, body, idle, idleMs, restartOnProgress, decode)
+      }
+      return Effect.flatMap(
+        onProgress === undefined ? Effect.succeed(undefined) : Queue.unbounded<Progress>(),
+        (queue) =>
+          Effect.flatMap(
+            watched(method, token, body, idle, idleMs, restartOnProgress, queue, onProgress, callOptions),
+            decode
+          )
+      )
     })
 
-  /** A call whose progress is watched: it restarts the idle timeout and/or feeds `onProgress`. */
+  /**
+   * The common call: the request under one frame that decodes its result
+   * (or names its timeout) and one that drops its watch. The body is handed
+   * over through the watch, so that the frames keep neither it nor the
+   * transport's request effect while the call waits.
+   */
+  const plain = <A>(
+    method: string,
+    token: string,
+    body: Readonly<Record<string, unknown>>,
+    idle: Duration.Duration,
+    idleMs: number,
+    restartOnProgress: boolean,
+    decode: (raw: unknown) => Effect.Effect<A, McpClientError>
+  ): Effect.Effect<A, McpClientError> => {
+    const watch: Watch = { last: undefined, restart: undefined, queue: undefined, body }
+    watches.set(token, watch)
+    const request = Effect.onExit(
+      Effect.suspend(() => {
+        const taken = watch.body
+        watch.body = undefined
+        const options: RequestOptions = restartOnProgress
+          ? { timeout: idle, onDeadline: (restart) => void (watch.restart = restart) }
+          : { timeout: idle }
+        return transport.request(method, taken, options)
+      }),
+      () => {
+        watches.delete(token)
+        return Effect.void
+      }
+    )
+    return Effect.matchCauseEffect(request, {
+      onSuccess: decode,
+      onFailure: restartOnProgress
+        ? (cause) => Effect.failCause(Cause.map(cause, idleTimeout(method, idleMs)))
+        : Effect.failCause
+    })
+  }
+
+  /** A call with `onProgress` or `maxTotalTimeout`: progress may feed a queue, and a total timeout may race it. */
   const watched = (
     method: string,
     token: string,
@@ -456,30 +547,19 @@ export const fromTransport = Effect.fnUntraced(function*(
     idle: Duration.Duration,
     idleMs: number,
     restartOnProgress: boolean,
-    delivery: { readonly queue: Queue.Queue<Progress>; readonly onProgress: (p: Progress) => Effect.Effect<void> } | undefined,
+    queue: Queue.Queue<Progress> | undefined,
+    onProgress: ((p: Progress) => Effect.Effect<void>) | undefined,
     callOptions: CallOptions | undefined
   ): Effect.Effect<unknown, McpClientError> => {
-    let restart: (() => void) | undefined
-    let last = Number.NEGATIVE_INFINITY
-    progressListeners.set(token, (p) => {
-      // Out-of-order or repeated progress says nothing new: ignore it.
-      if (!(p.progress > last)) return
-      last = p.progress
-      restart?.()
-      if (delivery !== undefined) Queue.offerUnsafe(delivery.queue, p)
-    })
+    const watch: Watch = { last: undefined, restart: undefined, queue, body: undefined }
+    watches.set(token, watch)
     let effect: Effect.Effect<unknown, McpClientError> = restartOnProgress
       ? Effect.mapError(
-        transport.request(method, body, { timeout: idle, onDeadline: (r) => void (restart = r) }),
-        (e) =>
-          // Here the transport's own timeout (it has no phase) is the idle timeout.
-          e._tag === "RequestTimeout" && e.phase === undefined
-            ? new RequestTimeout({ method, id: e.id, timeoutMs: idleMs, phase: "No response or progress" })
-            : e
+        transport.request(method, body, { timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
+        idleTimeout(method, idleMs)
       )
       : transport.request(method, body, { timeout: idle })
-    if (delivery !== undefined) {
-      const { onProgress, queue } = delivery
+    if (queue !== undefined && onProgress !== undefined) {
       // The response settles the call directly while progress comes through
       // the notification fiber: progress that arrived before the response but
       // was not yet handed over is delivered before the result.
@@ -495,13 +575,13 @@ export const fromTransport = Effect.fnUntraced(function*(
           Effect.fail(new RequestTimeout({ method, id: token, timeoutMs: millis(max), phase: "Maximum total time exceeded" }))
       })
     }
-    return Effect.ensuring(effect, Effect.sync(() => progressListeners.delete(token)))
+    return Effect.ensuring(effect, Effect.sync(() => watches.delete(token)))
   }
 
-  const typed = <A>(method: string, schema: Schema.Decoder<A>) => {
-    const decode = decodeResult(method, schema)
+  const typed = <A>(method: string, schema: Schema.Decoder<A>, fast?: (raw: unknown) => A | undefined) => {
+    const decode = decodeResult(method, schema, fast)
     return (params: Readonly<Record<string, unknown>> | undefined, callOptions?: CallOptions) =>
-      Effect.flatMap(send(method, params, callOptions), decode)
+      send(method, params, callOptions, decode)
   }
 
   const streamed = <A>(
@@ -558,14 +638,14 @@ export const fromTransport = Effect.fnUntraced(function*(
   )
   const prompts = paginated("prompts/list", McpSchema.ListPromptsResult, (r) => r.prompts, (r) => r.nextCursor)
 
-  const callTool = typed("tools/call", McpSchema.CallToolResult)
+  const callTool = typed("tools/call", McpSchema.CallToolResult, FastResult.callToolResult)
   const readResource = typed("resources/read", McpSchema.ReadResourceResult)
-  const subscribe = typed("resources/subscribe", EmptyResult)
-  const unsubscribe = typed("resources/unsubscribe", EmptyResult)
+  const subscribe = typed("resources/subscribe", EmptyResult, FastResult.emptyResult)
+  const unsubscribe = typed("resources/unsubscribe", EmptyResult, FastResult.emptyResult)
   const getPrompt = typed("prompts/get", McpSchema.GetPromptResult)
   const complete = typed("completion/complete", McpSchema.CompleteResult)
-  const setLevel = typed("logging/setLevel", EmptyResult)
-  const ping = typed("ping", EmptyResult)
+  const setLevel = typed("logging/setLevel", EmptyResult, FastResult.emptyResult)
+  const ping = typed("ping", EmptyResult, FastResult.emptyResult)
 
   const toParams = (p: object): Readonly<Record<string, unknown>> => p as Readonly<Record<string, unknown>>
 
@@ -635,7 +715,7 @@ export const fromTransport = Effect.fnUntraced(function*(
     getPrompt: (params, o) => getPrompt(toParams(params), o),
     complete: (params, o) => complete(toParams(params), o),
     setLoggingLevel: (level, o) => Effect.asVoid(setLevel({ level }, o)),
-    request: (method, params, o) => send(method, params, o),
+    request: (method, params, o) => send(method, params, o, undecoded),
     notify: (method, params) => transport.notify(method, params),
     notifyRootsListChanged: rootsDeclared
       ? transport.notify("notifications/roots/list_changed")

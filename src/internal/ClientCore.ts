@@ -82,6 +82,7 @@ export const make = Effect.fnUntraced(function*(
 
   const correlation = Correlation.make({
     idPrefix: options.idPrefix,
+    clock: yield* Effect.clockWith(Effect.succeed),
     cancel: (id, reason) =>
       options.send(JsonRpc.notification("notifications/cancelled", { requestId: id, reason })).pipe(Effect.ignore)
   })
@@ -167,9 +168,21 @@ export const make = Effect.fnUntraced(function*(
     )
   )
 
+  // The protocol layer passes the same timeout (one Duration value) with
+  // every request: remember the last conversion. Only immutable inputs.
+  let lastTimeout: Duration.Input | undefined
+  let lastTimeoutMs: number | undefined
   const timeoutMsFor = (o: RequestOptions | undefined): number | undefined => {
-    const ms = o?.timeout === undefined ? defaultTimeoutMs : toMillis(o.timeout)
-    return ms === Number.POSITIVE_INFINITY ? undefined : ms
+    const timeout = o?.timeout
+    if (timeout === undefined) return defaultTimeoutMs === Number.POSITIVE_INFINITY ? undefined : defaultTimeoutMs
+    if (timeout === lastTimeout) return lastTimeoutMs
+    const converted = toMillis(timeout)
+    const ms = converted === Number.POSITIVE_INFINITY ? undefined : converted
+    if (typeof timeout !== "object" || Duration.isDuration(timeout)) {
+      lastTimeout = timeout
+      lastTimeoutMs = ms
+    }
+    return ms
   }
 
   const callOptions = (o: RequestOptions | undefined): Correlation.CallOptions =>

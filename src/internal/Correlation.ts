@@ -103,6 +103,12 @@ export interface CorrelationOptions {
   readonly cancel: (id: JsonRpc.RequestId, reason: string) => Effect.Effect<void>
   /** Prefix for ids, so that two correlators sharing a peer never collide. Numbers when absent. */
   readonly idPrefix?: string | undefined
+  /**
+   * The clock of every deadline. When absent each call reads the caller's
+   * clock; a transport that owns its correlator passes its own once, which
+   * spares every request that lookup (one timer serves all deadlines anyway).
+   */
+  readonly clock?: Clock.Clock | undefined
 }
 
 export const make = (options: CorrelationOptions): Correlation => {
@@ -111,6 +117,7 @@ export const make = (options: CorrelationOptions): Correlation => {
   let unknown = 0
   let closed: TransportClosed | undefined
   const prefix = options.idPrefix
+  const fixedClock = options.clock
 
   /** A request that ends while its envelope still waits for room must not be written later. */
   const withdraw = (entry: Entry): void => {
@@ -215,11 +222,21 @@ export const make = (options: CorrelationOptions): Correlation => {
     send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
     callOptions?: CallOptions
   ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> =>
-    Effect.clockWith((clock) => {
-      if (closed !== undefined) return Effect.fail(closed)
-      const id = nextId()
-      return sendAndAwait(clock, id, JsonRpc.request(id, method, params), send, callOptions)
-    })
+    fixedClock === undefined
+      ? Effect.clockWith((clock) => callNow(clock, method, params, send, callOptions))
+      : Effect.suspend(() => callNow(fixedClock, method, params, send, callOptions))
+
+  const callNow = <E, R>(
+    clock: Clock.Clock,
+    method: string,
+    params: unknown,
+    send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
+    callOptions: CallOptions | undefined
+  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> => {
+    if (closed !== undefined) return Effect.fail(closed)
+    const id = nextId()
+    return sendAndAwait(clock, id, JsonRpc.request(id, method, params), send, callOptions)
+  }
 
   /** Leaves a buffered request that its caller abandoned (interrupted) and tells the peer. */
   const abandon = (entry: Entry): Effect.Effect<void> => {
@@ -247,41 +264,52 @@ export const make = (options: CorrelationOptions): Correlation => {
     enqueue: (message: JsonRpc.JsonRpcRequest, done: (error: E | undefined) => void) => Queued,
     callOptions?: CallOptions
   ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed> =>
-    Effect.clockWith((clock) => {
-      if (closed !== undefined) return Effect.fail(closed)
-      const id = nextId()
-      const message = JsonRpc.request(id, method, params)
-      // Registered after the write: a buffered write reaches the peer only
-      // once this fiber yields, so no response can come before the entry.
-      const written = write(message)
-      if (written !== WouldBlock && written !== undefined) return Effect.fail(written)
-      const entry = register(id, method, undefined)
-      if (written === WouldBlock) {
-        // Waiting for room is a record in the writer's queue, not a fiber and
-        // a race per request: with thousands of requests started at once,
-        // most of them wait here (see BatchWriter).
-        entry.queued = notYetQueued
-        const queued = enqueue(message, (error) => {
-          entry.queued = undefined
-          if (error !== undefined && entries.get(id) === entry) {
-            entries.delete(id)
-            deadlines.remove(entry)
-            // Only this call's awaitEntry<E> reads it, which declares E.
-            settle(entry, Exit.fail(error) as Exit.Exit<never, unknown> as Outcome)
-          }
-        })
-        if (entry.outcome !== undefined) return awaitEntry<E>(entry)
-        // `done` may already have run (room at once, or a closed writer).
-        if (entry.queued === notYetQueued) entry.queued = queued
-      }
-      const timeoutMs = callOptions?.timeoutMs
-      if (!isTimed(timeoutMs)) return awaitEntry<E>(entry)
-      const timer = armDeadline(clock, entry, timeoutMs, callOptions)
-      // Starting the timer is a step of its own: an interruption right after it must still clear the entry.
-      return timer === Effect.void
-        ? awaitEntry<E>(entry)
-        : Effect.onInterrupt(Effect.andThen(timer, awaitEntry<E>(entry)), () => abandon(entry))
-    })
+    fixedClock === undefined
+      ? Effect.clockWith((clock) => callBufferedNow(clock, method, params, write, enqueue, callOptions))
+      : Effect.suspend(() => callBufferedNow(fixedClock, method, params, write, enqueue, callOptions))
+
+  const callBufferedNow = <E>(
+    clock: Clock.Clock,
+    method: string,
+    params: unknown,
+    write: (message: JsonRpc.JsonRpcRequest) => E | WouldBlock | undefined,
+    enqueue: (message: JsonRpc.JsonRpcRequest, done: (error: E | undefined) => void) => Queued,
+    callOptions: CallOptions | undefined
+  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed> => {
+    if (closed !== undefined) return Effect.fail(closed)
+    const id = nextId()
+    const message = JsonRpc.request(id, method, params)
+    // Registered after the write: a buffered write reaches the peer only
+    // once this fiber yields, so no response can come before the entry.
+    const written = write(message)
+    if (written !== WouldBlock && written !== undefined) return Effect.fail(written)
+    const entry = register(id, method, undefined)
+    if (written === WouldBlock) {
+      // Waiting for room is a record in the writer's queue, not a fiber and
+      // a race per request: with thousands of requests started at once,
+      // most of them wait here (see BatchWriter).
+      entry.queued = notYetQueued
+      const queued = enqueue(message, (error) => {
+        entry.queued = undefined
+        if (error !== undefined && entries.get(id) === entry) {
+          entries.delete(id)
+          deadlines.remove(entry)
+          // Only this call's awaitEntry<E> reads it, which declares E.
+          settle(entry, Exit.fail(error) as Exit.Exit<never, unknown> as Outcome)
+        }
+      })
+      if (entry.outcome !== undefined) return awaitEntry<E>(entry)
+      // `done` may already have run (room at once, or a closed writer).
+      if (entry.queued === notYetQueued) entry.queued = queued
+    }
+    const timeoutMs = callOptions?.timeoutMs
+    if (!isTimed(timeoutMs)) return awaitEntry<E>(entry)
+    const timer = armDeadline(clock, entry, timeoutMs, callOptions)
+    // Starting the timer is a step of its own: an interruption right after it must still clear the entry.
+    return timer === Effect.void
+      ? awaitEntry<E>(entry)
+      : Effect.onInterrupt(Effect.andThen(timer, awaitEntry<E>(entry)), () => abandon(entry))
+  }
 
   const complete = (response: JsonRpc.JsonRpcResponse): boolean => {
     const id = response.id
