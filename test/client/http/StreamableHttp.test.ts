@@ -345,6 +345,26 @@ describe.each(clients)("Streamable HTTP client via %s", (_name, clientLayer) => 
       yield* server.waitFor((e): e is Server.Abandoned => e._tag === "Abandoned" && e.label === "quiet")
     }))
 
+  live("a POST stream that stays open after its response: the call returns at once, the body is let go within the drain bound", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      yield* server.setHandler((r, s) =>
+        Effect.succeed(
+          isMethod("lingering")(r)
+            ? s.sse(Server.thenSilence([Server.event({ data: Server.result(r.json.id, { ok: true }) })]), { label: "lingering" })
+            : undefined
+        )
+      )
+      const t = yield* connect(server)
+      yield* initialize(t)
+      const started = Date.now()
+      expect(yield* t.request("lingering", {})).toEqual({ ok: true })
+      expect(Date.now() - started).toBeLessThan(2_000)
+      yield* server.waitFor((e): e is Server.Abandoned => e._tag === "Abandoned" && e.label === "lingering")
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_900)
+      expect(yield* t.pendingCount).toBe(0)
+    }), 20_000)
+
   live("keep-alive comments keep a quiet SSE answer alive past the idle timeout", () =>
     Effect.gen(function*() {
       const server = yield* Server.make
