@@ -9,51 +9,17 @@
  * standalone stream).
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
-import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
-import { type EventStore, StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import type { EventStore, StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import {
   CallToolRequestSchema,
   EmptyResultSchema,
   type JSONRPCMessage,
   ListToolsRequestSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { Deferred, Effect, type Scope } from "effect"
-import { randomUUID } from "node:crypto"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
+import { Effect, type Scope } from "effect"
+import { type Events, legacyRoutes, makeEvents, serve, streamableRoutes } from "../../fixtures/sdk-http-peer.ts"
 
-/** What the server side saw, awaitable. */
-export interface Events {
-  readonly all: () => ReadonlyArray<string>
-  readonly waitFor: (predicate: (event: string) => boolean) => Effect.Effect<string>
-}
-
-const makeEvents = () => {
-  const seen: Array<string> = []
-  const waiters = new Set<{ test: (e: string) => boolean; done: Deferred.Deferred<string> }>()
-  const add = (event: string) => {
-    seen.push(event)
-    for (const w of waiters) {
-      if (w.test(event)) {
-        waiters.delete(w)
-        Deferred.doneUnsafe(w.done, Effect.succeed(event))
-      }
-    }
-  }
-  const events: Events = {
-    all: () => seen,
-    waitFor: (test) =>
-      Effect.suspend(() => {
-        const found = seen.find(test)
-        if (found !== undefined) return Effect.succeed(found)
-        const done = Deferred.makeUnsafe<string>()
-        const waiter = { test, done }
-        waiters.add(waiter)
-        return Effect.ensuring(Deferred.await(done), Effect.sync(() => waiters.delete(waiter)))
-      })
-  }
-  return { add, events }
-}
+export type { Events }
 
 export interface SdkServer {
   readonly origin: string
@@ -134,109 +100,27 @@ const makeMcpServer = (add: (event: string) => void, closeStream: (requestId: st
   return server
 }
 
-const listen = (handler: Http.RequestListener, add: (event: string) => void) =>
-  Effect.acquireRelease(
-    Effect.callback<Http.Server>((resume) => {
-      const server = Http.createServer((req, res) => {
-        add(`${req.method} ${req.url}`)
-        Promise.resolve(handler(req, res)).catch((error) => {
-          add(`error:${error}`)
-          if (!res.headersSent) res.writeHead(500).end(String(error))
-        })
-      })
-      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-    }),
-    (server) =>
-      Effect.callback<void>((resume) => {
-        server.closeAllConnections()
-        server.close(() => resume(Effect.void))
-      })
-  )
-
 export const streamable = (mode: StreamableMode): Effect.Effect<SdkServer, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { add, events } = makeEvents()
-    const sessions = new Map<string, StreamableHTTPServerTransport>()
-
-    const handler: Http.RequestListener = async (req, res) => {
-      const sid = req.headers["mcp-session-id"] as string | undefined
-      if (req.method === "DELETE") add(`delete:${sid}`)
-      if (mode === "stateless") {
-        const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true })
-        const server = makeMcpServer(add, () => {})
-        res.on("close", () => {
-          void transport.close()
-          void server.close()
-        })
-        await server.connect(transport)
-        return transport.handleRequest(req, res)
-      }
-      if (sid !== undefined) {
-        const transport = sessions.get(sid)
-        if (transport === undefined) {
-          res.writeHead(404, { "content-type": "application/json" }).end(
-            JSON.stringify({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null })
-          )
-          return
-        }
-        return transport.handleRequest(req, res)
-      }
-      if (req.method !== "POST") {
-        res.writeHead(400).end("no session")
-        return
-      }
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        enableJsonResponse: mode === "stateful-json",
-        ...(mode === "resumable" ? { eventStore: makeEventStore(), retryInterval: 50 } : {}),
-        onsessioninitialized: (id) => {
-          sessions.set(id, transport)
-          add(`session:${id}`)
+    const events = makeEvents()
+    const routes = streamableRoutes({
+      stateless: mode === "stateless",
+      options: mode === "stateless"
+        ? { enableJsonResponse: true }
+        : {
+          enableJsonResponse: mode === "stateful-json",
+          ...(mode === "resumable" ? { eventStore: makeEventStore(), retryInterval: 50 } : {})
         },
-        onsessionclosed: (id) => {
-          sessions.delete(id)
-          add(`closed:${id}`)
-        }
-      })
-      const server = makeMcpServer(add, (requestId) => transport.closeSSEStream(requestId))
-      await server.connect(transport)
-      return transport.handleRequest(req, res)
-    }
-
-    const http = yield* listen(handler, add)
-    yield* Effect.addFinalizer(() =>
-      Effect.promise(() => Promise.all(Array.from(sessions.values(), (t) => t.close())))
-    )
-    const origin = `http://127.0.0.1:${(http.address() as AddressInfo).port}`
-    return { origin, url: `${origin}/mcp`, events, forget: (id) => void sessions.delete(id) }
+      makeServer: (transport: StreamableHTTPServerTransport) =>
+        makeMcpServer(events.add, mode === "stateless" ? () => {} : (requestId) => transport.closeSSEStream(requestId))
+    }, events)
+    const { origin } = yield* serve(routes, events)
+    return { origin, url: `${origin}/mcp`, events, forget: (id) => void routes.sessions.delete(id) }
   })
 
 export const legacy: Effect.Effect<SdkServer, never, Scope.Scope> = Effect.gen(function*() {
-  const { add, events } = makeEvents()
-  const sessions = new Map<string, SSEServerTransport>()
-  const handler: Http.RequestListener = async (req, res) => {
-    const url = new URL(req.url ?? "/", "http://127.0.0.1")
-    if (req.method === "GET" && url.pathname === "/sse") {
-      const transport = new SSEServerTransport("/messages", res)
-      sessions.set(transport.sessionId, transport)
-      res.on("close", () => add(`sse-closed:${transport.sessionId}`))
-      const server = makeMcpServer(add, () => {})
-      await server.connect(transport)
-      add(`sse-open:${transport.sessionId}`)
-      return
-    }
-    if (req.method === "POST" && url.pathname === "/messages") {
-      const transport = sessions.get(url.searchParams.get("sessionId") ?? "")
-      if (transport === undefined) {
-        res.writeHead(404).end("unknown session")
-        return
-      }
-      return transport.handlePostMessage(req, res)
-    }
-    res.writeHead(404).end("not found")
-  }
-  const http = yield* listen(handler, add)
-  yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all(Array.from(sessions.values(), (t) => t.close()))))
-  const origin = `http://127.0.0.1:${(http.address() as AddressInfo).port}`
-  return { origin, url: `${origin}/sse`, events, forget: (id) => void sessions.delete(id) }
+  const events = makeEvents()
+  const routes = legacyRoutes(() => makeMcpServer(events.add, () => {}), events)
+  const { origin } = yield* serve(routes, events)
+  return { origin, url: `${origin}/sse`, events, forget: (id) => void routes.sessions.delete(id) }
 })
