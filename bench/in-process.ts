@@ -10,68 +10,15 @@
  *
  *   node bench/in-process.ts [concurrency=1] [total=20000]
  */
-import * as NodeSink from "@effect/platform-node/NodeSink"
-import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Effect, Exit, Latch, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { ChildProcessSpawner } from "effect/process"
-import { PassThrough } from "node:stream"
 import * as StdioClientTransport from "../src/client/StdioClientTransport.ts"
 import { driveEffect } from "./clients/effect-drive.ts"
+import { makeLink, spawner } from "./in-process-spawner.ts"
 
 const concurrency = Number(process.argv[2] ?? 1)
 const total = Number(process.argv[3] ?? 20_000)
 const only = process.argv[4] // "ours" or "floor" to run one of them (for profiling)
-
-const TOOL_RESULT = { content: [{ type: "text", text: "ok" }] }
-
-/** A responder reading `stdin` and answering on `stdout` one turn later, like the raw responder. */
-const makeLink = () => {
-  const stdin = new PassThrough()
-  const childStdout = new PassThrough()
-  const stdout = new PassThrough()
-  childStdout.pipe(stdout)
-  let pending = ""
-  stdin.setEncoding("utf8")
-  stdin.on("data", (chunk: string) => {
-    pending += chunk
-    let out = ""
-    let start = 0
-    let nl: number
-    while ((nl = pending.indexOf("\n", start)) !== -1) {
-      const msg = JSON.parse(pending.slice(start, nl)) as { id?: number; method?: string }
-      start = nl + 1
-      if (msg.id === undefined || msg.method === undefined) continue
-      out += JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: msg.method === "tools/call" ? TOOL_RESULT : {} }) + "\n"
-    }
-    pending = pending.slice(start)
-    if (out.length > 0) setImmediate(() => childStdout.write(out))
-  })
-  return { stdin, stdout, end: () => childStdout.end() }
-}
-
-const spawner = ChildProcessSpawner.make(() =>
-  Effect.gen(function*() {
-    const link = makeLink()
-    const exited = Latch.makeUnsafe(false)
-    link.stdin.on("end", () => {
-      link.end()
-      exited.openUnsafe()
-    })
-    return ChildProcessSpawner.makeHandle({
-      pid: ChildProcessSpawner.ProcessId(-1),
-      exitCode: Effect.as(exited.await, ChildProcessSpawner.ExitCode(0)),
-      isRunning: Effect.sync(() => !exited.isOpen()),
-      kill: () => Effect.sync(() => link.stdin.end()),
-      stdin: NodeSink.fromWritable({ evaluate: () => link.stdin, onError: (e) => e as never }),
-      stdout: NodeStream.fromReadable({ evaluate: () => link.stdout, onError: (e) => e as never }),
-      stderr: NodeStream.fromReadable({ evaluate: () => new PassThrough().end(), onError: (e) => e as never }),
-      all: NodeStream.fromReadable({ evaluate: () => new PassThrough().end(), onError: (e) => e as never }),
-      getInputFd: () => NodeSink.fromWritable({ evaluate: () => new PassThrough(), onError: (e) => e as never }),
-      getOutputFd: () => NodeStream.fromReadable({ evaluate: () => new PassThrough().end(), onError: (e) => e as never }),
-      unref: Effect.succeed(Effect.void)
-    })
-  })
-)
 
 const measure = <E>(call: Effect.Effect<unknown, E>) =>
   Effect.gen(function*() {

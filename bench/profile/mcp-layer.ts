@@ -1,7 +1,6 @@
 /**
  * What the McpClient protocol layer costs per call, without pipes or a second
- * process: the stdio transport against an in-process responder (the same
- * Node stream adapters as `bench/in-process.ts`), measured bare
+ * process: the stdio transport against an in-process responder (`bench/in-process-spawner.ts`), measured bare
  * (`transport.request`) and through `McpClient.callTool`, interleaved.
  *
  *   npx node bench/profile/mcp-layer.ts [concurrency=32] [total=50000] [rounds=3] [srcDir=src]
@@ -9,13 +8,11 @@
  * `srcDir` may point at another build's `src` (e.g. /tmp/before/src) to compare.
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import * as NodeSink from "@effect/platform-node/NodeSink"
-import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Effect, Latch, Layer, Scope } from "effect"
+import { Effect, Layer, Scope } from "effect"
 import { ChildProcessSpawner } from "effect/process"
 import { resolve } from "node:path"
-import { PassThrough } from "node:stream"
 import { driveEffect } from "../clients/effect-drive.ts"
+import { spawner } from "../in-process-spawner.ts"
 
 const concurrency = Number(process.argv[2] ?? 32)
 const total = Number(process.argv[3] ?? 50_000)
@@ -25,64 +22,6 @@ const only = process.env.ONLY // "bare" or "mcp", for profiling one of them
 
 const StdioClientTransport = await import(`${srcDir}/client/StdioClientTransport.ts`)
 const McpClient = await import(`${srcDir}/client/McpClient.ts`)
-
-const INIT_RESULT = {
-  protocolVersion: "2025-11-25",
-  capabilities: { tools: {} },
-  serverInfo: { name: "in-process", version: "1.0.0" }
-}
-const TOOL_RESULT = { content: [{ type: "text", text: "ok" }] }
-
-/** A responder reading `stdin` and answering on `stdout` one turn later, like the raw responder. */
-const makeLink = () => {
-  const stdin = new PassThrough()
-  const childStdout = new PassThrough()
-  const stdout = new PassThrough()
-  childStdout.pipe(stdout)
-  let pending = ""
-  stdin.setEncoding("utf8")
-  stdin.on("data", (chunk: string) => {
-    pending += chunk
-    let out = ""
-    let start = 0
-    let nl: number
-    while ((nl = pending.indexOf("\n", start)) !== -1) {
-      const msg = JSON.parse(pending.slice(start, nl)) as { id?: number; method?: string }
-      start = nl + 1
-      if (msg.id === undefined || msg.method === undefined) continue
-      const result = msg.method === "initialize" ? INIT_RESULT : msg.method === "tools/call" ? TOOL_RESULT : {}
-      out += JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }) + "\n"
-    }
-    pending = pending.slice(start)
-    if (out.length > 0) setImmediate(() => childStdout.write(out))
-  })
-  return { stdin, stdout, end: () => childStdout.end() }
-}
-
-const spawner = ChildProcessSpawner.make(() =>
-  Effect.sync(() => {
-    const link = makeLink()
-    const exited = Latch.makeUnsafe(false)
-    link.stdin.on("end", () => {
-      link.end()
-      exited.openUnsafe()
-    })
-    const ended = () => NodeStream.fromReadable({ evaluate: () => new PassThrough().end(), onError: (e) => e as never })
-    return ChildProcessSpawner.makeHandle({
-      pid: ChildProcessSpawner.ProcessId(-1),
-      exitCode: Effect.as(exited.await, ChildProcessSpawner.ExitCode(0)),
-      isRunning: Effect.sync(() => !exited.isOpen()),
-      kill: () => Effect.sync(() => link.stdin.end()),
-      stdin: NodeSink.fromWritable({ evaluate: () => link.stdin, onError: (e) => e as never }),
-      stdout: NodeStream.fromReadable({ evaluate: () => link.stdout, onError: (e) => e as never }),
-      stderr: ended(),
-      all: ended(),
-      getInputFd: () => NodeSink.fromWritable({ evaluate: () => new PassThrough(), onError: (e) => e as never }),
-      getOutputFd: () => ended(),
-      unref: Effect.succeed(Effect.void)
-    })
-  })
-)
 
 const measure = <E>(call: Effect.Effect<unknown, E>) =>
   Effect.gen(function*() {

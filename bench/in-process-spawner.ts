@@ -1,0 +1,73 @@
+/**
+ * A `ChildProcessSpawner` whose "child" is an in-process responder behind the
+ * same Node stream adapters the real spawner uses (a PassThrough piped into
+ * another for stdout, `NodeSink.fromWritable` for stdin). It answers every
+ * request one event-loop turn later, as a real server would: `initialize`
+ * with a fixed result, `tools/call` with a small text result, anything else
+ * with `{}`. For measuring a client's own cost without pipes or a second
+ * process (`bench/in-process.ts`, `bench/profile/mcp-layer.ts`).
+ */
+import * as NodeSink from "@effect/platform-node/NodeSink"
+import * as NodeStream from "@effect/platform-node/NodeStream"
+import { Effect, Latch } from "effect"
+import { ChildProcessSpawner } from "effect/process"
+import { PassThrough } from "node:stream"
+
+const INIT_RESULT = {
+  protocolVersion: "2025-11-25",
+  capabilities: { tools: {} },
+  serverInfo: { name: "in-process", version: "1.0.0" }
+}
+const TOOL_RESULT = { content: [{ type: "text", text: "ok" }] }
+
+/** The responder's two ends: write requests to `stdin`, read answers from `stdout`. */
+export const makeLink = () => {
+  const stdin = new PassThrough()
+  const childStdout = new PassThrough()
+  const stdout = new PassThrough()
+  childStdout.pipe(stdout)
+  let pending = ""
+  stdin.setEncoding("utf8")
+  stdin.on("data", (chunk: string) => {
+    pending += chunk
+    let out = ""
+    let start = 0
+    let nl: number
+    while ((nl = pending.indexOf("\n", start)) !== -1) {
+      const msg = JSON.parse(pending.slice(start, nl)) as { id?: number; method?: string }
+      start = nl + 1
+      if (msg.id === undefined || msg.method === undefined) continue
+      const result = msg.method === "initialize" ? INIT_RESULT : msg.method === "tools/call" ? TOOL_RESULT : {}
+      out += JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }) + "\n"
+    }
+    pending = pending.slice(start)
+    if (out.length > 0) setImmediate(() => childStdout.write(out))
+  })
+  return { stdin, stdout, end: () => childStdout.end() }
+}
+
+const ended = () => NodeStream.fromReadable({ evaluate: () => new PassThrough().end(), onError: (e) => e as never })
+
+export const spawner = ChildProcessSpawner.make(() =>
+  Effect.sync(() => {
+    const link = makeLink()
+    const exited = Latch.makeUnsafe(false)
+    link.stdin.on("end", () => {
+      link.end()
+      exited.openUnsafe()
+    })
+    return ChildProcessSpawner.makeHandle({
+      pid: ChildProcessSpawner.ProcessId(-1),
+      exitCode: Effect.as(exited.await, ChildProcessSpawner.ExitCode(0)),
+      isRunning: Effect.sync(() => !exited.isOpen()),
+      kill: () => Effect.sync(() => link.stdin.end()),
+      stdin: NodeSink.fromWritable({ evaluate: () => link.stdin, onError: (e) => e as never }),
+      stdout: NodeStream.fromReadable({ evaluate: () => link.stdout, onError: (e) => e as never }),
+      stderr: ended(),
+      all: ended(),
+      getInputFd: () => NodeSink.fromWritable({ evaluate: () => new PassThrough(), onError: (e) => e as never }),
+      getOutputFd: () => ended(),
+      unref: Effect.succeed(Effect.void)
+    })
+  })
+)
