@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { NodeHttpClient } from "@effect/platform-node"
@@ -11,30 +11,12 @@ import * as ExampleServer from "../../src/cli/ExampleServer.ts"
 import { RpcError } from "../../src/McpError.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
+import { awaitEvent, readEvents } from "./runCli.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "example-server-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const eventsFile = () => join(dir, `events-${++files}.jsonl`)
-
-const readEvents = (file: string): Array<Record<string, unknown>> => {
-  try {
-    return readFileSync(file, "utf8").trim().split("\n").filter((l) => l !== "").map((l) => JSON.parse(l))
-  } catch {
-    return []
-  }
-}
-
-/** Polls the events file (bounded): the server records asynchronously to the client's view. */
-const awaitEvent = (file: string, predicate: (e: Record<string, unknown>) => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 250; i++) {
-      const found = readEvents(file).find(predicate)
-      if (found !== undefined) return found
-      yield* Effect.sleep("20 millis")
-    }
-    return yield* Effect.die(new Error(`no such event in ${file}: ${JSON.stringify(readEvents(file))}`))
-  })
 
 const inMemory = (events: string) =>
   Effect.gen(function*() {

@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Effect from "effect/Effect"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 export const MAIN = path.join(ROOT, "dist/cli/main.js")
@@ -106,11 +107,25 @@ export const runCli = (args: ReadonlyArray<string>, options: CliOptions = {}): P
 export const tempFile = (name: string): string =>
   path.join(fs.mkdtempSync(path.join(os.tmpdir(), "effect-mcp-cli-")), name)
 
-/** The example server's events file, parsed. */
-export const readEvents = (file: string): Array<Record<string, unknown>> =>
-  fs.existsSync(file)
-    ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
-    : []
+/** The example server's events file, parsed (empty while it is missing or a line is half written). */
+export const readEvents = (file: string): Array<Record<string, unknown>> => {
+  try {
+    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
+  } catch {
+    return []
+  }
+}
+
+/** Polls the events file (bounded, 20 ms apart): a server writes it in its own time. */
+export const awaitEvent = (file: string, predicate: (e: Record<string, unknown>) => boolean, attempts = 500) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < attempts; i++) {
+      const found = readEvents(file).find(predicate)
+      if (found !== undefined) return found
+      yield* Effect.sleep("20 millis")
+    }
+    return yield* Effect.die(new Error(`no such event in ${file}: ${JSON.stringify(readEvents(file))}`))
+  })
 
 export const isAlive = (pid: number): boolean => {
   try {

@@ -19,6 +19,7 @@ import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
 import { isAlive } from "../fixtures/stdio-helpers.ts"
+import { awaitEvent, readEvents } from "./runCli.ts"
 
 const repo = fileURLToPath(new URL("../../", import.meta.url))
 const wiresServe = (file: string) => existsSync(file) && /commands\/serve\.(?:ts|js)/.test(readFileSync(file, "utf8"))
@@ -32,25 +33,6 @@ const dir = mkdtempSync(join(tmpdir(), "serve-test-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const eventsFile = () => join(dir, `events-${++files}.jsonl`)
-
-const readEvents = (file: string): Array<Record<string, unknown>> => {
-  try {
-    return readFileSync(file, "utf8").trim().split("\n").filter((l) => l !== "").map((l) => JSON.parse(l))
-  } catch {
-    return []
-  }
-}
-
-/** Polls the events file (bounded): the server writes it in its own time. */
-const awaitEvent = (file: string, predicate: (e: Record<string, unknown>) => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 500; i++) {
-      const found = readEvents(file).find(predicate)
-      if (found !== undefined) return found
-      yield* Effect.sleep("20 millis")
-    }
-    return yield* Effect.die(new Error(`no such event in ${file}: ${JSON.stringify(readEvents(file))}`))
-  })
 
 interface Spawned {
   readonly child: ChildProcess
