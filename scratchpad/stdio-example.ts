@@ -5,9 +5,11 @@
  *
  * Run: npx node scratchpad/stdio-example.ts
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Console, Effect } from "effect"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
 import { fileURLToPath } from "node:url"
+import * as NodeSpawner from "../src/client/NodeSpawner.ts"
 import * as StdioClientTransport from "../src/client/StdioClientTransport.ts"
 
 const everything = fileURLToPath(
@@ -40,7 +42,7 @@ const program = Effect.gen(function*() {
   yield* Console.log(`server stderr so far: ${tail.length === 0 ? "(nothing)" : tail.join(" | ")}`)
 }).pipe(
   Effect.scoped, // ends stdin, waits for the server to exit, then SIGTERM/SIGKILL to its process group
-  Effect.provide(NodeServices.layer)
+  Effect.provide(NodeSpawner.layer)
 )
 
 NodeRuntime.runMain(program)

@@ -2,8 +2,9 @@
  * A minimal stdio MCP server on StdioServerTransport.
  * Try: printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' | npx node scratchpad/stdio-server-example.ts
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Effect } from "effect"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeStdio from "@effect/platform-node/NodeStdio"
+import * as Effect from "effect/Effect"
 import * as JsonRpc from "../src/JsonRpc.ts"
 import type { Handler } from "../src/server/Handler.ts"
 import * as StdioServerTransport from "../src/server/StdioServerTransport.ts"
@@ -28,6 +29,6 @@ const handler: Handler = (message, context) =>
   })
 
 StdioServerTransport.run(handler).pipe(
-  Effect.provide([NodeServices.layer, StdioServerTransport.layerLogger]),
+  Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]),
   NodeRuntime.runMain
 )

@@ -1,11 +1,12 @@
 /**
- * JSON-RPC 2.0 envelopes as MCP uses them: shapes, ids, error codes, a fast
- * classifier for the hot path and Schemas for documentation and arbitraries.
+ * JSON-RPC 2.0 envelopes as MCP uses them: shapes, ids, error codes and a fast
+ * classifier for the hot path.
  *
- * The classifier is hand-written because it runs on every message; the
- * Schemas describe the same shapes and back property tests.
+ * The classifier is hand-written because it runs on every message. The same
+ * shapes as Schemas live in `JsonRpcSchema.ts`, apart: loading `effect/Schema`
+ * costs ~100 ms at start-up, which a stdio client that never decodes with it
+ * should not pay.
  */
-import * as Schema from "effect/Schema"
 
 export type RequestId = string | number
 
@@ -173,51 +174,3 @@ export const decode = (text: string): Decoded => {
 export const isRequest = (m: JsonRpcMessage): m is JsonRpcRequest => "method" in m && "id" in m
 export const isNotification = (m: JsonRpcMessage): m is JsonRpcNotification => "method" in m && !("id" in m)
 export const isResponse = (m: JsonRpcMessage): m is JsonRpcResponse => !("method" in m)
-
-// ---------------------------------------------------------------------------
-// Schemas: the same shapes, for documentation and property-test arbitraries
-
-const Params = Schema.Record(Schema.String, Schema.Unknown)
-
-export const RequestIdSchema = Schema.Union([Schema.String, Schema.Int])
-
-export const JsonRpcRequestSchema = Schema.Struct({
-  jsonrpc: Schema.Literal("2.0"),
-  id: RequestIdSchema,
-  method: Schema.String,
-  params: Schema.optionalKey(Params)
-})
-
-export const JsonRpcNotificationSchema = Schema.Struct({
-  jsonrpc: Schema.Literal("2.0"),
-  method: Schema.String,
-  params: Schema.optionalKey(Params)
-})
-
-export const JsonRpcSuccessSchema = Schema.Struct({
-  jsonrpc: Schema.Literal("2.0"),
-  id: RequestIdSchema,
-  result: Params
-})
-
-export const JsonRpcErrorObjectSchema = Schema.Struct({
-  code: Schema.Int,
-  message: Schema.String,
-  data: Schema.optionalKey(Schema.Unknown)
-})
-
-export const JsonRpcFailureSchema = Schema.Struct({
-  jsonrpc: Schema.Literal("2.0"),
-  id: Schema.NullOr(RequestIdSchema),
-  error: JsonRpcErrorObjectSchema
-})
-
-/** Requests before notifications: unknown keys are stripped, so the order decides. */
-export const JsonRpcMessageSchema = Schema.Union([
-  JsonRpcRequestSchema,
-  JsonRpcNotificationSchema,
-  JsonRpcSuccessSchema,
-  JsonRpcFailureSchema
-])
-
-export const JsonRpcBatchSchema = Schema.Array(JsonRpcMessageSchema)

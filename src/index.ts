@@ -4,9 +4,11 @@
  * `effect-mcp-transport/testing`.
  */
 export * as JsonRpc from "./JsonRpc.ts"
+export * as JsonRpcSchema from "./JsonRpcSchema.ts"
 export * as McpError from "./McpError.ts"
 export * as ClientTransport from "./client/ClientTransport.ts"
 export * as StdioClientTransport from "./client/StdioClientTransport.ts"
+export * as NodeSpawner from "./client/NodeSpawner.ts"
 export * as InMemoryTransport from "./client/InMemoryTransport.ts"
 export * as StdioServerTransport from "./server/StdioServerTransport.ts"
 export type { Handler, HandlerContext } from "./server/Handler.ts"

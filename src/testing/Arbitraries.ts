@@ -8,6 +8,7 @@
 import * as Arbitrary from "effect/Arbitrary"
 import * as Schema from "effect/Schema"
 import * as JsonRpc from "../JsonRpc.ts"
+import * as JsonRpcSchema from "../JsonRpcSchema.ts"
 import * as FaultInjection from "./FaultInjection.ts"
 
 const wellFormed = (s: string): string => (s as unknown as { toWellFormed(): string }).toWellFormed()
@@ -46,30 +47,30 @@ const normalized = <A>(arb: Arbitrary.Arbitrary<A>): Arbitrary.Arbitrary<A> =>
 /** Any JSON value. */
 export const json: Arbitrary.Arbitrary<Schema.Json> = normalized(Arbitrary.schema(Schema.Json))
 
-export const requestId: Arbitrary.Arbitrary<JsonRpc.RequestId> = normalized(Arbitrary.schema(JsonRpc.RequestIdSchema))
+export const requestId: Arbitrary.Arbitrary<JsonRpc.RequestId> = normalized(Arbitrary.schema(JsonRpcSchema.RequestId))
 
 export const request: Arbitrary.Arbitrary<JsonRpc.JsonRpcRequest> = normalized(
-  Arbitrary.schema(JsonRpc.JsonRpcRequestSchema)
+  Arbitrary.schema(JsonRpcSchema.Request)
 )
 
 export const notification: Arbitrary.Arbitrary<JsonRpc.JsonRpcNotification> = normalized(
-  Arbitrary.schema(JsonRpc.JsonRpcNotificationSchema)
+  Arbitrary.schema(JsonRpcSchema.Notification)
 )
 
 export const success: Arbitrary.Arbitrary<JsonRpc.JsonRpcSuccess> = normalized(
-  Arbitrary.schema(JsonRpc.JsonRpcSuccessSchema)
+  Arbitrary.schema(JsonRpcSchema.Success)
 )
 
 export const failure: Arbitrary.Arbitrary<JsonRpc.JsonRpcFailure> = normalized(
-  Arbitrary.schema(JsonRpc.JsonRpcFailureSchema)
+  Arbitrary.schema(JsonRpcSchema.Failure)
 )
 
 export const response: Arbitrary.Arbitrary<JsonRpc.JsonRpcResponse> = normalized(
-  Arbitrary.schema(Schema.Union([JsonRpc.JsonRpcSuccessSchema, JsonRpc.JsonRpcFailureSchema]))
+  Arbitrary.schema(Schema.Union([JsonRpcSchema.Success, JsonRpcSchema.Failure]))
 )
 
 export const message: Arbitrary.Arbitrary<JsonRpc.JsonRpcMessage> = normalized(
-  Arbitrary.schema(JsonRpc.JsonRpcMessageSchema)
+  Arbitrary.schema(JsonRpcSchema.Message)
 )
 
 export const batch: Arbitrary.Arbitrary<JsonRpc.JsonRpcBatch> = Arbitrary.array(message, { minLength: 1, maxLength: 8 })

@@ -2,6 +2,7 @@ import { NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Layer, Logger, References, Scope, Stream, SubscriptionRef } from "effect"
 import { ClientTransport, type Diagnostic } from "../../src/client/ClientTransport.ts"
+import * as NodeSpawner from "../../src/client/NodeSpawner.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import { RpcError } from "../../src/McpError.ts"
 import { isAlive, testServer } from "../fixtures/stdio-helpers.ts"
@@ -63,6 +64,19 @@ describe("StdioClientTransport", () => {
         expect(t.kind).toBe("stdio")
         expect(yield* t.request("echo", { hello: "world" })).toEqual({ hello: "world" })
       }).pipe(Effect.provide(StdioClientTransport.layer(server()).pipe(Layer.provide(NodeServices.layer)))))
+
+    it.live("NodeSpawner.layer alone runs the transport: spawn, a checked cwd, the child gone with the scope", () =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const t = yield* StdioClientTransport.make(server([], { cwd: "/tmp" })).pipe(Scope.provide(scope))
+        expect(yield* t.request("test/cwd")).toEqual({ cwd: "/tmp" })
+        const missing = yield* failure(
+          StdioClientTransport.make(server([], { cwd: "/no/such/dir/for/mcp" })).pipe(Scope.provide(scope))
+        )
+        expect(missing._tag).toBe("SpawnError")
+        yield* Scope.close(scope, Exit.void)
+        expect(isAlive(t.pid)).toBe(false)
+      }).pipe(Effect.provide(NodeSpawner.layer)))
 
     it.live("RPC errors from the server are typed RpcError with code and method", () =>
       Effect.gen(function*() {

@@ -82,7 +82,7 @@ const consumerTsconfig = {
 }
 
 const serverSource = `// A stdio MCP server written only against the installed package.
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { NodeRuntime, NodeStdio } from "@effect/platform-node"
 import { Effect, Schema } from "effect"
 import { RpcError } from "effect-mcp-transport/McpError"
 import { McpServer, StdioServerTransport } from "effect-mcp-transport/server"
@@ -109,19 +109,23 @@ const server = McpServer.make({ serverInfo: { name: "packed-adder", version: "1.
 Effect.gen(function*() {
   const handle = yield* McpServer.toHandler(server)
   return yield* StdioServerTransport.run(handle.handler)
-}).pipe(Effect.provide([NodeServices.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
+}).pipe(Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
 `
 
 const mainSource = `// A client program written only against the installed package: spawns server.ts over stdio, calls its tool.
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect } from "effect"
 import * as Root from "effect-mcp-transport"
 import * as Bridge from "effect-mcp-transport/bridge"
 import { McpClient, StdioClientTransport } from "effect-mcp-transport/client"
+import * as NodeSpawner from "effect-mcp-transport/client/NodeSpawner"
+import * as StdioClientTransportModule from "effect-mcp-transport/client/StdioClientTransport"
 import * as JsonRpc from "effect-mcp-transport/JsonRpc"
+import * as JsonRpcSchema from "effect-mcp-transport/JsonRpcSchema"
 import * as McpError from "effect-mcp-transport/McpError"
 import * as ProtocolVersion from "effect-mcp-transport/ProtocolVersion"
 import { McpServer } from "effect-mcp-transport/server"
+import * as McpServerModule from "effect-mcp-transport/server/McpServer"
 import { Arbitraries, FaultInjection } from "effect-mcp-transport/testing"
 import { fileURLToPath } from "node:url"
 
@@ -149,13 +153,15 @@ const program = Effect.gen(function*() {
     refused,
     decoded: decoded._tag,
     sameModules: Root.McpClient === McpClient && Root.McpServer === McpServer && Root.JsonRpc.decode === JsonRpc.decode &&
-      Root.Bridge === Bridge,
+      Root.Bridge === Bridge && Root.JsonRpcSchema.Message === JsonRpcSchema.Message &&
+      StdioClientTransportModule.make === StdioClientTransport.make && McpServerModule.make === McpServer.make &&
+      Root.NodeSpawner.layer === NodeSpawner.layer,
     bridge: typeof Bridge.make === "function" && typeof Bridge.runStdio === "function",
     testingKit: typeof FaultInjection.makePair === "function" && typeof Arbitraries.message === "object"
   }))
 })
 
-program.pipe(Effect.scoped, Effect.provide(NodeServices.layer), NodeRuntime.runMain)
+program.pipe(Effect.scoped, Effect.provide(NodeSpawner.layer), NodeRuntime.runMain)
 `
 
 describe("the packed package installed into a fresh project", () => {
@@ -217,11 +223,13 @@ describe("the packed package installed into a fresh project", () => {
     expect(packed).toContain("dist/index.js")
     expect(packed.filter((path) => !/^(dist|src)\/|^(package\.json|README\.md|LICENSE)$/.test(path))).toEqual([])
     const exported = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as {
-      readonly exports: Readonly<Record<string, string | { readonly types: string; readonly default: string }>>
+      readonly exports: Readonly<Record<string, string | null | { readonly types: string; readonly default: string }>>
     }
     for (const target of Object.values(exported.exports)) {
+      // `null` closes a folder under a pattern; a pattern's target is checked by its folder.
+      if (target === null) continue
       for (const file of typeof target === "string" ? [target] : [target.types, target.default]) {
-        expect(existsSync(join(installed, file)), file).toBe(true)
+        expect(existsSync(join(installed, file.includes("*") ? dirname(file) : file)), file).toBe(true)
       }
     }
   })
@@ -261,6 +269,14 @@ describe("the packed package installed into a fresh project", () => {
       `import("${manifest.name}/dist/internal/ClientCore.js").then(() => console.log("reachable"), (e) => console.log(e.code))`
     ], app, 60_000)
     expect(result.stdout.trim()).toBe("ERR_PACKAGE_PATH_NOT_EXPORTED")
+    for (const hidden of ["client/manager/Config", "server/http/OutStream"]) {
+      const closed = await run(process.execPath, [
+        "--input-type=module",
+        "-e",
+        `import("${manifest.name}/${hidden}").then(() => console.log("reachable"), (e) => console.log(e.code))`
+      ], app, 60_000)
+      expect(closed.stdout.trim(), hidden).toBe("ERR_PACKAGE_PATH_NOT_EXPORTED")
+    }
   })
 
   it("type-checks against the published declarations (strict, NodeNext, skipLibCheck false)", async () => {

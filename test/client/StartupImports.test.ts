@@ -1,0 +1,27 @@
+/**
+ * What a stdio client loads at start-up decides its cold start (BENCHMARKS.md,
+ * cold start): `effect/Schema` and the Node terminal/stdio services cost
+ * ~100 ms each and the stdio transport needs neither.
+ */
+import { execFileSync } from "node:child_process"
+import { describe, expect, it } from "vitest"
+
+const loadedBy = (...specifiers: Array<string>): Array<string> =>
+  JSON.parse(
+    execFileSync(process.execPath, [new URL("../fixtures/loaded-modules.ts", import.meta.url).pathname, ...specifiers], {
+      encoding: "utf8"
+    })
+  ) as Array<string>
+
+describe("start-up imports", () => {
+  it("the stdio client transport with NodeSpawner loads neither effect/Schema nor the terminal and stdio services", () => {
+    const loaded = loadedBy("./src/client/StdioClientTransport.ts", "./src/client/NodeSpawner.ts")
+    expect(loaded.some((url) => url.endsWith("/src/client/StdioClientTransport.ts"))).toBe(true)
+    expect(loaded.filter((url) => /\/effect\/dist\/Schema\.js$|NodeTerminal|NodeStdio|NodeServices/.test(url))).toEqual([])
+  }, 30_000)
+
+  it("the JSON-RPC module does not load effect/Schema; its Schemas live in JsonRpcSchema", () => {
+    expect(loadedBy("./src/JsonRpc.ts").filter((url) => url.endsWith("/effect/dist/Schema.js"))).toEqual([])
+    expect(loadedBy("./src/JsonRpcSchema.ts").filter((url) => url.endsWith("/effect/dist/Schema.js"))).toHaveLength(1)
+  }, 30_000)
+})
