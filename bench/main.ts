@@ -9,12 +9,19 @@
  * - BENCH_RUNS: runs per cell, the median is over them (default 5)
  * - BENCH_SMOKE=1: tiny sizes; checks the harness, not the speed
  * - BENCH_JSON=path: also writes the rows, targets and durations as JSON
+ * - BENCH_BUILD: where every process loads this project's modules from
+ *   (`bench/our-modules.ts`): `dist` by default here, the built JavaScript
+ *   that users run (`npm run bench` builds it first); `src` for the sources
  * Each workload documents its own extra variables.
  */
 import { readdirSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, totalmem } from "node:os"
 import { basename } from "node:path"
 import { higherIsBetter, type Metric, type Row, type Target, type Workload } from "./workload.ts"
+
+// Set before any workload starts a process: they inherit it.
+const buildDefaulted = process.env.BENCH_BUILD === undefined
+process.env.BENCH_BUILD ??= "dist"
 
 const directory = new URL("./workloads/", import.meta.url)
 /** The order of the issue's list; files not named here run after these, alphabetically. */
@@ -126,7 +133,9 @@ const fmt = (n: number | undefined, digits?: number): string => {
   return n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d })
 }
 const load = (l: ReadonlyArray<number>) => l.map((x) => x.toFixed(2)).join(" / ")
-const shownEnv = Object.keys(process.env).filter((name) => name.startsWith("BENCH_") && name !== "BENCH_JSON").sort()
+const shownEnv = Object.keys(process.env).filter((name) =>
+  name.startsWith("BENCH_") && name !== "BENCH_JSON" && !(name === "BENCH_BUILD" && buildDefaulted)
+).sort()
 const command = [...shownEnv.map((name) => `${name}=${process.env[name]}`), "npm run bench"].join(" ")
 
 const lines: Array<string> = []
@@ -143,6 +152,7 @@ lines.push(
     fmt(totalSeconds / 60, 1)
   } min in all (${ran.map((r) => `${r.file} ${fmt(r.seconds, 0)} s`).join(", ")})`
 )
+lines.push(`- our modules loaded from \`${process.env.BENCH_BUILD === "dist" ? "dist/" : "src/"}\` by every process`)
 lines.push("- ratios are oriented so that above 1× means better than the peer: faster, or less time or memory")
 lines.push("")
 lines.push("| workload | variant | impl | metric | median | min | max | p50 ms | p99 ms | vs peer |")

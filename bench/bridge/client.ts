@@ -11,13 +11,22 @@
 import { spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Duration, Layer, ManagedRuntime } from "effect"
+import * as Duration from "effect/Duration"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { ClientTransport } from "../../src/client/ClientTransport.ts"
-import * as McpClient from "../../src/client/McpClient.ts"
-import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
-import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
 import { driveEffect } from "../clients/effect-drive.ts"
+import {
+  loadMcpClient,
+  loadNodeSpawner,
+  loadStdioClientTransport,
+  loadStreamableHttpClientTransport
+} from "../our-modules.ts"
+
+const McpClient = await loadMcpClient()
+const StdioClientTransport = await loadStdioClientTransport()
+const StreamableHttpClientTransport = await loadStreamableHttpClientTransport()
+const NodeSpawner = await loadNodeSpawner()
 
 const [impl = "direct", concurrencyText = "1,32", totalText = "2000,8000", warmUpText = "300"] = process.argv.slice(2)
 const concurrencies = concurrencyText.split(",").map(Number)
@@ -47,7 +56,7 @@ const startBridge = () =>
 
 const bridge = impl === "bridge" ? await startBridge() : undefined
 const transport: Layer.Layer<ClientTransport, unknown> = bridge === undefined
-  ? StdioClientTransport.layer({ command: process.execPath, args: [responder] }).pipe(Layer.provide(NodeServices.layer))
+  ? StdioClientTransport.layer({ command: process.execPath, args: [responder] }).pipe(Layer.provide(NodeSpawner.layer))
   : StreamableHttpClientTransport.layer({ url: bridge.url }).pipe(Layer.provide(NodeHttpClient.layerUndici))
 const runtime = ManagedRuntime.make(
   McpClient.layer({ clientInfo: { name: "bench-bridge", version: "1.0.0" }, requestTimeout: Duration.minutes(2) }).pipe(

@@ -6,11 +6,15 @@
  *   node bench/bridge/server.ts
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Effect, Layer, Option } from "effect"
-import * as Bridge from "../../src/bridge/Bridge.ts"
-import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
-import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { loadBridge, loadHttpServerTransport, loadNodeSpawner, loadStdioClientTransport } from "../our-modules.ts"
+
+const Bridge = await loadBridge()
+const StdioClientTransport = await loadStdioClientTransport()
+const HttpServerTransport = await loadHttpServerTransport()
+const NodeSpawner = await loadNodeSpawner()
 
 const responder = new URL("../raw-responder.ts", import.meta.url).pathname
 
@@ -25,4 +29,4 @@ const bridge = Bridge.layerHttp(
   { port: 0, seedSurface: false, legacySse: false }
 )
 
-NodeRuntime.runMain(Layer.launch(announce.pipe(Layer.provideMerge(bridge), Layer.provide(NodeServices.layer))))
+NodeRuntime.runMain(Layer.launch(announce.pipe(Layer.provideMerge(bridge), Layer.provide(NodeSpawner.layer))))

@@ -1,5 +1,7 @@
 /** Effect's own MCP client (`effect/ai` McpClient) over its stdio transport. It has no ping. */
-import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as NodeChildProcessSpawner from "@effect/platform-node/NodeChildProcessSpawner"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 // Subpath imports, here and in the other Effect clients: the `effect` barrel would load every module
 // and make the cold start measure the benchmark's imports instead of the client's.
 import * as McpClient from "effect/ai/McpClient"
@@ -16,7 +18,11 @@ export const make = async (command: string, args: ReadonlyArray<string>): Promis
     version: "1.0.0",
     command: ChildProcess.make(command, [...args]),
     protocol: McpProtocol.v2025_11_25
-  }).pipe(Layer.provide(NodeServices.layer))
+  }).pipe(
+    // The same narrow platform layer as our stdio clients get (what `NodeSpawner.layer` composes).
+    Layer.provide(NodeChildProcessSpawner.layer),
+    Layer.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
+  )
   const runtime = ManagedRuntime.make(layer)
   const client = await runtime.runPromise(McpClient.McpClient)
   const [tool] = await runtime.runPromise(client.listTools())

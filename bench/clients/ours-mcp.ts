@@ -3,21 +3,21 @@
  * Schema) over its stdio transport: the like-for-like peer of the SDK's
  * `Client` and of `effect/ai`'s `McpClient`, which both decode results too.
  */
-import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { driveEffect } from "./effect-drive.ts"
-import { loadMcpClient, loadStdioClientTransport } from "./our-modules.ts"
+import { loadMcpClient, loadNodeSpawner, loadStdioClientTransport } from "../our-modules.ts"
 import type { BenchClient } from "./types.ts"
 
 const McpClient = await loadMcpClient()
 const StdioClientTransport = await loadStdioClientTransport()
+const NodeSpawner = await loadNodeSpawner()
 
 export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
   const runtime = ManagedRuntime.make(
     McpClient.layer({ clientInfo: { name: "bench-ours-mcp", version: "1.0.0" } }).pipe(
       Layer.provide(StdioClientTransport.layer({ command, args })),
-      Layer.provide(NodeServices.layer)
+      Layer.provide(NodeSpawner.layer)
     )
   )
   const client = await runtime.runPromise(McpClient.McpClient)

@@ -1,18 +1,18 @@
 /** This project's stdio client transport, driven from inside Effect. */
-import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { driveEffect } from "./effect-drive.ts"
-import { loadClientTransport, loadStdioClientTransport } from "./our-modules.ts"
+import { loadClientTransport, loadNodeSpawner, loadStdioClientTransport } from "../our-modules.ts"
 import type { BenchClient } from "./types.ts"
 
 const { ClientTransport } = await loadClientTransport()
 const StdioClientTransport = await loadStdioClientTransport()
+const NodeSpawner = await loadNodeSpawner()
 
 export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
   const runtime = ManagedRuntime.make(
-    StdioClientTransport.layer({ command, args }).pipe(Layer.provide(NodeServices.layer))
+    StdioClientTransport.layer({ command, args }).pipe(Layer.provide(NodeSpawner.layer))
   )
   const transport = await runtime.runPromise(ClientTransport)
   await runtime.runPromise(

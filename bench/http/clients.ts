@@ -16,6 +16,13 @@
  */
 import type { Effect, ManagedRuntime } from "effect"
 import type { BenchClient } from "../clients/types.ts"
+import {
+  loadClientTransport,
+  loadMcpClient,
+  loadNodeSpawner,
+  loadStdioClientTransport,
+  loadStreamableHttpClientTransport
+} from "../our-modules.ts"
 import { PROTOCOL_VERSION, TOOL_ARGS } from "./common.ts"
 
 export type Target =
@@ -30,22 +37,22 @@ const clientInfo = (name: string) => ({ name, version: "1.0.0" })
 // Each client loads only its own modules: a client's peak RSS (workload 4)
 // should not include the other clients' libraries.
 const transportLayer = async (target: Target) => {
-  const { Layer } = await import("effect")
+  const Layer = await import("effect/Layer")
   if (target.kind === "http") {
     const NodeHttpClient = await import("@effect/platform-node/NodeHttpClient")
-    const StreamableHttpClientTransport = await import("../../src/client/StreamableHttpClientTransport.ts")
+    const StreamableHttpClientTransport = await loadStreamableHttpClientTransport()
     return StreamableHttpClientTransport.layer({ url: target.url, maxMessageBytes: LIMIT }).pipe(
       Layer.provide(NodeHttpClient.layerUndici)
     )
   }
-  const NodeServices = await import("@effect/platform-node/NodeServices")
-  const StdioClientTransport = await import("../../src/client/StdioClientTransport.ts")
+  const NodeSpawner = await loadNodeSpawner()
+  const StdioClientTransport = await loadStdioClientTransport()
   return StdioClientTransport.layer({
     command: target.command,
     args: target.args,
     env: target.env,
     maxMessageBytes: LIMIT
-  }).pipe(Layer.provide(NodeServices.layer))
+  }).pipe(Layer.provide(NodeSpawner.layer))
 }
 
 const fromEffects = <E>(
@@ -61,8 +68,9 @@ const fromEffects = <E>(
 })
 
 const ours = async (target: Target): Promise<BenchClient> => {
-  const { Effect, ManagedRuntime } = await import("effect")
-  const { ClientTransport } = await import("../../src/client/ClientTransport.ts")
+  const Effect = await import("effect/Effect")
+  const ManagedRuntime = await import("effect/ManagedRuntime")
+  const { ClientTransport } = await loadClientTransport()
   const { driveEffect } = await import("../clients/effect-drive.ts")
   const runtime = ManagedRuntime.make(await transportLayer(target))
   const transport = await runtime.runPromise(ClientTransport)
@@ -79,8 +87,9 @@ const ours = async (target: Target): Promise<BenchClient> => {
 }
 
 const oursMcp = async (target: Target): Promise<BenchClient> => {
-  const { Layer, ManagedRuntime } = await import("effect")
-  const McpClient = await import("../../src/client/McpClient.ts")
+  const Layer = await import("effect/Layer")
+  const ManagedRuntime = await import("effect/ManagedRuntime")
+  const McpClient = await loadMcpClient()
   const { driveEffect } = await import("../clients/effect-drive.ts")
   const runtime = ManagedRuntime.make(
     McpClient.layer({ clientInfo: clientInfo("bench-ours-mcp") }).pipe(Layer.provide(await transportLayer(target)))

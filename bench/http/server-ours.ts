@@ -9,12 +9,17 @@
  *
  * Over HTTP it prints `listening <url>` and serves until SIGTERM/SIGINT.
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Effect, Layer, Option } from "effect"
-import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
-import * as McpServer from "../../src/server/McpServer.ts"
-import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeStdio from "@effect/platform-node/NodeStdio"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { loadHttpServerTransport, loadMcpServer, loadStdioServerTransport } from "../our-modules.ts"
 import { announce, flag, modeFlag, reportPeakRssOnExit, toolResult } from "./common.ts"
+
+const HttpServerTransport = await loadHttpServerTransport()
+const McpServer = await loadMcpServer()
+const StdioServerTransport = await loadStdioServerTransport()
 
 reportPeakRssOnExit()
 const result = toolResult(Number(flag("bytes", "0")))
@@ -30,7 +35,7 @@ if (flag("transport", "http") === "stdio") {
     const handle = yield* McpServer.toHandler(definition)
     const server = yield* StdioServerTransport.make(handle.handler, { maxMessageBytes: LIMIT })
     return yield* server.awaitDone
-  })).pipe(Effect.provide([NodeServices.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
+  })).pipe(Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
 } else {
   const served = Layer.unwrap(Effect.map(McpServer.toHandler(definition), (handle) =>
     HttpServerTransport.layer(handle.handler, {

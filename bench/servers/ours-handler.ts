@@ -5,12 +5,14 @@
  * is what the transport costs.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Effect } from "effect"
-import * as JsonRpc from "../../src/JsonRpc.ts"
+import * as NodeStdio from "@effect/platform-node/NodeStdio"
+import * as Effect from "effect/Effect"
 import type { Handler } from "../../src/server/Handler.ts"
-import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
+import { loadJsonRpc, loadStdioServerTransport } from "../our-modules.ts"
 import { ECHO_RESULT } from "./tools.ts"
+
+const JsonRpc = await loadJsonRpc()
+const StdioServerTransport = await loadStdioServerTransport()
 
 const INIT_RESULT = {
   protocolVersion: "2025-11-25",
@@ -34,6 +36,6 @@ const handler: Handler = (message) => {
 }
 
 StdioServerTransport.run(handler).pipe(
-  Effect.provide([NodeServices.layer, StdioServerTransport.layerLogger]),
+  Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]),
   NodeRuntime.runMain
 )

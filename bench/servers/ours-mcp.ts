@@ -3,11 +3,15 @@
  * params) mounted on `StdioServerTransport`, with the tools of `tools.ts`.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Deferred, Effect, Schema } from "effect"
-import * as McpServer from "../../src/server/McpServer.ts"
-import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
+import * as NodeStdio from "@effect/platform-node/NodeStdio"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { loadMcpServer, loadStdioServerTransport } from "../our-modules.ts"
 import { ECHO_RESULT, holdCount, memoryResult, type MemorySample, sampleMemory } from "./tools.ts"
+
+const McpServer = await loadMcpServer()
+const StdioServerTransport = await loadStdioServerTransport()
 
 const CallParams = Schema.Struct({
   name: Schema.String,
@@ -33,4 +37,4 @@ const server = McpServer.make({ serverInfo: { name: "bench-ours-mcp", version: "
 Effect.gen(function*() {
   const handle = yield* McpServer.toHandler(server)
   return yield* StdioServerTransport.run(handle.handler)
-}).pipe(Effect.provide([NodeServices.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
+}).pipe(Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
