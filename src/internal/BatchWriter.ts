@@ -9,6 +9,10 @@
  * the sink takes the batch or fails when the writer closes. Nothing grows
  * without bound.
  *
+ * With `flushAt`, a batch also goes out as soon as it holds that many lines:
+ * a peer that answers line by line can start on the first ones while the
+ * rest are still being produced, instead of both sides taking turns.
+ *
  * A waiting sender is one small record (`enqueue`), not a fiber: with
  * thousands of requests started at once most of them wait here, and a fiber
  * per waiter cost several KiB each. A withdrawn waiter is only marked and
@@ -67,8 +71,14 @@ class Waiter<Closed> implements Queued {
 
 const settled: Queued = { withdraw: () => {} }
 
-export const make = <Closed>(capacity: number): BatchWriter<Closed> => {
+export interface BatchWriterOptions {
+  /** Hand the batch to an idle sink once it holds this many lines, not only at the end of the tick. */
+  readonly flushAt?: number | undefined
+}
+
+export const make = <Closed>(capacity: number, options?: BatchWriterOptions): BatchWriter<Closed> => {
   const limit = Math.max(1, capacity)
+  const flushAt = Math.max(1, options?.flushAt ?? Infinity)
   let text = ""
   let count = 0
   let closed: Closed | undefined
@@ -104,6 +114,8 @@ export const make = <Closed>(capacity: number): BatchWriter<Closed> => {
   const append = (line: string) => {
     text += line
     count++
+    // Resuming the idle sink writes now; a flush already scheduled then finds nothing left.
+    if (count >= flushAt && idle !== undefined) return flush()
     if (idle !== undefined && !flushScheduled) {
       flushScheduled = true
       queueMicrotask(flush)

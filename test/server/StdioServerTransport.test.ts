@@ -95,6 +95,18 @@ describe("StdioServerTransport (in process, Stdio.layerTest)", () => {
       expect(done.reason).toBe("stdin ended")
     }))
 
+  it.effect("a burst read in one chunk is answered in writes of at most 16 replies, each whole, all of them", () =>
+    Effect.gen(function*() {
+      const burst = Array.from({ length: 40 }, (_, i) => line(req(i, "ping"))).join("")
+      const { lines, writes } = yield* runOver(echo(), [burst])
+      expect(lines.map((l) => l.id).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 40 }, (_, i) => i))
+      expect(writes.length).toBeGreaterThanOrEqual(3)
+      for (const write of writes) {
+        expect(write.endsWith("\n")).toBe(true)
+        expect(write.split("\n").length - 1).toBeLessThanOrEqual(16)
+      }
+    }))
+
   it.effect("ignores blank and whitespace-only lines, accepts CRLF and a final line without newline", () =>
     Effect.gen(function*() {
       const { lines } = yield* runOver(echo(), [

@@ -1,0 +1,55 @@
+/**
+ * The batching writer under the stdio transports: lines reach the sink whole
+ * and in order, however they are grouped; with `flushAt`, a burst leaves in
+ * several writes (the first as soon as it holds `flushAt` lines) instead of one.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Arbitrary, Effect, Fiber, Schema, Sink } from "effect"
+import * as BatchWriter from "../../src/internal/BatchWriter.ts"
+
+const int = (minimum: number, maximum: number) =>
+  Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum }))).pipe(Arbitrary.map((n) => n + 0))
+
+/** Writes bursts of lines (one burst per tick) and returns what each sink write held. */
+const writeBursts = (bursts: ReadonlyArray<number>, flushAt: number | undefined) =>
+  Effect.gen(function*() {
+    const writer = BatchWriter.make<string>(1024, { flushAt })
+    const writes: Array<string> = []
+    const decoder = new TextDecoder()
+    const running = yield* writer.run(Sink.forEach((chunk: Uint8Array) => Effect.sync(() => writes.push(decoder.decode(chunk)))))
+      .pipe(Effect.forkChild({ startImmediately: true }))
+    let n = 0
+    for (const size of bursts) {
+      for (let i = 0; i < size; i++) expect(writer.tryWrite(`${n++}\n`)).toBe(true)
+      yield* Effect.yieldNow
+    }
+    writer.close("closed")
+    yield* Fiber.join(running)
+    return { writes, sent: Array.from({ length: n }, (_, i) => `${i}\n`).join("") }
+  })
+
+describe("BatchWriter", () => {
+  it.effect("without flushAt, a burst written in one tick is one sink write", () =>
+    Effect.gen(function*() {
+      const { writes } = yield* writeBursts([10], undefined)
+      expect(writes).toEqual([Array.from({ length: 10 }, (_, i) => `${i}\n`).join("")])
+    }))
+
+  it.effect("with flushAt, the first write of a burst holds flushAt lines and the rest follow in order", () =>
+    Effect.gen(function*() {
+      const { sent, writes } = yield* writeBursts([10], 4)
+      expect(writes.length).toBeGreaterThan(1)
+      expect(writes[0]).toBe("0\n1\n2\n3\n")
+      expect(writes.join("")).toBe(sent)
+    }))
+
+  it.effect.prop("every line reaches the sink once, whole and in order, whatever the bursts and flushAt", {
+    bursts: Arbitrary.array(int(0, 40), { minLength: 1, maxLength: 8 }),
+    flushAt: int(1, 20)
+  }, ({ bursts, flushAt }) =>
+    Effect.gen(function*() {
+      const { sent, writes } = yield* writeBursts(bursts, flushAt)
+      expect(writes.join("")).toBe(sent)
+      for (const write of writes) expect(write.endsWith("\n")).toBe(true)
+    }), { arbitrary: { runs: 200 } })
+})
