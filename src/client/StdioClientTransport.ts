@@ -5,7 +5,7 @@
  * Routing, correlation and state live in ClientCore; this module owns the
  * process and the bytes. The request path does no fiber work of its own: a
  * request is encoded and appended to this tick's batch (BatchWriter), which
- * reaches the server's stdin as one write, and its caller waits on its
+ * reaches the server's stdin as one write (one per 16 lines in a burst), and its caller waits on its
  * correlation entry (`callBuffered`). A server that stops reading fills the
  * pipe, then the batch, and then senders wait instead of memory growing.
  * Incoming bytes are framed where they arrive (LineFramer), each line is
@@ -335,7 +335,7 @@ export const make = Effect.fnUntraced(function*(
     Effect.forkScoped
   )
 
-  // --- stdin: one write per tick --------------------------------------------
+  // --- stdin: one write per tick, or per 16 lines in a burst ---------------
   yield* writer.run(handle.stdin).pipe(
     Effect.catch((cause) => Deferred.succeed(peerEnd, { _tag: "StdinFailed", cause })),
     Effect.forkScoped

@@ -1,5 +1,6 @@
 /**
- * Outgoing lines for a byte sink (a child's stdin), written once per tick.
+ * Outgoing lines for a byte sink (a child's stdin, a server's stdout), written
+ * once per tick or every `flushAt` lines.
  *
  * Senders append synchronously to the batch in progress; a microtask hands
  * the whole batch to the sink as one buffer, so N requests started in the
@@ -9,9 +10,10 @@
  * the sink takes the batch or fails when the writer closes. Nothing grows
  * without bound.
  *
- * With `flushAt`, a batch also goes out as soon as it holds that many lines:
- * a peer that answers line by line can start on the first ones while the
- * rest are still being produced, instead of both sides taking turns.
+ * A batch also goes out as soon as it holds `flushAt` lines (default 16):
+ * the peer starts on the first lines while the rest are still being
+ * produced, instead of both processes taking turns (measured in
+ * BENCHMARKS.md, hot-path section 11).
  *
  * A waiting sender is one small record (`enqueue`), not a fiber: with
  * thousands of requests started at once most of them wait here, and a fiber
@@ -76,9 +78,11 @@ export interface BatchWriterOptions {
   readonly flushAt?: number | undefined
 }
 
+export const DEFAULT_FLUSH_AT = 16
+
 export const make = <Closed>(capacity: number, options?: BatchWriterOptions): BatchWriter<Closed> => {
   const limit = Math.max(1, capacity)
-  const flushAt = Math.max(1, options?.flushAt ?? Infinity)
+  const flushAt = Math.max(1, options?.flushAt ?? DEFAULT_FLUSH_AT)
   let text = ""
   let count = 0
   let closed: Closed | undefined

@@ -73,13 +73,6 @@ export class StdioServer extends Context.Service<StdioServer, StdioServerShape>(
   "effect-mcp-transport/StdioServer"
 ) {}
 
-/**
- * Replies per stdout write at most while a burst is being answered. Measured
- * (BENCHMARKS.md, hot-path section 11): at 32 requests in flight, writing
- * every 16 replies instead of once per tick let client and server overlap.
- */
-const OUTPUT_FLUSH_AT = 16
-
 export const DEFAULT_SHUTDOWN_GRACE_PERIOD: Duration.Input = "10 seconds"
 
 // ---------------------------------------------------------------------------
@@ -190,10 +183,10 @@ const makeServer = Effect.fnUntraced(function*<R>(
   let stopped: TransportClosed | undefined
 
   // --- output: the replies of one tick go out in one stdout write (BatchWriter),
-  // or sooner once OUTPUT_FLUSH_AT of them are ready, so that the client works
-  // on the first replies while later ones are produced; past `outputBuffer`
-  // lines waiting for a busy stdout, writers wait.
-  const output = BatchWriter.make<TransportClosed>(options.outputBuffer ?? 1024, { flushAt: OUTPUT_FLUSH_AT })
+  // or every 16 during a burst, so that the client works on the first replies
+  // while later ones are produced; past `outputBuffer` lines waiting for a
+  // busy stdout, writers wait.
+  const output = BatchWriter.make<TransportClosed>(options.outputBuffer ?? 1024)
 
   const writeLine = (line: string): Effect.Effect<boolean> => {
     if (stopped !== undefined) return Effect.succeed(false)

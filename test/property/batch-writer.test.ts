@@ -29,10 +29,17 @@ const writeBursts = (bursts: ReadonlyArray<number>, flushAt: number | undefined)
   })
 
 describe("BatchWriter", () => {
-  it.effect("without flushAt, a burst written in one tick is one sink write", () =>
+  it.effect("with flushAt beyond the burst, a burst written in one tick is one sink write", () =>
     Effect.gen(function*() {
-      const { writes } = yield* writeBursts([10], undefined)
+      const { writes } = yield* writeBursts([10], Infinity)
       expect(writes).toEqual([Array.from({ length: 10 }, (_, i) => `${i}\n`).join("")])
+    }))
+
+  it.effect("by default a burst leaves every 16 lines", () =>
+    Effect.gen(function*() {
+      const { sent, writes } = yield* writeBursts([40], undefined)
+      expect(writes.map((w) => w.split("\n").length - 1)).toEqual([16, 16, 8])
+      expect(writes.join("")).toBe(sent)
     }))
 
   it.effect("with flushAt, the first write of a burst holds flushAt lines and the rest follow in order", () =>
