@@ -238,8 +238,9 @@ export const make = Effect.fnUntraced(function*(
 
   // Senders waiting for room must not outlive the connection: a dead or
   // stuck server would otherwise hold them until their own timeout.
+  // The writer first: ending stdin is what lets the server start exiting.
   const closeWith = (error: TransportClosed) =>
-    Effect.andThen(core.close(error), Effect.sync(() => writer.close(error)))
+    Effect.andThen(Effect.sync(() => writer.close(error)), core.close(error))
 
   const inheritEnv = config.inheritEnv ?? true
   const command = ChildProcess.make(config.command, args, {
