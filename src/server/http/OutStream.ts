@@ -69,6 +69,13 @@ export interface OutStream {
   readonly takeQueued: Effect.Effect<ReadonlyArray<JsonRpc.JsonRpcMessage>>
   /** The frames for one HTTP connection, until the stream ends or another connection takes over. */
   readonly attach: (options: AttachOptions) => Stream.Stream<Uint8Array>
+  /**
+   * The whole SSE body at once, for a stream that ended before any connection
+   * came and holds nothing but responses: stored as `attach` stores it (so it
+   * is resumable), after which the stream counts as drained. `undefined` when
+   * it has to be streamed with `attach` instead.
+   */
+  readonly takeWhole: (options: AttachOptions) => Effect.Effect<string | undefined>
   /** Ends the current connection at once (another reader takes over, or the session ends). */
   readonly detach: Effect.Effect<void>
   /**
@@ -201,6 +208,40 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
         if (isEnded) release(connection, false)
       })
 
+    /** The priming event and `retry` field a connection starts with, appended to `into`. */
+    const opening = (attachOptions: AttachOptions, into: Array<string>): Effect.Effect<void> => {
+      if (store === undefined) return Effect.void
+      if (!attachOptions.priming) {
+        if (attachOptions.retryMs !== undefined) into.push(SseWire.retry(attachOptions.retryMs))
+        return Effect.void
+      }
+      return Effect.map(store.append(options.streamId, ""), (id) => {
+        into.push(SseWire.event("", id))
+        if (attachOptions.retryMs !== undefined) into.push(SseWire.retry(attachOptions.retryMs))
+      })
+    }
+
+    const takeWhole = (attachOptions: AttachOptions): Effect.Effect<string | undefined> =>
+      permit.withPermit(Effect.suspend(() => {
+        if (!isEnded || closed || current !== undefined || attachOptions.lastEventId !== undefined) {
+          return Effect.succeed(undefined)
+        }
+        // A notification must not share a write with the response after it (see `attach`).
+        for (const item of pending) {
+          if (item === CLOSE || isFramed(item) || !JsonRpc.isResponse(item)) return Effect.succeed(undefined)
+        }
+        const messages = pending.splice(0) as Array<JsonRpc.JsonRpcMessage>
+        const parts: Array<string> = [...(attachOptions.preamble ?? [])]
+        return Effect.gen(function*() {
+          yield* opening(attachOptions, parts)
+          for (const message of messages) {
+            const data = JSON.stringify(message)
+            parts.push(store === undefined ? SseWire.event(data) : SseWire.event(data, yield* store.append(options.streamId, data)))
+          }
+          return parts.join("")
+        })
+      })).pipe(Effect.tap((body) => body === undefined ? Effect.void : signalDrained))
+
     const attach = (attachOptions: AttachOptions): Stream.Stream<Uint8Array> =>
       Stream.unwrap(Effect.gen(function*() {
         if (closed) return Stream.empty
@@ -214,13 +255,7 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
           // The connection taken over gives back what it never took.
           if (previous !== undefined) release(previous, true)
           const head: Array<string> = [...(attachOptions.preamble ?? [])]
-          if (attachOptions.priming && store !== undefined) {
-            const id = yield* store.append(options.streamId, "")
-            head.push(SseWire.event("", id))
-            if (attachOptions.retryMs !== undefined) head.push(SseWire.retry(attachOptions.retryMs))
-          } else if (attachOptions.retryMs !== undefined && store !== undefined) {
-            head.push(SseWire.retry(attachOptions.retryMs))
-          }
+          yield* opening(attachOptions, head)
           let replayed = false
           if (attachOptions.lastEventId !== undefined && store !== undefined) {
             const replay = yield* store.replayAfter(attachOptions.lastEventId)
@@ -290,6 +325,7 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
         return messages
       }),
       attach,
+      takeWhole,
       detach,
       closeConnection,
       hasReader: () => current !== undefined,

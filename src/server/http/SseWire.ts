@@ -41,6 +41,13 @@ export const withKeepAlive = <E, R>(
       { haltStrategy: "left" }
     )
 
+/** A complete SSE body, known before the response starts: one write, with its length. */
+export const whole = (body: string, headers: Record<string, string>): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.text(body, {
+    contentType: "text/event-stream",
+    headers: { ...sseHeaders, ...headers }
+  })
+
 export const response = <E>(
   frames: Stream.Stream<Uint8Array, E>,
   headers: Record<string, string>

@@ -171,21 +171,22 @@ export const post = (env: Env): Guarded => (request, principal) =>
     // The work belongs to the session: a client that disconnects does not cancel it.
     yield* runInSession(s, work)
 
-    const stream = () =>
-      SseWire.response(
-        out.attach({
-          priming: !ephemeral && primes(s.protocolVersion ?? request.headers["mcp-protocol-version"]),
-          retryMs: ephemeral ? undefined : config.retryMs,
-          lastEventId: undefined
-        }),
-        headers
-      )
+    // Answered already (a quick handler) with responses only: the whole SSE body in one write.
+    const stream = Effect.suspend(() => {
+      const opening = {
+        priming: !ephemeral && primes(s.protocolVersion ?? request.headers["mcp-protocol-version"]),
+        retryMs: ephemeral ? undefined : config.retryMs,
+        lastEventId: undefined
+      }
+      return Effect.map(out.takeWhole(opening), (body) =>
+        body === undefined ? SseWire.response(out.attach(opening), headers) : SseWire.whole(body, headers))
+    })
 
-    if (config.responseMode === "sse" && accepts.sse) return stream()
+    if (config.responseMode === "sse" && accepts.sse) return yield* stream
     // A JSON-only client waits for the end whatever the handler sends on the way.
     const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
-    if (streams || (accepts.sse && out.isStreaming())) return stream()
-    if (!accepts.json) return stream()
+    if (streams || (accepts.sse && out.isStreaming())) return yield* stream
+    if (!accepts.json) return yield* stream
     const replies = (yield* out.takeQueued) as ReadonlyArray<JsonRpc.JsonRpcResponse>
     s.liveStreams.delete(out.streamId)
     yield* env.store.removeStream(out.streamId)

@@ -81,6 +81,48 @@ describe("Streamable HTTP server", () => {
       expect(await jsonOnly.json()).toEqual({ jsonrpc: "2.0", id: 8, result: {} })
     }))
 
+  it.live("responseMode sse: an answer ready at once is one whole SSE body (length known), stored and resumable like a stream", () =>
+    withServer({ responseMode: "sse" }, async ({ url }) => {
+      const sessionId = await openSession(url)
+      const h = { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" }
+      const { response, reader } = await openSse(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...h },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "ping" })
+      })
+      expect(response.headers.get("content-type")).toBe("text/event-stream")
+      expect(response.headers.get("cache-control")).toBe("no-cache, no-transform")
+      expect(Number(response.headers.get("content-length"))).toBeGreaterThan(0)
+      await reader!.done
+      // The priming event (an id, empty data, the retry field) first, then the response with its own id.
+      const priming = reader!.events[0]
+      expect(priming).toMatchObject({ data: "" })
+      expect(priming.id).toBeDefined()
+      expect(reader!.events.some((e) => e.retry === 1000)).toBe(true)
+      const answers = reader!.events.filter((e) => e.data !== "")
+      expect(answers).toHaveLength(1)
+      expect(answers[0].id).toBeDefined()
+      expect(reader!.messages()).toEqual([{ jsonrpc: "2.0", id: 9, result: {} }])
+      const replay = await openSse(url, { headers: { accept: "text/event-stream", ...h, "last-event-id": priming.id! } })
+      await replay.reader!.done
+      expect(replay.reader!.messages()).toEqual([{ jsonrpc: "2.0", id: 9, result: {} }])
+    }))
+
+  it.live("responseMode sse: a handler that sends progress before its answer is streamed, one message per write", () =>
+    withServer({ responseMode: "sse" }, async ({ url }) => {
+      const sessionId = await openSession(url)
+      const h = { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" }
+      const { response, reader } = await openSse(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...h },
+        body: JSON.stringify(call(10, "progress", { steps: 2 }))
+      })
+      expect(response.headers.get("content-length")).toBeNull()
+      await reader!.done
+      expect(reader!.messages().at(-1)).toMatchObject({ id: 10 })
+      expect(reader!.messages().length).toBe(3)
+    }))
+
   it.live("GET opens one standalone stream per session; server-initiated messages travel on it", () =>
     withServer(undefined, async ({ url, transport }) => {
       const sessionId = await openSession(url)
