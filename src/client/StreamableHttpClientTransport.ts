@@ -115,6 +115,7 @@ const FIRST_VERSION_WITH_HEADER = "2025-06-18"
 const encoder = new TextEncoder()
 
 const STOPPED: SseReader.Ending = { _tag: "Stopped" }
+const ENDED: SseReader.Ending = { _tag: "Ended" }
 
 type PostError = HttpError | SessionExpired | TransportClosed | MessageTooLarge
 
@@ -342,8 +343,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     request: JsonRpc.JsonRpcRequest,
     cursor: SseReader.Cursor,
     idleMs: number | undefined
-  ): Effect.Effect<SseReader.Ending, MalformedMessage | MessageTooLarge> =>
-    Effect.uninterruptibleMask((restore) =>
+  ): Effect.Effect<SseReader.Ending, MalformedMessage | MessageTooLarge> => {
+    // A body whose length is declared (an answer complete when the server sent it) is read whole:
+    // no stream, no background drain, and no abort of the exchange when the body ends.
+    const declared = Http.declaredLength(response)
+    if (declared !== undefined && declared <= maxBytes) return readPostWhole(response, request, cursor)
+    return Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         const outcome = yield* Deferred.make<SseReader.Ending, MalformedMessage | MessageTooLarge>()
         let answered = false
@@ -376,6 +381,30 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         )
       })
     )
+  }
+
+  /** `readPostStream` for a body read whole: every message in order, the response settling the request. */
+  const readPostWhole = (
+    response: HttpClientResponse.HttpClientResponse,
+    request: JsonRpc.JsonRpcRequest,
+    cursor: SseReader.Cursor
+  ): Effect.Effect<SseReader.Ending, MalformedMessage | MessageTooLarge> =>
+    Effect.gen(function*() {
+      const text = yield* Http.readText(response, maxBytes).pipe(
+        Effect.map((text): string | SseReader.Ending => text),
+        // As when a streamed body breaks: resumed if the server gave ids, else no response.
+        Effect.catchTag("TransportClosed", (cause) => Effect.succeed<SseReader.Ending>({ _tag: "Broken", cause }))
+      )
+      if (typeof text !== "string") return text
+      const events = SseReader.parseWhole(text, cursor)
+      let answered = false
+      for (const event of events) {
+        if (!SseReader.isMessageEvent(event)) continue
+        if (answered) yield* core.dispatchFrame(event.data)
+        else answered = yield* dispatchFor(request, event.data)
+      }
+      return answered ? STOPPED : ENDED
+    })
 
   /**
    * Reads a request's SSE answer until its response. A stream that stops

@@ -106,6 +106,14 @@ const describe = (error: HttpClientError.HttpClientError): string => {
   return error.reason._tag
 }
 
+/** The body length the server declared, when it declared one. */
+export const declaredLength = (response: HttpClientResponse.HttpClientResponse): number | undefined => {
+  const header = response.headers["content-length"]
+  if (header === undefined || header === "") return undefined
+  const declared = Number(header)
+  return Number.isFinite(declared) ? declared : undefined
+}
+
 /** Reads the whole body as text, failing once it grows past `maxBytes`. */
 export const readText = (
   response: HttpClientResponse.HttpClientResponse,

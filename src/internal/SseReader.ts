@@ -121,5 +121,27 @@ export const read = <EB, E, R>(
 
 const OVERSIZED = Symbol("OVERSIZED")
 
+/**
+ * The events of an SSE body already read whole (a body with a declared length
+ * within the limit), in order, with the cursor moved as `read` would move it.
+ * Events with empty data (priming events) only move the cursor; an event cut
+ * off by the end of the body is not an event.
+ */
+export const parseWhole = (text: string, cursor: Cursor): Array<Sse.Event> => {
+  const events: Array<Sse.Event> = []
+  const parser = Sse.makeParser((event) => {
+    if (event._tag === "Retry") {
+      cursor.retryMs = Duration.toMillis(event.duration)
+      if (event.lastEventId !== undefined) cursor.lastEventId = event.lastEventId
+      return
+    }
+    if (event.id !== undefined) cursor.lastEventId = event.id
+    if (event.data.length > 0) events.push(event)
+  }, { maxEventSize: Number.MAX_SAFE_INTEGER })
+  cursor.bytes += text.length
+  parser.feed(text)
+  return events
+}
+
 /** MCP messages travel as events named `message` (the default when the `event:` field is absent). */
 export const isMessageEvent = (event: { readonly event: string }): boolean => event.event === "message"
