@@ -116,6 +116,8 @@ const encoder = new TextEncoder()
 
 const STOPPED: SseReader.Ending = { _tag: "Stopped" }
 const ENDED: SseReader.Ending = { _tag: "Ended" }
+/** SSE answers up to this many bytes with a declared length are read whole (`readPostWhole`). */
+const WHOLE_BODY_LIMIT = 64 * 1024
 
 type PostError = HttpError | SessionExpired | TransportClosed | MessageTooLarge
 
@@ -344,10 +346,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     cursor: SseReader.Cursor,
     idleMs: number | undefined
   ): Effect.Effect<SseReader.Ending, MalformedMessage | MessageTooLarge> => {
-    // A body whose length is declared (an answer complete when the server sent it) is read whole:
-    // no stream, no background drain, and no abort of the exchange when the body ends.
+    // A small body whose length is declared (an answer complete when the server sent it) is read
+    // whole: no stream, no background drain, and no abort of the exchange when the body ends. Large
+    // ones are streamed, which holds fewer copies of them at once.
     const declared = Http.declaredLength(response)
-    if (declared !== undefined && declared <= maxBytes) return readPostWhole(response, request, cursor)
+    if (declared !== undefined && declared <= Math.min(maxBytes, WHOLE_BODY_LIMIT)) {
+      return readPostWhole(response, request, cursor)
+    }
     return Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         const outcome = yield* Deferred.make<SseReader.Ending, MalformedMessage | MessageTooLarge>()

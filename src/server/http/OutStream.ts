@@ -71,9 +71,9 @@ export interface OutStream {
   readonly attach: (options: AttachOptions) => Stream.Stream<Uint8Array>
   /**
    * The whole SSE body at once, for a stream that ended before any connection
-   * came and holds nothing but responses: stored as `attach` stores it (so it
-   * is resumable), after which the stream counts as drained. `undefined` when
-   * it has to be streamed with `attach` instead.
+   * came and holds nothing but responses, `WHOLE_BODY_LIMIT` at most: stored
+   * as `attach` stores it (so it is resumable), after which the stream counts
+   * as drained. `undefined` when it has to be streamed with `attach` instead.
    */
   readonly takeWhole: (options: AttachOptions) => Effect.Effect<string | undefined>
   /** Ends the current connection at once (another reader takes over, or the session ends). */
@@ -109,6 +109,9 @@ interface Connection {
 
 const keepAliveFrame = SseWire.encode(": keepalive\n\n")
 
+/** Answers up to this many characters of JSON go out as one whole body (`takeWhole`). */
+export const WHOLE_BODY_LIMIT = 64 * 1024
+
 export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
   Effect.gen(function*() {
     // Serialises storing and handing out, so the store's order is the wire's order.
@@ -130,8 +133,11 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
       if (capacity !== undefined && pending.length > capacity) pending.shift()
     }
 
+    // JSON of messages `takeWhole` looked at and left to `attach` (too large to send whole).
+    const serialized = new WeakMap<JsonRpc.JsonRpcMessage, string>()
+
     const frame = (message: JsonRpc.JsonRpcMessage): Effect.Effect<Uint8Array> => {
-      const data = JSON.stringify(message)
+      const data = serialized.get(message) ?? JSON.stringify(message)
       return store === undefined
         ? Effect.succeed(SseWire.encode(SseWire.event(data)))
         : Effect.map(store.append(options.streamId, data), (id) => SseWire.encode(SseWire.event(data, id)))
@@ -230,13 +236,24 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
         for (const item of pending) {
           if (item === CLOSE || isFramed(item) || !JsonRpc.isResponse(item)) return Effect.succeed(undefined)
         }
-        const messages = pending.splice(0) as Array<JsonRpc.JsonRpcMessage>
+        // Large answers are streamed instead: one body string would hold another copy of them.
+        const data: Array<string> = []
+        let size = 0
+        for (const message of pending as Array<JsonRpc.JsonRpcMessage>) {
+          const text = JSON.stringify(message)
+          data.push(text)
+          size += text.length
+          if (size > WHOLE_BODY_LIMIT) {
+            for (let i = 0; i < data.length; i++) serialized.set(pending[i] as JsonRpc.JsonRpcMessage, data[i]!)
+            return Effect.succeed(undefined)
+          }
+        }
+        pending.length = 0
         const parts: Array<string> = [...(attachOptions.preamble ?? [])]
         return Effect.gen(function*() {
           yield* opening(attachOptions, parts)
-          for (const message of messages) {
-            const data = JSON.stringify(message)
-            parts.push(store === undefined ? SseWire.event(data) : SseWire.event(data, yield* store.append(options.streamId, data)))
+          for (const text of data) {
+            parts.push(store === undefined ? SseWire.event(text) : SseWire.event(text, yield* store.append(options.streamId, text)))
           }
           return parts.join("")
         })

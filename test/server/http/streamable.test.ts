@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Option, Ref } from "effect"
+import { WHOLE_BODY_LIMIT } from "../../../src/server/http/OutStream.ts"
 import { FINISHED_STREAMS_KEPT } from "../../../src/server/http/Sessions.ts"
 import { eventually, isClean, openSession, openSse, post, run, withServer } from "./helpers.ts"
 
@@ -106,6 +107,20 @@ describe("Streamable HTTP server", () => {
       const replay = await openSse(url, { headers: { accept: "text/event-stream", ...h, "last-event-id": priming.id! } })
       await replay.reader!.done
       expect(replay.reader!.messages()).toEqual([{ jsonrpc: "2.0", id: 9, result: {} }])
+    }))
+
+  it.live("responseMode sse: an answer over WHOLE_BODY_LIMIT is streamed, not sent whole, and arrives intact", () =>
+    withServer({ responseMode: "sse" }, async ({ url }) => {
+      const sessionId = await openSession(url)
+      const text = "x".repeat(WHOLE_BODY_LIMIT + 1)
+      const { response, reader } = await openSse(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId },
+        body: JSON.stringify(call(11, "echo", { text }))
+      })
+      expect(response.headers.get("content-length")).toBeNull()
+      await reader!.done
+      expect(reader!.messages()).toEqual([{ jsonrpc: "2.0", id: 11, result: { content: [{ type: "text", text }] } }])
     }))
 
   it.live("responseMode sse: a handler that sends progress before its answer is streamed, one message per write", () =>
