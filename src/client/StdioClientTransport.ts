@@ -238,9 +238,10 @@ export const make = Effect.fnUntraced(function*(
 
   // Senders waiting for room must not outlive the connection: a dead or
   // stuck server would otherwise hold them until their own timeout.
-  // The writer first: ending stdin is what lets the server start exiting.
+  // Pending calls first: they fail with the reason for closing, not with the
+  // server's exit that ending its stdin may cause at once.
   const closeWith = (error: TransportClosed) =>
-    Effect.andThen(Effect.sync(() => writer.close(error)), core.close(error))
+    Effect.andThen(core.close(error), Effect.sync(() => writer.close(error)))
 
   const inheritEnv = config.inheritEnv ?? true
   const command = ChildProcess.make(config.command, args, {
