@@ -268,38 +268,102 @@ const invalidResult = (method: string) => (e: Schema.SchemaError) =>
 class LiveSessionContext implements SessionContext {
   readonly sessionId: string | undefined
   readonly notify: HandlerContext["notify"]
-  readonly #state: Session
+  protected readonly state: Session
   constructor(sessionId: string | undefined, notify: HandlerContext["notify"], state: Session) {
     this.sessionId = sessionId
     this.notify = notify
-    this.#state = state
+    this.state = state
   }
   get session(): SessionInfo {
-    return info(this.sessionId, this.#state)
+    return info(this.sessionId, this.state)
   }
 }
 
-type RequestParts = Omit<RequestContext, keyof SessionContext>
+const clientHas = (session: Session, path: ReadonlyArray<string>): boolean => {
+  let node: unknown = session.clientCapabilities
+  for (const key of path) {
+    if (!isRecord(node) || node[key] === undefined) return false
+    node = node[key]
+  }
+  return true
+}
 
+/**
+ * A request's context. Most handlers use few of its capabilities (many use
+ * none), and thousands of requests may be in flight at once, so each
+ * capability is made on first use, bound to its request: destructuring
+ * (`(params, { progress, log }) => …`) works as with plain properties.
+ */
 class LiveRequestContext extends LiveSessionContext implements RequestContext {
-  readonly requestId: RequestParts["requestId"]
-  readonly progressToken: RequestParts["progressToken"]
-  readonly progress: RequestParts["progress"]
-  readonly log: RequestParts["log"]
-  readonly sample: RequestParts["sample"]
-  readonly elicit: RequestParts["elicit"]
-  readonly listRoots: RequestParts["listRoots"]
-  readonly request: RequestParts["request"]
-  constructor(sessionId: string | undefined, notify: HandlerContext["notify"], state: Session, parts: RequestParts) {
-    super(sessionId, notify, state)
-    this.requestId = parts.requestId
-    this.progressToken = parts.progressToken
-    this.progress = parts.progress
-    this.log = parts.log
-    this.sample = parts.sample
-    this.elicit = parts.elicit
-    this.listRoots = parts.listRoots
-    this.request = parts.request
+  readonly requestId: JsonRpc.RequestId
+  readonly progressToken: string | number | undefined
+  readonly request: HandlerContext["request"]
+  readonly #hctx: HandlerContext
+  readonly #timeoutMs: number
+  // The capabilities made so far (most requests make none).
+  #made: { -readonly [K in "progress" | "log" | "sample" | "elicit" | "listRoots"]?: RequestContext[K] } | undefined
+
+  constructor(request: JsonRpc.JsonRpcRequest, hctx: HandlerContext, state: Session, timeoutMs: number) {
+    super(hctx.sessionId, hctx.notify, state)
+    this.requestId = request.id
+    this.progressToken = progressTokenOf(request.params)
+    this.request = hctx.request
+    this.#hctx = hctx
+    this.#timeoutMs = timeoutMs
+  }
+
+  #callClient<A>(
+    method: string,
+    capability: ReadonlyArray<string>,
+    params: unknown,
+    decode: (u: unknown) => Effect.Effect<A, Schema.SchemaError>
+  ): Effect.Effect<A, ClientCallError> {
+    return clientHas(this.state, capability)
+      ? this.#hctx.request(method, params, { timeoutMs: this.#timeoutMs }).pipe(
+        Effect.flatMap((raw) => Effect.mapError(decode(raw), invalidResult(method)))
+      )
+      : Effect.fail(new CapabilityNotSupported({ method, capability: capability.join("."), peer: "client" }))
+  }
+
+  get progress(): RequestContext["progress"] {
+    return (this.#made ??= {}).progress ??= (progress, o) => {
+      const token = this.progressToken
+      if (token === undefined) return Effect.void
+      const params: Record<string, unknown> = { progressToken: token, progress }
+      if (o?.total !== undefined) params.total = o.total
+      if (o?.message !== undefined) params.message = o.message
+      return Effect.ignore(this.#hctx.notify("notifications/progress", params))
+    }
+  }
+
+  get log(): RequestContext["log"] {
+    return (this.#made ??= {}).log ??= (level, data, logger) => {
+      const threshold = this.state.logLevel
+      if (threshold !== undefined && severity(level) < severity(threshold)) return Effect.void
+      return Effect.ignore(
+        this.#hctx.notify("notifications/message", logger === undefined ? { level, data } : { level, logger, data })
+      )
+    }
+  }
+
+  get sample(): RequestContext["sample"] {
+    return (this.#made ??= {}).sample ??= (params) => this.#callClient("sampling/createMessage", ["sampling"], params, decodeSampling)
+  }
+
+  get elicit(): RequestContext["elicit"] {
+    return (this.#made ??= {}).elicit ??= (params) =>
+      this.#callClient(
+        "elicitation/create",
+        params.mode === "url" ? ["elicitation", "url"] : ["elicitation"],
+        params,
+        decodeElicit
+      )
+  }
+
+  get listRoots(): RequestContext["listRoots"] {
+    return (this.#made ??= {}).listRoots ??= Effect.suspend(() =>
+      Effect.map(this.#callClient("roots/list", ["roots"], {}, decodeRoots), (r) => r.roots)
+    )
   }
 }
 
@@ -341,56 +405,8 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     const sessionContext = (hctx: HandlerContext, session: Session): SessionContext =>
       new LiveSessionContext(hctx.sessionId, hctx.notify, session)
 
-    const requestContext = (request: JsonRpc.JsonRpcRequest, hctx: HandlerContext, session: Session): RequestContext => {
-      const token = progressTokenOf(request.params)
-      const clientHas = (path: ReadonlyArray<string>): boolean => {
-        let node: unknown = session.clientCapabilities
-        for (const key of path) {
-          if (!isRecord(node) || node[key] === undefined) return false
-          node = node[key]
-        }
-        return true
-      }
-      const callClient = <A>(
-        method: string,
-        capability: ReadonlyArray<string>,
-        params: unknown,
-        decode: (u: unknown) => Effect.Effect<A, Schema.SchemaError>
-      ): Effect.Effect<A, ClientCallError> =>
-        clientHas(capability)
-          ? hctx.request(method, params, { timeoutMs }).pipe(
-            Effect.flatMap((raw) => Effect.mapError(decode(raw), invalidResult(method)))
-          )
-          : Effect.fail(new CapabilityNotSupported({ method, capability: capability.join("."), peer: "client" }))
-      // Built for every request: nothing here runs before a handler asks for it.
-      return new LiveRequestContext(hctx.sessionId, hctx.notify, session, {
-        requestId: request.id,
-        progressToken: token,
-        progress: (progress, o) => {
-          if (token === undefined) return Effect.void
-          const params: Record<string, unknown> = { progressToken: token, progress }
-          if (o?.total !== undefined) params.total = o.total
-          if (o?.message !== undefined) params.message = o.message
-          return Effect.ignore(hctx.notify("notifications/progress", params))
-        },
-        log: (level, data, logger) => {
-          if (session.logLevel !== undefined && severity(level) < severity(session.logLevel)) return Effect.void
-          return Effect.ignore(
-            hctx.notify("notifications/message", logger === undefined ? { level, data } : { level, logger, data })
-          )
-        },
-        sample: (params) => callClient("sampling/createMessage", ["sampling"], params, decodeSampling),
-        elicit: (params) =>
-          callClient(
-            "elicitation/create",
-            params.mode === "url" ? ["elicitation", "url"] : ["elicitation"],
-            params,
-            decodeElicit
-          ),
-        listRoots: Effect.suspend(() => Effect.map(callClient("roots/list", ["roots"], {}, decodeRoots), (r) => r.roots)),
-        request: hctx.request
-      })
-    }
+    const requestContext = (request: JsonRpc.JsonRpcRequest, hctx: HandlerContext, session: Session): RequestContext =>
+      new LiveRequestContext(request, hctx, session, timeoutMs)
 
     const onRequest = (
       request: JsonRpc.JsonRpcRequest,

@@ -221,6 +221,27 @@ describe("McpServer (server-side lifecycle)", () => {
         ])
       }))
 
+    it.effect("the context's capabilities work destructured, and each is one function per request", () =>
+      Effect.gen(function*() {
+        const seen: Array<unknown> = []
+        const server = McpServer.make({ serverInfo: { name: "destructure", version: "1" } }).pipe(
+          McpServer.method("tools/call", {}, (_params, ctx) => {
+            const { progress, log, requestId, progressToken } = ctx
+            seen.push(ctx.progress === progress && ctx.log === log, requestId, progressToken)
+            return Effect.as(Effect.andThen(progress(1, { total: 1 }), log("info", "hi")), { content: [] })
+          })
+        )
+        const { t } = yield* pairFor(server)
+        yield* initialize(t)
+        const notes = yield* collect(t.notifications, 2)
+        yield* t.request("tools/call", { name: "x", _meta: { progressToken: "p" } })
+        expect((yield* Fiber.join(notes)).map((n) => [n.method, n.params])).toEqual([
+          ["notifications/progress", { progressToken: "p", progress: 1, total: 1 }],
+          ["notifications/message", { level: "info", data: "hi" }]
+        ])
+        expect(seen).toEqual([true, expect.anything(), "p"])
+      }))
+
     it.effect("log messages respect the client's logging/setLevel; a bad level is -32602", () =>
       Effect.gen(function*() {
         const { t } = yield* pairFor(makeServer())
