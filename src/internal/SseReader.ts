@@ -47,6 +47,17 @@ export interface ReadOptions<E, R> {
   readonly onOversized?: ((limit: number) => void) | undefined
 }
 
+/** Moves the cursor past a parsed item: a `retry:` field only moves it; an event is handed back. */
+const advance = (cursor: Cursor, parsed: Sse.AnyEvent): Sse.Event | undefined => {
+  if (parsed._tag === "Retry") {
+    cursor.retryMs = Duration.toMillis(parsed.duration)
+    if (parsed.lastEventId !== undefined) cursor.lastEventId = parsed.lastEventId
+    return undefined
+  }
+  if (parsed.id !== undefined) cursor.lastEventId = parsed.id
+  return parsed
+}
+
 const ENDED: Ending = { _tag: "Ended" }
 const STOPPED: Ending = { _tag: "Stopped" }
 
@@ -69,13 +80,9 @@ export const read = <EB, E, R>(
     const limit = options.maxEventBytes
     // Parsed but not yet handled, in order; `OVERSIZED` marks an event dropped for its size.
     const events: Array<Sse.Event | typeof OVERSIZED> = []
-    const parser = Sse.makeParser((event) => {
-      if (event._tag === "Retry") {
-        cursor.retryMs = Duration.toMillis(event.duration)
-        if (event.lastEventId !== undefined) cursor.lastEventId = event.lastEventId
-        return
-      }
-      if (event.id !== undefined) cursor.lastEventId = event.id
+    const parser = Sse.makeParser((parsed) => {
+      const event = advance(cursor, parsed)
+      if (event === undefined) return
       // The parser bounds only what is pending between chunks; a whole event inside one chunk is checked here.
       events.push(event.data.length > limit ? OVERSIZED : event)
     }, { maxEventSize: limit })
@@ -129,14 +136,9 @@ const OVERSIZED = Symbol("OVERSIZED")
  */
 export const parseWhole = (text: string, cursor: Cursor): Array<Sse.Event> => {
   const events: Array<Sse.Event> = []
-  const parser = Sse.makeParser((event) => {
-    if (event._tag === "Retry") {
-      cursor.retryMs = Duration.toMillis(event.duration)
-      if (event.lastEventId !== undefined) cursor.lastEventId = event.lastEventId
-      return
-    }
-    if (event.id !== undefined) cursor.lastEventId = event.id
-    if (event.data.length > 0) events.push(event)
+  const parser = Sse.makeParser((parsed) => {
+    const event = advance(cursor, parsed)
+    if (event !== undefined && event.data.length > 0) events.push(event)
   }, { maxEventSize: Number.MAX_SAFE_INTEGER })
   cursor.bytes += text.length
   parser.feed(text)

@@ -16,6 +16,14 @@ const call = (id: number | string, name: string, args: Record<string, unknown> =
   params: meta === undefined ? { name, arguments: args } : { name, arguments: args, _meta: meta }
 })
 
+/** POSTs `body` on a session, accepting JSON or SSE, and reads the answer as SSE. */
+const postSse = (url: string, headers: Record<string, string>, body: unknown) =>
+  openSse(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify(body)
+  })
+
 describe("Streamable HTTP server", () => {
   it.live("a plain request gets JSON; a request whose handler streams gets SSE with ids, priming and retry", () =>
     withServer(undefined, async ({ url }) => {
@@ -86,11 +94,7 @@ describe("Streamable HTTP server", () => {
     withServer({ responseMode: "sse" }, async ({ url }) => {
       const sessionId = await openSession(url)
       const h = { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" }
-      const { response, reader } = await openSse(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...h },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "ping" })
-      })
+      const { response, reader } = await postSse(url, h, { jsonrpc: "2.0", id: 9, method: "ping" })
       expect(response.headers.get("content-type")).toBe("text/event-stream")
       expect(response.headers.get("cache-control")).toBe("no-cache, no-transform")
       expect(Number(response.headers.get("content-length"))).toBeGreaterThan(0)
@@ -113,11 +117,7 @@ describe("Streamable HTTP server", () => {
     withServer({ responseMode: "sse" }, async ({ url }) => {
       const sessionId = await openSession(url)
       const text = "x".repeat(WHOLE_BODY_LIMIT + 1)
-      const { response, reader } = await openSse(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId },
-        body: JSON.stringify(call(11, "echo", { text }))
-      })
+      const { response, reader } = await postSse(url, { "mcp-session-id": sessionId }, call(11, "echo", { text }))
       expect(response.headers.get("content-length")).toBeNull()
       await reader!.done
       expect(reader!.messages()).toEqual([{ jsonrpc: "2.0", id: 11, result: { content: [{ type: "text", text }] } }])
@@ -127,11 +127,7 @@ describe("Streamable HTTP server", () => {
     withServer({ responseMode: "sse" }, async ({ url }) => {
       const sessionId = await openSession(url)
       const h = { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" }
-      const { response, reader } = await openSse(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...h },
-        body: JSON.stringify(call(10, "progress", { steps: 2 }))
-      })
+      const { response, reader } = await postSse(url, h, call(10, "progress", { steps: 2 }))
       expect(response.headers.get("content-length")).toBeNull()
       await reader!.done
       expect(reader!.messages().at(-1)).toMatchObject({ id: 10 })
