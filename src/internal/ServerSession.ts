@@ -94,6 +94,51 @@ export interface ServerSession {
   readonly closeOutgoing: (error: TransportClosed) => Effect.Effect<void>
 }
 
+type Send = (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, TransportClosed>
+type CallClient = (
+  method: string,
+  params: unknown,
+  send: Send,
+  options: { readonly timeoutMs?: number | undefined } | undefined
+) => Effect.Effect<unknown, RequestError>
+
+/**
+ * The context a handler gets. One is built for every request, and most
+ * handlers send nothing to the client, so `notify` and `request` are made on
+ * first use (bound: destructuring them works).
+ */
+class LiveHandlerContext implements HandlerContext {
+  readonly sessionId: string | undefined
+  readonly requestId: JsonRpc.RequestId | undefined
+  readonly closeSseStream: HandlerContext["closeSseStream"]
+  readonly #send: Send
+  readonly #call: CallClient
+  #notify: HandlerContext["notify"] | undefined
+  #request: HandlerContext["request"] | undefined
+
+  constructor(
+    sessionId: string | undefined,
+    requestId: JsonRpc.RequestId | undefined,
+    send: Send,
+    call: CallClient,
+    closeSseStream: HandlerContext["closeSseStream"]
+  ) {
+    this.sessionId = sessionId
+    this.requestId = requestId
+    this.closeSseStream = closeSseStream
+    this.#send = send
+    this.#call = call
+  }
+
+  get notify(): HandlerContext["notify"] {
+    return this.#notify ??= (method, params) => this.#send(JsonRpc.notification(method, params))
+  }
+
+  get request(): HandlerContext["request"] {
+    return this.#request ??= (method, params, o) => this.#call(method, params, this.#send, o)
+  }
+}
+
 export const make = Effect.fnUntraced(function*<R>(
   options: ServerSessionOptions<R>
 ): Effect.fn.Return<ServerSession, never, R | Scope.Scope> {
@@ -105,18 +150,10 @@ export const make = Effect.fnUntraced(function*<R>(
       options.send(JsonRpc.notification("notifications/cancelled", { requestId: id, reason })).pipe(Effect.ignore)
   })
 
-  const makeContext = (
-    requestId: JsonRpc.RequestId | undefined,
-    send: (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, TransportClosed>
-  ): HandlerContext => ({
-    sessionId: options.sessionId,
-    requestId,
-    notify: (method, params) => send(JsonRpc.notification(method, params)),
-    request: (method, params, o): Effect.Effect<unknown, RequestError> =>
-      correlation.call(method, params, send, { timeoutMs: o?.timeoutMs ?? options.defaultRequestTimeoutMs ?? 60_000 })
-  })
+  const callClient: CallClient = (method, params, send, o) =>
+    correlation.call(method, params, send, { timeoutMs: o?.timeoutMs ?? options.defaultRequestTimeoutMs ?? 60_000 })
 
-  const context = makeContext(undefined, options.send)
+  const context: HandlerContext = new LiveHandlerContext(options.sessionId, undefined, options.send, callClient, undefined)
 
   // id → when its cancel arrived; Map order is arrival order, so the oldest go first.
   const earlyCancels = new Map<JsonRpc.RequestId, number>()
@@ -162,11 +199,14 @@ export const make = Effect.fnUntraced(function*<R>(
       )
     )
 
-  const requestContext = (request: JsonRpc.JsonRpcRequest): HandlerContext => {
-    const send = options.sendFor?.(request.id) ?? options.send
-    const base = makeContext(request.id, send)
-    return options.extendContext === undefined ? base : { ...base, ...options.extendContext(request.id) }
-  }
+  const requestContext = (request: JsonRpc.JsonRpcRequest): HandlerContext =>
+    new LiveHandlerContext(
+      options.sessionId,
+      request.id,
+      options.sendFor?.(request.id) ?? options.send,
+      callClient,
+      options.extendContext?.(request.id).closeSseStream
+    )
 
   const handleMessage = (classified: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
     switch (classified._tag) {

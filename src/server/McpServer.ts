@@ -267,12 +267,16 @@ const invalidResult = (method: string) => (e: Schema.SchemaError) =>
  */
 class LiveSessionContext implements SessionContext {
   readonly sessionId: string | undefined
-  readonly notify: HandlerContext["notify"]
+  protected readonly hctx: HandlerContext
   protected readonly state: Session
-  constructor(sessionId: string | undefined, notify: HandlerContext["notify"], state: Session) {
-    this.sessionId = sessionId
-    this.notify = notify
+  constructor(hctx: HandlerContext, state: Session) {
+    this.sessionId = hctx.sessionId
+    this.hctx = hctx
     this.state = state
+  }
+  // Read when used: the transport's context makes it on first use too.
+  get notify(): HandlerContext["notify"] {
+    return this.hctx.notify
   }
   get session(): SessionInfo {
     return info(this.sessionId, this.state)
@@ -297,19 +301,19 @@ const clientHas = (session: Session, path: ReadonlyArray<string>): boolean => {
 class LiveRequestContext extends LiveSessionContext implements RequestContext {
   readonly requestId: JsonRpc.RequestId
   readonly progressToken: string | number | undefined
-  readonly request: HandlerContext["request"]
-  readonly #hctx: HandlerContext
   readonly #timeoutMs: number
   // The capabilities made so far (most requests make none).
   #made: { -readonly [K in "progress" | "log" | "sample" | "elicit" | "listRoots"]?: RequestContext[K] } | undefined
 
   constructor(request: JsonRpc.JsonRpcRequest, hctx: HandlerContext, state: Session, timeoutMs: number) {
-    super(hctx.sessionId, hctx.notify, state)
+    super(hctx, state)
     this.requestId = request.id
     this.progressToken = progressTokenOf(request.params)
-    this.request = hctx.request
-    this.#hctx = hctx
     this.#timeoutMs = timeoutMs
+  }
+
+  get request(): HandlerContext["request"] {
+    return this.hctx.request
   }
 
   #callClient<A>(
@@ -319,7 +323,7 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
     decode: (u: unknown) => Effect.Effect<A, Schema.SchemaError>
   ): Effect.Effect<A, ClientCallError> {
     return clientHas(this.state, capability)
-      ? this.#hctx.request(method, params, { timeoutMs: this.#timeoutMs }).pipe(
+      ? this.hctx.request(method, params, { timeoutMs: this.#timeoutMs }).pipe(
         Effect.flatMap((raw) => Effect.mapError(decode(raw), invalidResult(method)))
       )
       : Effect.fail(new CapabilityNotSupported({ method, capability: capability.join("."), peer: "client" }))
@@ -332,7 +336,7 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
       const params: Record<string, unknown> = { progressToken: token, progress }
       if (o?.total !== undefined) params.total = o.total
       if (o?.message !== undefined) params.message = o.message
-      return Effect.ignore(this.#hctx.notify("notifications/progress", params))
+      return Effect.ignore(this.hctx.notify("notifications/progress", params))
     }
   }
 
@@ -341,7 +345,7 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
       const threshold = this.state.logLevel
       if (threshold !== undefined && severity(level) < severity(threshold)) return Effect.void
       return Effect.ignore(
-        this.#hctx.notify("notifications/message", logger === undefined ? { level, data } : { level, logger, data })
+        this.hctx.notify("notifications/message", logger === undefined ? { level, data } : { level, logger, data })
       )
     }
   }
@@ -403,7 +407,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     })
 
     const sessionContext = (hctx: HandlerContext, session: Session): SessionContext =>
-      new LiveSessionContext(hctx.sessionId, hctx.notify, session)
+      new LiveSessionContext(hctx, session)
 
     const requestContext = (request: JsonRpc.JsonRpcRequest, hctx: HandlerContext, session: Session): RequestContext =>
       new LiveRequestContext(request, hctx, session, timeoutMs)

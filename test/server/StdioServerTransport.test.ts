@@ -365,12 +365,12 @@ describe("StdioServerTransport (in process, Stdio.layerTest)", () => {
       expect(ran).toBe(1)
     }))
 
-  it.effect("server-initiated requests go to stdout and the client's response comes back through the session", () =>
+  it.effect("server-initiated requests go to stdout and the client's response comes back through the session (context destructured)", () =>
     Effect.gen(function*() {
-      const handler: Handler = (m, ctx) =>
+      const handler: Handler = (m, { notify, request }) =>
         "id" in m
-          ? ctx.notify("notifications/progress", { progress: 1 }).pipe(
-            Effect.andThen(ctx.request("roots/list", {})),
+          ? notify("notifications/progress", { progress: 1 }).pipe(
+            Effect.andThen(request("roots/list", {})),
             Effect.map((result) => JsonRpc.success(m.id, { fromClient: result }))
           )
           : Effect.succeed(null)
