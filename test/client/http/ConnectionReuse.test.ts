@@ -5,16 +5,10 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { NodeHttpClient } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Scope, Stream } from "effect"
-import { FetchHttpClient, type HttpClient } from "effect/http"
+import { describe, expect } from "@effect/vitest"
+import { Effect, Fiber, Stream } from "effect"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
-
-const clients = [
-  ["FetchHttpClient.layer", FetchHttpClient.layer],
-  ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici]
-] as const satisfies ReadonlyArray<readonly [string, Layer.Layer<HttpClient.HttpClient>]>
+import { httpClients, liveWith } from "./httpClients.ts"
 
 const sse = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`
 
@@ -65,9 +59,8 @@ const startServer = Effect.acquireRelease(
     })
 )
 
-describe.each(clients)("SSE answers reuse the connection via %s", (_name, clientLayer) => {
-  const live = (name: string, body: () => Effect.Effect<void, unknown, Scope.Scope | HttpClient.HttpClient>) =>
-    it.live(name, () => Effect.scoped(body()).pipe(Effect.provide(clientLayer)), 20_000)
+describe.each(httpClients)("SSE answers reuse the connection via %s", (_name, clientLayer) => {
+  const live = liveWith(clientLayer, 20_000)
 
   live("N sequential calls over SSE reuse pooled connections (not one per call), and messages after the response are routed", () =>
     Effect.gen(function*() {

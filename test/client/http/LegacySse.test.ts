@@ -3,17 +3,11 @@
  * test server: endpoint discovery, POST + 202, answers on the stream, and the
  * stream's end closing everything.
  */
-import { NodeHttpClient } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Scope, Stream, SubscriptionRef } from "effect"
-import { FetchHttpClient, type HttpClient } from "effect/http"
+import { describe, expect } from "@effect/vitest"
+import { Effect, Exit, Fiber, Scope, Stream, SubscriptionRef } from "effect"
 import * as SseTransport from "../../../src/client/SseClientTransport.ts"
 import * as Server from "./MisbehavingServer.ts"
-
-const clients = [
-  ["FetchHttpClient.layer", FetchHttpClient.layer],
-  ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici]
-] as const satisfies ReadonlyArray<readonly [string, Layer.Layer<HttpClient.HttpClient>]>
+import { httpClients, liveWith } from "./httpClients.ts"
 
 const isMethod = (method: string) => (r: Server.Received) => r.json?.method === method
 
@@ -50,9 +44,8 @@ const legacyServer = (options: {
     return { server, feed, url: `${server.origin}/sse` }
   })
 
-describe.each(clients)("legacy HTTP+SSE client via %s", (_name, clientLayer) => {
-  const live = (name: string, body: () => Effect.Effect<void, unknown, Scope.Scope | HttpClient.HttpClient>) =>
-    it.live(name, () => Effect.scoped(body()).pipe(Effect.provide(clientLayer)), 15_000)
+describe.each(httpClients)("legacy HTTP+SSE client via %s", (_name, clientLayer) => {
+  const live = liveWith(clientLayer, 15_000)
 
   live("finds the endpoint, POSTs messages, correlates answers from the stream", () =>
     Effect.gen(function*() {

@@ -3,17 +3,11 @@
  * with TransportClosed, then the session is ended with a DELETE — however the
  * scope closes (normally, by interruption, by a failing parent).
  */
-import { NodeHttpClient } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Layer, Scope, Stream, SubscriptionRef } from "effect"
-import { FetchHttpClient, type HttpClient } from "effect/http"
+import { describe, expect } from "@effect/vitest"
+import { Cause, Deferred, Effect, Exit, Fiber, Scope, Stream, SubscriptionRef } from "effect"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as Server from "./MisbehavingServer.ts"
-
-const clients = [
-  ["FetchHttpClient.layer", FetchHttpClient.layer],
-  ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici]
-] as const satisfies ReadonlyArray<readonly [string, Layer.Layer<HttpClient.HttpClient>]>
+import { httpClients, liveWith } from "./httpClients.ts"
 
 const isMethod = (method: string) => (r: Server.Received) => r.json?.method === method
 const isDelete = (r: Server.Received) => r.verb === "DELETE"
@@ -36,9 +30,8 @@ const session = (server: Server.MisbehavingServer, options: Partial<StreamableHt
     return t
   })
 
-describe.each(clients)("closing the Streamable HTTP transport via %s", (_name, clientLayer) => {
-  const live = (name: string, body: () => Effect.Effect<void, unknown, Scope.Scope | HttpClient.HttpClient>) =>
-    it.live(name, () => Effect.scoped(body()).pipe(Effect.provide(clientLayer)), 15_000)
+describe.each(httpClients)("closing the Streamable HTTP transport via %s", (_name, clientLayer) => {
+  const live = liveWith(clientLayer, 15_000)
 
   live("normal close: pending calls fail with TransportClosed, listener and POST are aborted, then DELETE", () =>
     Effect.gen(function*() {

@@ -4,18 +4,12 @@
  * with `Last-Event-ID` at the server's `retry` pace or the user's schedule,
  * visibly failed (and harmless to POSTs) once the budget is spent.
  */
-import { NodeHttpClient } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schedule, type Scope, Stream, SubscriptionRef } from "effect"
-import { FetchHttpClient, type HttpClient } from "effect/http"
+import { describe, expect } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Schedule, Stream, SubscriptionRef } from "effect"
 import type { ConnectionState, Diagnostic } from "../../../src/client/ClientTransport.ts"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as Server from "./MisbehavingServer.ts"
-
-const clients = [
-  ["FetchHttpClient.layer", FetchHttpClient.layer],
-  ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici]
-] as const satisfies ReadonlyArray<readonly [string, Layer.Layer<HttpClient.HttpClient>]>
+import { httpClients, liveWith } from "./httpClients.ts"
 
 const fastRetry = Schedule.spaced("20 millis").pipe(Schedule.upTo({ times: 3 }))
 
@@ -44,9 +38,8 @@ const gets = (server: Server.MisbehavingServer, count: number) =>
     return server.received("GET")
   })
 
-describe.each(clients)("the standalone GET listener via %s", (_name, clientLayer) => {
-  const live = (name: string, body: () => Effect.Effect<void, unknown, Scope.Scope | HttpClient.HttpClient>) =>
-    it.live(name, () => Effect.scoped(body()).pipe(Effect.provide(clientLayer)), 15_000)
+describe.each(httpClients)("the standalone GET listener via %s", (_name, clientLayer) => {
+  const live = liveWith(clientLayer, 15_000)
 
   live("is opened after notifications/initialized when asked to; 405 disables it quietly", () =>
     Effect.gen(function*() {

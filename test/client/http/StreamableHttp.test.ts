@@ -2,17 +2,11 @@
  * The Streamable HTTP client transport against a loopback server that
  * misbehaves on demand. Every test runs with two HttpClient layers.
  */
-import { NodeHttpClient } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Schedule, Scope, Stream, SubscriptionRef } from "effect"
-import { FetchHttpClient, type HttpClient } from "effect/http"
+import { describe, expect } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Schedule, Scope, Stream, SubscriptionRef } from "effect"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as Server from "./MisbehavingServer.ts"
-
-const clients = [
-  ["FetchHttpClient.layer", FetchHttpClient.layer],
-  ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici]
-] as const satisfies ReadonlyArray<readonly [string, Layer.Layer<HttpClient.HttpClient>]>
+import { httpClients, liveWith } from "./httpClients.ts"
 
 const fastRetry = Schedule.spaced("20 millis").pipe(Schedule.upTo({ times: 3 }))
 
@@ -28,9 +22,8 @@ const initialize = (t: StreamableHttp.StreamableHttpClientTransport) =>
 
 const isMethod = (method: string) => (r: Server.Received) => r.json?.method === method
 
-describe.each(clients)("Streamable HTTP client via %s", (_name, clientLayer) => {
-  const live = (name: string, body: () => Effect.Effect<void, unknown, Scope.Scope | HttpClient.HttpClient>, timeout = 15_000) =>
-    it.live(name, () => Effect.scoped(body()).pipe(Effect.provide(clientLayer)), timeout)
+describe.each(httpClients)("Streamable HTTP client via %s", (_name, clientLayer) => {
+  const live = liveWith(clientLayer, 15_000)
 
   live("POSTs with the right headers, keeps the session and sends the negotiated version", () =>
     Effect.gen(function*() {

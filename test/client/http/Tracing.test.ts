@@ -7,16 +7,11 @@
  */
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
-import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Tracer } from "effect"
-import { FetchHttpClient, type HttpClient } from "effect/http"
+import type { HttpClient } from "effect/http"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
-
-const clients = [
-  ["FetchHttpClient.layer", FetchHttpClient.layer],
-  ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici]
-] as const satisfies ReadonlyArray<readonly [string, Layer.Layer<HttpClient.HttpClient>]>
+import { httpClients } from "./httpClients.ts"
 
 /** Answers requests with a JSON body, notifications with 202; keeps every request's headers. */
 const startServer = Effect.acquireRelease(
@@ -86,7 +81,7 @@ const session = (clientLayer: Layer.Layer<HttpClient.HttpClient>, httpTracing?: 
     return { seen: server.seen, clientSpans: spans.filter((s) => s.startsWith("client:")) }
   })
 
-describe.each(clients)("httpTracing via %s", (_name, clientLayer) => {
+describe.each(httpClients)("httpTracing via %s", (_name, clientLayer) => {
   it.live("by default: no trace headers on any request and no client span", () =>
     Effect.gen(function*() {
       const { seen, clientSpans } = yield* session(clientLayer)

@@ -6,16 +6,10 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { NodeHttpClient } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, type Scope, Stream } from "effect"
-import { FetchHttpClient, type HttpClient } from "effect/http"
+import { describe, expect } from "@effect/vitest"
+import { Effect, Fiber, Stream } from "effect"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
-
-const clients = [
-  ["FetchHttpClient.layer", FetchHttpClient.layer],
-  ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici]
-] as const satisfies ReadonlyArray<readonly [string, Layer.Layer<HttpClient.HttpClient>]>
+import { httpClients, liveWith } from "./httpClients.ts"
 
 const event = (message: unknown, id?: string) =>
   `${id === undefined ? "" : `id: ${id}\n`}event: message\ndata: ${JSON.stringify(message)}\n\n`
@@ -81,9 +75,8 @@ const startServer = Effect.acquireRelease(
   (s) => Effect.sync(() => s.close())
 )
 
-describe.each(clients)("an SSE answer with a declared length, via %s", (_name, clientLayer) => {
-  const live = (name: string, body: () => Effect.Effect<void, unknown, Scope.Scope | HttpClient.HttpClient>) =>
-    it.live(name, () => Effect.scoped(body()).pipe(Effect.provide(clientLayer)), 20_000)
+describe.each(httpClients)("an SSE answer with a declared length, via %s", (_name, clientLayer) => {
+  const live = liveWith(clientLayer, 20_000)
 
   live("routes every message in order: the one before the response, the response, the one after", () =>
     Effect.gen(function*() {
