@@ -8,15 +8,16 @@
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberMap from "effect/FiberMap"
 import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../JsonRpc.ts"
 import { type RequestError, TransportClosed, truncate } from "../McpError.ts"
 import type { Handler, HandlerContext } from "../server/Handler.ts"
 import * as Correlation from "./Correlation.ts"
+import * as RequestFibers from "./RequestFibers.ts"
 
 /** What a frame produces: one reply, a batch of replies, or nothing. */
 export type Reply = JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse> | null
@@ -143,7 +144,7 @@ export const make = Effect.fnUntraced(function*<R>(
   options: ServerSessionOptions<R>
 ): Effect.fn.Return<ServerSession, never, R | Scope.Scope> {
   const services = yield* Effect.context<R>()
-  const serving = yield* FiberMap.make<JsonRpc.RequestId, JsonRpc.JsonRpcResponse | null>()
+  const serving = RequestFibers.make<JsonRpc.JsonRpcResponse | null>()
   const correlation = Correlation.make({
     idPrefix: "s",
     cancel: (id, reason) =>
@@ -168,8 +169,8 @@ export const make = Effect.fnUntraced(function*<R>(
   const rememberCancel = (id: JsonRpc.RequestId): Effect.Effect<void> =>
     options.earlyCancels === undefined
       ? Effect.void
-      : Effect.flatMap(FiberMap.has(serving, id), (running) =>
-        running ? Effect.void : Effect.map(Clock.currentTimeMillis, (now) => {
+      : Effect.suspend(() =>
+        serving.has(id) ? Effect.void : Effect.map(Clock.currentTimeMillis, (now) => {
           earlyCancels.delete(id)
           earlyCancels.set(id, now)
           pruneEarly(now)
@@ -183,12 +184,26 @@ export const make = Effect.fnUntraced(function*<R>(
         return earlyCancels.delete(id)
       })
 
+  // Handlers run with the session's services on top of their fiber's
+  // context. Merging copies every entry of a context, and request fibers
+  // share their parent's context object, so the merge is made once per
+  // parent context, not once per request.
+  let mergedFrom: Context.Context<never> | undefined
+  let merged: Context.Context<R> = services
+  const withServices = (current: Context.Context<never>): Context.Context<R> => {
+    if (current !== mergedFrom) {
+      mergedFrom = current
+      merged = Context.merge(current, services)
+    }
+    return merged
+  }
+
   const runHandler = (
     message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification,
     ctx: HandlerContext
   ): Effect.Effect<JsonRpc.JsonRpcResponse | null> =>
     Effect.suspend(() => options.handler(message, ctx)).pipe(
-      Effect.provideContext(services),
+      Effect.updateContext(withServices),
       Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause)
           ? Effect.interrupt
@@ -213,14 +228,12 @@ export const make = Effect.fnUntraced(function*<R>(
       case "Request": {
         const request = classified.message
         // Started at once: the handler runs now, not on the scheduler's next turn.
-        const run = FiberMap.run(serving, request.id, runHandler(request, requestContext(request)), {
-          onlyIfMissing: true,
-          startImmediately: true
-        }).pipe(
-          Effect.flatMap(Fiber.await),
-          Effect.map((exit: Exit.Exit<JsonRpc.JsonRpcResponse | null>) =>
+        // A second request with the id of one still running gets no reply.
+        const run = serving.run(request.id, runHandler(request, requestContext(request))).pipe(
+          Effect.flatMap((fiber) => fiber === undefined ? Effect.succeed(null) : Fiber.await(fiber)),
+          Effect.map((exit: Exit.Exit<JsonRpc.JsonRpcResponse | null> | null) =>
             // An interrupted handler (the client cancelled) gets no reply.
-            exit._tag === "Success" ? exit.value : null
+            exit !== null && exit._tag === "Success" ? exit.value : null
           )
         )
         return Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.succeed(null) : run)
@@ -231,7 +244,7 @@ export const make = Effect.fnUntraced(function*<R>(
           const id = (n.params as { requestId?: unknown } | undefined)?.requestId
           if (typeof id === "string" || typeof id === "number") {
             return rememberCancel(id).pipe(
-              Effect.andThen(FiberMap.remove(serving, id)),
+              Effect.andThen(serving.interrupt(id)),
               Effect.andThen(runHandler(n, context)),
               Effect.as(null)
             )
@@ -253,7 +266,7 @@ export const make = Effect.fnUntraced(function*<R>(
     onReply: (reply: JsonRpc.JsonRpcResponse) => Effect.Effect<void>
   ): Effect.Effect<void> => {
     // A second request with the id of one still running shares its outcome, as in `handleMessage`.
-    if (FiberMap.hasUnsafe(serving, request.id)) {
+    if (serving.has(request.id)) {
       return Effect.flatMap(handleMessage({ _tag: "Request", message: request }), (r) => r === null ? Effect.void : onReply(r))
     }
     // Interruption (a cancel) can only end the handler: once it answered, the reply is written.
@@ -261,7 +274,7 @@ export const make = Effect.fnUntraced(function*<R>(
       Effect.flatMap(restore(runHandler(request, requestContext(request))), (reply) =>
         reply === null ? Effect.succeed(null) : Effect.as(onReply(reply), null))
     )
-    const start = Effect.asVoid(FiberMap.run(serving, request.id, work, { startImmediately: true }))
+    const start = Effect.asVoid(serving.run(request.id, work))
     return earlyCancels.size === 0
       ? start
       : Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.void : start)
@@ -293,10 +306,12 @@ export const make = Effect.fnUntraced(function*<R>(
   const close = (error: TransportClosed) =>
     Effect.suspend(() => {
       correlation.close(error)
-      return FiberMap.clear(serving)
+      return serving.interruptAll
     })
 
-  yield* Effect.addFinalizer(() => close(new TransportClosed({ reason: "server session closed" })))
+  yield* Effect.addFinalizer(() =>
+    Effect.andThen(close(new TransportClosed({ reason: "server session closed" })), serving.close)
+  )
 
   const closeOutgoing = (error: TransportClosed) => Effect.sync(() => correlation.close(error))
 
@@ -305,10 +320,10 @@ export const make = Effect.fnUntraced(function*<R>(
     handleDecoded,
     handleMessage,
     serve,
-    awaitIdle: Effect.ignore(FiberMap.awaitEmpty(serving)),
+    awaitIdle: serving.awaitEmpty,
     context,
     allowBatch: options.allowBatch !== false,
-    inFlight: FiberMap.size(serving),
+    inFlight: Effect.sync(serving.size),
     close,
     closeOutgoing
   }

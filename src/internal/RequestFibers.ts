@@ -1,0 +1,76 @@
+/**
+ * The fibers serving a session's requests, by JSON-RPC id.
+ *
+ * A request id is a string or a number, compared as JSON-RPC compares them
+ * (`1` and `"1"` differ), so a plain `Map` keys them; `FiberMap`'s hashed map
+ * cost a stdio server ~5 % of its CPU per request (BENCHMARKS.md, hot-path
+ * section 12). A fiber leaves the map when it ends; closing interrupts every
+ * fiber still running and refuses new ones.
+ */
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import type * as JsonRpc from "../JsonRpc.ts"
+
+export interface RequestFibers<A> {
+  readonly has: (id: JsonRpc.RequestId) => boolean
+  readonly size: () => number
+  /**
+   * Starts `effect` at once in a fiber of its own, outliving the caller,
+   * under `id`. Returns `undefined` when `id` is taken (the running fiber
+   * keeps it); interrupts the caller once closed.
+   */
+  readonly run: (id: JsonRpc.RequestId, effect: Effect.Effect<A>) => Effect.Effect<Fiber.Fiber<A> | undefined>
+  /** Interrupts the fiber under `id`, if any, and waits for it to end. */
+  readonly interrupt: (id: JsonRpc.RequestId) => Effect.Effect<void>
+  /** Interrupts every running fiber and waits for them to end. */
+  readonly interruptAll: Effect.Effect<void>
+  /** Completes once no fiber is running (or the map is closed). */
+  readonly awaitEmpty: Effect.Effect<void>
+  /** Interrupts every fiber and refuses new ones. */
+  readonly close: Effect.Effect<void>
+}
+
+export const make = <A>(): RequestFibers<A> => {
+  const fibers = new Map<JsonRpc.RequestId, Fiber.Fiber<A>>()
+  let closed = false
+
+  const track = (id: JsonRpc.RequestId, fiber: Fiber.Fiber<A>) => {
+    fibers.set(id, fiber)
+    fiber.addObserver(() => {
+      if (fibers.get(id) === fiber) fibers.delete(id)
+    })
+  }
+
+  const interruptAll = Effect.suspend(() => fibers.size === 0 ? Effect.void : Fiber.interruptAll([...fibers.values()]))
+
+  return {
+    has: (id) => fibers.has(id),
+    size: () => fibers.size,
+    run: (id, effect) =>
+      Effect.suspend(() => {
+        if (closed) return Effect.interrupt
+        if (fibers.has(id)) return Effect.succeed(undefined)
+        return Effect.map(Effect.forkDetach(effect, { startImmediately: true }), (fiber) => {
+          // A fiber that ended while starting must not stay in the map.
+          if (fiber.pollUnsafe() === undefined) track(id, fiber)
+          return fiber
+        })
+      }),
+    interrupt: (id) =>
+      Effect.suspend(() => {
+        const fiber = fibers.get(id)
+        return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
+      }),
+    interruptAll,
+    awaitEmpty: Effect.whileLoop({
+      while: () => !closed && fibers.size > 0,
+      body: () => Fiber.await(fibers.values().next().value!),
+      step: () => {}
+    }),
+    close: Effect.suspend(() => {
+      if (closed) return Effect.void
+      closed = true
+      return interruptAll
+    })
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The map of fibers serving a session's requests: a fiber is there while it
+ * runs and gone once it ends; an id that is taken is refused; `1` and `"1"`
+ * are different ids; interrupting, awaiting and closing behave as the
+ * session relies on.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import * as RequestFibers from "../../src/internal/RequestFibers.ts"
+
+describe("RequestFibers", () => {
+  it.effect("holds a fiber while it runs and drops it when it ends, however it ends", () =>
+    Effect.gen(function*() {
+      const fibers = RequestFibers.make<string>()
+      const gate = yield* Deferred.make<string>()
+      const fiber = yield* fibers.run(1, Deferred.await(gate))
+      expect(fibers.has(1)).toBe(true)
+      expect(fibers.has("1")).toBe(false)
+      expect(fibers.size()).toBe(1)
+      yield* Deferred.succeed(gate, "done")
+      expect(yield* Fiber.join(fiber!)).toBe("done")
+      expect(fibers.has(1)).toBe(false)
+
+      // Ends while it starts (synchronously): never listed.
+      const quick = yield* fibers.run(2, Effect.succeed("now"))
+      expect(quick!.pollUnsafe()).toEqual(Exit.succeed("now"))
+      expect(fibers.size()).toBe(0)
+
+      const failing = yield* fibers.run(3, Effect.die("boom"))
+      yield* Fiber.await(failing!)
+      expect(fibers.size()).toBe(0)
+    }))
+
+  it.effect("refuses an id that is taken and keeps the running fiber", () =>
+    Effect.gen(function*() {
+      const fibers = RequestFibers.make<string>()
+      const first = yield* fibers.run("a", Effect.never)
+      expect(yield* fibers.run("a", Effect.succeed("second"))).toBeUndefined()
+      expect(fibers.size()).toBe(1)
+      // A different id that reads the same as text is a different request.
+      const other = yield* fibers.run(7, Effect.never)
+      const text = yield* fibers.run("7", Effect.never)
+      expect(other).toBeDefined()
+      expect(text).toBeDefined()
+      expect(fibers.size()).toBe(3)
+      yield* fibers.interrupt("a")
+      expect(Exit.hasInterrupts((yield* Fiber.await(first!)))).toBe(true)
+      expect(fibers.has("a")).toBe(false)
+      yield* fibers.interruptAll
+      expect(fibers.size()).toBe(0)
+    }))
+
+  it.effect("awaitEmpty completes once the last fiber ends; close interrupts and then refuses", () =>
+    Effect.gen(function*() {
+      const fibers = RequestFibers.make<number>()
+      const gates = yield* Effect.forEach([1, 2, 3], () => Deferred.make<number>())
+      yield* Effect.forEach(gates, (gate, i) => fibers.run(i, Deferred.await(gate)))
+      const idle = yield* Effect.forkChild(fibers.awaitEmpty)
+      yield* Deferred.succeed(gates[0]!, 0)
+      yield* Deferred.succeed(gates[2]!, 2)
+      yield* Effect.yieldNow
+      expect(idle.pollUnsafe()).toBeUndefined()
+      yield* Deferred.succeed(gates[1]!, 1)
+      yield* Fiber.join(idle)
+
+      const held = yield* fibers.run(9, Effect.never)
+      yield* fibers.close
+      expect(Exit.hasInterrupts(yield* Fiber.await(held!))).toBe(true)
+      const refused = yield* Effect.exit(fibers.run(10, Effect.succeed(10)))
+      expect(Exit.hasInterrupts(refused)).toBe(true)
+      yield* fibers.awaitEmpty
+    }))
+})
