@@ -16,7 +16,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Pipeable from "effect/Pipeable"
 import * as Schema from "effect/Schema"
-import * as McpSchema from "effect/ai/McpSchema"
+import type * as McpSchema from "effect/ai/McpSchema"
 import { pipeArguments } from "effect/Pipeable"
 import * as JsonRpc from "../JsonRpc.ts"
 import { CapabilityNotSupported, InvalidPayload, type RequestError } from "../McpError.ts"
@@ -190,12 +190,8 @@ const InitializeParams = Schema.Struct({
   })
 })
 const decodeInitialize = Schema.decodeUnknownEffect(InitializeParams)
-const decodeSetLevel = Schema.decodeUnknownEffect(Schema.Struct({ level: McpSchema.LoggingLevel }))
-const decodeSampling = Schema.decodeUnknownEffect(McpSchema.CreateMessageResult)
-const decodeElicit = Schema.decodeUnknownEffect(McpSchema.ElicitResult)
-const decodeRoots = Schema.decodeUnknownEffect(McpSchema.ListRootsResult)
 
-const LEVELS: ReadonlyArray<McpSchema.LoggingLevel> = [
+const LEVELS = [
   "debug",
   "info",
   "notice",
@@ -204,7 +200,27 @@ const LEVELS: ReadonlyArray<McpSchema.LoggingLevel> = [
   "critical",
   "alert",
   "emergency"
-]
+] as const satisfies ReadonlyArray<McpSchema.LoggingLevel>
+const decodeSetLevel = Schema.decodeUnknownEffect(Schema.Struct({ level: Schema.Literals(LEVELS) }))
+
+/**
+ * The schemas of the results a client sends back (sampling, elicitation,
+ * roots) come from `effect/ai/McpSchema`, which holds every MCP schema and
+ * weighs ~7 MiB of memory once loaded: it is loaded when a server first asks
+ * a client for something, not when the server starts.
+ */
+let mcpSchema: Promise<typeof McpSchema> | undefined
+const loadMcpSchema = Effect.promise(() => mcpSchema ??= import("effect/ai/McpSchema"))
+const lazyDecoder = <A>(pick: (schemas: typeof McpSchema) => Schema.Decoder<A>) => {
+  let decode: ((u: unknown) => Effect.Effect<A, Schema.SchemaError>) | undefined
+  return (u: unknown): Effect.Effect<A, Schema.SchemaError> =>
+    decode !== undefined
+      ? decode(u)
+      : Effect.flatMap(loadMcpSchema, (schemas) => (decode ??= Schema.decodeUnknownEffect(pick(schemas)))(u))
+}
+const decodeSampling = lazyDecoder((m) => m.CreateMessageResult)
+const decodeElicit = lazyDecoder((m) => m.ElicitResult)
+const decodeRoots = lazyDecoder((m) => m.ListRootsResult)
 const severity = (level: McpSchema.LoggingLevel): number => LEVELS.indexOf(level)
 
 /** Negotiation per the spec: the client's revision when we speak it, else our newest. */

@@ -24,4 +24,10 @@ describe("start-up imports", () => {
     expect(loadedBy("./src/JsonRpc.ts").filter((url) => url.endsWith("/effect/dist/Schema.js"))).toEqual([])
     expect(loadedBy("./src/JsonRpcSchema.ts").filter((url) => url.endsWith("/effect/dist/Schema.js"))).toHaveLength(1)
   }, 30_000)
+
+  it("a stdio server on McpServer does not load effect/ai/McpSchema until it asks a client for something", () => {
+    const loaded = loadedBy("./src/server/McpServer.ts", "./src/server/StdioServerTransport.ts")
+    expect(loaded.some((url) => url.endsWith("/src/server/McpServer.ts"))).toBe(true)
+    expect(loaded.filter((url) => url.includes("/effect/dist/ai/"))).toEqual([])
+  }, 30_000)
 })
