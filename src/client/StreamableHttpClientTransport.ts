@@ -23,7 +23,10 @@ import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
 import type * as Schedule from "effect/Schedule"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import { HttpBody, HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
+import * as HttpBody from "effect/http/HttpBody"
+import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import type * as HttpClientResponse from "effect/http/HttpClientResponse"
 import * as JsonRpc from "../JsonRpc.ts"
 import {
   type HttpError,

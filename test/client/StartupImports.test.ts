@@ -30,4 +30,14 @@ describe("start-up imports", () => {
     expect(loaded.some((url) => url.endsWith("/src/server/McpServer.ts"))).toBe(true)
     expect(loaded.filter((url) => url.includes("/effect/dist/ai/"))).toEqual([])
   }, 30_000)
+
+  it("the HTTP transports load effect's modules by subpath, not the http, net and encoding indexes", () => {
+    const loaded = loadedBy(
+      "./src/server/HttpServerTransport.ts",
+      "./src/client/StreamableHttpClientTransport.ts",
+      "./src/client/SseClientTransport.ts"
+    )
+    expect(loaded.some((url) => url.endsWith("/effect/dist/encoding/Sse.js"))).toBe(true)
+    expect(loaded.filter((url) => /\/effect\/dist\/(http|net|encoding)\/index\.js$|\/encoding\/(Yaml|Zip|Tar)\.js$/.test(url))).toEqual([])
+  }, 30_000)
 })

@@ -6,7 +6,8 @@
  */
 import * as Data from "effect/Data"
 import type * as Effect from "effect/Effect"
-import { type HttpServerRequest, HttpServerResponse } from "effect/http"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 
 /** Who the authentication hook says is calling. Sessions are bound to `id`. */

@@ -5,8 +5,8 @@
  */
 import * as Duration from "effect/Duration"
 import * as Stream from "effect/Stream"
-import { Sse } from "effect/encoding"
-import { HttpServerResponse } from "effect/http"
+import * as Sse from "effect/encoding/Sse"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 
 const encoder = new TextEncoder()
 
