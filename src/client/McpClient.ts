@@ -15,15 +15,15 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
-import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import * as McpSchema from "effect/ai/McpSchema"
+import type * as McpSchema from "effect/ai/McpSchema"
 import * as JsonRpc from "../JsonRpc.ts"
 import {
   CapabilityNotSupported,
@@ -34,11 +34,11 @@ import {
   RpcError,
   UnsupportedProtocolVersion
 } from "../McpError.ts"
-import * as FastResult from "../internal/FastResult.ts"
+import type * as ClientSchemas from "../internal/McpClientSchemas.ts"
+import { ServerNotification } from "../internal/ServerNotificationEnum.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import { ClientTransport, type ClientTransportShape, type RequestHandler, type RequestOptions } from "./ClientTransport.ts"
-import * as ServerNotificationModule from "./ServerNotification.ts"
-import { type LoggingMessage, type Progress, ServerNotification } from "./ServerNotification.ts"
+import type { LoggingMessage, Progress } from "./ServerNotification.ts"
 import type { Implementation } from "../Implementation.ts"
 
 export { type LoggingMessage, type Progress, ServerNotification }
@@ -289,19 +289,6 @@ const clientCapabilities = (options: McpClientOptions): Record<string, unknown> 
 // ---------------------------------------------------------------------------
 // Serving the server's requests
 
-const SamplingParamsSchema = Schema.Struct(McpSchema.CreateMessage.payloadSchema.fields)
-const ElicitParamsSchema = Schema.Struct({
-  mode: Schema.optionalKey(Schema.Literals(["form", "url"])),
-  message: Schema.String,
-  requestedSchema: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
-  url: Schema.optionalKey(Schema.String),
-  elicitationId: Schema.optionalKey(Schema.String),
-  _meta: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
-})
-
-const invalidParams = (method: string, error: Schema.SchemaError) =>
-  new RpcError({ code: JsonRpc.ErrorCode.InvalidParams, rpcMessage: `Invalid params: ${error.message}`, method })
-
 const methodNotFound = (method: string) =>
   new RpcError({ code: JsonRpc.ErrorCode.MethodNotFound, rpcMessage: "Method not found", data: { method }, method })
 
@@ -317,16 +304,16 @@ const serveServerRequests = (handlers: ServerRequestHandlers): RequestHandler =>
     case "sampling/createMessage": {
       const createMessage = handlers.createMessage
       if (createMessage === undefined) return Effect.fail(methodNotFound(request.method))
-      return Schema.decodeUnknownEffect(SamplingParamsSchema)(request.params ?? {}).pipe(
-        Effect.mapError((e) => invalidParams(request.method, e)),
+      return loadSchemas().pipe(
+        Effect.flatMap((schemas) => schemas.samplingParams(request.params ?? {})),
         Effect.flatMap(createMessage)
       )
     }
     case "elicitation/create": {
       const elicit = handlers.elicit
       if (elicit === undefined) return Effect.fail(methodNotFound(request.method))
-      return Schema.decodeUnknownEffect(ElicitParamsSchema)(request.params ?? {}).pipe(
-        Effect.mapError((e) => invalidParams(request.method, e)),
+      return loadSchemas().pipe(
+        Effect.flatMap((schemas) => schemas.elicitParams(request.params ?? {})),
         Effect.flatMap((p) => {
           const mode = p.mode ?? "form"
           if (mode === "url" && handlers.elicitUrlMode !== true) {
@@ -350,22 +337,19 @@ const serveServerRequests = (handlers: ServerRequestHandlers): RequestHandler =>
 // ---------------------------------------------------------------------------
 // Construction
 
-/** A result decoder: `fast` answers the common shapes without the Schema (see FastResult), the Schema the rest. */
-const decodeResult = <A>(method: string, schema: Schema.Decoder<A>, fast?: (raw: unknown) => A | undefined) => {
-  const decode = Schema.decodeUnknownEffect(schema)
-  const slow = (raw: unknown): Effect.Effect<A, InvalidPayload> =>
-    decode(raw).pipe(Effect.mapError((e) => new InvalidPayload({ method, kind: "result", reason: e.message })))
-  if (fast === undefined) return slow
-  return (raw: unknown): Effect.Effect<A, InvalidPayload> => {
-    const value = fast(raw)
-    return value === undefined ? slow(raw) : Exit.succeed(value)
-  }
+/**
+ * The Schemas (`effect/Schema`, `effect/ai/McpSchema`) load on the first
+ * client made, not with this module: a client starts the import before it
+ * sends `initialize`, so the import runs while the server starts.
+ */
+let schemasLoading: Promise<typeof ClientSchemas> | undefined
+const loadSchemas = (): Effect.Effect<typeof ClientSchemas> => {
+  const loading = schemasLoading ??= import("../internal/McpClientSchemas.ts")
+  return Effect.promise(() => loading)
 }
 
 /** The result of `request()`: not decoded. */
 const undecoded = (raw: unknown): Effect.Effect<unknown> => Exit.succeed(raw)
-
-const EmptyResult = Schema.Struct({})
 
 /** One call's view of its progress notifications (see `watches`). */
 interface Watch {
@@ -378,8 +362,6 @@ interface Watch {
   /** The request body until the transport takes it: not kept while the call waits. */
   body: Readonly<Record<string, unknown>> | undefined
 }
-
-const decodeInitialize = decodeResult("initialize", McpSchema.InitializeResult)
 
 const millis = (d: Duration.Duration): number => (Duration.isFinite(d) ? Duration.toMillis(d) : Number.POSITIVE_INFINITY)
 
@@ -394,29 +376,37 @@ export const fromTransport = Effect.fnUntraced(function*(
   options: McpClientOptions = {}
 ): Effect.fn.Return<McpClientShape, HandshakeError, Scope.Scope> {
   const requestTimeout = Duration.fromInputUnsafe(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
+  let decodeNotification: typeof ClientSchemas.decodeNotification | undefined
   const hub = yield* PubSub.sliding<ServerNotification>(options.notificationBuffer ?? 1024)
   yield* Effect.addFinalizer(() => PubSub.shutdown(hub))
   /** The calls in flight by progress token. */
   const watches = new Map<string | number, Watch>()
 
+  const onNotification = (n: ServerNotification) => {
+    if (n._tag === "Progress") {
+      const watch = watches.get(n.progressToken)
+      // Out-of-order or repeated progress says nothing new: ignore it.
+      if (watch !== undefined && n.progress > (watch.last ?? Number.NEGATIVE_INFINITY)) {
+        watch.last = n.progress
+        watch.restart?.()
+        if (watch.queue !== undefined) Queue.offerUnsafe(watch.queue, n)
+      }
+    }
+    PubSub.publishUnsafe(hub, n)
+  }
+
   // Subscribed (the fiber starts at once and parks on the subscription)
-  // before anything is sent, so nothing the server says is missed.
+  // before anything is sent, so nothing the server says is missed; what
+  // arrives before the Schemas have loaded waits for them, in order.
   yield* transport.notifications.pipe(
-    Stream.runForEach((raw) =>
-      Effect.sync(() => {
-        const n = ServerNotificationModule.decode(raw)
-        if (n._tag === "Progress") {
-          const watch = watches.get(n.progressToken)
-          // Out-of-order or repeated progress says nothing new: ignore it.
-          if (watch !== undefined && n.progress > (watch.last ?? Number.NEGATIVE_INFINITY)) {
-            watch.last = n.progress
-            watch.restart?.()
-            if (watch.queue !== undefined) Queue.offerUnsafe(watch.queue, n)
-          }
-        }
-        PubSub.publishUnsafe(hub, n)
+    Stream.runForEach((raw) => {
+      const decode = decodeNotification
+      if (decode !== undefined) return Effect.sync(() => onNotification(decode(raw)))
+      return Effect.map(loadSchemas(), (schemas) => {
+        decodeNotification = schemas.decodeNotification
+        onNotification(schemas.decodeNotification(raw))
       })
-    ),
+    }),
     Effect.forkScoped({ startImmediately: true })
   )
 
@@ -425,12 +415,19 @@ export const fromTransport = Effect.fnUntraced(function*(
   // --- handshake
   const requested = options.protocolVersion ?? ProtocolVersion.LATEST
   const capabilities = clientCapabilities(options)
-  const raw = yield* transport.request(
+  // `initialize` is on its way before the Schemas start loading, so the
+  // import runs while the server starts and answers.
+  const initializing = yield* transport.request(
     "initialize",
     { protocolVersion: requested, capabilities, clientInfo: options.clientInfo ?? DEFAULT_CLIENT_INFO },
     { timeout: options.initializeTimeout ?? requestTimeout }
-  )
-  const init = yield* decodeInitialize(raw)
+  ).pipe(Effect.forkChild({ startImmediately: true }))
+  const schemas = yield* loadSchemas()
+  const raw = yield* Fiber.join(initializing)
+  // From here on notifications are decoded as they arrive, as a call's
+  // progress must be routed before its result settles the call.
+  decodeNotification ??= schemas.decodeNotification
+  const init = yield* schemas.decodeInitialize(raw)
   const version = init.protocolVersion
   if (!ProtocolVersion.isSupported(version)) {
     return yield* new UnsupportedProtocolVersion({
@@ -578,8 +575,7 @@ export const fromTransport = Effect.fnUntraced(function*(
     return Effect.ensuring(effect, Effect.sync(() => watches.delete(token)))
   }
 
-  const typed = <A>(method: string, schema: Schema.Decoder<A>, fast?: (raw: unknown) => A | undefined) => {
-    const decode = decodeResult(method, schema, fast)
+  const typed = <A>(method: string, decode: (raw: unknown) => Effect.Effect<A, McpClientError>) => {
     return (params: Readonly<Record<string, unknown>> | undefined, callOptions?: CallOptions) =>
       send(method, params, callOptions, decode)
   }
@@ -604,11 +600,11 @@ export const fromTransport = Effect.fnUntraced(function*(
 
   const paginated = <P, A>(
     method: string,
-    schema: Schema.Decoder<P>,
+    decode: (raw: unknown) => Effect.Effect<P, McpClientError>,
     items: (page: P) => ReadonlyArray<A>,
     nextCursor: (page: P) => string | undefined
   ) => {
-    const page = typed(method, schema)
+    const page = typed(method, decode)
     const list = (params?: PageParams, callOptions?: CallOptions) =>
       page(params?.cursor === undefined ? undefined : { cursor: params.cursor }, callOptions)
     const all = (callOptions?: CallOptions): Stream.Stream<A, McpClientError> =>
@@ -628,24 +624,25 @@ export const fromTransport = Effect.fnUntraced(function*(
     return { list, all, collect } as const
   }
 
-  const tools = paginated("tools/list", McpSchema.ListToolsResult, (r) => r.tools, (r) => r.nextCursor)
-  const resources = paginated("resources/list", McpSchema.ListResourcesResult, (r) => r.resources, (r) => r.nextCursor)
+  const decoders = schemas.results
+  const tools = paginated("tools/list", decoders.listTools, (r) => r.tools, (r) => r.nextCursor)
+  const resources = paginated("resources/list", decoders.listResources, (r) => r.resources, (r) => r.nextCursor)
   const templates = paginated(
     "resources/templates/list",
-    McpSchema.ListResourceTemplatesResult,
+    decoders.listResourceTemplates,
     (r) => r.resourceTemplates,
     (r) => r.nextCursor
   )
-  const prompts = paginated("prompts/list", McpSchema.ListPromptsResult, (r) => r.prompts, (r) => r.nextCursor)
+  const prompts = paginated("prompts/list", decoders.listPrompts, (r) => r.prompts, (r) => r.nextCursor)
 
-  const callTool = typed("tools/call", McpSchema.CallToolResult, FastResult.callToolResult)
-  const readResource = typed("resources/read", McpSchema.ReadResourceResult)
-  const subscribe = typed("resources/subscribe", EmptyResult, FastResult.emptyResult)
-  const unsubscribe = typed("resources/unsubscribe", EmptyResult, FastResult.emptyResult)
-  const getPrompt = typed("prompts/get", McpSchema.GetPromptResult)
-  const complete = typed("completion/complete", McpSchema.CompleteResult)
-  const setLevel = typed("logging/setLevel", EmptyResult, FastResult.emptyResult)
-  const ping = typed("ping", EmptyResult, FastResult.emptyResult)
+  const callTool = typed("tools/call", decoders.callTool)
+  const readResource = typed("resources/read", decoders.readResource)
+  const subscribe = typed("resources/subscribe", decoders.subscribe)
+  const unsubscribe = typed("resources/unsubscribe", decoders.unsubscribe)
+  const getPrompt = typed("prompts/get", decoders.getPrompt)
+  const complete = typed("completion/complete", decoders.complete)
+  const setLevel = typed("logging/setLevel", decoders.setLevel)
+  const ping = typed("ping", decoders.ping)
 
   const toParams = (p: object): Readonly<Record<string, unknown>> => p as Readonly<Record<string, unknown>>
 

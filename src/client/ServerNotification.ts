@@ -4,38 +4,13 @@
  * A notification whose payload does not fit its method, or whose method we
  * do not know, is still delivered (as `Other`) rather than dropped.
  */
-import * as Data from "effect/Data"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as McpSchema from "effect/ai/McpSchema"
 import type * as JsonRpc from "../JsonRpc.ts"
+import { type LoggingMessage, type Progress, ServerNotification } from "../internal/ServerNotificationEnum.ts"
 
-export type ServerNotification = Data.TaggedEnum<{
-  Progress: {
-    readonly progressToken: string | number
-    readonly progress: number
-    readonly total: number | undefined
-    readonly message: string | undefined
-  }
-  LoggingMessage: {
-    readonly level: McpSchema.LoggingLevel
-    readonly logger: string | undefined
-    readonly data: unknown
-  }
-  ToolListChanged: {}
-  ResourceListChanged: {}
-  PromptListChanged: {}
-  ResourceUpdated: { readonly uri: string }
-  /** The server abandoned a request it had sent us (our handler for it is interrupted by the transport). */
-  Cancelled: { readonly requestId: string | number; readonly reason: string | undefined }
-  ElicitationComplete: { readonly elicitationId: string }
-  /** Any other method, or a known method whose payload did not decode (`invalid` says why). */
-  Other: { readonly method: string; readonly params: unknown; readonly invalid: string | undefined }
-}>
-export const ServerNotification = Data.taggedEnum<ServerNotification>()
-
-export type Progress = Data.TaggedEnum.Value<ServerNotification, "Progress">
-export type LoggingMessage = Data.TaggedEnum.Value<ServerNotification, "LoggingMessage">
+export { type LoggingMessage, type Progress, ServerNotification }
 
 const ProgressParams = Schema.Struct(McpSchema.ProgressNotification.payloadSchema.fields)
 const LoggingParams = Schema.Struct(McpSchema.LoggingMessageNotification.payloadSchema.fields)

@@ -40,4 +40,10 @@ describe("start-up imports", () => {
     expect(loaded.some((url) => url.endsWith("/effect/dist/encoding/Sse.js"))).toBe(true)
     expect(loaded.filter((url) => /\/effect\/dist\/(http|net|encoding)\/index\.js$|\/encoding\/(Yaml|Zip|Tar)\.js$/.test(url))).toEqual([])
   }, 30_000)
+
+  it("McpClient loads effect/Schema and effect/ai/McpSchema when a client is made, not when it is imported", () => {
+    const loaded = loadedBy("./src/client/McpClient.ts", "./src/client/StdioClientTransport.ts", "./src/client/NodeSpawner.ts")
+    expect(loaded.some((url) => url.endsWith("/src/client/McpClient.ts"))).toBe(true)
+    expect(loaded.filter((url) => /\/effect\/dist\/Schema\.js$|\/effect\/dist\/ai\//.test(url))).toEqual([])
+  }, 30_000)
 })
