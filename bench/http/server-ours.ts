@@ -17,9 +17,8 @@ import * as Option from "effect/Option"
 import { loadHttpServerTransport, loadMcpServer, loadStdioServerTransport } from "../our-modules.ts"
 import { announce, flag, modeFlag, reportPeakRssOnExit, toolResult } from "./common.ts"
 
-const HttpServerTransport = await loadHttpServerTransport()
+// Each transport's modules load only when it is the one served, as in a user's server.
 const McpServer = await loadMcpServer()
-const StdioServerTransport = await loadStdioServerTransport()
 
 reportPeakRssOnExit()
 const result = toolResult(Number(flag("bytes", "0")))
@@ -31,12 +30,14 @@ const definition = McpServer.make({ serverInfo: { name: "bench-ours", version: "
 )
 
 if (flag("transport", "http") === "stdio") {
+  const StdioServerTransport = await loadStdioServerTransport()
   Effect.scoped(Effect.gen(function*() {
     const handle = yield* McpServer.toHandler(definition)
     const server = yield* StdioServerTransport.make(handle.handler, { maxMessageBytes: LIMIT })
     return yield* server.awaitDone
   })).pipe(Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
 } else {
+  const HttpServerTransport = await loadHttpServerTransport()
   const served = Layer.unwrap(Effect.map(McpServer.toHandler(definition), (handle) =>
     HttpServerTransport.layer(handle.handler, {
       port: 0,

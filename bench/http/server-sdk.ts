@@ -10,8 +10,7 @@ import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import type { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { announce, flag, modeFlag, reportPeakRssOnExit, toolResult } from "./common.ts"
 
 reportPeakRssOnExit()
@@ -37,9 +36,12 @@ const readBody = (req: IncomingMessage): Promise<unknown> =>
     req.on("error", reject)
   })
 
+// Each transport's modules load only when it is the one served, as in a user's server.
 if (flag("transport", "http") === "stdio") {
+  const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js")
   await makeServer().connect(new StdioServerTransport())
 } else {
+  const { StreamableHTTPServerTransport } = await import("@modelcontextprotocol/sdk/server/streamableHttp.js")
   const enableJsonResponse = modeFlag() === "json"
   const sessions = new Map<string, StreamableHTTPServerTransport>()
   const http = createServer(async (req, res) => {
