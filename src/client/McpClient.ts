@@ -338,9 +338,9 @@ const serveServerRequests = (handlers: ServerRequestHandlers): RequestHandler =>
 // Construction
 
 /**
- * The Schemas (`effect/Schema`, `effect/ai/McpSchema`) load on the first
- * client made, not with this module: a client starts the import before it
- * sends `initialize`, so the import runs while the server starts.
+ * The Schemas (`effect/Schema`, `effect/ai/McpSchema`) load with the first
+ * client made, not with this module: a client starts the import once its
+ * `initialize` is on the way, so the import runs while the server starts.
  */
 let schemasLoading: Promise<typeof ClientSchemas> | undefined
 const loadSchemas = (): Effect.Effect<typeof ClientSchemas> => {

@@ -3,7 +3,7 @@
  * and the params of the server's requests. `McpClient` loads this module
  * when a client is made, not when `McpClient` is imported, so that
  * `effect/Schema` and `effect/ai/McpSchema` (together ~95 ms of import) load
- * while the server starts and answers `initialize` (`load`).
+ * while the server starts and answers `initialize`.
  */
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
