@@ -265,7 +265,7 @@ export const make = Effect.fnUntraced(function*<R>(
     request: JsonRpc.JsonRpcRequest,
     onReply: (reply: JsonRpc.JsonRpcResponse) => Effect.Effect<void>
   ): Effect.Effect<void> => {
-    // A second request with the id of one still running shares its outcome, as in `handleMessage`.
+    // A second request with the id of one still running gets no reply, as in `handleMessage`.
     if (serving.has(request.id)) {
       return Effect.flatMap(handleMessage({ _tag: "Request", message: request }), (r) => r === null ? Effect.void : onReply(r))
     }
