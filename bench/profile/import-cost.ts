@@ -1,5 +1,6 @@
 /**
- * Wall time to import a module in a fresh Node process (median of N):
+ * Wall time to import a module in a fresh Node process (median of N), and the
+ * process's RSS once it has (median, MiB):
  *   npx node bench/profile/import-cost.ts [runs=5] <specifier> [specifier...]
  * A specifier is a package subpath (`effect`, `effect/Effect`) or a path to a .ts file.
  */
@@ -12,14 +13,22 @@ const runs = Number(runsText)
 for (const spec of specs) {
   const target = spec.endsWith(".ts") ? pathToFileURL(resolve(spec)).href : spec
   const times: Array<number> = []
+  const rss: Array<number> = []
   for (let i = 0; i < runs; i++) {
     const out = execFileSync(process.execPath, [
       "--input-type=module",
       "-e",
-      `const t0 = performance.now(); await import(${JSON.stringify(target)}); console.log(performance.now() - t0)`
+      `const t0 = performance.now(); await import(${JSON.stringify(target)}); console.log(performance.now() - t0, process.memoryUsage().rss)`
     ], { encoding: "utf8" })
-    times.push(Number(out.trim()))
+    const [ms, bytes] = out.trim().split(" ").map(Number)
+    times.push(ms!)
+    rss.push(bytes! / 1048576)
   }
   times.sort((a, b) => a - b)
-  console.log(`${spec.padEnd(50)} median ${times[Math.floor(runs / 2)]!.toFixed(0)} ms (min ${times[0]!.toFixed(0)}, max ${times[runs - 1]!.toFixed(0)})`)
+  rss.sort((a, b) => a - b)
+  console.log(
+    `${spec.padEnd(50)} median ${times[Math.floor(runs / 2)]!.toFixed(0)} ms (min ${times[0]!.toFixed(0)}, max ${
+      times[runs - 1]!.toFixed(0)
+    }), RSS ${rss[Math.floor(runs / 2)]!.toFixed(0)} MiB`
+  )
 }
