@@ -3,11 +3,11 @@
  * response the client reads the body to its end, so the connection goes back
  * to the pool. A loopback node:http server counts the connections it accepts.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import { describe, expect } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
+import { listen } from "../../fixtures/loopback-http.ts"
 import { httpClients, liveWith } from "./httpClients.ts"
 
 const sse = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`
@@ -16,10 +16,10 @@ const sse = (message: unknown) => `event: message\ndata: ${JSON.stringify(messag
  * Answers every request POST with an SSE stream: the response, then (a tick
  * later, so it is a separate chunk) a notification with the end of the body.
  */
-const startServer = Effect.acquireRelease(
-  Effect.callback<{ readonly url: string; readonly connections: () => number }>((resume) => {
-    let connections = 0
-    const server = createServer({ keepAliveTimeout: 30_000 }, (req: IncomingMessage, res: ServerResponse) => {
+const startServer = Effect.suspend(() => {
+  let connections = 0
+  return Effect.map(
+    listen((req: IncomingMessage, res: ServerResponse) => {
       let body = ""
       req.setEncoding("utf8")
       req.on("data", (chunk: string) => body += chunk)
@@ -44,20 +44,13 @@ const startServer = Effect.acquireRelease(
         res.write(first)
         setTimeout(() => res.end(last), 5)
       })
-    })
-    server.on("connection", () => connections++)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      resume(Effect.succeed({ url: `http://127.0.0.1:${port}/mcp`, connections: () => connections, server }))
-    })
-  }),
-  (s) =>
-    Effect.callback<void>((resume) => {
-      const server = (s as unknown as { server: ReturnType<typeof createServer> }).server
-      server.closeAllConnections()
-      server.close(() => resume(Effect.void))
-    })
-)
+    }, { keepAliveTimeout: 30_000 }),
+    ({ server, url }) => {
+      server.on("connection", () => connections++)
+      return { url, connections: () => connections }
+    }
+  )
+})
 
 describe.each(httpClients)("SSE answers reuse the connection via %s", (_name, clientLayer) => {
   const live = liveWith(clientLayer, 20_000)

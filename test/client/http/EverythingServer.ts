@@ -4,10 +4,11 @@
  * It reads its port from `PORT`; we hand it a free one and wait for the line
  * that says it listens. The process belongs to the scope.
  */
-import { Deferred, Effect, type Scope, Stream } from "effect"
+import { Effect, type Scope, Stream } from "effect"
 import { ChildProcess, type ChildProcessSpawner } from "effect/process"
 import * as Net from "node:net"
 import { fileURLToPath } from "node:url"
+import * as AwaitableLog from "../../fixtures/awaitable-log.ts"
 
 const ENTRY = fileURLToPath(
   new URL("../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url)
@@ -38,39 +39,20 @@ export const start = (
       extendEnv: true,
       forceKillAfter: "2 seconds"
     })
-    const lines: Array<string> = []
-    const waiters = new Set<{ test: (line: string) => boolean; done: Deferred.Deferred<string> }>()
+    const output = AwaitableLog.make()
     yield* handle.all.pipe(
       Stream.decodeText(),
       Stream.splitLines,
-      Stream.runForEach((line) =>
-        Effect.sync(() => {
-          lines.push(line)
-          for (const w of waiters) {
-            if (w.test(line)) {
-              waiters.delete(w)
-              Deferred.doneUnsafe(w.done, Effect.succeed(line))
-            }
-          }
-        })
-      ),
+      Stream.runForEach((line) => Effect.sync(() => output.add(line))),
       Effect.ignore,
       Effect.forkScoped
     )
-    const waitForLine = (test: (line: string) => boolean) =>
-      Effect.suspend(() => {
-        const found = lines.find(test)
-        if (found !== undefined) return Effect.succeed(found)
-        const done = Deferred.makeUnsafe<string>()
-        const waiter = { test, done }
-        waiters.add(waiter)
-        return Effect.ensuring(Deferred.await(done), Effect.sync(() => waiters.delete(waiter)))
-      })
+    const waitForLine = output.waitFor
     yield* waitForLine((line) => line.includes(`port ${port}`)).pipe(
       Effect.timeoutOrElse({
         duration: "20 seconds",
-        orElse: () => Effect.fail(new Error(`server-everything did not start:\n${lines.join("\n")}`))
+        orElse: () => Effect.fail(new Error(`server-everything did not start:\n${output.all().join("\n")}`))
       })
     )
-    return { origin: `http://127.0.0.1:${port}`, output: () => lines, waitForLine }
+    return { origin: `http://127.0.0.1:${port}`, output: output.all, waitForLine }
   })

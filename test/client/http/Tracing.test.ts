@@ -5,53 +5,40 @@
  * A loopback node:http server records the headers each request arrived with,
  * and a recording tracer lists the spans the HTTP client opened.
  */
-import { createServer, type IncomingHttpHeaders } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { IncomingHttpHeaders } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Tracer } from "effect"
 import type { HttpClient } from "effect/http"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
+import { listen } from "../../fixtures/loopback-http.ts"
 import { httpClients } from "./httpClients.ts"
 
 /** Answers requests with a JSON body, notifications with 202; keeps every request's headers. */
-const startServer = Effect.acquireRelease(
-  Effect.callback<{ readonly url: string; readonly seen: Array<IncomingHttpHeaders>; readonly close: () => void }>(
-    (resume) => {
-      const seen: Array<IncomingHttpHeaders> = []
-      const server = createServer((req, res) => {
-        seen.push(req.headers)
-        let body = ""
-        req.setEncoding("utf8")
-        req.on("data", (chunk: string) => body += chunk)
-        req.on("end", () => {
-          if (req.method !== "POST") {
-            res.writeHead(req.method === "DELETE" ? 204 : 405).end()
-            return
-          }
-          const message = JSON.parse(body) as { id?: string | number }
-          if (message.id === undefined) {
-            res.writeHead(202).end()
-            return
-          }
-          res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s1" })
-            .end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: {} }))
-        })
+const startServer = Effect.suspend(() => {
+  const seen: Array<IncomingHttpHeaders> = []
+  return Effect.map(
+    listen((req, res) => {
+      seen.push(req.headers)
+      let body = ""
+      req.setEncoding("utf8")
+      req.on("data", (chunk: string) => body += chunk)
+      req.on("end", () => {
+        if (req.method !== "POST") {
+          res.writeHead(req.method === "DELETE" ? 204 : 405).end()
+          return
+        }
+        const message = JSON.parse(body) as { id?: string | number }
+        if (message.id === undefined) {
+          res.writeHead(202).end()
+          return
+        }
+        res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s1" })
+          .end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: {} }))
       })
-      server.listen(0, "127.0.0.1", () => {
-        const { port } = server.address() as AddressInfo
-        resume(Effect.succeed({
-          url: `http://127.0.0.1:${port}/mcp`,
-          seen,
-          close: () => {
-            server.closeAllConnections()
-            server.close()
-          }
-        }))
-      })
-    }
-  ),
-  (server) => Effect.sync(server.close)
-)
+    }),
+    ({ url }) => ({ url, seen })
+  )
+})
 
 /** A tracer that keeps the name and kind of every span it starts. */
 const recordingTracer = () => {

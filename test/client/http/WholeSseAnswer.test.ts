@@ -4,11 +4,11 @@
  * those after), and a body that ends without the response is resumed with
  * GET and `Last-Event-ID` as a streamed one would be.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import { describe, expect } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
+import { listen } from "../../fixtures/loopback-http.ts"
 import { httpClients, liveWith } from "./httpClients.ts"
 
 const event = (message: unknown, id?: string) =>
@@ -30,11 +30,11 @@ const answerWhole = (res: ServerResponse, body: string) => {
  * `cut` gets a whole body that stops before its response (a priming id and a log
  * message); the response comes on the GET that resumes from that id.
  */
-const startServer = Effect.acquireRelease(
-  Effect.callback<{ readonly url: string; readonly resumedFrom: Array<string | undefined>; readonly close: () => void }>((resume) => {
-    const resumedFrom: Array<string | undefined> = []
-    let cutId: string | number | undefined
-    const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+const startServer = Effect.suspend(() => {
+  const resumedFrom: Array<string | undefined> = []
+  let cutId: string | number | undefined
+  return Effect.map(
+    listen((req: IncomingMessage, res: ServerResponse) => {
       if (req.method === "GET") {
         const from = req.headers["last-event-id"] as string | undefined
         resumedFrom.push(from)
@@ -59,21 +59,10 @@ const startServer = Effect.acquireRelease(
             event({ jsonrpc: "2.0", method: "notifications/message", params: { data: "after" } }, "e3")
         )
       })
-    })
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      resume(Effect.succeed({
-        url: `http://127.0.0.1:${port}/mcp`,
-        resumedFrom,
-        close: () => {
-          server.closeAllConnections()
-          server.close()
-        }
-      }))
-    })
-  }),
-  (s) => Effect.sync(() => s.close())
-)
+    }),
+    ({ url }) => ({ url, resumedFrom })
+  )
+})
 
 describe.each(httpClients)("an SSE answer with a declared length, via %s", (_name, clientLayer) => {
   const live = liveWith(clientLayer, 20_000)
