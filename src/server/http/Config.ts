@@ -6,6 +6,7 @@
 import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type { HttpRouter } from "effect/http"
+import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Authenticate } from "./Security.ts"
@@ -71,6 +72,13 @@ export interface Options {
   readonly maxStreams?: number | undefined
   /** The same, per session. Default 100. */
   readonly maxStreamsPerSession?: number | undefined
+  /**
+   * Entries a JSON-RPC batch may hold; a longer batch is refused whole with
+   * 413. Each request in an accepted batch takes a slot of `maxStreams` and
+   * `maxStreamsPerSession`; requests past a full limit are answered with an
+   * error entry. Default 100.
+   */
+  readonly maxBatchSize?: number | undefined
   /** A session with no request, stream or running handler for this long is closed. Default 30 minutes. */
   readonly sessionIdleTimeout?: Duration.Input | "never" | undefined
   /** Keep-alive comment interval on SSE streams. Default 15 seconds. */
@@ -117,6 +125,7 @@ export interface Resolved {
   readonly maxSessions: number
   readonly maxStreams: number
   readonly maxStreamsPerSession: number
+  readonly maxBatchSize: number
   readonly idleTimeoutMs: number | undefined
   readonly keepAliveMs: number | undefined
   readonly retryMs: number | undefined
@@ -138,6 +147,7 @@ export const defaults = {
   maxSessions: 1000,
   maxStreams: 1000,
   maxStreamsPerSession: 100,
+  maxBatchSize: BatchLimit.DEFAULT_MAX_BATCH_SIZE,
   sessionIdleTimeout: "30 minutes",
   keepAliveInterval: "15 seconds",
   sseRetry: "1 second",
@@ -176,6 +186,7 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     maxSessions: o.maxSessions ?? defaults.maxSessions,
     maxStreams: o.maxStreams ?? defaults.maxStreams,
     maxStreamsPerSession: o.maxStreamsPerSession ?? defaults.maxStreamsPerSession,
+    maxBatchSize: o.maxBatchSize ?? defaults.maxBatchSize,
     idleTimeoutMs: millis(o.sessionIdleTimeout, defaults.sessionIdleTimeout),
     keepAliveMs: millis(o.keepAliveInterval, defaults.keepAliveInterval),
     retryMs: millis(o.sseRetry, defaults.sseRetry),
