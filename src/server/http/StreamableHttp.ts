@@ -102,7 +102,9 @@ export const post = (env: Env): Guarded => (request, principal) =>
     }
     const messages = decoded._tag === "Single" ? [decoded.message] : decoded.messages
     if (messages.length === 0) return Security.invalid(400, "Invalid Request: empty batch")
-    if (messages.length > config.maxBatchSize) return batchTooLarge(config.maxBatchSize, messages.length)
+    if (decoded._tag === "Batch" && messages.length > config.maxBatchSize) {
+      return batchTooLarge(config.maxBatchSize, messages.length)
+    }
     const initialize = messages.some(isInitialize)
     if (initialize && decoded._tag === "Batch") {
       return Security.invalid(400, "Invalid Request: initialize must not be part of a batch")

@@ -56,6 +56,16 @@ describe("HTTP server transport: batch limits", () => {
       expect(((await full.json()) as Array<any>).length).toBe(100)
     }))
 
+  it.live("maxBatchSize bounds batches only: with 0 every batch is refused and a single request is served", () =>
+    withServer({ maxBatchSize: 0 }, async ({ url }) => {
+      const h = await oldSession(url)
+      const single = await post(url, ping(1), h)
+      expect(await single.json()).toEqual({ jsonrpc: "2.0", id: 1, result: {} })
+      const batch = await post(url, [ping(2)], h)
+      expect(batch.status).toBe(413)
+      await batch.text()
+    }))
+
   it.live("a running batch holds one slot per request: a separate request beyond maxStreamsPerSession gets 429", () =>
     withServer({ maxStreamsPerSession: 3 }, async ({ url, probe, transport }) => {
       const h = await oldSession(url)
