@@ -56,6 +56,8 @@ export interface InMemoryOptions {
   readonly maxMessageBytes?: number | undefined
   /** Whether the server accepts JSON-RPC batches. Default `true`. */
   readonly allowBatch?: boolean | undefined
+  /** Entries a batch may hold on the server side; a longer one gets one -32600 reply. Default 100. */
+  readonly maxBatchSize?: number | undefined
   /** Client notification buffer per subscriber. Default 1024. */
   readonly notificationBuffer?: number | undefined
   /** Timeout of requests the server sends the client, in milliseconds. Default 60 000. */
@@ -149,6 +151,7 @@ export const makePair = Effect.fnUntraced(function*<R>(
     handler,
     send: serverSend,
     allowBatch: options.allowBatch ?? true,
+    maxBatchSize: options.maxBatchSize,
     defaultRequestTimeoutMs: options.serverRequestTimeoutMs
   })
   const dispatch = yield* ServerDispatch.make({

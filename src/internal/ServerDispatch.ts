@@ -124,8 +124,8 @@ export const make = Effect.fnUntraced(function*(
       case "ParseError":
         return Effect.flatMap(session.handleDecoded(decoded, text), answer)
       case "Batch": {
-        // Rejected batches (empty, or not allowed) only need an error reply.
-        if (decoded.messages.length === 0 || !session.allowBatch) {
+        // Rejected batches (empty, too long, or not allowed) only need an error reply.
+        if (decoded.messages.length === 0 || !session.allowBatch || decoded.messages.length > session.maxBatchSize) {
           return Effect.flatMap(session.handleDecoded(decoded, text), answer)
         }
         const responses = decoded.messages.filter(isResponse)

@@ -16,6 +16,7 @@ import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../JsonRpc.ts"
 import { type RequestError, TransportClosed, truncate } from "../McpError.ts"
 import type { Handler, HandlerContext } from "../server/Handler.ts"
+import * as BatchLimit from "./BatchLimit.ts"
 import * as Correlation from "./Correlation.ts"
 import * as RequestFibers from "./RequestFibers.ts"
 
@@ -29,6 +30,8 @@ export interface ServerSessionOptions<R> {
   readonly sessionId?: string | undefined
   /** Whether a JSON array frame is accepted (2025-03-26 allows batches; later revisions do not). */
   readonly allowBatch?: boolean | undefined
+  /** Entries a batch may hold; a longer one gets a single -32600 and none of it runs. Default 100. */
+  readonly maxBatchSize?: number | undefined
   /**
    * Routes messages the handler sends while serving a request to that
    * request's channel (an HTTP response stream). Defaults to `send`.
@@ -84,6 +87,8 @@ export interface ServerSession {
   readonly context: HandlerContext
   /** Whether JSON-RPC batches are accepted (`allowBatch`, default true). */
   readonly allowBatch: boolean
+  /** Entries a batch may hold (`maxBatchSize`). */
+  readonly maxBatchSize: number
   /** Requests being served right now. */
   readonly inFlight: Effect.Effect<number>
   readonly close: (error: TransportClosed) => Effect.Effect<void>
@@ -144,6 +149,7 @@ export const make = Effect.fnUntraced(function*<R>(
   options: ServerSessionOptions<R>
 ): Effect.fn.Return<ServerSession, never, R | Scope.Scope> {
   const services = yield* Effect.context<R>()
+  const maxBatchSize = options.maxBatchSize ?? BatchLimit.DEFAULT_MAX_BATCH_SIZE
   const serving = RequestFibers.make<JsonRpc.JsonRpcResponse | null>()
   const correlation = Correlation.make({
     idPrefix: "s",
@@ -293,6 +299,9 @@ export const make = Effect.fnUntraced(function*<R>(
           return Effect.succeed(JsonRpc.invalidRequest(null, "batches are not supported by this protocol revision"))
         }
         if (decoded.messages.length === 0) return Effect.succeed(JsonRpc.invalidRequest(null, "empty batch"))
+        if (decoded.messages.length > maxBatchSize) {
+          return Effect.succeed(BatchLimit.tooLarge(maxBatchSize, decoded.messages.length))
+        }
         return Effect.forEach(decoded.messages, handleMessage, { concurrency: "unbounded" }).pipe(
           Effect.map((replies) => {
             const kept = replies.filter((r): r is JsonRpc.JsonRpcResponse => r !== null)
@@ -323,6 +332,7 @@ export const make = Effect.fnUntraced(function*<R>(
     awaitIdle: serving.awaitEmpty,
     context,
     allowBatch: options.allowBatch !== false,
+    maxBatchSize,
     inFlight: Effect.sync(serving.size),
     close,
     closeOutgoing

@@ -190,7 +190,13 @@ export const layer = <R>(
   const app = Layer.effect(HttpServerTransport)(makeResolved(handler, config, options))
   const served = HttpRouter.serve(app, { disableLogger: true, disableListenLog: true })
   return Layer.unwrap(Effect.sync(() => {
-    const server = createServer()
+    const server = createServer({
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: config.connectionsCheckingIntervalMs,
+      keepAliveTimeout: config.keepAliveTimeoutMs
+    })
+    server.maxConnections = config.maxConnections
     // Built last, so it is finalized first: sessions and streams end, then
     // connections left over (keep-alive sockets of clients that went away
     // mid-stream) are closed, so the listener does not wait for them.

@@ -33,6 +33,8 @@ export interface StdioServerOptions {
   readonly maxMessageBytes?: number | undefined
   /** Accept JSON-RPC batches (protocol 2025-03-26). Default `true`; later revisions send none. */
   readonly allowBatch?: boolean | undefined
+  /** Entries a batch may hold; a longer batch gets one -32600 reply and none of it runs. Default 100. */
+  readonly maxBatchSize?: number | undefined
   /** Send `console.log/info/debug/dir/table/...` to stderr while serving. Default `true`. */
   readonly redirectConsole?: boolean | undefined
   /** After stdin ends, how long in-flight requests may still run before they are interrupted. Default 10 seconds. */
@@ -232,6 +234,7 @@ const makeServer = Effect.fnUntraced(function*<R>(
     handler,
     send,
     allowBatch: options.allowBatch ?? true,
+    maxBatchSize: options.maxBatchSize,
     defaultRequestTimeoutMs: clientTimeout,
     onHandlerError: (message, cause) =>
       Effect.logWarning(`stdio server: handler for ${message.method} failed; answering -32603`, cause)

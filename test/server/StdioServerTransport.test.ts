@@ -183,6 +183,30 @@ describe("StdioServerTransport (in process, Stdio.layerTest)", () => {
       expect(lines).toEqual([expect.objectContaining({ id: null, error: expect.objectContaining({ code: -32600 }) })])
     }))
 
+  it.effect("a batch over maxBatchSize gets one -32600 with the limit and none of it runs; one at the limit is served", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const { lines } = yield* runOver(echo(seen), [
+        line([req(1, "a"), req(2, "b"), JsonRpc.notification("n")]),
+        line([req(3, "c"), req(4, "d")])
+      ], { maxBatchSize: 2 })
+      expect(lines[0]).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: "Invalid Request", data: { reason: "a batch may hold at most 2 entries", limit: 2, size: 3 } }
+      })
+      expect(seen).toEqual([])
+      expect((lines[1] as unknown as Array<{ id: number }>).map((r) => r.id).sort()).toEqual([3, 4])
+    }))
+
+  it.effect("the default maxBatchSize is 100", () =>
+    Effect.gen(function*() {
+      const batch = (n: number) => line(Array.from({ length: n }, (_, i) => req(i, "p")))
+      const { lines } = yield* runOver(echo(), [batch(101), batch(100)])
+      expect(lines[0]).toMatchObject({ id: null, error: { code: -32600, data: { limit: 100, size: 101 } } })
+      expect(lines[1]).toHaveLength(100)
+    }))
+
   it.effect("an oversized line gets -32600 explaining the limit, is dropped, and serving goes on", () =>
     Effect.gen(function*() {
       const big = JSON.stringify(req(1, "big", { data: "x".repeat(5000) }))

@@ -6,6 +6,7 @@
 import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type { HttpRouter } from "effect/http"
+import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Authenticate } from "./Security.ts"
@@ -15,6 +16,23 @@ export interface Options {
   readonly host?: string | undefined
   /** Port to bind (standalone `layer` only); `0` picks a free one. Default `8421`. */
   readonly port?: number | undefined
+  /**
+   * Time a connection has to send a request's headers (standalone `layer`
+   * only); past it the answer is 408 and the connection is closed. At most
+   * `requestTimeout`; an infinite duration turns it off. Default 10 seconds.
+   */
+  readonly headersTimeout?: Duration.Input | undefined
+  /**
+   * Time a connection has to send a whole request, body included (standalone
+   * `layer` only); past it the answer is 408 and the connection is closed. A
+   * response stream is not bound by it; an infinite duration turns it off.
+   * Default 30 seconds.
+   */
+  readonly requestTimeout?: Duration.Input | undefined
+  /** How long a keep-alive connection may stay idle between requests (standalone `layer` only). Default 5 seconds. */
+  readonly keepAliveTimeout?: Duration.Input | undefined
+  /** Connections open at once (standalone `layer` only); further ones are closed on arrival. Default 2000. */
+  readonly maxConnections?: number | undefined
   /** The Streamable HTTP endpoint (POST, GET, DELETE). Default `/mcp`. */
   readonly path?: HttpRouter.PathInput | undefined
   /** `stateful` issues session ids; `stateless` serves every POST on its own and answers GET and DELETE with 405. Default `stateful`. */
@@ -71,6 +89,13 @@ export interface Options {
   readonly maxStreams?: number | undefined
   /** The same, per session. Default 100. */
   readonly maxStreamsPerSession?: number | undefined
+  /**
+   * Entries a JSON-RPC batch may hold; a longer batch is refused whole with
+   * 413. Each request in an accepted batch takes a slot of `maxStreams` and
+   * `maxStreamsPerSession`; requests past a full limit are answered with an
+   * error entry. Default 100.
+   */
+  readonly maxBatchSize?: number | undefined
   /** A session with no request, stream or running handler for this long is closed. Default 30 minutes. */
   readonly sessionIdleTimeout?: Duration.Input | "never" | undefined
   /** Keep-alive comment interval on SSE streams. Default 15 seconds. */
@@ -99,6 +124,11 @@ export interface Options {
 export interface Resolved {
   readonly host: string
   readonly port: number
+  readonly headersTimeoutMs: number
+  readonly requestTimeoutMs: number
+  readonly connectionsCheckingIntervalMs: number
+  readonly keepAliveTimeoutMs: number
+  readonly maxConnections: number
   readonly path: HttpRouter.PathInput
   readonly stateful: boolean
   readonly responseMode: "auto" | "sse"
@@ -117,6 +147,7 @@ export interface Resolved {
   readonly maxSessions: number
   readonly maxStreams: number
   readonly maxStreamsPerSession: number
+  readonly maxBatchSize: number
   readonly idleTimeoutMs: number | undefined
   readonly keepAliveMs: number | undefined
   readonly retryMs: number | undefined
@@ -129,6 +160,10 @@ export interface Resolved {
 export const defaults = {
   host: "127.0.0.1",
   port: 8421,
+  headersTimeout: "10 seconds",
+  requestTimeout: "30 seconds",
+  keepAliveTimeout: "5 seconds",
+  maxConnections: 2000,
   path: "/mcp",
   eventsPath: "/mcp/events",
   healthPath: "/mcp/health",
@@ -138,6 +173,7 @@ export const defaults = {
   maxSessions: 1000,
   maxStreams: 1000,
   maxStreamsPerSession: 100,
+  maxBatchSize: BatchLimit.DEFAULT_MAX_BATCH_SIZE,
   sessionIdleTimeout: "30 minutes",
   keepAliveInterval: "15 seconds",
   sseRetry: "1 second",
@@ -153,11 +189,37 @@ const millis = (input: Duration.Input | "never" | undefined, fallback: Duration.
   return Number.isFinite(ms) && ms > 0 ? ms : undefined
 }
 
+/** Whole milliseconds as Node's server timeouts take them: 0 (none) for an infinite duration, else at least 1. */
+const timeoutMillis = (input: Duration.Input | undefined, fallback: Duration.Input): number => {
+  const ms = Duration.toMillis(Duration.fromInputUnsafe(input ?? fallback))
+  return Number.isFinite(ms) ? Math.max(1, Math.round(ms)) : 0
+}
+
+/**
+ * Node looks for expired header and request timeouts on an interval (30 s
+ * unless told), which would let a stalled connection live up to that much
+ * past its timeout: look four times per the shorter timeout, at most once a
+ * second.
+ */
+const checkingInterval = (headersMs: number, requestMs: number): number => {
+  const shortest = Math.min(...[headersMs, requestMs].filter((ms) => ms > 0))
+  return Number.isFinite(shortest) ? Math.min(1000, Math.max(10, Math.floor(shortest / 4))) : 1000
+}
+
 export const resolve = (options: Options | undefined, standalone: boolean): Resolved => {
   const o = options ?? {}
+  const requestTimeoutMs = timeoutMillis(o.requestTimeout, defaults.requestTimeout)
+  const headersMs = timeoutMillis(o.headersTimeout, defaults.headersTimeout)
+  // Node refuses a header timeout longer than the request timeout.
+  const headersTimeoutMs = requestTimeoutMs > 0 && headersMs > requestTimeoutMs ? requestTimeoutMs : headersMs
   return {
     host: o.host ?? defaults.host,
     port: o.port ?? defaults.port,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    connectionsCheckingIntervalMs: checkingInterval(headersTimeoutMs, requestTimeoutMs),
+    keepAliveTimeoutMs: timeoutMillis(o.keepAliveTimeout, defaults.keepAliveTimeout),
+    maxConnections: o.maxConnections ?? defaults.maxConnections,
     path: o.path ?? defaults.path,
     stateful: (o.mode ?? "stateful") === "stateful",
     responseMode: o.responseMode ?? "auto",
@@ -176,6 +238,7 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     maxSessions: o.maxSessions ?? defaults.maxSessions,
     maxStreams: o.maxStreams ?? defaults.maxStreams,
     maxStreamsPerSession: o.maxStreamsPerSession ?? defaults.maxStreamsPerSession,
+    maxBatchSize: o.maxBatchSize ?? defaults.maxBatchSize,
     idleTimeoutMs: millis(o.sessionIdleTimeout, defaults.sessionIdleTimeout),
     keepAliveMs: millis(o.keepAliveInterval, defaults.keepAliveInterval),
     retryMs: millis(o.sseRetry, defaults.sseRetry),

@@ -83,7 +83,16 @@ export interface SessionsConfig {
   readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
 }
 
-export type Admission = "ok" | "server-full" | "session-full"
+/** Which limit turned a request away: `maxStreams` (server-wide) or `maxStreamsPerSession`. */
+export type Refusal = "server-full" | "session-full"
+
+export type Admission = "ok" | Refusal
+
+/** The slots `enterSlots` granted (up to the number asked for), and the limit that held back any others. */
+export interface Grant {
+  readonly granted: number
+  readonly short: Refusal | undefined
+}
 
 /**
  * Finished streams a session can still resume; older ones are forgotten
@@ -111,6 +120,12 @@ export interface Sessions {
   readonly newStream: (session: Session, resumable: boolean) => Effect.Effect<OutStream.OutStream>
   /** Counts the request (and, with `stream`, an SSE slot) until the current request scope closes. */
   readonly enter: (session: Session | undefined, stream: boolean) => Effect.Effect<Admission, never, Scope.Scope>
+  /**
+   * `enter` for a POST that answers `wanted` requests (a batch): takes as many
+   * slots as are free, up to `wanted`, until the request scope closes. None
+   * granted (while some were wanted) means refused: nothing is counted.
+   */
+  readonly enterSlots: (session: Session | undefined, wanted: number) => Effect.Effect<Grant, never, Scope.Scope>
   readonly stats: Effect.Effect<Stats>
   readonly list: () => ReadonlyArray<Session>
   /** Completes when no request is being answered and no stream is open. */
@@ -282,13 +297,21 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       return session
     })
 
-  const enter = (session: Session | undefined, stream: boolean): Effect.Effect<Admission, never, Scope.Scope> =>
+  const enterSlots = (session: Session | undefined, wanted: number): Effect.Effect<Grant, never, Scope.Scope> =>
     Effect.gen(function*() {
-      if (stream) {
-        if (openStreams >= config.maxStreams) return "server-full" as const
-        if (session !== undefined && session.connections >= config.maxStreamsPerSession) return "session-full" as const
-        if (openStreams++ === 0) noStreams.closeUnsafe()
-        if (session !== undefined) session.connections++
+      const serverFree = config.maxStreams - openStreams
+      const sessionFree = session === undefined ? Number.POSITIVE_INFINITY : config.maxStreamsPerSession - session.connections
+      const granted = Math.max(0, Math.min(wanted, serverFree, sessionFree))
+      const short: Refusal | undefined = granted === wanted
+        ? undefined
+        : sessionFree < serverFree
+        ? "session-full"
+        : "server-full"
+      if (wanted > 0 && granted === 0) return { granted, short }
+      if (granted > 0) {
+        if (openStreams === 0) noStreams.closeUnsafe()
+        openStreams += granted
+        if (session !== undefined) session.connections += granted
       }
       if (session !== undefined) {
         session.active++
@@ -296,17 +319,21 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       }
       yield* Effect.addFinalizer(() =>
         Effect.suspend(() => {
-          if (stream) {
-            if (--openStreams === 0) noStreams.openUnsafe()
-            if (session !== undefined) session.connections--
+          if (granted > 0) {
+            openStreams -= granted
+            if (openStreams === 0) noStreams.openUnsafe()
+            if (session !== undefined) session.connections -= granted
           }
           if (session === undefined) return Effect.void
           session.active--
           return touch(session)
         })
       )
-      return "ok" as const
+      return { granted, short }
     })
+
+  const enter = (session: Session | undefined, stream: boolean): Effect.Effect<Admission, never, Scope.Scope> =>
+    Effect.map(enterSlots(session, stream ? 1 : 0), (grant) => grant.short ?? "ok")
 
   const all = () => [...sessions.values(), ...legacy.values(), ...ephemeral]
 
@@ -340,6 +367,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     closeAll,
     newStream,
     enter,
+    enterSlots,
     stats,
     list: all,
     awaitNoStreams: noStreams.await

@@ -13,11 +13,12 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
-import { runInSession, type Session } from "./Sessions.ts"
+import { type Refusal, runInSession, type Session } from "./Sessions.ts"
 import * as SseWire from "./SseWire.ts"
 
 const SESSION_HEADER = "mcp-session-id"
@@ -28,10 +29,18 @@ const primes = (version: string | undefined) => version !== undefined && version
 const sessionHeader = (session: Session): Record<string, string> =>
   session.id === undefined ? {} : { [SESSION_HEADER]: session.id }
 
-const admissionFailure = (admission: "server-full" | "session-full") =>
-  admission === "server-full"
-    ? Security.invalid(503, "Service unavailable: too many open streams", { "retry-after": "1" })
-    : Security.invalid(429, "Too many open streams for this session", { "retry-after": "1" })
+const refusalMessage = (refusal: Refusal) =>
+  refusal === "server-full" ? "Service unavailable: too many open streams" : "Too many open streams for this session"
+
+const admissionFailure = (refusal: Refusal) =>
+  Security.invalid(refusal === "server-full" ? 503 : 429, refusalMessage(refusal), { "retry-after": "1" })
+
+/** The entry of a batch answer for a request that found no free slot: what a POST of its own would have been told. */
+const refusedEntry = (id: JsonRpc.RequestId, refusal: Refusal) =>
+  JsonRpc.failure(id, JsonRpc.ErrorCode.InvalidRequest, refusalMessage(refusal))
+
+const batchTooLarge = (limit: number, size: number) =>
+  Security.errorResponse(413, JsonRpc.ErrorCode.InvalidRequest, `Invalid Request: ${BatchLimit.reason(limit)}`, { limit, size })
 
 const badVersion = (env: Env, request: HttpServerRequest.HttpServerRequest) => {
   const version = request.headers["mcp-protocol-version"]
@@ -93,6 +102,9 @@ export const post = (env: Env): Guarded => (request, principal) =>
     }
     const messages = decoded._tag === "Single" ? [decoded.message] : decoded.messages
     if (messages.length === 0) return Security.invalid(400, "Invalid Request: empty batch")
+    if (decoded._tag === "Batch" && messages.length > config.maxBatchSize) {
+      return batchTooLarge(config.maxBatchSize, messages.length)
+    }
     const initialize = messages.some(isInitialize)
     if (initialize && decoded._tag === "Batch") {
       return Security.invalid(400, "Invalid Request: initialize must not be part of a batch")
@@ -127,11 +139,14 @@ export const post = (env: Env): Guarded => (request, principal) =>
     }
 
     const hasReplies = messages.some((m) => m._tag === "Request" || m._tag === "Invalid")
-    const admission = yield* sessions.enter(s, hasReplies)
-    if (admission !== "ok") {
+    // Each request takes a slot, as it would in a POST of its own; the exchange takes one in any case.
+    const requests = messages.reduce((n, m) => m._tag === "Request" ? n + 1 : n, 0)
+    const wanted = hasReplies ? Math.max(1, requests) : 0
+    const grant = yield* sessions.enterSlots(s, wanted)
+    if (wanted > 0 && grant.granted === 0) {
       // A session made for this initialize must not outlive the refusal.
       if (initialize) yield* sessions.close(s)
-      return admissionFailure(admission)
+      return admissionFailure(grant.short!)
     }
     const headers = sessionHeader(s)
 
@@ -143,17 +158,29 @@ export const post = (env: Env): Guarded => (request, principal) =>
 
     const out = yield* env.sessions.newStream(s, !ephemeral)
     const route = { out, canStream: accepts.sse }
-    const claimed: Array<JsonRpc.RequestId> = []
+    const claimed = new Set<JsonRpc.RequestId>()
+    // Requests past the slots granted, in batch order: answered with the refusal, never run.
+    const refused = new Set<JsonRpc.Classified>()
+    let slots = grant.granted
     for (const m of messages) {
-      if (m._tag === "Request" && !s.requestRoutes.has(m.message.id)) {
-        s.requestRoutes.set(m.message.id, route)
-        claimed.push(m.message.id)
+      if (m._tag !== "Request") continue
+      if (slots === 0) refused.add(m)
+      else {
+        slots--
+        if (!s.requestRoutes.has(m.message.id)) {
+          s.requestRoutes.set(m.message.id, route)
+          claimed.add(m.message.id)
+        }
       }
     }
-    const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> =>
-      m._tag === "Request" && !claimed.includes(m.message.id)
-        ? Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
-        : s.server.handleMessage(m)
+    const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
+      if (m._tag !== "Request") return s.server.handleMessage(m)
+      if (refused.has(m)) return Effect.succeed(refusedEntry(m.message.id, grant.short!))
+      if (!claimed.has(m.message.id)) {
+        return Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
+      }
+      return s.server.handleMessage(m)
+    }
     const answerOne = (m: JsonRpc.Classified) =>
       answer(m).pipe(
         Effect.flatMap((reply) => {
