@@ -313,20 +313,22 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     return decision.evict
   }
 
+  // Uninterruptible from the decision on: a client that goes away meanwhile
+  // must not leave a victim half ended or its reserved slot taken.
   const create = (kind: SessionKind, principalId: string): Effect.Effect<Session | Refused, never, Scope.Scope> =>
-    Effect.gen(function*() {
-      if (kind === "ephemeral") return yield* build(kind, principalId)
-      const now = yield* Clock.currentTimeMillis
-      const admitted = admit(principalId, now)
-      if (admitted !== undefined && isRefused(admitted)) return admitted
-      // An evicted session ends as any other does: its scope closed, onSessionEnd told.
-      if (admitted !== undefined) yield* teardown(admitted)
-      return yield* Effect.acquireRelease(build(kind, principalId), (session) =>
-        Effect.suspend(() => {
-          session.active--
-          return touch(session)
-        }))
-    })
+    kind === "ephemeral" ? build(kind, principalId) : Effect.acquireRelease(
+      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Session | Refused> => {
+        const admitted = admit(principalId, now)
+        if (admitted !== undefined && isRefused(admitted)) return Effect.succeed(admitted)
+        // An evicted session ends as any other does: its scope closed, onSessionEnd told.
+        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted), build(kind, principalId))
+      }),
+      (created) =>
+        isRefused(created) ? Effect.void : Effect.suspend(() => {
+          created.active--
+          return touch(created)
+        })
+    )
 
   /** For a streamable or legacy session, its slot was reserved by `admit`; `hold` takes it over. */
   const build = (kind: SessionKind, principalId: string): Effect.Effect<Session> => {
