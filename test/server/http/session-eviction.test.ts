@@ -108,6 +108,20 @@ describe("HTTP server transport: sessions at the cap", () => {
       expect(yield* ping(url, halfOpen)).toBe(404)
     }))
 
+  it.effect("a legacy SSE connection that never initializes is closed at the handshake deadline", () =>
+    Effect.gen(function*() {
+      const { base, transport } = yield* serve({ handshakeTimeout: "10 seconds" })
+      const legacy = yield* Effect.acquireRelease(
+        Effect.promise(() => openSse(`${base}/sse`, { headers: { accept: "text/event-stream" } })),
+        (sse) => Effect.sync(() => sse.reader?.close())
+      )
+      expect(yield* Effect.promise(() => legacy.reader!.until((r) => r.events.length > 0))).toBe(true)
+      expect((yield* transport.stats).legacySessions).toBe(1)
+      yield* TestClock.adjust("11 seconds")
+      expect(yield* Effect.promise(() => legacy.reader!.until((r) => r.ended))).toBe(true)
+      expect((yield* transport.stats).legacySessions).toBe(0)
+    }))
+
   it.effect("every session busy: 503 with Retry-After until the soonest handshake deadline, else 30 s", () =>
     Effect.gen(function*() {
       const { url, base, probe, transport } = yield* serve({ maxSessions: 3, handshakeTimeout: "30 seconds" })
