@@ -94,6 +94,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     services: services as Context.Context<never>,
     store,
     maxSessions: config.maxSessions,
+    maxSessionsPerPrincipal: config.maxSessionsPerPrincipal,
+    handshakeTimeoutMs: config.handshakeTimeoutMs,
     maxStreams: config.maxStreams,
     maxStreamsPerSession: config.maxStreamsPerSession,
     idleTimeoutMs: config.idleTimeoutMs,

@@ -83,8 +83,26 @@ export interface Options {
   readonly authenticate?: Authenticate | undefined
   /** Request body limit in bytes, enforced while reading. Default 10 MiB. */
   readonly maxBodyBytes?: number | undefined
-  /** Sessions open at once (Streamable HTTP and legacy together). Default 1000. */
+  /**
+   * Sessions open at once (Streamable HTTP and legacy together). At the cap
+   * the least recently used idle session is ended to make room; only when
+   * every session is busy is a new one refused (503). Default 1000.
+   */
   readonly maxSessions?: number | undefined
+  /**
+   * Sessions one principal (named by `authenticate`) may hold at once; at it,
+   * the principal's own least recently used idle session makes room, and
+   * when all of them are busy the new one gets 429. `"none"`: no cap.
+   * Default: a tenth of `maxSessions`, rounded up, when `authenticate` is
+   * set; no cap without it (every client is then the same principal).
+   */
+  readonly maxSessionsPerPrincipal?: number | "none" | undefined
+  /**
+   * A session that has not completed the handshake (`notifications/initialized`,
+   * or any request other than `ping`) this long after it was created is
+   * closed once no request runs in it; open streams do not keep it. Default 30 seconds.
+   */
+  readonly handshakeTimeout?: Duration.Input | "never" | undefined
   /** Requests being answered and SSE streams open at once, server-wide. Default 1000. */
   readonly maxStreams?: number | undefined
   /** The same, per session. Default 100. */
@@ -145,6 +163,8 @@ export interface Resolved {
   readonly authenticate: Authenticate | undefined
   readonly maxBodyBytes: number
   readonly maxSessions: number
+  readonly maxSessionsPerPrincipal: number | undefined
+  readonly handshakeTimeoutMs: number | undefined
   readonly maxStreams: number
   readonly maxStreamsPerSession: number
   readonly maxBatchSize: number
@@ -175,6 +195,7 @@ export const defaults = {
   maxStreamsPerSession: 100,
   maxBatchSize: BatchLimit.DEFAULT_MAX_BATCH_SIZE,
   sessionIdleTimeout: "30 minutes",
+  handshakeTimeout: "30 seconds",
   keepAliveInterval: "15 seconds",
   sseRetry: "1 second",
   broadcastBuffer: 256,
@@ -206,12 +227,20 @@ const checkingInterval = (headersMs: number, requestMs: number): number => {
   return Number.isFinite(shortest) ? Math.min(1000, Math.max(10, Math.floor(shortest / 4))) : 1000
 }
 
+/** Without `authenticate` every client is the anonymous principal: a per-principal cap would only shrink `maxSessions`. */
+const perPrincipal = (o: Options, maxSessions: number): number | undefined => {
+  if (o.maxSessionsPerPrincipal === "none") return undefined
+  if (o.maxSessionsPerPrincipal !== undefined) return o.maxSessionsPerPrincipal
+  return o.authenticate === undefined ? undefined : Math.ceil(maxSessions / 10)
+}
+
 export const resolve = (options: Options | undefined, standalone: boolean): Resolved => {
   const o = options ?? {}
   const requestTimeoutMs = timeoutMillis(o.requestTimeout, defaults.requestTimeout)
   const headersMs = timeoutMillis(o.headersTimeout, defaults.headersTimeout)
   // Node refuses a header timeout longer than the request timeout.
   const headersTimeoutMs = requestTimeoutMs > 0 && headersMs > requestTimeoutMs ? requestTimeoutMs : headersMs
+  const maxSessions = o.maxSessions ?? defaults.maxSessions
   return {
     host: o.host ?? defaults.host,
     port: o.port ?? defaults.port,
@@ -235,7 +264,9 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     notFound: o.notFound ?? standalone,
     authenticate: o.authenticate,
     maxBodyBytes: o.maxBodyBytes ?? defaults.maxBodyBytes,
-    maxSessions: o.maxSessions ?? defaults.maxSessions,
+    maxSessions,
+    maxSessionsPerPrincipal: perPrincipal(o, maxSessions),
+    handshakeTimeoutMs: millis(o.handshakeTimeout, defaults.handshakeTimeout),
     maxStreams: o.maxStreams ?? defaults.maxStreams,
     maxStreamsPerSession: o.maxStreamsPerSession ?? defaults.maxStreamsPerSession,
     maxBatchSize: o.maxBatchSize ?? defaults.maxBatchSize,

@@ -10,7 +10,8 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
-import { runInSession } from "./Sessions.ts"
+import * as SessionAdmission from "./SessionAdmission.ts"
+import { completesHandshake, isRefused, runInSession } from "./Sessions.ts"
 import * as SseWire from "./SseWire.ts"
 
 export const open = (env: Env): Guarded => (request, principal) =>
@@ -19,7 +20,7 @@ export const open = (env: Env): Guarded => (request, principal) =>
       return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
     }
     const created = yield* env.sessions.create("legacy", principal.id)
-    if (created === "full") return Security.invalid(503, "Service unavailable: too many sessions", { "retry-after": "1" })
+    if (isRefused(created)) return SessionAdmission.refused(created)
     const session = created
     // The session ends with this connection, however it ends.
     yield* Effect.addFinalizer(() => env.sessions.close(session))
@@ -66,6 +67,7 @@ export const message = (env: Env): Guarded => (request, principal) =>
     if (decoded._tag === "Batch") {
       return Security.invalid(400, "Invalid Request: protocol revision 2024-11-05 has no batches")
     }
+    if (completesHandshake(decoded.message)) session.initialized = true
     const work = session.server.handleMessage(decoded.message).pipe(
       Effect.flatMap((reply) => reply === null ? Effect.void : Effect.asVoid(session.standalone.offer(reply)))
     )

@@ -6,8 +6,9 @@
  * interrupts its handlers, fails its pending requests to the client and ends
  * its streams in one step.
  *
- * Also the admission limits (sessions, concurrent streams) and the
- * bookkeeping that idle expiry and the leak tests read.
+ * Also the admission limits (sessions, with eviction of idle ones at the
+ * cap, see SessionAdmission; concurrent streams), handshake and idle expiry,
+ * and the bookkeeping the leak tests read.
  */
 import { randomBytes, randomUUID } from "node:crypto"
 import * as Cause from "effect/Cause"
@@ -27,6 +28,7 @@ import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
 import * as KeepAlive from "./KeepAlive.ts"
 import * as OutStream from "./OutStream.ts"
+import * as SessionAdmission from "./SessionAdmission.ts"
 
 export type SessionKind = "streamable" | "legacy" | "ephemeral"
 
@@ -63,6 +65,9 @@ export interface Session {
   active: number
   connections: number
   lastActive: number
+  readonly createdAt: number
+  /** The client completed the handshake (see `completesHandshake`). */
+  initialized: boolean
   closed: boolean
 }
 
@@ -72,6 +77,8 @@ export interface SessionsConfig {
   readonly services: Context.Context<never>
   readonly store: EventStoreShape
   readonly maxSessions: number
+  readonly maxSessionsPerPrincipal: number | undefined
+  readonly handshakeTimeoutMs: number | undefined
   readonly maxStreams: number
   readonly maxStreamsPerSession: number
   readonly idleTimeoutMs: number | undefined
@@ -94,6 +101,24 @@ export interface Grant {
   readonly short: Refusal | undefined
 }
 
+export interface Refused {
+  readonly _tag: "Refused"
+  readonly reason: SessionAdmission.Refusal
+  readonly retryAfterSeconds: number
+}
+
+export const isRefused = (created: Session | Refused): created is Refused => "_tag" in created
+
+/**
+ * `notifications/initialized` ends the handshake; so does any request other
+ * than `ping`, from a client that skips the notification but clearly
+ * considers itself initialized.
+ */
+export const completesHandshake = (message: JsonRpc.Classified): boolean =>
+  message._tag === "Notification"
+    ? message.message.method === "notifications/initialized"
+    : message._tag === "Request" && message.message.method !== "ping" && message.message.method !== "initialize"
+
 /**
  * Finished streams a session can still resume; older ones are forgotten
  * (their events too), so a long session answering over SSE holds bounded state.
@@ -111,7 +136,13 @@ export interface Stats {
 }
 
 export interface Sessions {
-  readonly create: (kind: SessionKind, principalId: string) => Effect.Effect<Session | "full">
+  /**
+   * A new session; at the session caps an idle one is ended first to make
+   * room, or none is made. The session counts as busy until the current
+   * request scope closes, so no other client's initialize evicts it before
+   * its own is answered.
+   */
+  readonly create: (kind: SessionKind, principalId: string) => Effect.Effect<Session | Refused, never, Scope.Scope>
   readonly get: (id: string) => Session | undefined
   readonly getLegacy: (id: string) => Session | undefined
   readonly close: (session: Session) => Effect.Effect<void>
@@ -147,6 +178,10 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   const legacy = new Map<string, Session>()
   const ephemeral = new Set<Session>()
   const scopes = new WeakMap<Session, Scope.Closeable>()
+  // Streamable and legacy sessions by principal, and the slots taken by sessions being made.
+  const byPrincipal = new Map<string, Set<Session>>()
+  const reserved = new Map<string, number>()
+  let reservedTotal = 0
   let openStreams = 0
   // Open while no stream is open: shutdown waits on it so connections are idle before the listener closes.
   const noStreams = Latch.makeUnsafe(true)
@@ -155,15 +190,37 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     session.lastActive = now
   })
 
+  const hold = (session: Session) => {
+    if (session.id === undefined) {
+      ephemeral.add(session)
+      return
+    }
+    if (session.kind === "legacy") legacy.set(session.id, session)
+    else sessions.set(session.id, session)
+    let held = byPrincipal.get(session.principalId)
+    if (held === undefined) byPrincipal.set(session.principalId, held = new Set())
+    held.add(session)
+  }
+
+  /** Takes the session out of every index at once, so no one else picks it; false if it was already out. */
+  const detach = (session: Session): boolean => {
+    if (session.closed) return false
+    session.closed = true
+    ephemeral.delete(session)
+    if (session.id === undefined) return true
+    if (session.kind === "legacy") legacy.delete(session.id)
+    else sessions.delete(session.id)
+    const held = byPrincipal.get(session.principalId)
+    held?.delete(session)
+    if (held?.size === 0) byPrincipal.delete(session.principalId)
+    return true
+  }
+
   const close = (session: Session): Effect.Effect<void> =>
+    Effect.suspend(() => detach(session) ? teardown(session) : Effect.void)
+
+  const teardown = (session: Session): Effect.Effect<void> =>
     Effect.suspend(() => {
-      if (session.closed) return Effect.void
-      session.closed = true
-      if (session.id !== undefined) {
-        if (session.kind === "legacy") legacy.delete(session.id)
-        else sessions.delete(session.id)
-      }
-      ephemeral.delete(session)
       const scope = scopes.get(session)
       return Effect.gen(function*() {
         // Streams first, so open connections end gracefully instead of being cut.
@@ -206,6 +263,10 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       return out
     })
 
+  const runsWork = (session: Session) => !session.work[Symbol.iterator]().next().done
+  // Requests are answered in `work` fibers, and an HTTP request (a stream too) counts in `active`.
+  const isBusy = (session: Session) => session.active > 0 || runsWork(session)
+
   // Expiry never interrupts work: it only looks when nothing runs and no
   // request or stream is open, and it closes from outside the session scope.
   const expireWhenIdle = (session: Session, idleMs: number): Effect.Effect<void> =>
@@ -222,10 +283,78 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       }
     })
 
-  const create = (kind: SessionKind, principalId: string): Effect.Effect<Session | "full"> =>
+  // A client that never finishes the handshake has no use for its streams,
+  // so only running requests hold the session past the deadline.
+  const expireUnlessInitialized = (session: Session, timeoutMs: number): Effect.Effect<void> =>
     Effect.gen(function*() {
-      if (kind !== "ephemeral" && sessions.size + legacy.size >= config.maxSessions) return "full" as const
+      yield* Effect.sleep(Duration.millis(timeoutMs))
+      while (!session.closed && !session.initialized) {
+        if (!runsWork(session) && (yield* session.server.inFlight) === 0) {
+          yield* Effect.forkIn(close(session), parentScope)
+          return
+        }
+        yield* FiberSet.awaitEmpty(session.work)
+      }
+    })
+
+  const holdings: SessionAdmission.Holdings<Session> = {
+    get total() {
+      return sessions.size + legacy.size + reservedTotal
+    },
+    count: (principalId) => (byPrincipal.get(principalId)?.size ?? 0) + (reserved.get(principalId) ?? 0),
+    all: () => [...sessions.values(), ...legacy.values()],
+    of: (principalId) => byPrincipal.get(principalId) ?? [],
+    isBusy
+  }
+
+  const reserve = (principalId: string, by: 1 | -1) => {
+    reservedTotal += by
+    const n = (reserved.get(principalId) ?? 0) + by
+    if (n === 0) reserved.delete(principalId)
+    else reserved.set(principalId, n)
+  }
+
+  /**
+   * Decides, evicts and reserves the slot in one synchronous step, so that
+   * concurrent initializes neither pick the same victim nor pass the cap.
+   */
+  const admit = (principalId: string, now: number): Refused | Session | undefined => {
+    const decision = SessionAdmission.decide(principalId, holdings, config, now)
+    if (decision._tag === "Refuse") {
+      return { _tag: "Refused", reason: decision.reason, retryAfterSeconds: decision.retryAfterSeconds }
+    }
+    if (decision.evict !== undefined) detach(decision.evict)
+    reserve(principalId, 1)
+    return decision.evict
+  }
+
+  // Uninterruptible from the decision on: a client that goes away meanwhile
+  // must not leave a victim half ended or its reserved slot taken.
+  const create = (kind: SessionKind, principalId: string): Effect.Effect<Session | Refused, never, Scope.Scope> =>
+    kind === "ephemeral" ? build(kind, principalId) : Effect.acquireRelease(
+      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Session | Refused> => {
+        const admitted = admit(principalId, now)
+        if (admitted !== undefined && isRefused(admitted)) return Effect.succeed(admitted)
+        // An evicted session ends as any other does: its scope closed, onSessionEnd told.
+        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted), build(kind, principalId))
+      }),
+      (created) =>
+        isRefused(created) ? Effect.void : Effect.suspend(() => {
+          created.active--
+          return touch(created)
+        })
+    )
+
+  /** For a streamable or legacy session, its slot was reserved by `admit`; `hold` takes it over. */
+  const build = (kind: SessionKind, principalId: string): Effect.Effect<Session> => {
+    let slotReserved = kind !== "ephemeral"
+    const release = Effect.sync(() => {
+      if (slotReserved) reserve(principalId, -1)
+      slotReserved = false
+    })
+    return Effect.gen(function*() {
       const scope = yield* Scope.fork(parentScope, "sequential")
+      const now = yield* Clock.currentTimeMillis
       const id = kind === "ephemeral" ? undefined : randomUUID()
       const standaloneId = streamId()
       const standalone = yield* OutStream.make({
@@ -278,9 +407,12 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         ownedStreams: new Set(),
         finishedStreams: [],
         protocolVersion: undefined,
-        active: 0,
+        // Held by the request that creates it (see `create`).
+        active: kind === "ephemeral" ? 0 : 1,
         connections: 0,
-        lastActive: yield* Clock.currentTimeMillis,
+        lastActive: now,
+        createdAt: now,
+        initialized: false,
         closed: false
       }
       scopes.set(session, scope)
@@ -288,14 +420,17 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         session.ownedStreams.add(standaloneId)
         session.liveStreams.set(standaloneId, standalone)
       }
-      if (id === undefined) ephemeral.add(session)
-      else if (kind === "legacy") legacy.set(id, session)
-      else sessions.set(id, session)
+      yield* release
+      hold(session)
       if (kind === "streamable" && config.idleTimeoutMs !== undefined) {
         yield* Effect.forkIn(expireWhenIdle(session, config.idleTimeoutMs), scope)
       }
+      if (kind !== "ephemeral" && config.handshakeTimeoutMs !== undefined) {
+        yield* Effect.forkIn(expireUnlessInitialized(session, config.handshakeTimeoutMs), scope)
+      }
       return session
-    })
+    }).pipe(Effect.ensuring(release))
+  }
 
   const enterSlots = (session: Session | undefined, wanted: number): Effect.Effect<Grant, never, Scope.Scope> =>
     Effect.gen(function*() {

@@ -18,7 +18,8 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
-import { type Refusal, runInSession, type Session } from "./Sessions.ts"
+import * as SessionAdmission from "./SessionAdmission.ts"
+import { completesHandshake, isRefused, type Refusal, runInSession, type Session } from "./Sessions.ts"
 import * as SseWire from "./SseWire.ts"
 
 const SESSION_HEADER = "mcp-session-id"
@@ -114,13 +115,13 @@ export const post = (env: Env): Guarded => (request, principal) =>
     if (session === undefined) {
       if (config.stateful && initialize) {
         const created = yield* sessions.create("streamable", principal.id)
-        if (created === "full") return Security.invalid(503, "Service unavailable: too many sessions", { "retry-after": "1" })
+        if (isRefused(created)) return SessionAdmission.refused(created)
         session = created
       } else if (config.stateful && config.sessionlessPost === "reject") {
         return missingSession()
       } else {
         const created = yield* sessions.create("ephemeral", principal.id)
-        if (created === "full") return Security.invalid(503, "Service unavailable")
+        if (isRefused(created)) return SessionAdmission.refused(created)
         session = created
         ephemeral = true
       }
@@ -149,6 +150,7 @@ export const post = (env: Env): Guarded => (request, principal) =>
       return admissionFailure(grant.short!)
     }
     const headers = sessionHeader(s)
+    if (!s.initialized && messages.some(completesHandshake)) s.initialized = true
 
     if (!hasReplies) {
       // Notifications and responses only: handled (a cancel has interrupted its target) before the 202.

@@ -8,10 +8,14 @@ import { TestClock } from "effect/testing"
 import { eventually, initializeBody, openSession, openSse, post, run, serve, withServer } from "./helpers.ts"
 
 describe("HTTP server transport: limits and idle expiry", () => {
-  it.live("maxSessions: initialize beyond the limit gets 503; a freed slot is reusable", () =>
+  it.live("maxSessions with every session busy: initialize beyond the limit gets 503; a freed slot is reusable", () =>
     withServer({ maxSessions: 2 }, async ({ url, base }) => {
       const a = await openSession(url)
-      await openSession(url)
+      const b = await openSession(url)
+      // Idle sessions would make room (session-eviction.test.ts): open streams keep these busy.
+      const streams = await Promise.all([a, b].map((id) =>
+        openSse(url, { headers: { accept: "text/event-stream", "mcp-session-id": id } })
+      ))
       const third = await post(url, initializeBody())
       expect(third.status).toBe(503)
       expect(((await third.json()) as any).error.message).toMatch(/too many sessions/)
@@ -20,6 +24,7 @@ describe("HTTP server transport: limits and idle expiry", () => {
       await legacy.text()
       await fetch(url, { method: "DELETE", headers: { "mcp-session-id": a } })
       expect(typeof (await openSession(url))).toBe("string")
+      for (const s of streams) s.reader!.close()
     }))
 
   it.live("maxStreamsPerSession: 429 beyond it; maxStreams: 503 server-wide", () =>
