@@ -71,17 +71,28 @@ export class RpcError extends Data.TaggedError("RpcError")<{
   }
 }
 
+/** How much of a malformed message its error keeps. */
+const MALFORMED_TEXT = 200
+
 /** A frame or body that is not JSON, or not a JSON-RPC message. */
 export class MalformedMessage extends Data.TaggedError("MalformedMessage")<{
   /** The offending text, cut to a sane length. */
   readonly text: string
   readonly reason: string
+  /** The request the malformed message answered, when its id could be read. */
+  readonly method?: string | undefined
+  readonly id?: RequestId | undefined
 }> {
   override get message(): string {
-    return `Malformed message: ${this.reason}: ${this.text}`
+    const answering = this.method === undefined ? "" : ` (in answer to ${this.method}, id ${this.id})`
+    return `Malformed message${answering}: ${this.reason}: ${this.text}`
   }
   static make(text: string, reason: string): MalformedMessage {
-    return new MalformedMessage({ text: truncate(text, 200), reason })
+    return new MalformedMessage({ text: truncate(text, MALFORMED_TEXT), reason })
+  }
+  /** A response to request `id` (of `method`) that is not a valid JSON-RPC response. */
+  static answering(text: string, reason: string, method: string, id: RequestId): MalformedMessage {
+    return new MalformedMessage({ text: truncate(text, MALFORMED_TEXT), reason, method, id })
   }
 }
 

@@ -295,8 +295,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   /**
    * Routes one frame that arrived in answer to `request` and tells whether
    * the request is settled now. An error without an id on this request's own
-   * channel is this request's error; a frame that cannot be read fails this
-   * request and nothing else.
+   * channel is this request's error; a frame that is not JSON fails this
+   * request and nothing else. (A broken response that names its request is
+   * ClientCore's to settle, as on every transport.)
    */
   const dispatchFor = (request: JsonRpc.JsonRpcRequest, text: string): Effect.Effect<boolean, MalformedMessage> => {
     const decoded = JsonRpc.decode(text)
@@ -320,9 +321,6 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const routeFor = (request: JsonRpc.JsonRpcRequest, message: JsonRpc.Classified, text: string) => {
     if (message._tag === "Failure" && message.message.id === null) {
       return core.dispatch({ _tag: "Failure", message: { ...message.message, id: request.id } }, text)
-    }
-    if (message._tag === "Invalid" && sameId(message.id, request.id)) {
-      return Effect.fail(MalformedMessage.make(text, message.reason))
     }
     return core.dispatch(message, text)
   }
