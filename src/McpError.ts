@@ -135,6 +135,26 @@ export class HttpError extends Data.TaggedError("HttpError")<{
   }
 }
 
+/**
+ * An HTTP redirect the transport would not follow: to another origin, one
+ * that would change the method, a `Location` that is not a URL, or one hop
+ * too many.
+ */
+export class RedirectRefused extends Data.TaggedError("RedirectRefused")<{
+  readonly status: number
+  /** Where the redirect pointed: resolved against `url` when it is a URL, as sent otherwise. */
+  readonly location: string
+  /** The URL that answered with the redirect. */
+  readonly url: string
+  readonly method?: string | undefined
+  /** Why it was not followed, in a few words. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Redirect refused: HTTP ${this.status} from ${this.url} to ${this.location} (${this.reason})`
+  }
+}
+
 /** The server no longer knows our session (HTTP 404 on a request that carried a session id). */
 export class SessionExpired extends Data.TaggedError("SessionExpired")<{
   readonly sessionId: string
@@ -173,12 +193,13 @@ export type RequestError =
   | RpcError
   | MessageTooLarge
   | HttpError
+  | RedirectRefused
   | SessionExpired
   | NoResponse
   | MalformedMessage
 
 /** What sending a notification can fail with on any transport. */
-export type NotifyError = TransportClosed | MessageTooLarge | HttpError | SessionExpired
+export type NotifyError = TransportClosed | MessageTooLarge | HttpError | RedirectRefused | SessionExpired
 
 /** The peer did not declare the capability a method needs; nothing was sent. */
 export class CapabilityNotSupported extends Data.TaggedError("CapabilityNotSupported")<{
