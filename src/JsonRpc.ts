@@ -104,12 +104,24 @@ export type Classified =
   | { readonly _tag: "Notification"; readonly message: JsonRpcNotification }
   | { readonly _tag: "Success"; readonly message: JsonRpcSuccess }
   | { readonly _tag: "Failure"; readonly message: JsonRpcFailure }
-  | { readonly _tag: "Invalid"; readonly reason: string; readonly id: RequestId | null }
+  | {
+    readonly _tag: "Invalid"
+    readonly reason: string
+    /** The message's id when it can be read, else `null`. */
+    readonly id: RequestId | null
+    /** The message has no `method`, so it can only be a (broken) response, to request `id` if that is known. */
+    readonly response: boolean
+  }
 
 const isId = (u: unknown): u is RequestId =>
   typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
 
-const invalid = (reason: string, id: RequestId | null = null): Classified => ({ _tag: "Invalid", reason, id })
+const invalid = (reason: string, id: RequestId | null = null, response = false): Classified => ({
+  _tag: "Invalid",
+  reason,
+  id,
+  response
+})
 
 /**
  * Classifies one decoded JSON value as a JSON-RPC message, or says what is
@@ -122,8 +134,8 @@ export const classify = (u: unknown): Classified => {
   const m = u as Record<string, unknown>
   const id = m.id
   const readableId = isId(id) ? id : null
-  if (m.jsonrpc !== "2.0") return invalid("jsonrpc must be \"2.0\"", readableId)
   const method = m.method
+  if (m.jsonrpc !== "2.0") return invalid("jsonrpc must be \"2.0\"", readableId, method === undefined)
   if (method !== undefined) {
     if (typeof method !== "string") return invalid("method must be a string", readableId)
     if (m.params !== undefined && (typeof m.params !== "object" || m.params === null)) {
@@ -135,21 +147,27 @@ export const classify = (u: unknown): Classified => {
   }
   const hasResult = "result" in m
   const error = m.error
-  if (hasResult && error !== undefined) return invalid("a response has either result or error, not both", readableId)
+  if (hasResult && error !== undefined) {
+    return invalid("a response has either result or error, not both", readableId, true)
+  }
   if (hasResult) {
-    if (!isId(id)) return invalid("a result response needs a string or number id", null)
+    if (!isId(id)) return invalid("a result response needs a string or number id", null, true)
     return { _tag: "Success", message: m as unknown as JsonRpcSuccess }
   }
   if (error !== undefined) {
-    if (typeof error !== "object" || error === null) return invalid("error must be an object", readableId)
+    if (typeof error !== "object" || error === null) return invalid("error must be an object", readableId, true)
     const e = error as Record<string, unknown>
-    if (typeof e.code !== "number" || !Number.isInteger(e.code)) return invalid("error.code must be an integer", readableId)
-    if (typeof e.message !== "string") return invalid("error.message must be a string", readableId)
-    if (id !== null && id !== undefined && !isId(id)) return invalid("id must be a string, a number or null", null)
+    if (typeof e.code !== "number" || !Number.isInteger(e.code)) {
+      return invalid("error.code must be an integer", readableId, true)
+    }
+    if (typeof e.message !== "string") return invalid("error.message must be a string", readableId, true)
+    if (id !== null && id !== undefined && !isId(id)) {
+      return invalid("id must be a string, a number or null", null, true)
+    }
     const normalized = id === undefined ? { ...m, id: null } : m
     return { _tag: "Failure", message: normalized as unknown as JsonRpcFailure }
   }
-  return invalid("not a request, notification or response (no method, result or error)", readableId)
+  return invalid("not a request, notification or response (no method, result or error)", readableId, true)
 }
 
 export type Decoded =

@@ -71,17 +71,28 @@ export class RpcError extends Data.TaggedError("RpcError")<{
   }
 }
 
+/** How much of a malformed message its error keeps. */
+const MALFORMED_TEXT = 200
+
 /** A frame or body that is not JSON, or not a JSON-RPC message. */
 export class MalformedMessage extends Data.TaggedError("MalformedMessage")<{
   /** The offending text, cut to a sane length. */
   readonly text: string
   readonly reason: string
+  /** The request the malformed message answered, when its id could be read. */
+  readonly method?: string | undefined
+  readonly id?: RequestId | undefined
 }> {
   override get message(): string {
-    return `Malformed message: ${this.reason}: ${this.text}`
+    const answering = this.method === undefined ? "" : ` (in answer to ${this.method}, id ${this.id})`
+    return `Malformed message${answering}: ${this.reason}: ${this.text}`
   }
   static make(text: string, reason: string): MalformedMessage {
-    return new MalformedMessage({ text: truncate(text, 200), reason })
+    return new MalformedMessage({ text: truncate(text, MALFORMED_TEXT), reason })
+  }
+  /** A response to request `id` (of `method`) that is not a valid JSON-RPC response. */
+  static answering(text: string, reason: string, method: string, id: RequestId): MalformedMessage {
+    return new MalformedMessage({ text: truncate(text, MALFORMED_TEXT), reason, method, id })
   }
 }
 
@@ -124,6 +135,26 @@ export class HttpError extends Data.TaggedError("HttpError")<{
   }
 }
 
+/**
+ * An HTTP redirect the transport would not follow: to another origin, one
+ * that would change the method, a `Location` that is not a URL, or one hop
+ * too many.
+ */
+export class RedirectRefused extends Data.TaggedError("RedirectRefused")<{
+  readonly status: number
+  /** Where the redirect pointed: resolved against `url` when it is a URL, as sent otherwise. */
+  readonly location: string
+  /** The URL that answered with the redirect. */
+  readonly url: string
+  readonly method?: string | undefined
+  /** Why it was not followed, in a few words. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Redirect refused: HTTP ${this.status} from ${this.url} to ${this.location} (${this.reason})`
+  }
+}
+
 /** The server no longer knows our session (HTTP 404 on a request that carried a session id). */
 export class SessionExpired extends Data.TaggedError("SessionExpired")<{
   readonly sessionId: string
@@ -162,12 +193,13 @@ export type RequestError =
   | RpcError
   | MessageTooLarge
   | HttpError
+  | RedirectRefused
   | SessionExpired
   | NoResponse
   | MalformedMessage
 
 /** What sending a notification can fail with on any transport. */
-export type NotifyError = TransportClosed | MessageTooLarge | HttpError | SessionExpired
+export type NotifyError = TransportClosed | MessageTooLarge | HttpError | RedirectRefused | SessionExpired
 
 /** The peer did not declare the capability a method needs; nothing was sent. */
 export class CapabilityNotSupported extends Data.TaggedError("CapabilityNotSupported")<{

@@ -22,7 +22,13 @@ import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
 import * as JsonRpc from "../JsonRpc.ts"
-import { type HttpError, MalformedMessage, MessageTooLarge, TransportClosed } from "../McpError.ts"
+import {
+  type HttpError,
+  MalformedMessage,
+  MessageTooLarge,
+  type RedirectRefused,
+  TransportClosed
+} from "../McpError.ts"
 import * as ClientCore from "../internal/ClientCore.ts"
 import * as Http from "../internal/HttpExchange.ts"
 import * as SseReader from "../internal/SseReader.ts"
@@ -48,7 +54,7 @@ export interface SseClientTransport extends ClientTransportShape {
   readonly endpoint: string
 }
 
-export type ConnectError = HttpError | TransportClosed | MalformedMessage
+export type ConnectError = HttpError | RedirectRefused | TransportClosed | MalformedMessage
 
 const DEFAULT_CONNECT_TIMEOUT = Duration.seconds(30)
 const encoder = new TextEncoder()
@@ -75,13 +81,17 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const idleTimeoutMs = Http.millis(options.sseIdleTimeout, Http.DEFAULT_SSE_IDLE)
   let closedError: TransportClosed | undefined
   let endpointUrl: string | undefined
+  /** The URL the stream came from, after redirects: a relative `endpoint` is resolved against it. */
+  let streamUrl = sseUrl
 
   const inflight = yield* FiberSet.make<unknown, unknown>()
   const background = yield* FiberSet.make<unknown, unknown>()
   const reader = yield* FiberSet.make<void, never>()
   const endpoint = yield* Deferred.make<string, ConnectError>()
 
-  const post = (message: JsonRpc.JsonRpcMessage): Effect.Effect<void, HttpError | TransportClosed | MessageTooLarge> =>
+  const post = (
+    message: JsonRpc.JsonRpcMessage
+  ): Effect.Effect<void, HttpError | RedirectRefused | TransportClosed | MessageTooLarge> =>
     Effect.gen(function*() {
       const target = endpointUrl
       if (target === undefined) return yield* new TransportClosed({ reason: "no endpoint yet" })
@@ -90,15 +100,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         return yield* new MessageTooLarge({ limit: maxBytes, size: bytes.length, direction: "outgoing" })
       }
       const headers = yield* Http.assemble(options, { verb: "POST", url: target, message }, {})
-      const response = yield* client.execute(
-        HttpClientRequest.post(target, { headers, body: HttpBody.uint8Array(bytes, "application/json") })
-      ).pipe(
-        Effect.catchTag("HttpClientError", (error) =>
-          error.response !== undefined ? Effect.succeed(error.response) : Effect.fail(Http.requestFailed(error, "POST")))
+      const method = "method" in message ? message.method : undefined
+      const response = yield* Http.execute(
+        client,
+        HttpClientRequest.post(target, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
+        method
       )
-      if (!Http.isSuccess(response.status)) {
-        return yield* Effect.flatMap(Http.httpError(response, "method" in message ? message.method : undefined), Effect.fail)
-      }
+      if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, method), Effect.fail)
       yield* Http.discard(response)
     })
 
@@ -148,7 +156,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const onEvent = (event: { readonly event: string; readonly data: string }): Effect.Effect<boolean> => {
     if (event.event === "endpoint") {
       if (endpointUrl !== undefined) return Effect.succeed(false)
-      const resolved = resolveEndpoint(event.data, sseUrl)
+      const resolved = resolveEndpoint(event.data, streamUrl)
       if (resolved instanceof MalformedMessage) {
         return Effect.as(Deferred.fail(endpoint, resolved), true)
       }
@@ -184,10 +192,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const open = Effect.gen(function*() {
     const headers = yield* Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream" })
-    const response = yield* client.execute(HttpClientRequest.get(sseUrl, { headers })).pipe(
-      Effect.catchTag("HttpClientError", (error) =>
-        error.response !== undefined ? Effect.succeed(error.response) : Effect.fail(Http.requestFailed(error, "GET")))
-    )
+    const response = yield* Http.execute(client, HttpClientRequest.get(sseUrl, { headers }), "GET")
+    streamUrl = response.request.url
     if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, "GET"), Effect.fail)
     const type = Http.mediaType(response)
     if (type !== "text/event-stream") {

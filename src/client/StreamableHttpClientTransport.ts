@@ -33,6 +33,7 @@ import {
   MalformedMessage,
   MessageTooLarge,
   NoResponse,
+  type RedirectRefused,
   RequestTimeout,
   SessionExpired,
   TransportClosed
@@ -122,7 +123,7 @@ const ENDED: SseReader.Ending = { _tag: "Ended" }
 /** SSE answers up to this many bytes with a declared length are read whole (`readPostWhole`). */
 const WHOLE_BODY_LIMIT = 64 * 1024
 
-type PostError = HttpError | SessionExpired | TransportClosed | MessageTooLarge
+type PostError = HttpError | RedirectRefused | SessionExpired | TransportClosed | MessageTooLarge
 
 export const make = Effect.fnUntraced(function*(options: Options) {
   const client = withTracing(yield* HttpClient.HttpClient, options.httpTracing ?? "off")
@@ -220,14 +221,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         "mcp-session-id": sentSession,
         "mcp-protocol-version": initialize ? undefined : versionHeader()
       })
-      const response = yield* client.execute(
-        HttpClientRequest.post(url, { headers, body: HttpBody.uint8Array(bytes, "application/json") })
-      ).pipe(
-        Effect.catchTag("HttpClientError", (error) =>
-          error.response !== undefined ? Effect.succeed(error.response) : Effect.fail(Http.requestFailed(error, "POST")))
+      const method = "method" in message ? message.method : undefined
+      const response = yield* Http.execute(
+        client,
+        HttpClientRequest.post(url, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
+        method
       )
       if (Http.isSuccess(response.status)) return response
-      const method = "method" in message ? message.method : undefined
       if (response.status === 404 && sentSession !== undefined) {
         yield* Http.discard(response)
         return yield* expire(sentSession)
@@ -247,10 +247,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         "mcp-protocol-version": versionHeader(),
         "last-event-id": lastEventId
       })
-      const response = yield* client.execute(HttpClientRequest.get(url, { headers })).pipe(
-        Effect.catchTag("HttpClientError", (error) =>
-          error.response !== undefined ? Effect.succeed(error.response) : Effect.fail(Http.requestFailed(error, "GET")))
-      )
+      const response = yield* Http.execute(client, HttpClientRequest.get(url, { headers }), "GET")
       if (Http.isSuccess(response.status)) {
         const type = Http.mediaType(response)
         if (type === "text/event-stream") return response
@@ -295,8 +292,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   /**
    * Routes one frame that arrived in answer to `request` and tells whether
    * the request is settled now. An error without an id on this request's own
-   * channel is this request's error; a frame that cannot be read fails this
-   * request and nothing else.
+   * channel is this request's error; a frame that is not JSON fails this
+   * request and nothing else. (A broken response that names its request is
+   * ClientCore's to settle, as on every transport.)
    */
   const dispatchFor = (request: JsonRpc.JsonRpcRequest, text: string): Effect.Effect<boolean, MalformedMessage> => {
     const decoded = JsonRpc.decode(text)
@@ -320,9 +318,6 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const routeFor = (request: JsonRpc.JsonRpcRequest, message: JsonRpc.Classified, text: string) => {
     if (message._tag === "Failure" && message.message.id === null) {
       return core.dispatch({ _tag: "Failure", message: { ...message.message, id: request.id } }, text)
-    }
-    if (message._tag === "Invalid" && sameId(message.id, request.id)) {
-      return Effect.fail(MalformedMessage.make(text, message.reason))
     }
     return core.dispatch(message, text)
   }
@@ -632,7 +627,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       "mcp-session-id": sessionId,
       "mcp-protocol-version": versionHeader()
     }).pipe(
-      Effect.flatMap((headers) => client.execute(HttpClientRequest.delete(url, { headers }))),
+      Effect.flatMap((headers) => Http.execute(client, HttpClientRequest.delete(url, { headers }))),
       Effect.flatMap(Http.discard),
       Effect.interruptible,
       Effect.timeoutOption(closeTimeout),

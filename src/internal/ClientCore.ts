@@ -115,9 +115,19 @@ export const make = Effect.fnUntraced(function*(
   const dispatch = (message: JsonRpc.Classified, text?: string): Effect.Effect<void> => {
     switch (message._tag) {
       case "Success":
-      case "Failure":
         if (!correlation.complete(message.message)) diagnose(Diagnostic.UnknownResponse({ id: message.message.id }))
         return Effect.void
+      case "Failure": {
+        const response = message.message
+        // A peer that could not parse what we sent cannot name the request; with one waiting, it is that one.
+        const sole = response.id === null && response.error.code === JsonRpc.ErrorCode.ParseError
+          ? correlation.sole()
+          : undefined
+        if (!correlation.complete(sole === undefined ? response : { ...response, id: sole })) {
+          diagnose(Diagnostic.UnknownResponse({ id: response.id }))
+        }
+        return Effect.void
+      }
       case "Notification": {
         const n = message.message
         if (n.method === "notifications/cancelled") {
@@ -132,6 +142,9 @@ export const make = Effect.fnUntraced(function*(
       case "Request":
         return serve(message.message)
       case "Invalid":
+        // A broken answer to a request we can name fails that request now rather than leave it to its timeout.
+        const named = message.response ? message.id : null
+        if (named !== null && correlation.completeMalformed(named, text ?? "", message.reason)) return Effect.void
         diagnose(Diagnostic.InvalidMessage({ text: truncate(text ?? "", 200), reason: message.reason }))
         return Effect.void
     }

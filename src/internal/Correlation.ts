@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as JsonRpc from "../JsonRpc.ts"
-import { RequestTimeout, RpcError, TransportClosed } from "../McpError.ts"
+import { MalformedMessage, RequestTimeout, RpcError, TransportClosed } from "../McpError.ts"
 
 export interface CallOptions {
   /** Milliseconds; `undefined`, `Infinity` or `0` and below mean no timeout. */
@@ -26,14 +26,17 @@ export interface CallOptions {
   readonly onDeadline?: ((restart: () => void) => void) | undefined
 }
 
+/** How a request can end apart from its own send failing. */
+export type SettleError = RpcError | MalformedMessage | TransportClosed | RequestTimeout
+
 /** A settled request. (A buffered one may also fail with its writer's error: see `callBuffered`.) */
-type Outcome = Effect.Effect<unknown, RpcError | TransportClosed | RequestTimeout>
+type Outcome = Effect.Effect<unknown, SettleError>
 
 interface Entry {
   readonly id: JsonRpc.RequestId
   readonly method: string
   /** `call` waits on a Deferred; `callBuffered` resumes its fiber directly (`resume`, or `outcome` if early). */
-  readonly deferred: Deferred.Deferred<unknown, RpcError | TransportClosed | RequestTimeout> | undefined
+  readonly deferred: Deferred.Deferred<unknown, SettleError> | undefined
   resume: ((outcome: Outcome) => void) | undefined
   outcome: Outcome | undefined
   deadline: DeadlineNode | undefined
@@ -68,7 +71,7 @@ export interface Correlation {
     params: unknown,
     send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
     options?: CallOptions
-  ) => Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R>
+  ) => Effect.Effect<unknown, E | SettleError, R>
   /**
    * `call` for transports that buffer writes (a pipe written once per tick):
    * `write` runs synchronously and returns `undefined` once the envelope is
@@ -87,9 +90,20 @@ export interface Correlation {
     write: (message: JsonRpc.JsonRpcRequest) => E | WouldBlock | undefined,
     enqueue: (message: JsonRpc.JsonRpcRequest, done: (error: E | undefined) => void) => Queued,
     options?: CallOptions
-  ) => Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed>
+  ) => Effect.Effect<unknown, E | SettleError>
   /** Completes the pending request a response belongs to. False when the id is unknown. */
   readonly complete: (response: JsonRpc.JsonRpcResponse) => boolean
+  /**
+   * Fails pending request `id` with `MalformedMessage`: its answer came but
+   * is not a valid response (`text` is the raw message, `reason` what is
+   * wrong). False when the id is unknown.
+   */
+  readonly completeMalformed: (id: JsonRpc.RequestId, text: string, reason: string) => boolean
+  /**
+   * The id of the one pending request, when exactly one is pending and its
+   * envelope has left (is not waiting for room in a writer); else `undefined`.
+   */
+  readonly sole: () => JsonRpc.RequestId | undefined
   /** Fails every pending request and every later call with `error`. Idempotent: the first error wins. */
   readonly close: (error: TransportClosed) => void
   readonly closedWith: () => TransportClosed | undefined
@@ -193,13 +207,13 @@ export const make = (options: CorrelationOptions): Correlation => {
     message: JsonRpc.JsonRpcRequest,
     send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
     callOptions: CallOptions | undefined
-  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> => {
+  ): Effect.Effect<unknown, E | SettleError, R> => {
     const method = message.method
-    const deferred = Deferred.makeUnsafe<unknown, RpcError | TransportClosed | RequestTimeout>()
+    const deferred = Deferred.makeUnsafe<unknown, SettleError>()
     const entry = register(id, method, deferred)
     const timeoutMs = callOptions?.timeoutMs
     const timed = isTimed(timeoutMs)
-    const effect: Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> = timed
+    const effect: Effect.Effect<unknown, E | SettleError, R> = timed
       ? Effect.andThen(armDeadline(clock, entry, timeoutMs, callOptions), sendWithin(send(message), deferred, entry))
       : Effect.andThen(send(message), Deferred.await(deferred))
     return Effect.onExit(effect, (exit) => {
@@ -222,7 +236,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     params: unknown,
     send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
     callOptions?: CallOptions
-  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> =>
+  ): Effect.Effect<unknown, E | SettleError, R> =>
     fixedClock === undefined
       ? Effect.clockWith((clock) => callNow(clock, method, params, send, callOptions))
       : Effect.suspend(() => callNow(fixedClock, method, params, send, callOptions))
@@ -233,7 +247,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     params: unknown,
     send: (message: JsonRpc.JsonRpcRequest) => Effect.Effect<void, E, R>,
     callOptions: CallOptions | undefined
-  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed, R> => {
+  ): Effect.Effect<unknown, E | SettleError, R> => {
     if (closed !== undefined) return Effect.fail(closed)
     const id = nextId()
     return sendAndAwait(clock, id, JsonRpc.request(id, method, params), send, callOptions)
@@ -251,7 +265,7 @@ export const make = (options: CorrelationOptions): Correlation => {
   }
 
   // Outcomes of buffered entries fail only with the errors `callBuffered` declares.
-  const awaitEntry = <E>(entry: Entry): Effect.Effect<unknown, E | RpcError | TransportClosed | RequestTimeout> =>
+  const awaitEntry = <E>(entry: Entry): Effect.Effect<unknown, E | SettleError> =>
     Effect.callback((resume) => {
       if (entry.outcome !== undefined) return resume(entry.outcome)
       entry.resume = resume
@@ -264,7 +278,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     write: (message: JsonRpc.JsonRpcRequest) => E | WouldBlock | undefined,
     enqueue: (message: JsonRpc.JsonRpcRequest, done: (error: E | undefined) => void) => Queued,
     callOptions?: CallOptions
-  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed> =>
+  ): Effect.Effect<unknown, E | SettleError> =>
     fixedClock === undefined
       ? Effect.clockWith((clock) => callBufferedNow(clock, method, params, write, enqueue, callOptions))
       : Effect.suspend(() => callBufferedNow(fixedClock, method, params, write, enqueue, callOptions))
@@ -276,7 +290,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     write: (message: JsonRpc.JsonRpcRequest) => E | WouldBlock | undefined,
     enqueue: (message: JsonRpc.JsonRpcRequest, done: (error: E | undefined) => void) => Queued,
     callOptions: CallOptions | undefined
-  ): Effect.Effect<unknown, E | RpcError | RequestTimeout | TransportClosed> => {
+  ): Effect.Effect<unknown, E | SettleError> => {
     if (closed !== undefined) return Effect.fail(closed)
     const id = nextId()
     const message = JsonRpc.request(id, method, params)
@@ -312,12 +326,8 @@ export const make = (options: CorrelationOptions): Correlation => {
       : Effect.onInterrupt(Effect.andThen(timer, awaitEntry<E>(entry)), () => abandon(entry))
   }
 
-  const complete = (response: JsonRpc.JsonRpcResponse): boolean => {
-    const id = response.id
-    if (id === null) {
-      unknown++
-      return false
-    }
+  /** Takes the pending entry an incoming id names out of the map. */
+  const take = (id: JsonRpc.RequestId): Entry | undefined => {
     let key: JsonRpc.RequestId = id
     let entry = entries.get(key)
     // Some peers echo numeric ids as strings; accept that rather than hang the caller.
@@ -328,12 +338,23 @@ export const make = (options: CorrelationOptions): Correlation => {
         entry = entries.get(n)
       }
     }
+    if (entry === undefined) return undefined
+    entries.delete(key)
+    deadlines.remove(entry)
+    return entry
+  }
+
+  const complete = (response: JsonRpc.JsonRpcResponse): boolean => {
+    const id = response.id
+    if (id === null) {
+      unknown++
+      return false
+    }
+    const entry = take(id)
     if (entry === undefined) {
       unknown++
       return false
     }
-    entries.delete(key)
-    deadlines.remove(entry)
     settle(
       entry,
       "result" in response
@@ -341,6 +362,19 @@ export const make = (options: CorrelationOptions): Correlation => {
         : Exit.fail(RpcError.fromObject(response.error, entry.method, id))
     )
     return true
+  }
+
+  const completeMalformed = (id: JsonRpc.RequestId, text: string, reason: string): boolean => {
+    const entry = take(id)
+    if (entry === undefined) return false
+    settle(entry, Exit.fail(MalformedMessage.answering(text, reason, entry.method, entry.id)))
+    return true
+  }
+
+  const sole = (): JsonRpc.RequestId | undefined => {
+    if (entries.size !== 1) return undefined
+    const entry: Entry = entries.values().next().value!
+    return entry.queued === undefined ? entry.id : undefined
   }
 
   const close = (error: TransportClosed): void => {
@@ -357,6 +391,8 @@ export const make = (options: CorrelationOptions): Correlation => {
     call,
     callBuffered,
     complete,
+    completeMalformed,
+    sole,
     close,
     closedWith: () => closed,
     pending: () => entries.size,

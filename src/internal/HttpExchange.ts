@@ -1,13 +1,17 @@
 /**
- * Small pieces shared by the HTTP client transports: header assembly,
- * bounded body reads, and the mapping of HTTP outcomes to our typed errors.
+ * Small pieces shared by the HTTP client transports: sending with the
+ * redirect policy, header assembly, bounded body reads, and the mapping of
+ * HTTP outcomes to our typed errors.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import type { HttpClientError, HttpClientResponse } from "effect/http"
+import type { HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as JsonRpc from "../JsonRpc.ts"
-import { HttpError, MessageTooLarge, TransportClosed, truncate } from "../McpError.ts"
+import { HttpError, MessageTooLarge, RedirectRefused, TransportClosed, truncate } from "../McpError.ts"
 
 export type HttpVerb = "POST" | "GET" | "DELETE"
 
@@ -92,6 +96,81 @@ export const mediaType = (response: HttpClientResponse.HttpClientResponse): stri
 }
 
 export const isSuccess = (status: number): boolean => status >= 200 && status < 300
+
+/** Redirects followed for one HTTP request; one more fails it with `RedirectRefused`. */
+export const MAX_REDIRECTS = 5
+
+const isRedirect = (status: number): boolean =>
+  status === 301 || status === 302 || status === 303 || status === 307 || status === 308
+
+/**
+ * Sends one HTTP request and returns its answer, whatever the status, after
+ * following the redirects an MCP exchange survives. 307 and 308 keep the
+ * method and the body, so they are followed for every verb; 301, 302 and
+ * 303 would turn a POST (or, for 303, a DELETE) into a bodiless GET, so they
+ * are followed for GET only. Every hop must stay on the origin of the first
+ * URL: the request carries the session id and the user's headers
+ * (credentials among them). Anything else, and a hop past `MAX_REDIRECTS`,
+ * fails with `RedirectRefused`; a 3xx without `Location` is returned as it
+ * is. `fetch` is told not to follow redirects itself, so that the policy is
+ * the same whichever `HttpClient` runs the request.
+ */
+export const execute = (
+  client: HttpClient.HttpClient,
+  request: HttpClientRequest.HttpClientRequest,
+  method?: string
+): Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused> => {
+  const verb = request.method
+  const send = (current: HttpClientRequest.HttpClientRequest) =>
+    manualRedirects(client.execute(current)).pipe(
+      Effect.catchTag("HttpClientError", (error) =>
+        error.response !== undefined ? Effect.succeed(error.response) : Effect.fail(requestFailed(error, verb)))
+    )
+  const hop = (
+    current: HttpClientRequest.HttpClientRequest,
+    hops: number
+  ): Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused> =>
+    Effect.flatMap(send(current), (response) => {
+      const location = response.headers["location"]
+      if (!isRedirect(response.status) || location === undefined) return Effect.succeed(response)
+      const refuse = (target: string, reason: string) =>
+        Effect.andThen(
+          discard(response),
+          Effect.fail(
+            new RedirectRefused({ status: response.status, location: target, url: current.url, method, reason })
+          )
+        )
+      let target: URL
+      try {
+        target = new URL(location, current.url)
+      } catch {
+        return refuse(location, "the Location is not a URL")
+      }
+      target.hash = ""
+      if (target.origin !== new URL(request.url).origin) return refuse(target.href, "another origin")
+      if (response.status < 307 && verb !== "GET") {
+        const reason = `a ${response.status} would turn the ${verb} into a GET; only 307 and 308 are followed`
+        return refuse(target.href, reason)
+      }
+      if (hops >= MAX_REDIRECTS) return refuse(target.href, `more than ${MAX_REDIRECTS} redirects`)
+      return Effect.andThen(discard(response), hop(HttpClientRequest.setUrl(current, target.href), hops + 1))
+    })
+  return hop(request, 0)
+}
+
+const MANUAL: RequestInit = { redirect: "manual" }
+
+/** Makes a fetch-based client return 3xx answers instead of following them (the Node clients do not follow them). */
+const manualRedirects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(
+    Effect.serviceOption(FetchHttpClient.RequestInit),
+    (init) =>
+      Effect.provideService(
+        effect,
+        FetchHttpClient.RequestInit,
+        Option.isNone(init) ? MANUAL : { ...init.value, redirect: "manual" }
+      )
+  )
 
 /** A failure below HTTP (refused, reset, DNS): the request never got an answer. */
 export const requestFailed = (error: HttpClientError.HttpClientError, what: string): TransportClosed =>

@@ -6,6 +6,7 @@ import * as InMemoryTransport from "../../src/client/InMemoryTransport.ts"
 import * as JsonRpc from "../../src/JsonRpc.ts"
 import { RpcError } from "../../src/McpError.ts"
 import type { Handler } from "../../src/server/Handler.ts"
+import { malformedResponses, malformedShapeNames, parseErrorWithoutId } from "../fixtures/malformed-responses.ts"
 
 /** echo → params; fail → handler failure; error → JSON-RPC error; hang → never answers. */
 const handler = (seen: Array<JsonRpc.JsonRpcNotification> = []): Handler => (m) => {
@@ -187,6 +188,62 @@ describe("InMemoryTransport", () => {
       yield* TestClock.adjust("1 second")
       expect(yield* Fiber.join(call)).toMatchObject({ _tag: "RequestTimeout" })
     }))
+
+  describe("malformed answers to pending requests", () => {
+    /** malformed → the broken answer `params.shape` names; parse-error → an error without id; hang → nothing. */
+    const misbehaving: Handler = (m) => {
+      if (!("id" in m)) return Effect.succeed(null)
+      switch (m.method) {
+        case "malformed": {
+          const shape = malformedResponses[(m.params as { shape: string }).shape]!
+          return Effect.succeed(shape.answer(m.id) as JsonRpc.JsonRpcResponse)
+        }
+        case "parse-error":
+          return Effect.succeed(parseErrorWithoutId as JsonRpc.JsonRpcResponse)
+        default:
+          return Effect.never
+      }
+    }
+    // The TestClock never moves here: a request left to its timeout shows as the test timing out.
+    const patient = { timeout: "1 hour" } as const
+
+    it.effect("each malformed shape fails its request at once with MalformedMessage", () =>
+      Effect.gen(function*() {
+        const client = yield* InMemoryTransport.make(misbehaving, patient)
+        for (const shape of malformedShapeNames) {
+          const error = yield* Effect.flip(client.request("malformed", { shape }))
+          expect(error, shape).toMatchObject({
+            _tag: "MalformedMessage",
+            reason: malformedResponses[shape]!.reason,
+            method: "malformed"
+          })
+          const id = (error as { id: number }).id
+          expect(JSON.parse((error as { text: string }).text), shape).toEqual(malformedResponses[shape]!.answer(id))
+          expect(yield* client.pendingCount).toBe(0)
+        }
+      }), 10_000)
+
+    it.effect("a parse error without an id fails the one pending request; with two pending it is a diagnostic", () =>
+      Effect.gen(function*() {
+        const client = yield* InMemoryTransport.make(misbehaving, patient)
+        const alone = yield* Effect.flip(client.request("parse-error"))
+        expect(alone).toMatchObject({ _tag: "RpcError", code: -32700, method: "parse-error" })
+        expect(yield* client.pendingCount).toBe(0)
+
+        const diagnostics = yield* client.diagnostics.pipe(
+          Stream.take(1),
+          Stream.runCollect,
+          Effect.forkChild({ startImmediately: true })
+        )
+        const hanging = yield* client.request("hang").pipe(Effect.forkChild({ startImmediately: true }))
+        const unanswered = yield* client.request("parse-error").pipe(Effect.forkChild({ startImmediately: true }))
+        expect(yield* Fiber.join(diagnostics)).toEqual([expect.objectContaining({ _tag: "UnknownResponse", id: null })])
+        expect(yield* client.pendingCount).toBe(2)
+        yield* Fiber.interrupt(hanging)
+        yield* Fiber.interrupt(unanswered)
+        expect(yield* client.pendingCount).toBe(0)
+      }), 10_000)
+  })
 
   it.effect("layer provides ClientTransport", () =>
     Effect.gen(function*() {

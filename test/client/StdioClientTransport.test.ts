@@ -5,6 +5,7 @@ import { ClientTransport, type Diagnostic } from "../../src/client/ClientTranspo
 import * as NodeSpawner from "../../src/client/NodeSpawner.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import { RpcError } from "../../src/McpError.ts"
+import { malformedResponses, malformedShapeNames } from "../fixtures/malformed-responses.ts"
 import { isAlive, testServer } from "../fixtures/stdio-helpers.ts"
 
 const server = testServer
@@ -206,7 +207,7 @@ describe("StdioClientTransport", () => {
         const t = yield* StdioClientTransport.make(server())
         const diagnostics = yield* collect(t.diagnostics, 3)
         const result = yield* t.request("test/garbage", {
-          lines: ["this is not json", "{\"jsonrpc\":\"1.0\",\"id\":1,\"result\":{}}", "   ", "{\"unterminated\": "]
+          lines: ["this is not json", "{\"jsonrpc\":\"1.0\",\"id\":999,\"result\":{}}", "   ", "{\"unterminated\": "]
         })
         expect(result).toEqual({})
         const seen: ReadonlyArray<Diagnostic> = yield* Fiber.join(diagnostics)
@@ -382,6 +383,70 @@ describe("StdioClientTransport", () => {
         expect(yield* cancellationsOf(t)).toEqual([])
         expect(yield* t.pendingCount).toBe(0)
       }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
+  })
+
+  describe("malformed answers to pending requests", () => {
+    // Requests wait an hour: a request left to its timeout shows as this test timing out.
+    const patient = { timeout: "1 hour" } as const
+
+    it.live("each malformed shape fails its request at once with MalformedMessage carrying the raw answer", () =>
+      Effect.gen(function*() {
+        const t = yield* StdioClientTransport.make(server([], patient))
+        const diagnostics = yield* collect(t.diagnostics, 1)
+        for (const shape of malformedShapeNames) {
+          const error = yield* failure(t.request("test/malformed", { shape }, patient))
+          expect(error, shape).toMatchObject({
+            _tag: "MalformedMessage",
+            reason: malformedResponses[shape]!.reason,
+            method: "test/malformed"
+          })
+          const id = (error as { id: number }).id
+          expect(JSON.parse((error as { text: string }).text), shape).toEqual(malformedResponses[shape]!.answer(id))
+          expect(error.message).toContain(`in answer to test/malformed, id ${id}`)
+          expect(yield* t.pendingCount).toBe(0)
+        }
+        // An id echoed as a string names the request too.
+        const echoed = yield* failure(t.request("test/malformed", { shape: "error without code", idAsString: true }, patient))
+        expect(echoed).toMatchObject({ _tag: "MalformedMessage", method: "test/malformed" })
+        // A failed request is not also reported: the first diagnostic is the stray answer that follows.
+        expect(yield* t.request("test/unknownResponse", undefined, patient)).toEqual({ strays: 2 })
+        expect(yield* Fiber.join(diagnostics)).toEqual([
+          expect.objectContaining({ _tag: "UnknownResponse", id: "no-such-request" })
+        ])
+        expect(yield* t.request("ping", undefined, patient)).toEqual({})
+        expect(yield* t.pendingCount).toBe(0)
+      }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 20_000)
+
+    it.live("the raw answer in the error is cut to a bounded length", () =>
+      Effect.gen(function*() {
+        const t = yield* StdioClientTransport.make(server([], patient))
+        const error = yield* failure(t.request("test/malformed", { shape: "error not an object", padding: 100_000 }, patient))
+        const text = (error as { text: string }).text
+        expect(text.startsWith("{\"jsonrpc\":\"2.0\"")).toBe(true)
+        expect(text.length).toBeLessThan(300)
+        expect(text).toMatch(/… \(\d+ more characters\)$/)
+        expect(yield* t.pendingCount).toBe(0)
+      }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 20_000)
+
+    it.live("a parse error without an id fails the one pending request with RpcError -32700", () =>
+      Effect.gen(function*() {
+        const t = yield* StdioClientTransport.make(server([], patient))
+        const error = yield* failure(t.request("test/parseErrorWithoutId", undefined, patient))
+        expect(error).toMatchObject({ _tag: "RpcError", code: -32700, rpcMessage: "Parse error", method: "test/parseErrorWithoutId" })
+        expect(yield* t.pendingCount).toBe(0)
+      }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 20_000)
+
+    it.live("with two requests pending, a parse error without an id is only a diagnostic", () =>
+      Effect.gen(function*() {
+        const t = yield* StdioClientTransport.make(server([], patient))
+        const diagnostics = yield* collect(t.diagnostics, 1)
+        const hanging = yield* Effect.forkChild(t.request("hang", undefined, patient), { startImmediately: true })
+        expect(yield* t.request("test/parseErrorWithoutId", { thenReply: true }, patient)).toEqual({ after: "parse error" })
+        expect(yield* Fiber.join(diagnostics)).toEqual([expect.objectContaining({ _tag: "UnknownResponse", id: null })])
+        expect(yield* t.pendingCount).toBe(1)
+        yield* Fiber.interrupt(hanging)
+        expect(yield* t.pendingCount).toBe(0)
+      }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 20_000)
   })
 
   describe("stderr", () => {

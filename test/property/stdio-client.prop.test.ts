@@ -4,8 +4,8 @@
  * 1. Framing: whatever way the bytes are split into chunks, LineFramer yields
  *    the same lines (multi-byte UTF-8 and CRLF included), and the same
  *    oversized-line reports under a limit.
- * 2. Settlement: under any interleaving of responses, timeouts, caller aborts
- *    and process death, every request settles exactly once with the outcome
+ * 2. Settlement: under any interleaving of responses (valid or malformed),
+ *    timeouts, caller aborts and process death, every request settles exactly once with the outcome
  *    of the earliest event, nothing stays pending, the server hears
  *    `notifications/cancelled` for exactly the abandoned requests, and the
  *    process does not outlive its scope. Many runs use an in-memory process
@@ -34,6 +34,7 @@ import { ChildProcessSpawner } from "effect/process"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import type { Diagnostic } from "../../src/client/ClientTransport.ts"
 import * as LineFramer from "../../src/internal/LineFramer.ts"
+import { malformedResponses, malformedShapeNames } from "../fixtures/malformed-responses.ts"
 import { isAlive, testServer } from "../fixtures/stdio-helpers.ts"
 
 const int = (minimum: number, maximum: number) =>
@@ -127,6 +128,8 @@ interface RequestPlan {
    */
   readonly startAt: number
   readonly respondAfter: number | null
+  /** The answer is this malformed shape (see fixtures/malformed-responses.ts) instead of a result. */
+  readonly malformed: string | null
   readonly timeoutAfter: number | null
   readonly abortAfter: number | null
 }
@@ -141,6 +144,7 @@ const planArb: Arbitrary.Arbitrary<Plan> = Arbitrary.all({
     Arbitrary.all({
       startAt: int(0, 20).pipe(Arbitrary.map((k) => 5 * k)),
       respondAfter: maybe(at(1)),
+      malformed: maybe(int(0, malformedShapeNames.length - 1).pipe(Arbitrary.map((i) => malformedShapeNames[i]!))),
       timeoutAfter: maybe(at(2)),
       abortAfter: maybe(at(3))
     }),
@@ -149,12 +153,12 @@ const planArb: Arbitrary.Arbitrary<Plan> = Arbitrary.all({
   deathAt: maybe(at(4, 50))
 })
 
-type Outcome = "success" | "timeout" | "aborted" | "died" | "scope"
+type Outcome = "success" | "malformed" | "timeout" | "aborted" | "died" | "scope"
 
 const expectedOutcome = (r: RequestPlan, deathAt: number | null): { outcome: Outcome; at: number } => {
   const after = (d: number | null) => (d === null ? null : r.startAt + d)
   const events: Array<{ outcome: Outcome; at: number | null }> = [
-    { outcome: "success", at: after(r.respondAfter) },
+    { outcome: r.malformed === null ? "success" : "malformed", at: after(r.respondAfter) },
     { outcome: "timeout", at: after(r.timeoutAfter) },
     { outcome: "aborted", at: after(r.abortAfter) },
     // A request started after the death fails at once.
@@ -170,6 +174,7 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>): Outcome | string => {
   if (Exit.hasInterrupts(exit)) return "aborted"
   const error = Cause.squash(exit.cause) as { _tag?: string; reason?: string }
   if (error._tag === "RequestTimeout") return "timeout"
+  if (error._tag === "MalformedMessage") return "malformed"
   if (error._tag === "TransportClosed") return error.reason === "process exited" ? "died" : "scope"
   return `unexpected ${String(error._tag)}`
 }
@@ -213,13 +218,16 @@ const fakeSpawner = (plan: Plan, log: FakeServerLog) =>
           log.cancelled.push(indexOf.get(m.params.requestId)!)
         } else if (m.method === "work") {
           indexOf.set(m.id, m.params.i)
-          const respondAfter = plan.requests[m.params.i]!.respondAfter
+          const { malformed, respondAfter } = plan.requests[m.params.i]!
           if (respondAfter === null) return
           replies.push(
             Effect.andThen(
               Effect.sleep(Duration.millis(respondAfter)),
               Effect.sync(() => {
-                const reply = JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { i: m.params.i } }) + "\n"
+                const answer = malformed === null
+                  ? { jsonrpc: "2.0", id: m.id, result: { i: m.params.i } }
+                  : malformedResponses[malformed]!.answer(m.id)
+                const reply = JSON.stringify(answer) + "\n"
                 Queue.offerUnsafe(stdout, encoder.encode(reply))
               })
             )
@@ -300,14 +308,20 @@ describe("settlement properties (in-memory process, TestClock)", () => {
         // The server hears a cancellation for exactly the requests abandoned while it lived.
         const abandoned = expected.flatMap((e, i) => (e.outcome === "timeout" || e.outcome === "aborted" ? [i] : []))
         expect([...log.cancelled].sort((a, b) => a - b)).toEqual(abandoned)
-        // Answers that come after their request was abandoned are counted as unknown, never delivered twice.
+        // Answers that come after their request was abandoned are reported, never delivered twice:
+        // a valid one as an unknown response, a malformed one as an invalid message.
         const late = plan.requests.filter((r, i) => {
           const e = expected[i]!
           const answeredAt = r.respondAfter === null ? null : r.startAt + r.respondAfter
           return (e.outcome === "timeout" || e.outcome === "aborted") && answeredAt !== null &&
             (plan.deathAt === null || answeredAt < plan.deathAt)
-        }).length
-        expect(diagnostics.filter((d) => d._tag === "UnknownResponse").length).toBe(late)
+        })
+        expect(diagnostics.filter((d) => d._tag === "UnknownResponse").length).toBe(
+          late.filter((r) => r.malformed === null).length
+        )
+        expect(diagnostics.filter((d) => d._tag === "InvalidMessage").length).toBe(
+          late.filter((r) => r.malformed !== null).length
+        )
         expect(log.exited).toBe(true)
         const closed = yield* t.awaitClosed
         if (plan.deathAt !== null) {

@@ -120,18 +120,30 @@ describe("FaultInjection (commands)", () => {
       expect((yield* Fiber.join(got)).map((n) => n.method)).toEqual(["n/2", "n/1", "n/3"])
     }))
 
-  it.effect("corruptNext: the server answers a parse error, the request times out, the client sees an unknown response", () =>
+  it.effect("corruptNext: the server answers a parse error without an id, which fails the one pending request", () =>
+    Effect.gen(function*() {
+      // The clock never moves: the request cannot end by its timeout.
+      const { client, faults } = yield* FaultInjection.makePair(handler, {}, { timeout: "1 hour" })
+      yield* faults.corruptNext({ direction: "client-to-server" })
+      expect(yield* Effect.flip(client.request("echo", {}))).toMatchObject({ _tag: "RpcError", code: -32700 })
+      expect(yield* client.pendingCount).toBe(0)
+      const events = yield* faults.events
+      expect(events[0]).toMatchObject({ direction: "client-to-server", fault: "Corrupt" })
+    }), 10_000)
+
+  it.effect("corruptNext with two requests pending: the parse error is an unknown response, the request times out", () =>
     Effect.gen(function*() {
       const { client, faults } = yield* FaultInjection.makePair(handler, {}, { timeout: "1 second" })
       const diagnostics = yield* countDiagnostics(client)
+      const slow = yield* client.request("echo", { delayMs: 500 }).pipe(Effect.forkChild({ startImmediately: true }))
       yield* faults.corruptNext({ direction: "client-to-server" })
-      const call = yield* client.request("echo", {}).pipe(Effect.flip, Effect.forkChild)
-      yield* TestClock.adjust("1 second")
-      expect(yield* Fiber.join(call)).toMatchObject({ _tag: "RequestTimeout" })
+      const call = yield* client.request("echo", {}).pipe(Effect.flip, Effect.forkChild({ startImmediately: true }))
       yield* eventually(() => diagnostics.length > 0)
-      expect(diagnostics).toContainEqual(expect.objectContaining({ _tag: "UnknownResponse", id: null }))
-      const events = yield* faults.events
-      expect(events[0]).toMatchObject({ direction: "client-to-server", fault: "Corrupt" })
+      expect(diagnostics).toEqual([expect.objectContaining({ _tag: "UnknownResponse", id: null })])
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(slow)).toEqual({ echo: { delayMs: 500 } })
+      expect(yield* Fiber.join(call)).toMatchObject({ _tag: "RequestTimeout" })
+      expect(yield* client.pendingCount).toBe(0)
     }))
 
   it.effect("truncateNext on a response: the client reports a malformed frame and the request times out", () =>

@@ -6,6 +6,7 @@
 import { describe, expect } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope, Stream, SubscriptionRef } from "effect"
 import * as SseTransport from "../../../src/client/SseClientTransport.ts"
+import { malformedResponses, malformedShapeNames, parseErrorWithoutId } from "../../fixtures/malformed-responses.ts"
 import * as Server from "./MisbehavingServer.ts"
 import { httpClients, liveWith } from "./httpClients.ts"
 
@@ -147,5 +148,26 @@ describe.each(httpClients)("legacy HTTP+SSE client via %s", (_name, clientLayer)
       yield* Scope.close(scope, Exit.void)
       yield* server.waitFor((e): e is Server.Abandoned => e._tag === "Abandoned" && e.label === "sse")
       expect((yield* t.awaitClosed).reason).toBe("transport scope closed")
+    }))
+
+  live("a malformed answer on the stream fails the request it names at once; so does a lone parse error without id", () =>
+    Effect.gen(function*() {
+      const { url } = yield* legacyServer({
+        answer: (m) =>
+          m.method === "malformed"
+            ? malformedResponses[m.params.shape]!.answer(m.id)
+            : m.method === "parse-error"
+            ? parseErrorWithoutId
+            : Server.result(m.id)
+      })
+      // Requests wait an hour: a request left to its timeout shows as the test timing out.
+      const t = yield* SseTransport.make({ url, defaultTimeout: "1 hour" })
+      for (const shape of malformedShapeNames) {
+        const error = yield* Effect.flip(t.request("malformed", { shape }))
+        expect(error, shape).toMatchObject({ _tag: "MalformedMessage", reason: malformedResponses[shape]!.reason, method: "malformed" })
+      }
+      expect(yield* Effect.flip(t.request("parse-error"))).toMatchObject({ _tag: "RpcError", code: -32700 })
+      expect(yield* t.pendingCount).toBe(0)
+      expect(yield* t.request("ping")).toEqual({})
     }))
 })
