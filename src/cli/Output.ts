@@ -112,6 +112,7 @@ const CONNECTION = new Set([
   "SpawnError",
   "TransportClosed",
   "HttpError",
+  "RedirectRefused",
   "SessionExpired",
   "NoResponse",
   "UnsupportedProtocolVersion"
