@@ -8,7 +8,7 @@
  * run pair, in ms).
  *
  * Each run is a fresh client process; the bridge runs in a process of its
- * own (as `effect-mcp bridge --http` would), so a bridged call crosses two
+ * own (as `effect-mcp-transport bridge --http` would), so a bridged call crosses two
  * extra hops (HTTP in, stdio out) and three processes share the cores.
  *
  * Environment: BENCH_BRIDGE_TOTAL (requests per run; default 2 000 at

@@ -1,5 +1,5 @@
 /**
- * `effect-mcp bridge` as a user runs it: the built binary (`npm run build`
+ * `effect-mcp-transport bridge` as a user runs it: the built binary (`npm run build`
  * first) in a child process, real servers and clients on both sides.
  */
 import { spawn } from "node:child_process"
@@ -14,7 +14,7 @@ import { isAlive } from "../fixtures/stdio-helpers.ts"
 import { serve } from "../interop/InteropServer.ts"
 import { eventually, routerServer, textOf } from "./helpers.ts"
 
-describe("effect-mcp bridge (built binary)", { timeout: 60_000 }, () => {
+describe("effect-mcp-transport bridge (built binary)", { timeout: 60_000 }, () => {
   it.live("--http -- <stdio server>: a client over HTTP reaches the child; SIGINT ends the bridge and the child", () =>
     Effect.gen(function*() {
       const cli = startCli(["bridge", "--http", "--port", "0", "--", NODE, routerServer])

@@ -1,5 +1,5 @@
 /**
- * `effect-mcp call`, run as the built binary: arguments as key=value and
+ * `effect-mcp-transport call`, run as the built binary: arguments as key=value and
  * --args, result printing, progress on stderr, and the exit codes for a
  * tool error (1), a JSON-RPC error (4) and a timeout (5).
  */
@@ -26,7 +26,7 @@ const hasScript = (() => {
 })()
 const shellQuote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`
 
-describe.concurrent("effect-mcp call", () => {
+describe.concurrent("effect-mcp-transport call", () => {
   it("takes key=value arguments, JSON values where they parse, and prints text and structuredContent", async () => {
     const r = await runCli(["call", "add", "a=1", "b=2.5", ...exampleServer])
     expect(r.stderr).toBe("")

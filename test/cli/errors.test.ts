@@ -1,5 +1,5 @@
 /**
- * Usage and connection failures of the built `effect-mcp` binary: one line
+ * Usage and connection failures of the built `effect-mcp-transport` binary: one line
  * on stderr (no stack trace unless --verbose) and the documented exit code.
  */
 import * as path from "node:path"
@@ -14,7 +14,7 @@ beforeAll(ensureBuilt)
 
 const stderrLines = (stderr: string) => stderr.split("\n").filter((l) => l.trim() !== "")
 
-describe.concurrent("effect-mcp errors", () => {
+describe.concurrent("effect-mcp-transport errors", () => {
   it("exits 2 when no target is given", async () => {
     const r = await runCli(["inspect"])
     expect(r.code).toBe(2)

@@ -1,5 +1,5 @@
 /**
- * `effect-mcp inspect`, run as the built binary against the example server:
+ * `effect-mcp-transport inspect`, run as the built binary against the example server:
  * over stdio (a command after --), Streamable HTTP and the legacy SSE
  * fallback (a URL).
  */
@@ -17,7 +17,7 @@ afterAll(() => http?.close())
 
 const TIMEOUT = 120_000
 
-describe.concurrent("effect-mcp inspect", () => {
+describe.concurrent("effect-mcp-transport inspect", () => {
   it("prints server info, protocol, transport, capabilities and the lists over stdio", async () => {
     const r = await runCli(["inspect", ...exampleServer])
     expect(r.stderr).toBe("")
@@ -67,7 +67,7 @@ describe.concurrent("effect-mcp inspect", () => {
   }, TIMEOUT)
 })
 
-describe("effect-mcp inspect over HTTP", () => {
+describe("effect-mcp-transport inspect over HTTP", () => {
   it("leaves no session behind", async () => {
     await runCli(["inspect", http.url])
     // The CLI has exited: its DELETE was answered before it did.

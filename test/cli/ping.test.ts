@@ -1,5 +1,5 @@
 /**
- * `effect-mcp ping`, run as the built binary: N pings over one session and
+ * `effect-mcp-transport ping`, run as the built binary: N pings over one session and
  * the round-trip summary, as text and as JSON.
  */
 import * as path from "node:path"
@@ -11,7 +11,7 @@ const TIMEOUT = 120_000
 
 beforeAll(ensureBuilt)
 
-describe.concurrent("effect-mcp ping", () => {
+describe.concurrent("effect-mcp-transport ping", () => {
   it("pings N times and prints min / median / p99 / max", async () => {
     const r = await runCli(["ping", "--count", "3", "--interval", "0", "--", NODE, RECORDING])
     expect(r.stderr).toBe("")

@@ -1,5 +1,5 @@
 /**
- * Runs the BUILT `effect-mcp` binary as a user would: `node dist/cli/main.js
+ * Runs the BUILT `effect-mcp-transport` binary as a user would: `node dist/cli/main.js
  * …` in a child process, with pipes for stdout and stderr. Build first
  * (`npm run build`); the helpers fail with that advice when dist is missing.
  */
@@ -50,7 +50,7 @@ export interface RunningCli {
   readonly exit: Promise<CliResult>
 }
 
-/** Starts the CLI; `args` are what a user types after `effect-mcp`. */
+/** Starts the CLI; `args` are what a user types after `effect-mcp-transport`. */
 export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}): RunningCli => {
   ensureBuilt()
   const [file, ...rest] = options.command ?? [NODE, MAIN, ...args]

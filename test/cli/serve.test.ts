@@ -1,14 +1,13 @@
 /**
- * `effect-mcp serve` run as a user runs it: a spawned process, a real client.
+ * `effect-mcp-transport serve` run as a user runs it: a spawned process, a real client.
  *
- * The program is the built binary (dist/cli/main.js) once it includes
- * `serve`; before that, src/cli/main.ts when it does, else a stand-in that
- * wires only `serve` (test/fixtures/serve-main.ts). `EFFECT_MCP_BIN` overrides.
+ * The program is the built binary (dist/cli/main.js; `npm run build`
+ * first); `EFFECT_MCP_BIN` names another one.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -19,15 +18,10 @@ import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
 import { isAlive } from "../fixtures/stdio-helpers.ts"
-import { awaitEvent, readEvents } from "./runCli.ts"
+import { awaitEvent, ensureBuilt, MAIN, readEvents } from "./runCli.ts"
 
 const repo = fileURLToPath(new URL("../../", import.meta.url))
-const wiresServe = (file: string) => existsSync(file) && /commands\/serve\.(?:ts|js)/.test(readFileSync(file, "utf8"))
-const bin = process.env.EFFECT_MCP_BIN ?? [
-  join(repo, "dist/cli/main.js"),
-  join(repo, "src/cli/main.ts"),
-  join(repo, "test/fixtures/serve-main.ts")
-].find((f) => f.endsWith("serve-main.ts") || wiresServe(f))!
+const bin = process.env.EFFECT_MCP_BIN ?? (ensureBuilt(), MAIN)
 
 const dir = mkdtempSync(join(tmpdir(), "serve-test-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -87,7 +81,7 @@ const awaitOutput = (s: Spawned, which: "stdout" | "stderr", re: RegExp) =>
 const textOf = (result: { readonly content: ReadonlyArray<{ readonly type: string }> }) =>
   result.content.map((c) => ("text" in c ? (c as { text: string }).text : `<${c.type}>`)).join("")
 
-describe(`effect-mcp serve (${bin.slice(repo.length)})`, () => {
+describe(`effect-mcp-transport serve (${bin.slice(repo.length)})`, () => {
   it.live("--stdio: tools over stdin/stdout, a cancelled call is seen by the server, the child is gone once the client closed", () =>
     Effect.gen(function*() {
       const events = eventsFile()

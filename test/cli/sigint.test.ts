@@ -1,5 +1,5 @@
 /**
- * Ctrl-C during `effect-mcp call`: SIGINT to the built binary while a long
+ * Ctrl-C during `effect-mcp-transport call`: SIGINT to the built binary while a long
  * tool runs. The CLI exits 130 after teardown; the server saw
  * `notifications/cancelled` for the call, and the stdio child is gone (the
  * HTTP session deleted).
@@ -21,7 +21,7 @@ beforeAll(async () => {
 })
 afterAll(() => http?.close())
 
-describe.concurrent("Ctrl-C during effect-mcp call", () => {
+describe.concurrent("Ctrl-C during effect-mcp-transport call", () => {
   it("cancels the example server's countdown over stdio and stops the child", async () => {
     const events = tempFile("events.jsonl")
     const cli = startCli(["call", "countdown", "steps=1000", "intervalMs=50", ...exampleServer], {

@@ -27,6 +27,7 @@ const repo = fileURLToPath(new URL("../..", import.meta.url))
 const manifest = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as {
   readonly name: string
   readonly version: string
+  readonly bin: Readonly<Record<string, string>>
   readonly devDependencies: Readonly<Record<string, string>>
 }
 const pinned = (name: string): string => `${name}@${manifest.devDependencies[name]}`
@@ -174,7 +175,7 @@ describe("the packed package installed into a fresh project", () => {
 
   beforeAll(async () => {
     mkdirSync(stage)
-    for (const entry of ["package.json", "tsconfig.json", "tsconfig.build.json", "README.md", "LICENSE", "src", "scripts"]) {
+    for (const entry of ["package.json", "tsconfig.json", "tsconfig.build.json", "README.md", "CHANGELOG.md", "LICENSE", "src", "scripts"]) {
       if (existsSync(join(repo, entry))) cpSync(join(repo, entry), join(stage, entry), { recursive: true })
     }
     symlinkSync(join(repo, "node_modules"), join(stage, "node_modules"), "dir")
@@ -221,7 +222,9 @@ describe("the packed package installed into a fresh project", () => {
   it("ships dist and src, no tests, benchmarks or examples, and every export target", () => {
     expect(packed).toContain("package.json")
     expect(packed).toContain("dist/index.js")
-    expect(packed.filter((path) => !/^(dist|src)\/|^(package\.json|README\.md|LICENSE)$/.test(path))).toEqual([])
+    expect(packed).toContain("LICENSE")
+    expect(packed).toContain("CHANGELOG.md")
+    expect(packed.filter((path) => !/^(dist|src)\/|^(package\.json|README\.md|CHANGELOG\.md|LICENSE)$/.test(path))).toEqual([])
     const exported = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as {
       readonly exports: Readonly<Record<string, string | null | { readonly types: string; readonly default: string }>>
     }
@@ -286,8 +289,11 @@ describe("the packed package installed into a fresh project", () => {
     expect(result.code).toBe(0)
   }, 330_000)
 
-  it.runIf(hasCli)("installs the effect-mcp command, which runs", async () => {
-    const result = ok("effect-mcp --help", await run(join(app, "node_modules/.bin/effect-mcp"), ["--help"], app, 60_000))
-    expect(result.stdout).toContain("effect-mcp")
+  it.runIf(hasCli)("installs one command, named as the package so that `npx effect-mcp-transport` runs it", async () => {
+    expect(manifest.bin).toEqual({ [manifest.name]: "dist/cli/main.js" })
+    expect(readdirSync(join(app, "node_modules/.bin")).filter((name) => name.startsWith("effect-mcp"))).toEqual([manifest.name])
+    const result = ok(`npx ${manifest.name} --help`, await run("npx", ["--no", "--", manifest.name, "--help"], app, 60_000))
+    expect(result.stdout).toMatch(/^USAGE$/m)
+    expect(result.stdout).toContain("inspect")
   }, 90_000)
 })

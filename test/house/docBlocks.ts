@@ -1,0 +1,219 @@
+/**
+ * Documentation code blocks as tests: every ```ts block of a Markdown file is
+ * type-checked against the BUILT package and run, unless an HTML comment on
+ * the line before it (blank lines between are allowed) says otherwise:
+ *
+ *   <!-- typecheck-only: why it must not run -->   type-checked, not run
+ *   <!-- fragment: why it does not compile alone -->  neither
+ *
+ * The reason is required. The syntax is documented for contributors in
+ * docs/README.md.
+ *
+ * The blocks are written to a folder under `.docs-tmp/` inside the
+ * repository, so `import … from "effect-mcp-transport/…"` resolves by the
+ * package's self-reference to dist/ through package.json "exports", exactly
+ * as a user's import does, and `effect` to the repository's node_modules.
+ * All blocks go through ONE tsc run (strict, NodeNext, erasable syntax only,
+ * since Node runs them by stripping types); each runnable block then runs
+ * with this process's Node, from the repository root, under a time limit.
+ */
+import { execFile } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+
+export type BlockMode = "run" | "typecheck-only" | "fragment"
+
+export interface DocBlock {
+  /** The Markdown file, as given to the extractor (shown in failures). */
+  readonly file: string
+  /** 1-based line of the opening fence; the code's first line is `line + 1`. */
+  readonly line: number
+  readonly code: string
+  readonly mode: BlockMode
+  /** Why a block is not run (required for the two markers). */
+  readonly reason?: string | undefined
+}
+
+export interface Extraction {
+  readonly blocks: ReadonlyArray<DocBlock>
+  /** Malformed or misplaced markers, as failure messages. */
+  readonly problems: ReadonlyArray<string>
+}
+
+const TS_LANGUAGES = new Set(["ts", "typescript"])
+const MARKER = /^<!--\s*(fragment|typecheck-only)\b\s*(?::(.*?))?-->\s*$/
+const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^\s`]*)/
+
+/** The ```ts blocks of a Markdown text, with their markers. */
+export const extractBlocks = (markdown: string, file: string): Extraction => {
+  const lines = markdown.split(/\r?\n/)
+  const blocks: Array<DocBlock> = []
+  const problems: Array<string> = []
+  let pending: { readonly mode: BlockMode; readonly reason: string; readonly line: number } | undefined
+  for (let i = 0; i < lines.length; i++) {
+    const text = lines[i]!
+    const marker = MARKER.exec(text.trim())
+    if (marker !== null) {
+      if (pending !== undefined) problems.push(`${file}:${pending.line}: <!-- ${pending.mode} --> is not followed by a ts block`)
+      const reason = (marker[2] ?? "").trim()
+      if (reason === "") problems.push(`${file}:${i + 1}: <!-- ${marker[1]} --> needs a reason: <!-- ${marker[1]}: why -->`)
+      pending = { mode: marker[1] as BlockMode, reason, line: i + 1 }
+      continue
+    }
+    const fence = FENCE.exec(text)
+    if (fence === null) {
+      if (text.trim() !== "" && pending !== undefined) {
+        problems.push(`${file}:${pending.line}: <!-- ${pending.mode} --> is not followed by a ts block`)
+        pending = undefined
+      }
+      continue
+    }
+    const open = fence[1]!
+    const language = fence[2]!.toLowerCase()
+    const start = i
+    const body: Array<string> = []
+    // The block ends at a fence of the same character, at least as long, with nothing after it.
+    for (i++; i < lines.length; i++) {
+      const close = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(lines[i]!)
+      if (close !== null && close[1]![0] === open[0] && close[1]!.length >= open.length) break
+      body.push(lines[i]!)
+    }
+    if (TS_LANGUAGES.has(language)) {
+      blocks.push({
+        file,
+        line: start + 1,
+        code: `${body.join("\n")}\n`,
+        mode: pending?.mode ?? "run",
+        reason: pending?.reason
+      })
+    } else if (pending !== undefined) {
+      problems.push(`${file}:${pending.line}: <!-- ${pending.mode} --> is not followed by a ts block`)
+    }
+    pending = undefined
+  }
+  if (pending !== undefined) problems.push(`${file}:${pending.line}: <!-- ${pending.mode} --> is not followed by a ts block`)
+  return { blocks, problems }
+}
+
+export interface CheckOptions {
+  /** The repository root: its package.json names the package and its exports, its node_modules serve the rest. */
+  readonly root: string
+  /** Per runnable block. Default 20 s. */
+  readonly timeoutMs?: number | undefined
+  /** Blocks run at once. Default 2. */
+  readonly concurrency?: number | undefined
+}
+
+interface Run {
+  readonly code: number | null
+  readonly timedOut: boolean
+  readonly output: string
+}
+
+const execute = (command: string, args: ReadonlyArray<string>, cwd: string, timeoutMs: number): Promise<Run> =>
+  new Promise((resolve) => {
+    execFile(command, args, { cwd, encoding: "utf8", timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
+      const timedOut = error !== null && error.killed === true
+      const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+      resolve({ code, timedOut, output: `${stdout}${stderr}` })
+    })
+  })
+
+const compilerOptions = {
+  strict: true,
+  exactOptionalPropertyTypes: true,
+  target: "ES2022",
+  lib: ["ES2022", "DOM"],
+  module: "NodeNext",
+  moduleResolution: "NodeNext",
+  // Each block is its own module, so two blocks may declare the same names.
+  moduleDetection: "force",
+  types: ["node"],
+  verbatimModuleSyntax: true,
+  // Node runs the blocks by stripping types: no enums, namespaces or parameter properties.
+  erasableSyntaxOnly: true,
+  // The published declarations are checked by the package test; here only the blocks are.
+  skipLibCheck: true,
+  noEmit: true
+}
+
+const where = (block: DocBlock): string => `${block.file}:${block.line}`
+
+const lastLines = (text: string, count: number): string => text.trimEnd().split("\n").slice(-count).join("\n")
+
+/**
+ * Type-checks and runs the blocks of the given Markdown documents. Returns
+ * the failures, each naming the file and line; empty when all pass.
+ * Needs a built package (dist/).
+ */
+export const checkDocs = async (
+  documents: ReadonlyArray<{ readonly file: string; readonly text: string }>,
+  options: CheckOptions
+): Promise<Array<string>> => {
+  const failures: Array<string> = []
+  const blocks: Array<DocBlock> = []
+  for (const document of documents) {
+    const extraction = extractBlocks(document.text, document.file)
+    failures.push(...extraction.problems)
+    blocks.push(...extraction.blocks)
+  }
+  const checked = blocks.filter((block) => block.mode !== "fragment")
+  if (checked.length === 0) return failures
+  if (!existsSync(join(options.root, "dist/index.d.ts"))) {
+    return [...failures, "dist/ is missing: run `npm run build` first (documentation blocks use the built package)"]
+  }
+
+  mkdirSync(join(options.root, ".docs-tmp"), { recursive: true })
+  const work = mkdtempSync(join(options.root, ".docs-tmp", "run-"))
+  try {
+    const names = new Map<string, DocBlock>()
+    for (const block of checked) {
+      const name = `${block.file.replace(/[^A-Za-z0-9]+/g, "_")}-L${block.line}.ts`
+      names.set(name, block)
+      writeFileSync(join(work, name), block.code)
+    }
+    writeFileSync(join(work, "tsconfig.json"), JSON.stringify({ compilerOptions, files: [...names.keys()] }, null, 2))
+
+    const tsc = join(options.root, "node_modules/typescript/bin/tsc")
+    const compiled = await execute(process.execPath, [tsc, "-p", join(work, "tsconfig.json"), "--pretty", "false"], work, 300_000)
+    const broken = new Set<DocBlock>()
+    if (compiled.code !== 0) {
+      // `name.ts(3,5): error TS2304: …`, continuation lines indented under it.
+      for (const line of compiled.output.split("\n")) {
+        const error = /^(.+?\.ts)\((\d+),(\d+)\): (.*)$/.exec(line)
+        const block = error === null ? undefined : names.get(error[1]!)
+        if (error !== null && block !== undefined) {
+          broken.add(block)
+          failures.push(`${block.file}:${block.line + Number(error[2])} (ts block at line ${block.line}): ${error[4]}`)
+        } else if (line.trim() !== "" && failures.length > 0 && /^\s/.test(line)) {
+          failures[failures.length - 1] += `\n${line}`
+        } else if (line.trim() !== "") {
+          failures.push(`tsc: ${line}`)
+        }
+      }
+      if (compiled.timedOut) failures.push("tsc did not finish")
+    }
+
+    const timeoutMs = options.timeoutMs ?? 20_000
+    const runnable = [...names].filter(([, block]) => block.mode === "run" && !broken.has(block))
+    const runOne = async ([name, block]: readonly [string, DocBlock]): Promise<void> => {
+      const result = await execute(process.execPath, [join(work, name)], options.root, timeoutMs)
+      if (result.timedOut) {
+        failures.push(
+          `${where(block)} (ts block): did not finish within ${timeoutMs / 1000} s ` +
+            `(a block that serves or waits is marked <!-- typecheck-only: why -->)\n${lastLines(result.output, 10)}`
+        )
+      } else if (result.code !== 0) {
+        failures.push(`${where(block)} (ts block): exited with code ${result.code}\n${lastLines(result.output, 20)}`)
+      }
+    }
+    const queue = [...runnable]
+    const workers = Array.from({ length: Math.max(1, options.concurrency ?? 2) }, async () => {
+      for (let next = queue.shift(); next !== undefined; next = queue.shift()) await runOne(next)
+    })
+    await Promise.all(workers)
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+  return failures
+}
