@@ -3,8 +3,8 @@
  * type-checked against the BUILT package and run, unless an HTML comment on
  * the line before it (blank lines between are allowed) says otherwise:
  *
- *   <!-- typecheck-only: why it must not run -->   type-checked, not run
- *   <!-- fragment: why it does not compile alone -->  neither
+ *   <!-- fragment: why it must not run -->   type-checked, not run
+ *   <!-- excerpt: why it does not compile alone -->  neither
  *
  * The reason is required. The syntax is documented for contributors in
  * docs/README.md.
@@ -21,7 +21,7 @@ import { execFile } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 
-export type BlockMode = "run" | "typecheck-only" | "fragment"
+export type BlockMode = "run" | "fragment" | "excerpt"
 
 export interface DocBlock {
   /** The Markdown file, as given to the extractor (shown in failures). */
@@ -41,7 +41,7 @@ export interface Extraction {
 }
 
 const TS_LANGUAGES = new Set(["ts", "typescript"])
-const MARKER = /^<!--\s*(fragment|typecheck-only)\b\s*(?::(.*?))?-->\s*$/
+const MARKER = /^<!--\s*(excerpt|fragment)\b\s*(?::(.*?))?-->\s*$/
 const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^\s`]*)/
 
 /** The ```ts blocks of a Markdown text, with their markers. */
@@ -157,7 +157,7 @@ export const checkDocs = async (
     failures.push(...extraction.problems)
     blocks.push(...extraction.blocks)
   }
-  const checked = blocks.filter((block) => block.mode !== "fragment")
+  const checked = blocks.filter((block) => block.mode !== "excerpt")
   if (checked.length === 0) return failures
   if (!existsSync(join(options.root, "dist/index.d.ts"))) {
     return [...failures, "dist/ is missing: run `npm run build` first (documentation blocks use the built package)"]
@@ -201,7 +201,7 @@ export const checkDocs = async (
       if (result.timedOut) {
         failures.push(
           `${where(block)} (ts block): did not finish within ${timeoutMs / 1000} s ` +
-            `(a block that serves or waits is marked <!-- typecheck-only: why -->)\n${lastLines(result.output, 10)}`
+            `(a block that serves or waits is marked <!-- fragment: why -->)\n${lastLines(result.output, 10)}`
         )
       } else if (result.code !== 0) {
         failures.push(`${where(block)} (ts block): exited with code ${result.code}\n${lastLines(result.output, 20)}`)

@@ -12,11 +12,8 @@ import { checkDocs, extractBlocks } from "./docBlocks.ts"
 
 const repo = fileURLToPath(new URL("../..", import.meta.url))
 
-// README.md is being rewritten into docs/; check it again once it is (then delete this exclusion).
-const excluded = new Set(["README.md"])
-
 const documents = ["README.md", ...readdirSync(join(repo, "docs"), { recursive: true, encoding: "utf8" }).map((path) => `docs/${path}`)]
-  .filter((path) => path.endsWith(".md") && !excluded.has(path))
+  .filter((path) => path.endsWith(".md"))
   .sort()
 
 describe("documentation code blocks", () => {
@@ -37,7 +34,7 @@ describe("extracting blocks", () => {
       "```ts", //                                     2
       "const a = 1", //                               3
       "```", //                                       4
-      "<!-- typecheck-only: starts a server -->", //  5
+      "<!-- fragment: starts a server -->", //  5
       "", //                                          6
       "```typescript", //                             7
       "const b = 2", //                               8
@@ -45,7 +42,7 @@ describe("extracting blocks", () => {
       "```sh", //                                     10
       "npm test", //                                  11
       "```", //                                       12
-      "<!-- fragment: an excerpt -->", //             13
+      "<!-- excerpt: an excerpt -->", //             13
       "~~~ts", //                                     14
       "options.timeout", //                           15
       "```", //                                       16
@@ -60,34 +57,34 @@ describe("extracting blocks", () => {
     expect(problems).toEqual([])
     expect(blocks).toEqual([
       { file: "doc.md", line: 2, code: "const a = 1\n", mode: "run", reason: undefined },
-      { file: "doc.md", line: 7, code: "const b = 2\n", mode: "typecheck-only", reason: "starts a server" },
-      { file: "doc.md", line: 14, code: "options.timeout\n```\n", mode: "fragment", reason: "an excerpt" }
+      { file: "doc.md", line: 7, code: "const b = 2\n", mode: "fragment", reason: "starts a server" },
+      { file: "doc.md", line: 14, code: "options.timeout\n```\n", mode: "excerpt", reason: "an excerpt" }
     ])
   })
 
   it("requires a reason and a ts block right after each marker", () => {
     const markdown = [
-      "<!-- fragment -->", //                 1
+      "<!-- excerpt -->", //                 1
       "```ts", //                             2
       "x", //                                 3
       "```", //                               4
-      "<!-- typecheck-only: a server -->", // 5
+      "<!-- fragment: a server -->", // 5
       "Some prose.", //                       6
       "```ts", //                             7
       "y", //                                 8
       "```", //                               9
-      "<!-- fragment: shell -->", //          10
+      "<!-- excerpt: shell -->", //          10
       "```sh", //                             11
       "ls", //                                12
       "```" //                                13
     ].join("\n")
     const { blocks, problems } = extractBlocks(markdown, "doc.md")
     expect(problems).toEqual([
-      "doc.md:1: <!-- fragment --> needs a reason: <!-- fragment: why -->",
-      "doc.md:5: <!-- typecheck-only --> is not followed by a ts block",
-      "doc.md:10: <!-- fragment --> is not followed by a ts block"
+      "doc.md:1: <!-- excerpt --> needs a reason: <!-- excerpt: why -->",
+      "doc.md:5: <!-- fragment --> is not followed by a ts block",
+      "doc.md:10: <!-- excerpt --> is not followed by a ts block"
     ])
-    expect(blocks.map((block) => [block.line, block.mode])).toEqual([[2, "fragment"], [7, "run"]])
+    expect(blocks.map((block) => [block.line, block.mode])).toEqual([[2, "excerpt"], [7, "run"]])
   })
 })
 
@@ -111,11 +108,11 @@ describe("checking blocks", () => {
         "```ts", //                                                         9
         `throw new Error("planted failure")`, //                           10
         "```", //                                                          11
-        "<!-- typecheck-only: never finishes -->", //                      12
+        "<!-- fragment: never finishes -->", //                      12
         "```ts", //                                                        13
         `setInterval(() => {}, 1000)`, //                                  14
         "```", //                                                          15
-        "<!-- fragment: does not compile -->", //                          16
+        "<!-- excerpt: does not compile -->", //                          16
         "```ts", //                                                        17
         `const broken: number = "text"`, //                                18
         "```" //                                                           19
