@@ -26,7 +26,7 @@ const announce = Layer.effectDiscard(Effect.gen(function*() {
 
 const bridge = Bridge.layerHttp(
   { connect: StdioClientTransport.make({ command: process.execPath, args: [responder], stderr: { log: false } }) },
-  { port: 0, seedSurface: false, legacySse: false }
+  { port: 0, eventsAndHealth: false, legacySse: false }
 )
 
 NodeRuntime.runMain(Layer.launch(announce.pipe(Layer.provideMerge(bridge), Layer.provide(NodeSpawner.layer))))

@@ -1,5 +1,5 @@
 /**
- * The example MCP server behind `effect-mcp serve` and `npm start`: a few
+ * The example MCP server behind `effect-mcp-transport serve` and `npm start`: a few
  * small tools (one of them long-running, with progress and cancellation), two
  * resources, a prompt with completion, and logging, built on `McpServer` and
  * served on `StdioServerTransport` (`runStdio`) or `HttpServerTransport`
@@ -37,7 +37,7 @@ export const EVENTS_ENV = "EFFECT_MCP_EXAMPLE_EVENTS"
 
 export const SERVER_INFO = {
   name: "effect-mcp-example",
-  title: "effect-mcp example server",
+  title: "effect-mcp-transport example server",
   version: "0.1.0"
 } as const
 
@@ -185,7 +185,7 @@ const runTool = (options: ExampleServerOptions, tool: Tool, args: unknown, ctx: 
 // ---------------------------------------------------------------------------
 // Resources and prompts
 
-const README = `# effect-mcp example server
+const README = `# effect-mcp-transport example server
 
 Tools: echo {text}, add {a, b}, countdown {steps?, intervalMs?} (progress, cancellable).
 Resources: example://readme (this text), example://server-info (JSON).
@@ -297,7 +297,7 @@ export interface HttpOptions extends ExampleServerOptions, HttpServerTransport.O
 
 /**
  * The example server on Streamable HTTP (plus the legacy SSE endpoints and
- * the seed's `/mcp/events` and `/mcp/health`), bound to `host` (default
+ * the broadcast `/mcp/events` and `/mcp/health`), bound to `host` (default
  * 127.0.0.1) and `port` (default 8421, 0 for a free one). The bound URL is
  * on `HttpServerTransport.url` and in the events file.
  */

@@ -1,5 +1,5 @@
 /**
- * What every `effect-mcp` command shares about output: the global `--json`
+ * What every `effect-mcp-transport` command shares about output: the global `--json`
  * and `--verbose` flags, stdout/stderr printing, one-line error messages
  * from our typed errors, and the exit-code table.
  *
@@ -20,7 +20,7 @@ import * as References from "effect/References"
 import { CliError, CliOutput, Flag, GlobalFlag } from "effect/cli"
 import * as Runtime from "effect/Runtime"
 
-export const PROGRAM = "effect-mcp"
+export const PROGRAM = "effect-mcp-transport"
 
 // ---------------------------------------------------------------------------
 // Global flags
@@ -272,7 +272,7 @@ export const finish = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A
   Effect.catch(effect, (error): Effect.Effect<never, Exit> => {
     if (error instanceof Exit) return Effect.fail(error)
     if (CliError.isCliError(error)) {
-      // `effect-mcp` alone shows the help page (a ShowHelp without errors).
+      // `effect-mcp-transport` alone shows the help page (a ShowHelp without errors).
       const code = error._tag === "ShowHelp" && error.errors.length === 0 ? ExitCode.Usage : exitCodeOf(error)
       const printed = error._tag === "ShowHelp"
       return Effect.andThen(printed ? Effect.void : Console.error(describe(error)), Effect.fail(new Exit({ code })))

@@ -76,5 +76,3 @@ export class ClientTransport extends Context.Service<ClientTransport, ClientTran
   "effect-mcp-transport/ClientTransport"
 ) {}
 
-export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
-export const DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024

@@ -34,8 +34,8 @@ import {
   RpcError,
   UnsupportedProtocolVersion
 } from "../McpError.ts"
-import type * as ClientSchemas from "../internal/McpClientSchemas.ts"
-import { ServerNotification } from "../internal/ServerNotificationEnum.ts"
+import type * as ClientSchemas from "./internal/McpClientSchemas.ts"
+import { ServerNotification } from "./internal/ServerNotificationEnum.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import { ClientTransport, type ClientTransportShape, type RequestHandler, type RequestOptions } from "./ClientTransport.ts"
 import type { LoggingMessage, Progress } from "./ServerNotification.ts"
@@ -344,7 +344,7 @@ const serveServerRequests = (handlers: ServerRequestHandlers): RequestHandler =>
  */
 let schemasLoading: Promise<typeof ClientSchemas> | undefined
 const loadSchemas = (): Effect.Effect<typeof ClientSchemas> => {
-  const loading = schemasLoading ??= import("../internal/McpClientSchemas.ts")
+  const loading = schemasLoading ??= import("./internal/McpClientSchemas.ts")
   return Effect.promise(() => loading)
 }
 

@@ -8,7 +8,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as McpSchema from "effect/ai/McpSchema"
 import type * as JsonRpc from "../JsonRpc.ts"
-import { type LoggingMessage, type Progress, ServerNotification } from "../internal/ServerNotificationEnum.ts"
+import { type LoggingMessage, type Progress, ServerNotification } from "./internal/ServerNotificationEnum.ts"
 
 export { type LoggingMessage, type Progress, ServerNotification }
 

@@ -29,18 +29,18 @@ import {
   type RedirectRefused,
   TransportClosed
 } from "../McpError.ts"
-import * as ClientCore from "../internal/ClientCore.ts"
-import * as Http from "../internal/HttpExchange.ts"
-import * as SseReader from "../internal/SseReader.ts"
+import * as ClientCore from "./internal/ClientCore.ts"
+import * as Http from "./internal/HttpExchange.ts"
+import * as SseReader from "./internal/SseReader.ts"
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../Defaults.ts"
 import {
   ClientTransport,
   type ClientTransportShape,
   ConnectionState,
-  DEFAULT_MAX_MESSAGE_BYTES,
   Diagnostic
 } from "./ClientTransport.ts"
 
-export type { HeaderContext, HeaderHook } from "../internal/HttpExchange.ts"
+export type { HeaderContext, HeaderHook } from "./internal/HttpExchange.ts"
 
 /** `url` is the SSE endpoint the client GETs. */
 export interface Options extends Http.TransportOptions {

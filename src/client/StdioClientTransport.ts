@@ -33,15 +33,14 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import type * as JsonRpc from "../JsonRpc.ts"
 import { MessageTooLarge, SpawnError, TransportClosed } from "../McpError.ts"
 import * as BatchWriter from "../internal/BatchWriter.ts"
-import * as ClientCore from "../internal/ClientCore.ts"
+import * as ClientCore from "./internal/ClientCore.ts"
 import * as Correlation from "../internal/Correlation.ts"
 import * as LineFramer from "../internal/LineFramer.ts"
+import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "../Defaults.ts"
 import {
   ClientTransport,
   type ClientTransportShape,
   ConnectionState,
-  DEFAULT_MAX_MESSAGE_BYTES,
-  DEFAULT_REQUEST_TIMEOUT_MS,
   Diagnostic
 } from "./ClientTransport.ts"
 

@@ -38,21 +38,21 @@ import {
   SessionExpired,
   TransportClosed
 } from "../McpError.ts"
-import * as ClientCore from "../internal/ClientCore.ts"
-import * as Http from "../internal/HttpExchange.ts"
-import * as SseReader from "../internal/SseReader.ts"
-import * as SseReconnect from "../internal/SseReconnect.ts"
+import * as ClientCore from "./internal/ClientCore.ts"
+import * as Http from "./internal/HttpExchange.ts"
+import * as SseReader from "./internal/SseReader.ts"
+import * as SseReconnect from "./internal/SseReconnect.ts"
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../Defaults.ts"
 import {
   ClientTransport,
   type ClientTransportShape,
   ConnectionState,
-  DEFAULT_MAX_MESSAGE_BYTES,
   Diagnostic,
   type RequestOptions
 } from "./ClientTransport.ts"
 
-export type { HeaderContext, HeaderHook } from "../internal/HttpExchange.ts"
-export { defaultSchedule as defaultReconnectSchedule } from "../internal/SseReconnect.ts"
+export type { HeaderContext, HeaderHook } from "./internal/HttpExchange.ts"
+export { defaultSchedule as defaultReconnectSchedule } from "./internal/SseReconnect.ts"
 
 /** `url` is the MCP endpoint. */
 export interface Options extends Http.TransportOptions {

@@ -1,5 +1,5 @@
 /**
- * Transport selection from a server's configuration entry (the seed's shape):
+ * Transport selection from a server's configuration entry (the common `mcpServers` shape):
  * `type` omitted or `"stdio"` spawns a process, `"http"` speaks Streamable
  * HTTP, and `"sse"` tries Streamable HTTP first and falls back to the legacy
  * HTTP+SSE transport when the `initialize` POST is refused with a 4xx (the
@@ -17,7 +17,7 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as HttpClient from "effect/http/HttpClient"
 import type { ChildProcessSpawner } from "effect/process"
 import type { HttpError, RequestError, SpawnError } from "../McpError.ts"
-import * as Http from "../internal/HttpExchange.ts"
+import * as Http from "./internal/HttpExchange.ts"
 import { ClientTransport, type ClientTransportShape, type ConnectionState, type RequestHandler } from "./ClientTransport.ts"
 import * as SseClientTransport from "./SseClientTransport.ts"
 import * as StdioClientTransport from "./StdioClientTransport.ts"

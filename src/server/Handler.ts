@@ -1,8 +1,14 @@
 /**
- * The handler a server transport mounts: one function from an incoming
- * JSON-RPC message to the reply (or `null` for notifications), given a
- * context for talking back to the client. Transports know framing, limits
- * and security; handlers know methods.
+ * The port of the server transports: the one function every server transport
+ * (stdio, HTTP, the in-memory pair, the bridge) mounts. It takes an incoming
+ * JSON-RPC message and answers with the reply (or `null` for notifications),
+ * given a context for talking back to the client. Transports know framing,
+ * limits and security; whatever sits behind this port (`McpServer`, a
+ * `Router`, a bridge to another server) knows methods. Nothing in a server
+ * transport depends on what is behind the port, and nothing behind it on
+ * which transport carries the message.
+ *
+ * @since 0.1.0
  */
 import type * as Effect from "effect/Effect"
 import type * as JsonRpc from "../JsonRpc.ts"

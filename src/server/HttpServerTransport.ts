@@ -1,7 +1,7 @@
 /**
  * Mounts one MCP `Handler` over HTTP: Streamable HTTP (2025-03-26 …
  * 2025-11-25) with sessions and resumable SSE streams, the legacy 2024-11-05
- * HTTP+SSE endpoints, and the seed's `/mcp` surface (plain JSON POST,
+ * HTTP+SSE endpoints, and the plain `/mcp` surface (JSON POST without a session,
  * broadcast events, health), behind Host/Origin checks, an optional
  * authentication hook, CORS and limits.
  *
@@ -25,7 +25,7 @@ import type { Handler, HandlerContext } from "./Handler.ts"
 import { type Options, type Resolved, resolve } from "./http/Config.ts"
 import { type Env, guard, preflight } from "./http/Guard.ts"
 import * as LegacySse from "./http/LegacySse.ts"
-import * as SeedSurface from "./http/SeedSurface.ts"
+import * as EventsAndHealth from "./http/EventsAndHealth.ts"
 import * as Security from "./http/Security.ts"
 import * as Sessions from "./http/Sessions.ts"
 import * as StreamableHttp from "./http/StreamableHttp.ts"
@@ -44,7 +44,7 @@ export interface HttpServerTransportShape {
   readonly address: Option.Option<{ readonly host: string; readonly port: number }>
   /** The Streamable HTTP endpoint URL, e.g. `http://127.0.0.1:8421/mcp`. */
   readonly url: Option.Option<string>
-  /** The seed's broadcast: an `event:`/`data:` frame to every `GET /mcp/events` listener. Returns the event id. */
+  /** Broadcast: an `event:`/`data:` frame to every `GET /mcp/events` listener. Returns the event id. */
   readonly broadcast: (event: string, data?: unknown) => Effect.Effect<string>
   /** Ids of the open Streamable HTTP sessions. */
   readonly sessionIds: Effect.Effect<ReadonlyArray<string>>
@@ -104,7 +104,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     keepAliveMs: config.keepAliveMs,
     onSessionEnd: options?.onSessionEnd
   })
-  const hub = yield* SeedSurface.makeBroadcast(store, config.broadcastBuffer, config.keepAliveMs)
+  const hub = yield* EventsAndHealth.makeBroadcast(store, config.broadcastBuffer, config.keepAliveMs)
   const env: Env = { config, sessions, store, lists }
   const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
 
@@ -113,11 +113,11 @@ const makeResolved = Effect.fnUntraced(function*<R>(
   yield* router.add("DELETE", config.path, authed(StreamableHttp.del(env)))
   yield* router.add("OPTIONS", config.path, preflight(env))
   const ownPaths: Array<string> = [config.path]
-  if (config.seedSurface) {
-    yield* router.add("GET", config.eventsPath, authed(SeedSurface.events(env, hub)))
+  if (config.eventsAndHealth) {
+    yield* router.add("GET", config.eventsPath, authed(EventsAndHealth.events(env, hub)))
     yield* router.add("OPTIONS", config.eventsPath, preflight(env))
     // Monitoring probes carry no credentials; Host and Origin are still checked.
-    yield* router.add("GET", config.healthPath, guard(env, { auth: false }, SeedSurface.health))
+    yield* router.add("GET", config.healthPath, guard(env, { auth: false }, EventsAndHealth.health))
     ownPaths.push(config.eventsPath, config.healthPath)
   }
   if (config.legacySse) {
@@ -127,7 +127,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     yield* router.add("OPTIONS", config.legacyMessagesPath, preflight(env))
     ownPaths.push(config.legacySsePath, config.legacyMessagesPath)
   }
-  if (config.notFound) yield* router.add("*", "*", SeedSurface.notFound(env, ownPaths))
+  if (config.notFound) yield* router.add("*", "*", EventsAndHealth.notFound(env, ownPaths))
 
   // Ending the streams ends their responses; waiting for that (briefly) lets
   // the listener find the connections idle when it closes, instead of

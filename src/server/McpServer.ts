@@ -57,7 +57,7 @@ export interface McpServerOptions {
    * it applies on every transport.
    */
   readonly initializedGracePeriod?: Duration.Input | undefined
-  /** The error code of that rejection (default -32002, the code seed 002 names). */
+  /** The error code of that rejection (default -32002, the code most MCP clients expect for a request before initialization). */
   readonly notInitializedCode?: number | undefined
   /** Timeout of requests the server sends the client (sampling, elicitation, roots), default 60 s. */
   readonly clientRequestTimeoutMs?: number | undefined

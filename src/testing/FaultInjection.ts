@@ -13,7 +13,7 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import * as InMemoryTransport from "../client/InMemoryTransport.ts"
+import * as InMemoryTransport from "../bridge/InMemoryTransport.ts"
 import type { Handler } from "../server/Handler.ts"
 
 export type Direction = InMemoryTransport.Direction

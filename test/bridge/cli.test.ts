@@ -139,7 +139,7 @@ describe("effect-mcp-transport bridge (built binary)", { timeout: 60_000 }, () =
       ])
       expect(result.code).toBe(3)
       expect(result.stderr.trim().split("\n")).toEqual([
-        expect.stringMatching(/^effect-mcp: Transport closed \(process exited, exit code 3/)
+        expect.stringMatching(/^effect-mcp-transport: Transport closed \(process exited, exit code 3/)
       ])
     }))
 
@@ -148,7 +148,7 @@ describe("effect-mcp-transport bridge (built binary)", { timeout: 60_000 }, () =
       const both = await runCli(["bridge", "--http", "--stdio", "--", NODE, routerServer])
       expect(both.code).toBe(2)
       expect(both.stderr.trim().split("\n")).toEqual([
-        "effect-mcp: give --http (serve a stdio server over HTTP) or --stdio (serve a URL over stdio)"
+        "effect-mcp-transport: give --http (serve a stdio server over HTTP) or --stdio (serve a URL over stdio)"
       ])
       const none = await runCli(["bridge", "--http"])
       expect(none.code).toBe(2)

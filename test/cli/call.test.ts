@@ -67,7 +67,7 @@ describe.concurrent("effect-mcp-transport call", () => {
     const r = await runCli(["call", "add", "a=x", "b=1", ...exampleServer])
     expect(r.code).toBe(1)
     expect(r.stdout).toMatch(/^Invalid arguments/)
-    expect(stderrLines(r.stderr)).toEqual(["effect-mcp: tool add reported an error (isError: true)"])
+    expect(stderrLines(r.stderr)).toEqual(["effect-mcp-transport: tool add reported an error (isError: true)"])
   }, TIMEOUT)
 
   it("exits 4 with one line when the server answers a JSON-RPC error (unknown tool)", async () => {
@@ -76,7 +76,7 @@ describe.concurrent("effect-mcp-transport call", () => {
     expect(r.stdout).toBe("")
     const lines = stderrLines(r.stderr)
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/^effect-mcp: MCP error -32602: .*no-such-tool/)
+    expect(lines[0]).toMatch(/^effect-mcp-transport: MCP error -32602: .*no-such-tool/)
   }, TIMEOUT)
 
   it("exits 5 with one line when the call times out, and tells the server", async () => {
@@ -87,7 +87,7 @@ describe.concurrent("effect-mcp-transport call", () => {
     expect(r.code).toBe(5)
     const lines = stderrLines(r.stderr).filter((l) => !l.startsWith("progress:"))
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/^effect-mcp: .*timeout after 300ms \(tools\/call/i)
+    expect(lines[0]).toMatch(/^effect-mcp-transport: .*timeout after 300ms \(tools\/call/i)
     const seen = readEvents(record)
     const call = seen.find((e) => (e.in as any)?.method === "tools/call")?.in as { id: number }
     expect(seen.some((e) => (e.in as any)?.method === "notifications/cancelled" && (e.in as any).params.requestId === call.id))
@@ -100,9 +100,9 @@ describe.concurrent("effect-mcp-transport call", () => {
       runCli(["call", "echo", "--args", "[1,2]", ...exampleServer])
     ])
     expect(pair.code).toBe(2)
-    expect(stderrLines(pair.stderr)).toEqual(['effect-mcp: expected key=value after the tool name, got "text"'])
+    expect(stderrLines(pair.stderr)).toEqual(['effect-mcp-transport: expected key=value after the tool name, got "text"'])
     expect(args.code).toBe(2)
-    expect(stderrLines(args.stderr)).toEqual(["effect-mcp: --args must be a JSON object"])
+    expect(stderrLines(args.stderr)).toEqual(["effect-mcp-transport: --args must be a JSON object"])
   }, TIMEOUT)
 
   it.skipIf(!hasScript)("draws a progress bar in place when stderr is a terminal, and clears it", async () => {

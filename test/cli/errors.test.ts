@@ -20,7 +20,7 @@ describe.concurrent("effect-mcp-transport errors", () => {
     expect(r.code).toBe(2)
     expect(r.stdout).toBe("")
     expect(stderrLines(r.stderr)).toEqual([
-      "effect-mcp: no server given: pass a URL (http://…) or a command after -- (-- node server.js)"
+      "effect-mcp-transport: no server given: pass a URL (http://…) or a command after -- (-- node server.js)"
     ])
   }, TIMEOUT)
 
@@ -33,12 +33,12 @@ describe.concurrent("effect-mcp-transport errors", () => {
     ])
     expect(flag.code).toBe(2)
     expect(stderrLines(flag.stderr)).toHaveLength(1)
-    expect(flag.stderr).toMatch(/^effect-mcp: Unrecognized flag: --bogus/)
+    expect(flag.stderr).toMatch(/^effect-mcp-transport: Unrecognized flag: --bogus/)
     expect(value.code).toBe(2)
     expect(stderrLines(value.stderr)).toHaveLength(1)
     expect(value.stderr).toMatch(/--timeout/)
     expect(tool.code).toBe(2)
-    expect(stderrLines(tool.stderr)).toEqual(["effect-mcp: no tool name given (call [url] <tool> [key=value …])"])
+    expect(stderrLines(tool.stderr)).toEqual(["effect-mcp-transport: no tool name given (call [url] <tool> [key=value …])"])
     expect(none.code).toBe(2)
     expect(none.stdout).toMatch(/inspect/)
   }, TIMEOUT)
@@ -55,7 +55,7 @@ describe.concurrent("effect-mcp-transport errors", () => {
     expect(r.stdout).toBe("")
     const lines = stderrLines(r.stderr)
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(new RegExp(`^effect-mcp: cannot connect to ${MISSING} --flag: Failed to spawn`))
+    expect(lines[0]).toMatch(new RegExp(`^effect-mcp-transport: cannot connect to ${MISSING} --flag: Failed to spawn`))
     expect(r.stderr).not.toMatch(/^\s+at /m)
   }, TIMEOUT)
 
@@ -72,7 +72,7 @@ describe.concurrent("effect-mcp-transport errors", () => {
     expect(r.code).toBe(3)
     const lines = stderrLines(r.stderr)
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/^effect-mcp: cannot connect to .*Transport closed \(.*exit code 7.*\).*missing configuration file/)
+    expect(lines[0]).toMatch(/^effect-mcp-transport: cannot connect to .*Transport closed \(.*exit code 7.*\).*missing configuration file/)
   }, TIMEOUT)
 
   it("exits 3 when nothing listens at the URL", async () => {
@@ -80,7 +80,7 @@ describe.concurrent("effect-mcp-transport errors", () => {
     expect(r.code).toBe(3)
     const lines = stderrLines(r.stderr)
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/^effect-mcp: cannot connect to http:\/\/127\.0\.0\.1:1\/mcp: /)
+    expect(lines[0]).toMatch(/^effect-mcp-transport: cannot connect to http:\/\/127\.0\.0\.1:1\/mcp: /)
   }, TIMEOUT)
 
   it("exits 5 when the handshake times out", async () => {
@@ -88,6 +88,6 @@ describe.concurrent("effect-mcp-transport errors", () => {
     expect(r.code).toBe(5)
     const lines = stderrLines(r.stderr)
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/^effect-mcp: cannot connect to .*timeout after 300ms \(initialize/i)
+    expect(lines[0]).toMatch(/^effect-mcp-transport: cannot connect to .*timeout after 300ms \(initialize/i)
   }, TIMEOUT)
 })

@@ -8,9 +8,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Equal, Exit, Schema } from "effect"
 import * as McpSchema from "effect/ai/McpSchema"
-import * as InMemoryTransport from "../../src/client/InMemoryTransport.ts"
+import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
-import * as FastResult from "../../src/internal/FastResult.ts"
+import * as FastResult from "../../src/client/internal/FastResult.ts"
 import * as JsonRpc from "../../src/JsonRpc.ts"
 import type { Handler } from "../../src/server/Handler.ts"
 

@@ -201,7 +201,7 @@ describe("StdioClientTransport", () => {
       }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
   })
 
-  describe("failure table (seed 000), stdio rows", () => {
+  describe("failure table, stdio rows", () => {
     it.live("malformed stdout lines are skipped and reported; the connection keeps going", () =>
       Effect.gen(function*() {
         const t = yield* StdioClientTransport.make(server())
@@ -327,7 +327,7 @@ describe("StdioClientTransport", () => {
         expect(isAlive(t.pid)).toBe(true)
       }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
 
-    it.live("timeout: RequestTimeout with the seed's wording, entry removed, server receives notifications/cancelled", () =>
+    it.live("timeout: RequestTimeout with the documented wording, entry removed, server receives notifications/cancelled", () =>
       Effect.gen(function*() {
         const t = yield* StdioClientTransport.make(server([], { timeout: "150 millis" }))
         const byDefault = yield* failure(t.request("slow", { ms: 10_000 }))

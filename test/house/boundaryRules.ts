@@ -15,7 +15,8 @@ const rootIndex: ReadonlyArray<Glob> = ["src/index.ts"]
 const clientSide: ReadonlyArray<Glob> = ["src/client/**"]
 const serverSide: ReadonlyArray<Glob> = ["src/server/**"]
 const transports: ReadonlyArray<Glob> = [...clientSide, ...serverSide, "src/bridge/**", "src/cli/**", "src/testing/**"]
-const clientTransports: ReadonlyArray<Glob> = ["src/client/**/*Transport.ts"]
+/** The client transports and the internals they are built from. */
+const clientTransports: ReadonlyArray<Glob> = ["src/client/**/*Transport.ts", "src/client/internal/**"]
 const clientProtocol: ReadonlyArray<Glob> = ["src/client/McpClient.ts", "src/client/McpManager.ts", "src/client/manager/**"]
 const cli: ReadonlyArray<Glob> = ["src/cli/**"]
 
@@ -36,7 +37,7 @@ export const rules: ReadonlyArray<Rule> = [
   },
   {
     id: "transport-no-protocol",
-    says: "a client transport (src/client/**/*Transport.ts) must not import the protocol layer (McpClient) or the manager",
+    says: "a client transport (src/client/**/*Transport.ts, src/client/internal/) must not import the protocol layer (McpClient) or the manager",
     from: clientTransports,
     to: clientProtocol
   },
@@ -64,39 +65,8 @@ export const rules: ReadonlyArray<Rule> = [
 ]
 
 /**
- * Violations in today's tree, each with why it is there. The test fails on a
+ * Violations tolerated in the tree (none today), each with why it is there. The test fails on a
  * violation not listed here and on a listed one that no longer occurs, so
  * this list only shrinks.
  */
-export const knownViolations: ReadonlyArray<KnownViolation> = [
-  {
-    rule: "core-no-transport",
-    from: "src/internal/ClientCore.ts",
-    to: "src/client/ClientTransport.ts",
-    reason: "the client transports' shared engine lives in internal/ but implements the client transport interface"
-  },
-  {
-    rule: "core-no-transport",
-    from: "src/internal/McpClientSchemas.ts",
-    to: "src/client/ServerNotification.ts",
-    reason: "McpClient's lazily loaded result schemas decode server notifications with the client's decoder"
-  },
-  {
-    rule: "core-no-transport",
-    from: "src/internal/ServerSession.ts",
-    to: "src/server/Handler.ts",
-    reason: "the server session engine lives in internal/ but runs the server's Handler type"
-  },
-  {
-    rule: "client-not-server",
-    from: "src/client/InMemoryTransport.ts",
-    to: "src/server/Handler.ts",
-    reason: "the in-memory pair runs a server Handler in-process: a composition module placed under client/"
-  },
-  {
-    rule: "server-not-client",
-    from: "src/server/StdioServerTransport.ts",
-    to: "src/client/ClientTransport.ts",
-    reason: "the stdio server takes its default message size limit from the client transport module"
-  }
-]
+export const knownViolations: ReadonlyArray<KnownViolation> = []

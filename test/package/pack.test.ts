@@ -269,10 +269,10 @@ describe("the packed package installed into a fresh project", () => {
     const result = await run(process.execPath, [
       "--input-type=module",
       "-e",
-      `import("${manifest.name}/dist/internal/ClientCore.js").then(() => console.log("reachable"), (e) => console.log(e.code))`
+      `import("${manifest.name}/dist/client/internal/ClientCore.js").then(() => console.log("reachable"), (e) => console.log(e.code))`
     ], app, 60_000)
     expect(result.stdout.trim()).toBe("ERR_PACKAGE_PATH_NOT_EXPORTED")
-    for (const hidden of ["client/manager/Config", "server/http/OutStream"]) {
+    for (const hidden of ["client/manager/Config", "server/http/OutStream", "client/internal/ClientCore", "server/internal/ServerSession"]) {
       const closed = await run(process.execPath, [
         "--input-type=module",
         "-e",
@@ -291,7 +291,7 @@ describe("the packed package installed into a fresh project", () => {
 
   it.runIf(hasCli)("installs one command, named as the package so that `npx effect-mcp-transport` runs it", async () => {
     expect(manifest.bin).toEqual({ [manifest.name]: "dist/cli/main.js" })
-    expect(readdirSync(join(app, "node_modules/.bin")).filter((name) => name.startsWith("effect-mcp"))).toEqual([manifest.name])
+    expect(readdirSync(join(app, "node_modules/.bin")).filter((name) => name.startsWith("effect-mcp-transport"))).toEqual([manifest.name])
     const result = ok(`npx ${manifest.name} --help`, await run("npx", ["--no", "--", manifest.name, "--help"], app, 60_000))
     expect(result.stdout).toMatch(/^USAGE$/m)
     expect(result.stdout).toContain("inspect")

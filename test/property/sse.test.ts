@@ -16,7 +16,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Layer, Schedule, Schema, Stream } from "effect"
 import type { HttpClient } from "effect/http"
 import * as StreamableHttp from "../../src/client/StreamableHttpClientTransport.ts"
-import * as SseReader from "../../src/internal/SseReader.ts"
+import * as SseReader from "../../src/client/internal/SseReader.ts"
 import * as Server from "../client/http/MisbehavingServer.ts"
 
 const int = (minimum: number, maximum: number) =>

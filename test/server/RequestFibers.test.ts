@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import * as RequestFibers from "../../src/internal/RequestFibers.ts"
+import * as RequestFibers from "../../src/server/internal/RequestFibers.ts"
 
 describe("RequestFibers", () => {
   it.effect("holds a fiber while it runs and drops it when it ends, however it ends", () =>

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { type Cause, Effect, Exit, Queue, Scope, Sink, Stdio, Stream } from "effect"
-import * as InMemoryTransport from "../../src/client/InMemoryTransport.ts"
+import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as JsonRpc from "../../src/JsonRpc.ts"
 import type { Handler } from "../../src/server/Handler.ts"
 import * as McpServer from "../../src/server/McpServer.ts"

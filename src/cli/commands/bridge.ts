@@ -1,5 +1,5 @@
 /**
- * `effect-mcp bridge`: exposes any MCP server over the other transport.
+ * `effect-mcp-transport bridge`: exposes any MCP server over the other transport.
  *
  * - `bridge --http [--port 8421] [--host 127.0.0.1] -- <command…>`: the
  *   stdio server as Streamable HTTP (and legacy SSE) at
@@ -91,7 +91,7 @@ export const command = Command.make(
 ).pipe(
   Command.withDescription("Expose an MCP server over the other transport: a stdio server over HTTP, or a URL over stdio"),
   Command.withExamples([
-    { command: "effect-mcp bridge --http --port 8421 -- node server.js", description: "a stdio server at http://127.0.0.1:8421/mcp" },
-    { command: "effect-mcp bridge https://example.com/mcp --stdio", description: "a remote server for a stdio-only client" }
+    { command: "effect-mcp-transport bridge --http --port 8421 -- node server.js", description: "a stdio server at http://127.0.0.1:8421/mcp" },
+    { command: "effect-mcp-transport bridge https://example.com/mcp --stdio", description: "a remote server for a stdio-only client" }
   ])
 )

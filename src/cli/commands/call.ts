@@ -1,5 +1,5 @@
 /**
- * `effect-mcp call <url> <tool> [key=value…] [--args JSON]` (or the server's
+ * `effect-mcp-transport call <url> <tool> [key=value…] [--args JSON]` (or the server's
  * command after `--`): calls one tool and prints its result.
  *
  * Progress notifications are shown on stderr while the call runs: a
@@ -180,7 +180,7 @@ export const command = Command.make(
 ).pipe(
   Command.withDescription("Call a tool and print its result; progress is shown on stderr, Ctrl-C cancels the call"),
   Command.withExamples([
-    { command: "effect-mcp call http://127.0.0.1:8421/mcp add a=1 b=2", description: "Arguments as key=value (JSON values)" },
-    { command: "effect-mcp call echo --args '{\"text\":\"hi\"}' -- node server.js", description: "A stdio server" }
+    { command: "effect-mcp-transport call http://127.0.0.1:8421/mcp add a=1 b=2", description: "Arguments as key=value (JSON values)" },
+    { command: "effect-mcp-transport call echo --args '{\"text\":\"hi\"}' -- node server.js", description: "A stdio server" }
   ])
 )

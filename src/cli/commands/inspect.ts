@@ -1,5 +1,5 @@
 /**
- * `effect-mcp inspect <url> | -- <command…>`: handshake, then what the
+ * `effect-mcp-transport inspect <url> | -- <command…>`: handshake, then what the
  * server is and offers. Lists are asked for only when the server announced
  * the capability, and followed page by page.
  */
@@ -124,7 +124,7 @@ export const command = Command.make(
 ).pipe(
   Command.withDescription("Connect, run the handshake, and list what the server offers"),
   Command.withExamples([
-    { command: "effect-mcp inspect http://127.0.0.1:8421/mcp", description: "A Streamable HTTP server" },
-    { command: "effect-mcp inspect --json -- npx -y @modelcontextprotocol/server-everything", description: "A stdio server, as JSON" }
+    { command: "effect-mcp-transport inspect http://127.0.0.1:8421/mcp", description: "A Streamable HTTP server" },
+    { command: "effect-mcp-transport inspect --json -- npx -y @modelcontextprotocol/server-everything", description: "A stdio server, as JSON" }
   ])
 )

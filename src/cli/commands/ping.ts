@@ -1,5 +1,5 @@
 /**
- * `effect-mcp ping <url> | -- <command…>`: N pings over one session, then a
+ * `effect-mcp-transport ping <url> | -- <command…>`: N pings over one session, then a
  * round-trip summary. A failed ping is counted and the run goes on; the exit
  * code is that of the first failure (0 when every ping succeeded).
  */
@@ -106,6 +106,6 @@ export const command = Command.make(
 ).pipe(
   Command.withDescription("Measure round trips: N pings, then min / median / p99 / max in milliseconds"),
   Command.withExamples([
-    { command: "effect-mcp ping --count 20 --interval 0 -- node server.js", description: "20 back-to-back pings over stdio" }
+    { command: "effect-mcp-transport ping --count 20 --interval 0 -- node server.js", description: "20 back-to-back pings over stdio" }
   ])
 )

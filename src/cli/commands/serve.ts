@@ -1,11 +1,11 @@
 /**
- * `effect-mcp serve [--stdio | --http [--port 8421] [--host 127.0.0.1]]`:
+ * `effect-mcp-transport serve [--stdio | --http [--port 8421] [--host 127.0.0.1]]`:
  * runs the example server (ExampleServer.ts) on our server transports.
  *
  * - `--stdio` (the default): frames on stdin/stdout and nothing else on
  *   stdout; ends with exit 0 when stdin ends.
  * - `--http`: Streamable HTTP at `http://HOST:PORT/mcp` (plus legacy SSE and
- *   the seed's events and health endpoints); once the port is bound it prints
+ *   the broadcast events and health endpoints); once the port is bound it prints
  *   `listening http://HOST:PORT/mcp` on stderr (with `--json`, a JSON
  *   document `{"transport":"http","url":…}` on stdout instead). `--port 0`
  *   picks a free port.

@@ -36,7 +36,7 @@ export const StdioServerConfig = Schema.Struct({
   args: Schema.optionalKey(Schema.Array(Schema.String)),
   env: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
   cwd: Schema.optionalKey(Schema.String),
-  /** Default request timeout of this server's transport, in milliseconds (the seed's `timeout`). */
+  /** Default request timeout of this server's transport, in milliseconds (the entry's `timeout`). */
   timeout: Schema.optionalKey(TimeoutMs),
   /** Connect timeout for this server (spawn to ready), in milliseconds, overriding the manager's. */
   connectTimeout: Schema.optionalKey(TimeoutMs),

@@ -46,15 +46,15 @@ export interface Options {
   /**
    * Stateful mode: what a POST without `Mcp-Session-Id` that is not
    * `initialize` gets. `reject` is the spec's 400; `serve` answers it
-   * without a session, as the seed's plain `POST /mcp` did. Default `reject`.
+   * without a session, for plain JSON clients of `POST /mcp`. Default `reject`.
    */
   readonly sessionlessPost?: "reject" | "serve" | undefined
   /** Whether GET opens the session's standalone SSE stream (else 405). Default `true`. */
   readonly standaloneStream?: boolean | undefined
   /** Revisions accepted in `MCP-Protocol-Version`. Default: every revision this runtime speaks. */
   readonly protocolVersions?: ReadonlyArray<string> | undefined
-  /** The seed's `GET /mcp/events` broadcast stream and `GET /mcp/health`. Default `true`. */
-  readonly seedSurface?: boolean | undefined
+  /** The `GET /mcp/events` broadcast stream and `GET /mcp/health`. Default `true`. */
+  readonly eventsAndHealth?: boolean | undefined
   readonly eventsPath?: HttpRouter.PathInput | undefined
   readonly healthPath?: HttpRouter.PathInput | undefined
   /** The 2024-11-05 HTTP+SSE endpoints. Default `true`. */
@@ -153,7 +153,7 @@ export interface Resolved {
   readonly sessionlessPost: "reject" | "serve"
   readonly standaloneStream: boolean
   readonly protocolVersions: ReadonlyArray<string>
-  readonly seedSurface: boolean
+  readonly eventsAndHealth: boolean
   readonly eventsPath: HttpRouter.PathInput
   readonly healthPath: HttpRouter.PathInput
   readonly legacySse: boolean
@@ -255,7 +255,7 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     sessionlessPost: o.sessionlessPost ?? "reject",
     standaloneStream: o.standaloneStream ?? true,
     protocolVersions: o.protocolVersions ?? ProtocolVersion.SUPPORTED,
-    seedSurface: o.seedSurface ?? true,
+    eventsAndHealth: o.eventsAndHealth ?? true,
     eventsPath: o.eventsPath ?? defaults.eventsPath,
     healthPath: o.healthPath ?? defaults.healthPath,
     legacySse: o.legacySse ?? true,

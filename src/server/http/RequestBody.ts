@@ -58,7 +58,7 @@ export const unreadable = () => errorResponse(400, JsonRpc.ErrorCode.ParseError,
 const mediaTypes = (header: string | undefined): ReadonlyArray<string> =>
   header === undefined ? [] : header.split(",").map((part) => part.split(";")[0].trim().toLowerCase()).filter((t) => t !== "")
 
-/** A body we can parse: JSON, or no `Content-Type` at all (plain clients of the seed's `POST /mcp`). */
+/** A body we can parse: JSON, or no `Content-Type` at all (plain clients of `POST /mcp`). */
 export const isJsonContent = (header: string | undefined): boolean => {
   if (header === undefined || header.trim() === "") return true
   const type = mediaTypes(header)[0]
@@ -71,7 +71,7 @@ export interface Accepts {
   readonly sse: boolean
 }
 
-/** A missing `Accept` means JSON only (the seed's plain clients send none and read JSON). */
+/** A missing `Accept` means JSON only (plain clients send none and read JSON). */
 export const accepts = (header: string | undefined): Accepts => {
   const types = mediaTypes(header)
   if (types.length === 0) return { json: true, sse: false }

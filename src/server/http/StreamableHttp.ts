@@ -3,7 +3,7 @@
  * client messages, GET opens (or resumes) a server-to-client SSE stream,
  * DELETE ends the session.
  *
- * The same path also serves the seed's plain `POST /mcp`: a single message or
+ * The same path also serves a plain `POST /mcp`: a single message or
  * a batch answered with JSON. Batches are accepted where a revision allows
  * them (a 2025-03-26 session, or a request without a session that names no
  * later revision in `MCP-Protocol-Version`).

@@ -1,5 +1,5 @@
 /**
- * Transport selection from the seed's configuration shape.
+ * Transport selection from the `mcpServers` configuration shape.
  */
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"

@@ -11,7 +11,7 @@ import { Effect, Exit, Scope } from "effect"
 import { FetchHttpClient } from "effect/http"
 import * as SseTransport from "../../../src/client/SseClientTransport.ts"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
-import { MAX_REDIRECTS } from "../../../src/internal/HttpExchange.ts"
+import { MAX_REDIRECTS } from "../../../src/client/internal/HttpExchange.ts"
 import { listen } from "../../fixtures/loopback-http.ts"
 import { httpClients, liveWith } from "./httpClients.ts"
 

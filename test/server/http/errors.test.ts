@@ -168,7 +168,7 @@ describe("HTTP server transport: error paths", () => {
         expect(allowHeaders).toContain(h)
       }
       expect(pre.headers.get("access-control-allow-methods")).toBe("GET, POST, DELETE, OPTIONS")
-      // Anywhere, as the seed did.
+      // Anywhere, for plain clients' preflights.
       const elsewhere = await fetch(`${base}/anything`, { method: "OPTIONS" })
       expect(elsewhere.status).toBe(204)
       const foreign = await fetch(`${base}/mcp`, { method: "OPTIONS", headers: { origin: "http://evil.example" } })

@@ -31,7 +31,7 @@ const store = EventStore.makeMemoryUnsafe({ maxEvents: 50 })
 
 const App = Layer.mergeAll(
   HttpRouter.add("GET", "/app/hello", HttpServerResponse.text("hello from the app")),
-  HttpServerTransport.routes(handler, { path: "/rpc", seedSurface: false, legacySse: false })
+  HttpServerTransport.routes(handler, { path: "/rpc", eventsAndHealth: false, legacySse: false })
 ).pipe(Layer.provide(Layer.succeed(Greeting)({ text: "hi" })))
 
 const ServerLive = HttpRouter.serve(App, { disableLogger: true, disableListenLog: true }).pipe(
@@ -57,13 +57,13 @@ layer(ServerLive)("HttpServerTransport.routes in an existing app", (it) => {
         const call = await (await post(`${base}/rpc`, { jsonrpc: "2.0", id: 2, method: "anything" }, { "mcp-session-id": sessionId })).json()
         // No catch-all here: the app's router answers unknown paths itself (an empty 404).
         const unknown = await fetch(`${base}/nope`)
-        const seedless = await fetch(`${base}/mcp/health`)
-        return { hello, call, unknown: [unknown.status, await unknown.text()], seedless: seedless.status }
+        const withoutEvents = await fetch(`${base}/mcp/health`)
+        return { hello, call, unknown: [unknown.status, await unknown.text()], withoutEvents: withoutEvents.status }
       })
       expect(results.hello).toBe("hello from the app")
       expect(results.call).toEqual({ jsonrpc: "2.0", id: 2, result: { greeting: "hi" } })
       expect(results.unknown).toEqual([404, ""])
-      expect(results.seedless).toBe(404)
+      expect(results.withoutEvents).toBe(404)
     }))
 
   it.effect("the EventStore service in context is the one used for replay", () =>

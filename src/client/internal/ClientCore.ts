@@ -12,17 +12,17 @@ import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import { DEFAULT_REQUEST_TIMEOUT_MS } from "../../Defaults.ts"
 import {
   type ClientTransportShape,
   ConnectionState,
-  DEFAULT_REQUEST_TIMEOUT_MS,
   Diagnostic,
   type RequestHandler,
   type RequestOptions
-} from "../client/ClientTransport.ts"
-import * as JsonRpc from "../JsonRpc.ts"
-import { type MessageTooLarge, RpcError, TransportClosed, truncate } from "../McpError.ts"
-import * as Correlation from "./Correlation.ts"
+} from "../ClientTransport.ts"
+import * as JsonRpc from "../../JsonRpc.ts"
+import { type MessageTooLarge, RpcError, TransportClosed, truncate } from "../../McpError.ts"
+import * as Correlation from "../../internal/Correlation.ts"
 
 export interface ClientCoreOptions {
   /** Writes one message to the peer (responses to server requests, cancellations). */

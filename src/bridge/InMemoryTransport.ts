@@ -18,17 +18,17 @@ import type * as Scope from "effect/Scope"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as JsonRpc from "../JsonRpc.ts"
 import { MalformedMessage, MessageTooLarge, TransportClosed } from "../McpError.ts"
-import * as ClientCore from "../internal/ClientCore.ts"
-import * as ServerDispatch from "../internal/ServerDispatch.ts"
-import * as ServerSession from "../internal/ServerSession.ts"
+import * as ClientCore from "../client/internal/ClientCore.ts"
+import * as ServerDispatch from "../server/internal/ServerDispatch.ts"
+import * as ServerSession from "../server/internal/ServerSession.ts"
 import type { Handler, HandlerContext } from "../server/Handler.ts"
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../Defaults.ts"
 import {
   ClientTransport,
   type ClientTransportShape,
   ConnectionState,
-  DEFAULT_MAX_MESSAGE_BYTES,
   Diagnostic
-} from "./ClientTransport.ts"
+} from "../client/ClientTransport.ts"
 
 export type Direction = "client-to-server" | "server-to-client"
 

@@ -1,5 +1,5 @@
 /**
- * The seed's `/mcp` surface, kept working: plain JSON POST (single or batch,
+ * The plain `/mcp` surface: plain JSON POST (single or batch,
  * concurrent, nulls filtered), the broadcast stream with per-listener
  * backpressure and replay, and the health check.
  */
@@ -29,7 +29,7 @@ const gateHandler = (): Handler => {
   }
 }
 
-describe("the seed's /mcp surface", () => {
+describe("the plain /mcp surface", () => {
   for (const options of [{ mode: "stateless" as const }, { sessionlessPost: "serve" as const }]) {
     it.live(`plain POST /mcp without a session (${JSON.stringify(options)}): single, batch, notifications`, () =>
       withServer(options, async ({ url, transport }) => {

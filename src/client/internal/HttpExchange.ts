@@ -10,8 +10,8 @@ import * as Stream from "effect/Stream"
 import type { HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
 import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
-import type * as JsonRpc from "../JsonRpc.ts"
-import { HttpError, MessageTooLarge, RedirectRefused, TransportClosed, truncate } from "../McpError.ts"
+import type * as JsonRpc from "../../JsonRpc.ts"
+import { HttpError, MessageTooLarge, RedirectRefused, TransportClosed, truncate } from "../../McpError.ts"
 
 export type HttpVerb = "POST" | "GET" | "DELETE"
 

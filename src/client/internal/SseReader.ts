@@ -11,7 +11,7 @@ import * as Pull from "effect/Pull"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Sse from "effect/encoding/Sse"
-import { MessageTooLarge } from "../McpError.ts"
+import { MessageTooLarge } from "../../McpError.ts"
 
 /** Where a stream got to; shared across reconnects so `Last-Event-ID` and `retry` carry over. */
 export interface Cursor {

@@ -9,7 +9,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import type * as JsonRpc from "../JsonRpc.ts"
+import type * as JsonRpc from "../../JsonRpc.ts"
 
 export interface RequestFibers<A> {
   readonly has: (id: JsonRpc.RequestId) => boolean

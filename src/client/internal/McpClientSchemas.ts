@@ -9,9 +9,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import * as McpSchema from "effect/ai/McpSchema"
-import { decode as decodeNotification } from "../client/ServerNotification.ts"
-import * as JsonRpc from "../JsonRpc.ts"
-import { InvalidPayload, RpcError } from "../McpError.ts"
+import { decode as decodeNotification } from "../ServerNotification.ts"
+import * as JsonRpc from "../../JsonRpc.ts"
+import { InvalidPayload, RpcError } from "../../McpError.ts"
 import * as FastResult from "./FastResult.ts"
 
 export { decodeNotification, McpSchema }

@@ -20,7 +20,7 @@ import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
-import * as JsonRpc from "../JsonRpc.ts"
+import * as JsonRpc from "../../JsonRpc.ts"
 import type { Reply, ServerSession } from "./ServerSession.ts"
 
 export interface ServerDispatchOptions {

@@ -1,7 +1,7 @@
 /**
- * What seed 004's SSETransport offered besides `POST /mcp`: a broadcast SSE
+ * The endpoints beside `POST /mcp` for simple clients and monitors: a broadcast SSE
  * stream (`GET /mcp/events`), a health check, JSON-RPC-shaped 404s and 204
- * preflights. Unlike the seed, a slow listener never slows the others: each
+ * preflights. A slow listener never slows the others: each
  * has a bounded buffer and is dropped when it overflows (it can come back
  * with `Last-Event-ID` and replay what it missed from the event store).
  */
