@@ -97,6 +97,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     maxSessionsPerPrincipal: config.maxSessionsPerPrincipal,
     handshakeTimeoutMs: config.handshakeTimeoutMs,
     maxStreams: config.maxStreams,
+    maxStreamsPerPrincipal: config.maxStreamsPerPrincipal,
     maxStreamsPerSession: config.maxStreamsPerSession,
     idleTimeoutMs: config.idleTimeoutMs,
     standaloneBuffer: config.standaloneBuffer,

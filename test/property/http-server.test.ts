@@ -258,13 +258,13 @@ describe("HTTP server transport teardown", () => {
         })
         if (end === "delete-all") {
           const s = yield* transport.stats
-          expect(s).toMatchObject({ sessions: 0, legacySessions: 0, ephemeralSessions: 0, openStreams: 0, inFlight: 0, work: 0, broadcastListeners: 0, storedEvents: 0 })
+          expect(s).toMatchObject({ sessions: 0, legacySessions: 0, ephemeralSessions: 0, openStreams: 0, slotsInUse: 0, inFlight: 0, work: 0, broadcastListeners: 0, storedEvents: 0 })
         }
         return transport
       }))
       // After shutdown (the scope closed) nothing may remain either way.
       const after = yield* stats.stats
-      expect(after).toMatchObject({ sessions: 0, legacySessions: 0, ephemeralSessions: 0, openStreams: 0, inFlight: 0, work: 0, broadcastListeners: 0 })
+      expect(after).toMatchObject({ sessions: 0, legacySessions: 0, ephemeralSessions: 0, openStreams: 0, slotsInUse: 0, inFlight: 0, work: 0, broadcastListeners: 0 })
     }), { timeout: 120_000, arbitrary: { runs: 40 } })
 })
 

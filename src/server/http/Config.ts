@@ -103,15 +103,27 @@ export interface Options {
    * closed once no request runs in it; open streams do not keep it. Default 30 seconds.
    */
   readonly handshakeTimeout?: Duration.Input | "never" | undefined
-  /** Requests being answered and SSE streams open at once, server-wide. Default 1000. */
+  /**
+   * Requests being answered and SSE streams open at once, server-wide. A
+   * request holds its slot until its handler ends, even when the client has
+   * disconnected (a disconnect does not cancel the handler). Default 1000.
+   */
   readonly maxStreams?: number | undefined
+  /**
+   * The same, per principal (named by `authenticate`); past it the answer is
+   * 429. `"none"`: no cap. Default: a quarter of `maxStreams`, rounded up,
+   * when `authenticate` is set (room for a GET stream in each of
+   * `maxSessionsPerPrincipal` sessions and for requests besides); no cap
+   * without it (every client is then the same principal).
+   */
+  readonly maxStreamsPerPrincipal?: number | "none" | undefined
   /** The same, per session. Default 100. */
   readonly maxStreamsPerSession?: number | undefined
   /**
    * Entries a JSON-RPC batch may hold; a longer batch is refused whole with
-   * 413. Each request in an accepted batch takes a slot of `maxStreams` and
-   * `maxStreamsPerSession`; requests past a full limit are answered with an
-   * error entry. Default 100.
+   * 413. Each request in an accepted batch takes a slot of `maxStreams`,
+   * `maxStreamsPerPrincipal` and `maxStreamsPerSession`; requests past a full
+   * limit are answered with an error entry. Default 100.
    */
   readonly maxBatchSize?: number | undefined
   /** A session with no request, stream or running handler for this long is closed. Default 30 minutes. */
@@ -166,6 +178,7 @@ export interface Resolved {
   readonly maxSessionsPerPrincipal: number | undefined
   readonly handshakeTimeoutMs: number | undefined
   readonly maxStreams: number
+  readonly maxStreamsPerPrincipal: number | undefined
   readonly maxStreamsPerSession: number
   readonly maxBatchSize: number
   readonly idleTimeoutMs: number | undefined
@@ -227,11 +240,20 @@ const checkingInterval = (headersMs: number, requestMs: number): number => {
   return Number.isFinite(shortest) ? Math.min(1000, Math.max(10, Math.floor(shortest / 4))) : 1000
 }
 
-/** Without `authenticate` every client is the anonymous principal: a per-principal cap would only shrink `maxSessions`. */
-const perPrincipal = (o: Options, maxSessions: number): number | undefined => {
-  if (o.maxSessionsPerPrincipal === "none") return undefined
-  if (o.maxSessionsPerPrincipal !== undefined) return o.maxSessionsPerPrincipal
-  return o.authenticate === undefined ? undefined : Math.ceil(maxSessions / 10)
+/**
+ * A per-principal cap: the option, else the server-wide cap divided by
+ * `share`, rounded up. Without `authenticate` every client is the anonymous
+ * principal: a default cap would only shrink the server-wide one.
+ */
+const perPrincipal = (
+  o: Options,
+  option: number | "none" | undefined,
+  serverWide: number,
+  share: number
+): number | undefined => {
+  if (option === "none") return undefined
+  if (option !== undefined) return option
+  return o.authenticate === undefined ? undefined : Math.ceil(serverWide / share)
 }
 
 export const resolve = (options: Options | undefined, standalone: boolean): Resolved => {
@@ -241,6 +263,7 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
   // Node refuses a header timeout longer than the request timeout.
   const headersTimeoutMs = requestTimeoutMs > 0 && headersMs > requestTimeoutMs ? requestTimeoutMs : headersMs
   const maxSessions = o.maxSessions ?? defaults.maxSessions
+  const maxStreams = o.maxStreams ?? defaults.maxStreams
   return {
     host: o.host ?? defaults.host,
     port: o.port ?? defaults.port,
@@ -265,9 +288,10 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     authenticate: o.authenticate,
     maxBodyBytes: o.maxBodyBytes ?? defaults.maxBodyBytes,
     maxSessions,
-    maxSessionsPerPrincipal: perPrincipal(o, maxSessions),
+    maxSessionsPerPrincipal: perPrincipal(o, o.maxSessionsPerPrincipal, maxSessions, 10),
     handshakeTimeoutMs: millis(o.handshakeTimeout, defaults.handshakeTimeout),
-    maxStreams: o.maxStreams ?? defaults.maxStreams,
+    maxStreams,
+    maxStreamsPerPrincipal: perPrincipal(o, o.maxStreamsPerPrincipal, maxStreams, 4),
     maxStreamsPerSession: o.maxStreamsPerSession ?? defaults.maxStreamsPerSession,
     maxBatchSize: o.maxBatchSize ?? defaults.maxBatchSize,
     idleTimeoutMs: millis(o.sessionIdleTimeout, defaults.sessionIdleTimeout),

@@ -18,6 +18,7 @@ import type { Env, Guarded, Route } from "./Guard.ts"
 import { guard, preflight } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
+import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 
 interface Item {
@@ -112,13 +113,13 @@ export const makeBroadcast = (store: EventStoreShape, buffer: number, keepAliveM
     } satisfies Broadcast
   })
 
-export const events = (env: Env, hub: Broadcast): Guarded => (request) =>
+export const events = (env: Env, hub: Broadcast): Guarded => (request, principal) =>
   Effect.gen(function*() {
     if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
       return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
     }
-    const admission = yield* env.sessions.enter(undefined, true)
-    if (admission !== "ok") return Security.invalid(503, "Service unavailable: too many open streams", { "retry-after": "1" })
+    const admission = yield* env.sessions.enter(principal.id, undefined, true)
+    if (admission !== "ok") return SlotRefusal.response(admission)
     const stream = yield* hub.listen(request.headers["last-event-id"])
     if (Option.isNone(stream)) return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
     return SseWire.response(stream.value, {})

@@ -3,6 +3,11 @@
  * event, `endpoint`, names the URL to POST to; each POST is answered 202 and
  * its reply travels on the SSE stream. The session lives as long as that SSE
  * connection.
+ *
+ * A posted request is answered before its handler ends, so its slot (see
+ * `Sessions.enterSlots`) is held by the handler: without it a client could
+ * start any number of handlers. Past a limit the POST is refused instead of
+ * accepted.
  */
 import * as Effect from "effect/Effect"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -11,7 +16,8 @@ import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
-import { completesHandshake, isRefused, runInSession } from "./Sessions.ts"
+import { completesHandshake, isRefused, runHoldingSlots } from "./Sessions.ts"
+import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 
 export const open = (env: Env): Guarded => (request, principal) =>
@@ -24,8 +30,8 @@ export const open = (env: Env): Guarded => (request, principal) =>
     const session = created
     // The session ends with this connection, however it ends.
     yield* Effect.addFinalizer(() => env.sessions.close(session))
-    const admission = yield* env.sessions.enter(session, true)
-    if (admission !== "ok") return Security.invalid(503, "Service unavailable: too many open streams", { "retry-after": "1" })
+    const admission = yield* env.sessions.enter(principal.id, session, true)
+    if (admission !== "ok") return SlotRefusal.response(admission)
     const endpoint = `${env.config.legacyMessagesPath}?sessionId=${encodeURIComponent(session.id!)}`
     return SseWire.response(
       session.standalone.attach({
@@ -55,7 +61,7 @@ export const message = (env: Env): Guarded => (request, principal) =>
     if (!RequestBody.isJsonContent(request.headers["content-type"])) {
       return Security.invalid(415, "Unsupported Media Type: Content-Type must be application/json")
     }
-    yield* env.sessions.enter(session, false)
+    yield* env.sessions.enter(principal.id, session, false)
     const body = yield* Effect.result(RequestBody.read(request, env.config.maxBodyBytes))
     if (body._tag === "Failure") {
       return body.failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(body.failure) : RequestBody.unreadable()
@@ -67,13 +73,20 @@ export const message = (env: Env): Guarded => (request, principal) =>
     if (decoded._tag === "Batch") {
       return Security.invalid(400, "Invalid Request: protocol revision 2024-11-05 has no batches")
     }
-    if (completesHandshake(decoded.message)) session.initialized = true
-    const work = session.server.handleMessage(decoded.message).pipe(
+    const message = decoded.message
+    const work = session.server.handleMessage(message).pipe(
       Effect.flatMap((reply) => reply === null ? Effect.void : Effect.asVoid(session.standalone.offer(reply)))
     )
-    // Requests run in the background (their replies go to the stream); notifications and
-    // responses are handled before the 202, so they keep the order the client sent them in.
-    if (decoded.message._tag === "Request") yield* runInSession(session, work)
-    else yield* work
+    if (message._tag !== "Request") {
+      // Notifications and responses are handled before the 202, so they keep the order the client sent them in.
+      if (completesHandshake(message)) session.initialized = true
+      yield* work
+      return HttpServerResponse.text("Accepted", { status: 202 })
+    }
+    const grant = yield* env.sessions.enterSlots(principal.id, session, 1)
+    if (grant.granted === 0) return SlotRefusal.response(grant.short!)
+    if (completesHandshake(message)) session.initialized = true
+    // Requests run in the background (their replies go to the stream).
+    yield* runHoldingSlots(session, grant, work)
     return HttpServerResponse.text("Accepted", { status: 202 })
   })

@@ -143,7 +143,8 @@ export const isOriginAllowed = (lists: AllowLists, origin: string | undefined): 
 
 export const allowedMethods = "GET, POST, DELETE, OPTIONS"
 export const allowedHeaders = "Content-Type, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
-export const exposedHeaders = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate"
+// Retry-After: a browser client told to come back later can read when.
+export const exposedHeaders = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After"
 
 /** Headers added to every answer; the allow-origin ones only for an allowed `Origin`. */
 export const corsHeaders = (origin: string | undefined, allowed: boolean): Record<string, string> =>

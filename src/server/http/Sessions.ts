@@ -7,8 +7,14 @@
  * its streams in one step.
  *
  * Also the admission limits (sessions, with eviction of idle ones at the
- * cap, see SessionAdmission; concurrent streams), handshake and idle expiry,
- * and the bookkeeping the leak tests read.
+ * cap, see SessionAdmission; slots for streams and requests, server-wide,
+ * per principal and per session), handshake and idle expiry, and the
+ * bookkeeping the leak tests read.
+ *
+ * A request's slot is held until its handler ends, not only while its HTTP
+ * exchange is open: a disconnect does not cancel the handler, so a slot freed
+ * at the disconnect would let a client that posts and goes away in a loop
+ * run any number of handlers.
  */
 import { randomBytes, randomUUID } from "node:crypto"
 import * as Cause from "effect/Cause"
@@ -63,7 +69,8 @@ export interface Session {
   protocolVersion: string | undefined
   /** HTTP requests in progress and SSE connections open. */
   active: number
-  connections: number
+  /** Slots of `maxStreamsPerSession` taken: streams open, and requests until both their exchange and handler end. */
+  slots: number
   lastActive: number
   readonly createdAt: number
   /** The client completed the handshake (see `completesHandshake`). */
@@ -80,6 +87,7 @@ export interface SessionsConfig {
   readonly maxSessionsPerPrincipal: number | undefined
   readonly handshakeTimeoutMs: number | undefined
   readonly maxStreams: number
+  readonly maxStreamsPerPrincipal: number | undefined
   readonly maxStreamsPerSession: number
   readonly idleTimeoutMs: number | undefined
   readonly standaloneBuffer: number
@@ -90,8 +98,8 @@ export interface SessionsConfig {
   readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
 }
 
-/** Which limit turned a request away: `maxStreams` (server-wide) or `maxStreamsPerSession`. */
-export type Refusal = "server-full" | "session-full"
+/** Which limit turned a request away: `maxStreams` (server-wide), `maxStreamsPerPrincipal` or `maxStreamsPerSession`. */
+export type Refusal = "server-full" | "principal-full" | "session-full"
 
 export type Admission = "ok" | Refusal
 
@@ -99,6 +107,11 @@ export type Admission = "ok" | Refusal
 export interface Grant {
   readonly granted: number
   readonly short: Refusal | undefined
+  /**
+   * Keeps the granted slots taken until `fiber` ends as well as the request
+   * scope: the handlers a client started hold their slots after it goes away.
+   */
+  readonly holdUntilDone: (fiber: Fiber.Fiber<unknown, unknown>) => Effect.Effect<void>
 }
 
 export interface Refused {
@@ -129,7 +142,14 @@ export interface Stats {
   readonly sessions: number
   readonly legacySessions: number
   readonly ephemeralSessions: number
+  /** Slots held by HTTP exchanges still open: SSE streams and requests being answered. */
   readonly openStreams: number
+  /**
+   * Slots taken against `maxStreams`: `openStreams`, plus the requests whose
+   * exchange ended (a disconnect, the legacy endpoint's 202) while their
+   * handler still runs.
+   */
+  readonly slotsInUse: number
   readonly inFlight: number
   readonly work: number
   readonly storedEvents: number
@@ -149,14 +169,26 @@ export interface Sessions {
   readonly closeAll: Effect.Effect<void>
   /** A new resumable (or, without a store, plain) stream owned by the session. */
   readonly newStream: (session: Session, resumable: boolean) => Effect.Effect<OutStream.OutStream>
-  /** Counts the request (and, with `stream`, an SSE slot) until the current request scope closes. */
-  readonly enter: (session: Session | undefined, stream: boolean) => Effect.Effect<Admission, never, Scope.Scope>
+  /**
+   * Counts the request (and, with `stream`, a slot of the principal's and the
+   * session's, if any) until the current request scope closes.
+   */
+  readonly enter: (
+    principalId: string,
+    session: Session | undefined,
+    stream: boolean
+  ) => Effect.Effect<Admission, never, Scope.Scope>
   /**
    * `enter` for a POST that answers `wanted` requests (a batch): takes as many
-   * slots as are free, up to `wanted`, until the request scope closes. None
-   * granted (while some were wanted) means refused: nothing is counted.
+   * slots as are free, up to `wanted`, until the request scope closes (or,
+   * see `Grant.holdUntilDone`, later). None granted (while some were wanted)
+   * means refused: nothing is counted.
    */
-  readonly enterSlots: (session: Session | undefined, wanted: number) => Effect.Effect<Grant, never, Scope.Scope>
+  readonly enterSlots: (
+    principalId: string,
+    session: Session | undefined,
+    wanted: number
+  ) => Effect.Effect<Grant, never, Scope.Scope>
   readonly stats: Effect.Effect<Stats>
   readonly list: () => ReadonlyArray<Session>
   /** Completes when no request is being answered and no stream is open. */
@@ -183,6 +215,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   const reserved = new Map<string, number>()
   let reservedTotal = 0
   let openStreams = 0
+  let slotsInUse = 0
+  const principalSlots = new Map<string, number>()
   // Open while no stream is open: shutdown waits on it so connections are idle before the listener closes.
   const noStreams = Latch.makeUnsafe(true)
 
@@ -409,7 +443,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         protocolVersion: undefined,
         // Held by the request that creates it (see `create`).
         active: kind === "ephemeral" ? 0 : 1,
-        connections: 0,
+        slots: 0,
         lastActive: now,
         createdAt: now,
         initialized: false,
@@ -432,43 +466,75 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     }).pipe(Effect.ensuring(release))
   }
 
-  const enterSlots = (session: Session | undefined, wanted: number): Effect.Effect<Grant, never, Scope.Scope> =>
+  const takeSlots = (principalId: string, session: Session | undefined, n: number) => {
+    slotsInUse += n
+    const held = (principalSlots.get(principalId) ?? 0) + n
+    if (held === 0) principalSlots.delete(principalId)
+    else principalSlots.set(principalId, held)
+    if (session !== undefined) session.slots += n
+  }
+
+  const refusedGrant = (short: Refusal | undefined): Grant => ({ granted: 0, short, holdUntilDone: () => Effect.void })
+
+  const enterSlots = (
+    principalId: string,
+    session: Session | undefined,
+    wanted: number
+  ): Effect.Effect<Grant, never, Scope.Scope> =>
     Effect.gen(function*() {
-      const serverFree = config.maxStreams - openStreams
-      const sessionFree = session === undefined ? Number.POSITIVE_INFINITY : config.maxStreamsPerSession - session.connections
-      const granted = Math.max(0, Math.min(wanted, serverFree, sessionFree))
+      const serverFree = config.maxStreams - slotsInUse
+      const principalFree = config.maxStreamsPerPrincipal === undefined
+        ? Number.POSITIVE_INFINITY
+        : config.maxStreamsPerPrincipal - (principalSlots.get(principalId) ?? 0)
+      const sessionFree = session === undefined ? Number.POSITIVE_INFINITY : config.maxStreamsPerSession - session.slots
+      const free = Math.min(serverFree, principalFree, sessionFree)
+      const granted = Math.max(0, Math.min(wanted, free))
+      // On a tie the wider limit is named: the server's, then the principal's.
       const short: Refusal | undefined = granted === wanted
         ? undefined
-        : sessionFree < serverFree
-        ? "session-full"
-        : "server-full"
-      if (wanted > 0 && granted === 0) return { granted, short }
+        : free === serverFree
+        ? "server-full"
+        : free === principalFree
+        ? "principal-full"
+        : "session-full"
+      if (wanted > 0 && granted === 0) return refusedGrant(short)
       if (granted > 0) {
         if (openStreams === 0) noStreams.closeUnsafe()
         openStreams += granted
-        if (session !== undefined) session.connections += granted
+        takeSlots(principalId, session, granted)
       }
       if (session !== undefined) {
         session.active++
         yield* touch(session)
+      }
+      // The request scope holds the slots, and so does each fiber handed to `holdUntilDone`; the last one out frees them.
+      let holders = 1
+      const release = () => {
+        if (--holders === 0) takeSlots(principalId, session, -granted)
       }
       yield* Effect.addFinalizer(() =>
         Effect.suspend(() => {
           if (granted > 0) {
             openStreams -= granted
             if (openStreams === 0) noStreams.openUnsafe()
-            if (session !== undefined) session.connections -= granted
+            release()
           }
           if (session === undefined) return Effect.void
           session.active--
           return touch(session)
         })
       )
-      return { granted, short }
+      const holdUntilDone = (fiber: Fiber.Fiber<unknown, unknown>) =>
+        Effect.sync(() => {
+          if (holders === 0 || granted === 0) return
+          holders++
+          fiber.addObserver(release)
+        })
+      return { granted, short, holdUntilDone }
     })
 
-  const enter = (session: Session | undefined, stream: boolean): Effect.Effect<Admission, never, Scope.Scope> =>
-    Effect.map(enterSlots(session, stream ? 1 : 0), (grant) => grant.short ?? "ok")
+  const enter = (principalId: string, session: Session | undefined, stream: boolean) =>
+    Effect.map(enterSlots(principalId, session, stream ? 1 : 0), (grant): Admission => grant.short ?? "ok")
 
   const all = () => [...sessions.values(), ...legacy.values(), ...ephemeral]
 
@@ -488,6 +554,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       legacySessions: legacy.size,
       ephemeralSessions: ephemeral.size,
       openStreams,
+      slotsInUse,
       inFlight,
       work: workSize,
       storedEvents: yield* config.store.size
@@ -512,3 +579,14 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 /** Runs work in the session, outside the HTTP request that started it (a disconnect does not cancel it). */
 export const runInSession = <A, E>(session: Session, effect: Effect.Effect<A, E>): Effect.Effect<Fiber.Fiber<A, E>> =>
   FiberSet.run(session.work, effect)
+
+/**
+ * `runInSession`, the grant's slots held until the work ends too. One step,
+ * so a client going away meanwhile cannot leave work running without its slots.
+ */
+export const runHoldingSlots = <A, E>(
+  session: Session,
+  grant: Grant,
+  effect: Effect.Effect<A, E>
+): Effect.Effect<Fiber.Fiber<A, E>> =>
+  Effect.uninterruptible(Effect.tap(runInSession(session, effect), (fiber) => grant.holdUntilDone(fiber)))

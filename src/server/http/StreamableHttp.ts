@@ -19,7 +19,8 @@ import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
-import { completesHandshake, isRefused, type Refusal, runInSession, type Session } from "./Sessions.ts"
+import { completesHandshake, isRefused, runHoldingSlots, type Session } from "./Sessions.ts"
+import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 
 const SESSION_HEADER = "mcp-session-id"
@@ -29,16 +30,6 @@ const primes = (version: string | undefined) => version !== undefined && version
 
 const sessionHeader = (session: Session): Record<string, string> =>
   session.id === undefined ? {} : { [SESSION_HEADER]: session.id }
-
-const refusalMessage = (refusal: Refusal) =>
-  refusal === "server-full" ? "Service unavailable: too many open streams" : "Too many open streams for this session"
-
-const admissionFailure = (refusal: Refusal) =>
-  Security.invalid(refusal === "server-full" ? 503 : 429, refusalMessage(refusal), { "retry-after": "1" })
-
-/** The entry of a batch answer for a request that found no free slot: what a POST of its own would have been told. */
-const refusedEntry = (id: JsonRpc.RequestId, refusal: Refusal) =>
-  JsonRpc.failure(id, JsonRpc.ErrorCode.InvalidRequest, refusalMessage(refusal))
 
 const batchTooLarge = (limit: number, size: number) =>
   Security.errorResponse(413, JsonRpc.ErrorCode.InvalidRequest, `Invalid Request: ${BatchLimit.reason(limit)}`, { limit, size })
@@ -143,11 +134,11 @@ export const post = (env: Env): Guarded => (request, principal) =>
     // Each request takes a slot, as it would in a POST of its own; the exchange takes one in any case.
     const requests = messages.reduce((n, m) => m._tag === "Request" ? n + 1 : n, 0)
     const wanted = hasReplies ? Math.max(1, requests) : 0
-    const grant = yield* sessions.enterSlots(s, wanted)
+    const grant = yield* sessions.enterSlots(principal.id, s, wanted)
     if (wanted > 0 && grant.granted === 0) {
       // A session made for this initialize must not outlive the refusal.
       if (initialize) yield* sessions.close(s)
-      return admissionFailure(grant.short!)
+      return SlotRefusal.response(grant.short!)
     }
     const headers = sessionHeader(s)
     if (!s.initialized && messages.some(completesHandshake)) s.initialized = true
@@ -177,7 +168,7 @@ export const post = (env: Env): Guarded => (request, principal) =>
     }
     const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
       if (m._tag !== "Request") return s.server.handleMessage(m)
-      if (refused.has(m)) return Effect.succeed(refusedEntry(m.message.id, grant.short!))
+      if (refused.has(m)) return Effect.succeed(SlotRefusal.entry(m.message.id, grant.short!))
       if (!claimed.has(m.message.id)) {
         return Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
       }
@@ -198,8 +189,9 @@ export const post = (env: Env): Guarded => (request, principal) =>
           return out.end
         }))
       )
-    // The work belongs to the session: a client that disconnects does not cancel it.
-    yield* runInSession(s, work)
+    // The work belongs to the session: a client that disconnects does not cancel it,
+    // and it keeps the slots taken until it ends.
+    yield* runHoldingSlots(s, grant, work)
 
     // Answered already (a quick handler) with responses only: the whole SSE body in one write.
     const stream = Effect.suspend(() => {
@@ -280,8 +272,8 @@ export const get = (env: Env): Guarded => (request, principal) =>
         lastEventId: undefined
       })
     }
-    const admission = yield* sessions.enter(session, true)
-    if (admission !== "ok") return admissionFailure(admission)
+    const admission = yield* sessions.enter(principal.id, session, true)
+    if (admission !== "ok") return SlotRefusal.response(admission)
     return SseWire.response(frames, headers)
   })
 

@@ -235,5 +235,5 @@ export const eventually = async (check: () => Promise<boolean> | boolean, timeou
 export const isClean = async (transport: HttpServerTransport.HttpServerTransportShape) => {
   const s = await run(transport.stats)
   return s.sessions === 0 && s.legacySessions === 0 && s.ephemeralSessions === 0 && s.openStreams === 0 &&
-    s.inFlight === 0 && s.work === 0 && s.broadcastListeners === 0
+    s.slotsInUse === 0 && s.inFlight === 0 && s.work === 0 && s.broadcastListeners === 0
 }
