@@ -14,6 +14,13 @@ import type * as Effect from "effect/Effect"
 import type * as JsonRpc from "../JsonRpc.ts"
 import type { RequestError, TransportClosed } from "../McpError.ts"
 
+/**
+ * What a handler can do besides answering: learn which session and request it
+ * serves, notify the client, and ask the client something.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HandlerContext {
   /** The session this message arrived on (HTTP stateful mode); undefined on stdio. */
   readonly sessionId: string | undefined
@@ -43,6 +50,20 @@ export interface HandlerContext {
  * Answers one message. Failures and defects become -32603 Internal error
  * (with no stack trace on the wire); interruption (the client cancelled)
  * drops the reply.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import * as JsonRpc from "effect-mcp-transport/JsonRpc"
+ * import type { Handler } from "effect-mcp-transport/server/Handler"
+ *
+ * // Answers every request with its params; notifications get no reply.
+ * const echo: Handler = (message) =>
+ *   Effect.succeed("id" in message ? JsonRpc.success(message.id, message.params ?? {}) : null)
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Handler<R = never> = (
   message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification,

@@ -6,8 +6,38 @@
  * re-exported by the package root.
  */
 export type { Handler, HandlerContext } from "./Handler.ts"
+/**
+ * Serves one Handler over the process's stdin and stdout (NDJSON).
+ *
+ * @since 0.1.0
+ * @category modules
+ */
 export * as StdioServerTransport from "./StdioServerTransport.ts"
+/**
+ * Mounts one MCP `Handler` over HTTP.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
 export * as HttpServerTransport from "./HttpServerTransport.ts"
+/**
+ * Replay storage for resumable SSE streams.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
 export * as EventStore from "./EventStore.ts"
+/**
+ * The server side of the MCP lifecycle, as a `Handler` any server transport can mount (stdio, in-memory, HTTP).
+ *
+ * @since 0.1.0
+ * @category modules
+ */
 export * as McpServer from "./McpServer.ts"
+/**
+ * A method table.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
 export * as Router from "./Router.ts"
