@@ -1,4 +1,9 @@
-/** Who a peer says it is: `clientInfo` and `serverInfo` in the handshake. */
+/**
+ * Who a peer says it is: `clientInfo` and `serverInfo` in the handshake.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Implementation {
   readonly name: string
   readonly version: string

@@ -46,7 +46,12 @@ export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure
 export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse
 export type JsonRpcBatch = ReadonlyArray<JsonRpcMessage>
 
-/** Standard JSON-RPC codes and the MCP codes that appear on the wire. */
+/**
+ * Standard JSON-RPC codes and the MCP codes that appear on the wire.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const ErrorCode = {
   ParseError: -32700,
   InvalidRequest: -32600,
@@ -126,6 +131,9 @@ const invalid = (reason: string, id: RequestId | null = null, response = false):
 /**
  * Classifies one decoded JSON value as a JSON-RPC message, or says what is
  * wrong with it. Never throws. Extra members are kept as they are.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const classify = (u: unknown): Classified => {
   if (typeof u !== "object" || u === null || Array.isArray(u)) {
@@ -175,7 +183,12 @@ export type Decoded =
   | { readonly _tag: "Batch"; readonly messages: ReadonlyArray<Classified> }
   | { readonly _tag: "ParseError"; readonly reason: string }
 
-/** Parses one frame (an NDJSON line or an HTTP body). Never throws. */
+/**
+ * Parses one frame (an NDJSON line or an HTTP body). Never throws.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const decode = (text: string): Decoded => {
   let value: unknown
   try {

@@ -41,7 +41,12 @@ export const Failure = Schema.Struct({
   error: ErrorObject
 })
 
-/** Requests before notifications: unknown keys are stripped, so the order decides. */
+/**
+ * Requests before notifications: unknown keys are stripped, so the order decides.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Message = Schema.Union([
   Request,
   Notification,

@@ -8,11 +8,21 @@ import type { JsonRpcErrorObject, RequestId } from "./JsonRpc.ts"
 
 const MAX_TEXT = 512
 
-/** Cuts text for inclusion in an error, keeping the start where the cause usually is. */
+/**
+ * Cuts text for inclusion in an error, keeping the start where the cause usually is.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const truncate = (text: string, max: number = MAX_TEXT): string =>
   text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`
 
-/** How the transport ended; the cause users see instead of a bare "Transport closed". */
+/**
+ * How the transport ended; the cause users see instead of a bare "Transport closed".
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface CloseDetails {
   /** Why, in a few words: "process exited", "scope closed", "stdout ended", "SSE stream ended"… */
   readonly reason: string
@@ -50,7 +60,12 @@ export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
   }
 }
 
-/** The peer answered with a JSON-RPC error object. */
+/**
+ * The peer answered with a JSON-RPC error object.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RpcError extends Data.TaggedError("RpcError")<{
   readonly code: number
   readonly rpcMessage: string
@@ -74,7 +89,12 @@ export class RpcError extends Data.TaggedError("RpcError")<{
 /** How much of a malformed message its error keeps. */
 const MALFORMED_TEXT = 200
 
-/** A frame or body that is not JSON, or not a JSON-RPC message. */
+/**
+ * A frame or body that is not JSON, or not a JSON-RPC message.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MalformedMessage extends Data.TaggedError("MalformedMessage")<{
   /** The offending text, cut to a sane length. */
   readonly text: string
@@ -118,7 +138,12 @@ export class SpawnError extends Data.TaggedError("SpawnError")<{
   }
 }
 
-/** Non-2xx HTTP answer. */
+/**
+ * Non-2xx HTTP answer.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class HttpError extends Data.TaggedError("HttpError")<{
   readonly status: number
   /** The response body as text, cut to a sane length. */
@@ -139,6 +164,9 @@ export class HttpError extends Data.TaggedError("HttpError")<{
  * An HTTP redirect the transport would not follow: to another origin, one
  * that would change the method, a `Location` that is not a URL, or one hop
  * too many.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class RedirectRefused extends Data.TaggedError("RedirectRefused")<{
   readonly status: number
@@ -155,7 +183,12 @@ export class RedirectRefused extends Data.TaggedError("RedirectRefused")<{
   }
 }
 
-/** The server no longer knows our session (HTTP 404 on a request that carried a session id). */
+/**
+ * The server no longer knows our session (HTTP 404 on a request that carried a session id).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class SessionExpired extends Data.TaggedError("SessionExpired")<{
   readonly sessionId: string
 }> {
@@ -164,7 +197,12 @@ export class SessionExpired extends Data.TaggedError("SessionExpired")<{
   }
 }
 
-/** A response stream ended before the response to this request arrived. */
+/**
+ * A response stream ended before the response to this request arrived.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class NoResponse extends Data.TaggedError("NoResponse")<{
   readonly id: RequestId
   readonly method: string
@@ -186,7 +224,12 @@ export class UnsupportedProtocolVersion extends Data.TaggedError("UnsupportedPro
   }
 }
 
-/** What a request can fail with on any transport. */
+/**
+ * What a request can fail with on any transport.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type RequestError =
   | TransportClosed
   | RequestTimeout
@@ -198,10 +241,20 @@ export type RequestError =
   | NoResponse
   | MalformedMessage
 
-/** What sending a notification can fail with on any transport. */
+/**
+ * What sending a notification can fail with on any transport.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type NotifyError = TransportClosed | MessageTooLarge | HttpError | RedirectRefused | SessionExpired
 
-/** The peer did not declare the capability a method needs; nothing was sent. */
+/**
+ * The peer did not declare the capability a method needs; nothing was sent.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class CapabilityNotSupported extends Data.TaggedError("CapabilityNotSupported")<{
   readonly method: string
   /** The capability path that was missing, e.g. `tools` or `resources.subscribe`. */
@@ -214,7 +267,12 @@ export class CapabilityNotSupported extends Data.TaggedError("CapabilityNotSuppo
   }
 }
 
-/** A message that is valid JSON-RPC but whose payload does not have the shape its method defines. */
+/**
+ * A message that is valid JSON-RPC but whose payload does not have the shape its method defines.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidPayload extends Data.TaggedError("InvalidPayload")<{
   readonly method: string
   readonly kind: "result" | "params" | "notification"

@@ -72,7 +72,12 @@ export interface BridgeOptions<E = never, R = never> {
   readonly onUpstreamClosed?: ((sessionId: string | undefined, error: TransportClosed) => Effect.Effect<void>) | undefined
 }
 
-/** The upstream could not be connected (spawn failed, …); `cause` is the connector's error. */
+/**
+ * The upstream could not be connected (spawn failed, …); `cause` is the connector's error.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class UpstreamUnavailable extends Data.TaggedError("UpstreamUnavailable")<{ readonly cause: unknown }> {
   override get message(): string {
     return `Upstream server unavailable: ${describe(this.cause)}`
@@ -96,7 +101,12 @@ export interface BridgeShape {
 
 export class Bridge extends Context.Service<Bridge, BridgeShape>()("effect-mcp-transport/Bridge") {}
 
-/** Codes of the JSON-RPC errors the bridge itself answers with (the MCP SDKs use the same two). */
+/**
+ * Codes of the JSON-RPC errors the bridge itself answers with (the MCP SDKs use the same two).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const ErrorCode = {
   /** The upstream connection is closed or could not be opened. */
   UpstreamClosed: JsonRpc.ErrorCode.ConnectionClosed,
@@ -119,6 +129,9 @@ const firstLine = (text: string) => {
  * peer is passed on unchanged; a transport failure gets a bridge code and a
  * one-line message naming it (no stderr or stack on the wire), with
  * `data: { bridge: <error tag> }`.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const toRpcError = (error: RequestError | UpstreamUnavailable): RpcError => {
   switch (error._tag) {
@@ -196,7 +209,12 @@ const toMillis = (input: Duration.Input | undefined): number => {
   return Duration.isFinite(d) ? Duration.toMillis(d) : Number.POSITIVE_INFINITY
 }
 
-/** The bridge for the life of the scope; closing it closes every upstream. */
+/**
+ * The bridge for the life of the scope; closing it closes every upstream.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fnUntraced(function*<E, R>(
   options: BridgeOptions<E, R>
 ): Effect.fn.Return<BridgeShape, never, Exclude<R, Scope.Scope> | Scope.Scope> {
@@ -374,7 +392,12 @@ export const make = Effect.fnUntraced(function*<E, R>(
   }
 })
 
-/** The bridge as a service. */
+/**
+ * The bridge as a service.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = <E, R>(options: BridgeOptions<E, R>): Layer.Layer<Bridge, never, Exclude<R, Scope.Scope>> =>
   Layer.effect(Bridge, make(options))
 
@@ -386,6 +409,9 @@ export const layer = <E, R>(options: BridgeOptions<E, R>): Layer.Layer<Bridge, n
  * the upstream: `HttpServerTransport.layer` with the bridge's handler, each
  * HTTP session with its own upstream, closed when the session ends.
  * Defaults are the transport's: 127.0.0.1:8421, path `/mcp`.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerHttp = <E, R>(
   options: BridgeOptions<E, R>,
@@ -419,7 +445,12 @@ const upstreamEnded = (upstream: ClientTransportShape): Effect.Effect<TransportC
     Effect.flatMap((first) => Option.isSome(first) ? Effect.succeed(first.value) : upstream.awaitClosed)
   )
 
-/** How a stdio bridge ended. */
+/**
+ * How a stdio bridge ended.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StdioBridgeEnd {
   /** `downstream`: stdin ended (or stdout failed); `upstream`: the upstream connection closed or its session expired. */
   readonly side: "downstream" | "upstream"
@@ -431,6 +462,9 @@ export interface StdioBridgeEnd {
  * the upstream closes: connects first (failing with `UpstreamUnavailable`
  * before reading a line), and when the upstream goes away the requests in
  * flight are answered with errors, written, and serving stops.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const runStdio = <E, R>(
   options: BridgeOptions<E, R>,

@@ -32,13 +32,23 @@ import {
 
 export type Direction = "client-to-server" | "server-to-client"
 
-/** Hands the link's owner a way to end the connection from the wire (a dying peer). */
+/**
+ * Hands the link's owner a way to end the connection from the wire (a dying peer).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface WireControls {
   /** The server dies: its handlers stop, nothing more crosses, the client closes with `reason`. */
   readonly killServer: (reason: string) => Effect.Effect<void>
 }
 
-/** Sits on the link and decides what arrives, when, and how often. */
+/**
+ * Sits on the link and decides what arrives, when, and how often.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface WireInterceptor {
   /**
    * Called for every frame in `direction`. The frame arrives once per call
@@ -89,7 +99,12 @@ const exceedsBytes = (text: string, limit: number): number | undefined => {
 
 const passThrough = (_: Direction, text: string, deliver: (text: string) => Effect.Effect<void>) => deliver(text)
 
-/** Builds the linked pair for the life of the scope. */
+/**
+ * Builds the linked pair for the life of the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makePair = Effect.fnUntraced(function*<R>(
   handler: Handler<R>,
   options: InMemoryOptions = {}
@@ -217,13 +232,23 @@ export const makePair = Effect.fnUntraced(function*<R>(
   }
 })
 
-/** The client side of a linked pair; the server lives as long as the scope. */
+/**
+ * The client side of a linked pair; the server lives as long as the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = <R>(
   handler: Handler<R>,
   options?: InMemoryOptions
 ): Effect.Effect<ClientTransportShape, never, Scope.Scope | R> =>
   Effect.map(makePair(handler, options), (pair) => pair.client)
 
-/** Provides `ClientTransport` talking to `handler` in the same process. */
+/**
+ * Provides `ClientTransport` talking to `handler` in the same process.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = <R>(handler: Handler<R>, options?: InMemoryOptions): Layer.Layer<ClientTransport, never, R> =>
   Layer.effect(ClientTransport, make(handler, options))

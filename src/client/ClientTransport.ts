@@ -20,7 +20,12 @@ export type ConnectionState = Data.TaggedEnum<{
 }>
 export const ConnectionState = Data.taggedEnum<ConnectionState>()
 
-/** Things worth knowing that do not fail a request: skipped lines, stray responses, listener trouble. */
+/**
+ * Things worth knowing that do not fail a request: skipped lines, stray responses, listener trouble.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Diagnostic = Data.TaggedEnum<{
   MalformedFrame: { readonly text: string; readonly reason: string }
   InvalidMessage: { readonly text: string; readonly reason: string }
@@ -44,7 +49,12 @@ export interface RequestOptions {
   readonly onDeadline?: ((restart: () => void) => void) | undefined
 }
 
-/** Answers a request the server sends us. A failure with `RpcError` becomes the JSON-RPC error reply. */
+/**
+ * Answers a request the server sends us. A failure with `RpcError` becomes the JSON-RPC error reply.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type RequestHandler = (request: JsonRpc.JsonRpcRequest) => Effect.Effect<unknown, RpcError>
 
 export interface ClientTransportShape {

@@ -42,7 +42,12 @@ import {
 
 export type { HeaderContext, HeaderHook } from "./internal/HttpExchange.ts"
 
-/** `url` is the SSE endpoint the client GETs. */
+/**
+ * `url` is the SSE endpoint the client GETs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options extends Http.TransportOptions {
   /** How long to wait for the stream to open and name its `endpoint`. Default 30 seconds. */
   readonly connectTimeout?: Duration.Input | undefined
@@ -60,7 +65,12 @@ const DEFAULT_CONNECT_TIMEOUT = Duration.seconds(30)
 const encoder = new TextEncoder()
 
 
-/** Resolves the `endpoint` event against the SSE URL; another origin is refused. */
+/**
+ * Resolves the `endpoint` event against the SSE URL; another origin is refused.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const resolveEndpoint = (data: string, base: string): URL | MalformedMessage => {
   let url: URL
   try {
@@ -247,6 +257,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   return transport
 })
 
-/** Provides `ClientTransport` over legacy HTTP+SSE; needs an `HttpClient`. */
+/**
+ * Provides `ClientTransport` over legacy HTTP+SSE; needs an `HttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: Options): Layer.Layer<ClientTransport, ConnectError, HttpClient.HttpClient> =>
   Layer.effect(ClientTransport, make(options))

@@ -205,7 +205,12 @@ const probing = (config: HttpServerConfig) =>
 const fixed = <T extends ClientTransportShape>(transport: T, selected: Selected): T & SelectedTransport =>
   Object.assign(transport, { selected: Effect.succeed(selected) })
 
-/** Builds the transport a configuration entry asks for. */
+/**
+ * Builds the transport a configuration entry asks for.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export function make(
   config: StdioServerConfig
 ): Effect.Effect<SelectedTransport, SpawnError, Scope.Scope | ChildProcessSpawner.ChildProcessSpawner>
@@ -233,7 +238,12 @@ export function make(
   return probing(config)
 }
 
-/** `ClientTransport` for a configuration entry. */
+/**
+ * `ClientTransport` for a configuration entry.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export function layer(
   config: StdioServerConfig
 ): Layer.Layer<ClientTransport, SpawnError, ChildProcessSpawner.ChildProcessSpawner>

@@ -88,6 +88,9 @@ const parseId = (eventId: string): { readonly streamId: string; readonly seq: nu
 /**
  * An in-memory store. Sequence numbers grow across the whole store, so the
  * order of ids within a stream is the order of `append` calls.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
   const maxEvents = Math.max(1, options?.maxEvents ?? defaults.maxEvents)
@@ -204,11 +207,21 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
 export const makeMemory = (options?: MemoryOptions): Effect.Effect<EventStoreShape> =>
   Effect.sync(() => makeMemoryUnsafe(options))
 
-/** The in-memory store as the `EventStore` service. */
+/**
+ * The in-memory store as the `EventStore` service.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerMemory = (options?: MemoryOptions): Layer.Layer<EventStore> =>
   Layer.effect(EventStore)(makeMemory(options))
 
-/** The default store (in memory, default bounds). */
+/**
+ * The default store (in memory, default bounds).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<EventStore> = layerMemory()
 
 export const make = makeMemory

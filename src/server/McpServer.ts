@@ -67,7 +67,12 @@ export const DEFAULT_NOT_INITIALIZED_CODE = -32002
 
 export type ClientCallError = RequestError | CapabilityNotSupported | InvalidPayload
 
-/** What the server learned about the client at `initialize`. */
+/**
+ * What the server learned about the client at `initialize`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SessionInfo {
   readonly sessionId: string | undefined
   readonly phase: "initializing" | "ready"
@@ -81,14 +86,24 @@ export interface SessionInfo {
 export type SamplingRequest = typeof McpSchema.CreateMessage.payloadSchema.Encoded
 export type ElicitRequest = typeof McpSchema.ElicitRequestParams.Encoded
 
-/** Given to notification handlers: the session and a way to talk back. */
+/**
+ * Given to notification handlers: the session and a way to talk back.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SessionContext {
   readonly sessionId: string | undefined
   readonly session: SessionInfo
   readonly notify: HandlerContext["notify"]
 }
 
-/** Given to request handlers. */
+/**
+ * Given to request handlers.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RequestContext extends SessionContext {
   readonly requestId: JsonRpc.RequestId
   /** The request's `_meta.progressToken`, if it carried one. */
@@ -138,6 +153,9 @@ export const make = (options: McpServerOptions): McpServer => build(options, Rou
  * → -32602 with the decoder's message); `result`, when given, encodes the
  * handler's value to JSON. Fail with `RpcError` to choose the error reply;
  * any other failure or defect is answered -32603 with no details.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const method = <P extends Schema.Top = typeof Schema.Unknown, A extends Schema.Top = typeof Schema.Unknown, R2 = never>(
   name: string,
@@ -147,7 +165,12 @@ export const method = <P extends Schema.Top = typeof Schema.Unknown, A extends S
 <R>(self: McpServer<R>): McpServer<R | R2 | P["DecodingServices"] | A["EncodingServices"]> =>
   build(self.options, Router.add(self.router, name, schemas, handle), self.notificationRouter)
 
-/** Registers a notification handler (e.g. `notifications/roots/list_changed`). Failures are dropped. */
+/**
+ * Registers a notification handler (e.g. `notifications/roots/list_changed`). Failures are dropped.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const notification = <P extends Schema.Top = typeof Schema.Unknown, R2 = never>(
   name: string,
   schemas: { readonly params?: P | undefined },
@@ -156,7 +179,12 @@ export const notification = <P extends Schema.Top = typeof Schema.Unknown, R2 = 
 <R>(self: McpServer<R>): McpServer<R | R2 | P["DecodingServices"]> =>
   build(self.options, self.router, Router.addNotification(self.notificationRouter, name, schemas, handle))
 
-/** The capabilities `initialize` declares: implied by the methods, then the explicit ones merged over them. */
+/**
+ * The capabilities `initialize` declares: implied by the methods, then the explicit ones merged over them.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const capabilities = (server: McpServer<any>): Record<string, unknown> => {
   const has = (m: string) => server.router.requests.has(m)
   const derived: Record<string, Record<string, unknown>> = { logging: {} }
@@ -223,7 +251,12 @@ const decodeElicit = lazyDecoder((m) => m.ElicitResult)
 const decodeRoots = lazyDecoder((m) => m.ListRootsResult)
 const severity = (level: McpSchema.LoggingLevel): number => LEVELS.indexOf(level)
 
-/** Negotiation per the spec: the client's revision when we speak it, else our newest. */
+/**
+ * Negotiation per the spec: the client's revision when we speak it, else our newest.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const negotiate = (requested: string): ProtocolVersion.ProtocolVersion =>
   ProtocolVersion.isSupported(requested) ? requested : ProtocolVersion.LATEST
 
@@ -387,7 +420,12 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
   }
 }
 
-/** Builds the handler and its per-session state. */
+/**
+ * Builds the handler and its per-session state.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>> =>
   Effect.sync(() => {
     const options = server.options

@@ -40,7 +40,12 @@ export interface RouteSchemas<P extends Schema.Top, A extends Schema.Top> {
 
 const identity = (u: unknown) => Effect.succeed(u)
 
-/** Adds (or replaces) the handler of a request method. */
+/**
+ * Adds (or replaces) the handler of a request method.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const add = <Ctx, R, P extends Schema.Top = typeof Schema.Unknown, A extends Schema.Top = typeof Schema.Unknown, R2 = never>(
   router: Router<Ctx, R>,
   method: string,
@@ -60,7 +65,12 @@ export const add = <Ctx, R, P extends Schema.Top = typeof Schema.Unknown, A exte
   return { requests, notifications: router.notifications }
 }
 
-/** Adds (or replaces) the handler of a notification method. Its failures are dropped: notifications get no reply. */
+/**
+ * Adds (or replaces) the handler of a notification method. Its failures are dropped: notifications get no reply.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const addNotification = <Ctx, R, P extends Schema.Top = typeof Schema.Unknown, R2 = never>(
   router: Router<Ctx, R>,
   method: string,
@@ -83,6 +93,9 @@ export const invalidParams = (id: JsonRpc.RequestId, error: Schema.SchemaError):
 /**
  * Answers one request. Total: every failure and defect becomes an error
  * reply; only interruption passes through (so the transport drops the reply).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const dispatch = <Ctx, R>(
   router: Router<Ctx, R>,
@@ -112,7 +125,12 @@ export const dispatch = <Ctx, R>(
   )
 }
 
-/** Runs the handler of a notification, if there is one; decode failures and handler failures are dropped. */
+/**
+ * Runs the handler of a notification, if there is one; decode failures and handler failures are dropped.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const dispatchNotification = <Ctx, R>(
   router: Router<Ctx, R>,
   notification: JsonRpc.JsonRpcNotification,

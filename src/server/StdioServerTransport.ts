@@ -45,7 +45,12 @@ export interface StdioServerOptions {
   readonly outputBuffer?: number | undefined
 }
 
-/** A second server tried to read a stdin that another server in this process is already reading. */
+/**
+ * A second server tried to read a stdin that another server in this process is already reading.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class StdioAlreadyServing extends Data.TaggedError("StdioAlreadyServing")<{}> {
   override get message(): string {
     return "stdin is already being served by another StdioServerTransport in this process"
@@ -164,6 +169,9 @@ const toMillis = (input: Duration.Input): number => {
 /**
  * Starts serving `handler` on stdin/stdout for the life of the scope. Fails
  * with `StdioAlreadyServing` when another server reads the same stdin.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <R>(
   handler: Handler<R>,
@@ -305,6 +313,9 @@ const makeServer = Effect.fnUntraced(function*<R>(
 /**
  * Serves until stdin ends (replies in flight written) or stdout fails, then
  * completes: the program's main effect for a stdio MCP server.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const run = <R>(
   handler: Handler<R>,
@@ -312,7 +323,12 @@ export const run = <R>(
 ): Effect.Effect<TransportClosed, StdioAlreadyServing, Stdio.Stdio | R> =>
   Effect.scoped(Effect.flatMap(make(handler, options), (server) => server.awaitDone))
 
-/** The server as a service, for programs that also push notifications from elsewhere. */
+/**
+ * The server as a service, for programs that also push notifications from elsewhere.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = <R>(
   handler: Handler<R>,
   options?: StdioServerOptions
@@ -321,5 +337,8 @@ export const layer = <R>(
 /**
  * Routes the default logger to stderr for the whole program (the server does
  * this itself while serving; this covers logs before and after).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerLogger: Layer.Layer<never> = Layer.succeed(Logger.LogToStderr, true)

@@ -15,7 +15,12 @@ import { HttpError, MessageTooLarge, RedirectRefused, TransportClosed, truncate 
 
 export type HttpVerb = "POST" | "GET" | "DELETE"
 
-/** What the per-request header hook is told about the request it decorates. */
+/**
+ * What the per-request header hook is told about the request it decorates.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HeaderContext {
   readonly verb: HttpVerb
   readonly url: string
@@ -26,6 +31,9 @@ export interface HeaderContext {
 /**
  * Computes extra headers per HTTP request, e.g. a bearer token that refreshes.
  * It runs before every POST, GET and DELETE the transport makes.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type HeaderHook = (context: HeaderContext) => Effect.Effect<Readonly<Record<string, string>>>
 

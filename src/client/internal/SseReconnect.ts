@@ -13,6 +13,9 @@ import * as Schedule from "effect/Schedule"
 /**
  * 1 s, growing ×1.5 per attempt, ±20 % jitter, capped at 30 s, at most 5
  * attempts in a row before the listener gives up.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const defaultSchedule: Schedule.Schedule<unknown, unknown> = Schedule.exponential("1 second", 1.5).pipe(
   Schedule.jittered,
