@@ -16,7 +16,9 @@
  * stdin, gives the server a grace period to exit, then SIGTERM and SIGKILL go
  * to the whole process group (the spawner starts children detached in their
  * own group on POSIX), so wrappers such as npx or a shell take their
- * grandchildren with them.
+ * grandchildren with them. On Linux the server's descendants are also
+ * recorded from /proc while it runs (DescendantReaper), and those that left
+ * the group (`setsid`, daemonizing helpers) get the same signals.
  */
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -35,6 +37,7 @@ import { MessageTooLarge, SpawnError, TransportClosed } from "../McpError.ts"
 import * as BatchWriter from "../internal/BatchWriter.ts"
 import * as ClientCore from "./internal/ClientCore.ts"
 import * as Correlation from "../internal/Correlation.ts"
+import * as DescendantReaper from "./internal/DescendantReaper.ts"
 import * as LineFramer from "../internal/LineFramer.ts"
 import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "../Defaults.ts"
 import {
@@ -56,6 +59,14 @@ export interface StdioShutdownOptions {
    * pipes open makes this wait its full length. Default 250 ms.
    */
   readonly exitDrain?: Duration.Input | undefined
+  /**
+   * How often the server's process tree is read while it runs (Linux, from
+   * /proc) to record its descendants, so that those that leave its process
+   * group are ended with the scope too. It is also read as the scope closes.
+   * Default 1 second, at least 50 ms; `Duration.infinity` reads it only as the scope closes;
+   * `false` ends the process group alone.
+   */
+  readonly descendantSampleInterval?: Duration.Input | false | undefined
 }
 
 export interface StdioStderrOptions {
@@ -98,11 +109,17 @@ export interface StdioClientTransportShape extends ClientTransportShape {
   readonly pid: number
   /** The last stderr lines, oldest first. */
   readonly stderrTail: Effect.Effect<ReadonlyArray<string>>
+  /**
+   * The server's descendants recorded so far that still run: what the scope
+   * will end besides the process group. Empty where /proc does not exist.
+   */
+  readonly descendants: Effect.Effect<ReadonlyArray<number>>
 }
 
 export const DEFAULT_GRACE_PERIOD_MS = 2_000
 export const DEFAULT_KILL_AFTER_MS = 2_000
 export const DEFAULT_EXIT_DRAIN_MS = 250
+export const DEFAULT_DESCENDANT_SAMPLE_INTERVAL_MS = 1_000
 export const DEFAULT_STDERR_TAIL_LINES = 20
 export const DEFAULT_STDERR_MAX_LINE_BYTES = 64 * 1024
 export const DEFAULT_WRITE_QUEUE_CAPACITY = 256
@@ -134,6 +151,8 @@ const exitFromError = (error: unknown): ProcessExit => {
   const match = texts.map((t) => SIGNAL_IN_MESSAGE.exec(t)).find((m) => m !== null)
   return { signal: match?.[1] }
 }
+
+const MIN_DESCENDANT_SAMPLE_INTERVAL_MS = 50
 
 const toMillis = (input: Duration.Input | undefined, fallback: number): number =>
   input === undefined ? fallback : Duration.toMillis(Duration.fromInputUnsafe(input))
@@ -171,6 +190,11 @@ export const make = Effect.fnUntraced(function*(
   const graceMs = toMillis(config.shutdown?.gracePeriod, DEFAULT_GRACE_PERIOD_MS)
   const killAfterMs = toMillis(config.shutdown?.killAfter, DEFAULT_KILL_AFTER_MS)
   const exitDrainMs = toMillis(config.shutdown?.exitDrain, DEFAULT_EXIT_DRAIN_MS)
+  const sampleInterval = config.shutdown?.descendantSampleInterval
+  // A walk costs ~0.1 ms of CPU: reading the tree more often than every 50 ms would cost more than it finds.
+  const sampleIntervalMs = sampleInterval === false
+    ? undefined
+    : Math.max(MIN_DESCENDANT_SAMPLE_INTERVAL_MS, toMillis(sampleInterval, DEFAULT_DESCENDANT_SAMPLE_INTERVAL_MS))
   const tailLines = config.stderr?.tailLines ?? DEFAULT_STDERR_TAIL_LINES
   const logStderr = config.stderr?.log ?? true
 
@@ -253,9 +277,20 @@ export const make = Effect.fnUntraced(function*(
     forceKillAfter: Duration.millis(killAfterMs)
   })
   const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+  // Added before the spawn so that it runs after the spawner has ended the process group.
+  let reaper: DescendantReaper.DescendantReaper | undefined
+  yield* Effect.addFinalizer(() => reaper === undefined ? Effect.void : reaper.finish)
   const handle = yield* spawner.spawn(command).pipe(
     Effect.mapError((cause) => new SpawnError({ command: config.command, args, cause }))
   )
+  if (sampleIntervalMs !== undefined) {
+    reaper = DescendantReaper.make({
+      pid: handle.pid,
+      rootRunning: Effect.orElseSucceed(handle.isRunning, () => false),
+      killAfterMs
+    })
+    if (Number.isFinite(sampleIntervalMs)) yield* Effect.forkScoped(reaper.sampleEvery(sampleIntervalMs))
+  }
 
   // --- stderr: ring buffer, stream, debug log ------------------------------
   const tail = makeRing(tailLines)
@@ -383,11 +418,15 @@ export const make = Effect.fnUntraced(function*(
   }).pipe(Effect.forkScoped)
 
   // Runs before the fibers above are interrupted and before the spawner's own
-  // release (SIGTERM to the group, SIGKILL after `killAfter`).
+  // release (SIGTERM to the group, SIGKILL after `killAfter`). The tree is
+  // read before stdin ends, since a wrapper that exits on EOF orphans what it
+  // started, and again just before the group's SIGTERM.
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
+      if (reaper !== undefined) yield* reaper.sample
       yield* closeWith(new TransportClosed({ reason: "transport scope closed", stderrTail: tail.snapshot() }))
       yield* Deferred.await(exited).pipe(Effect.timeoutOption(Duration.millis(graceMs)))
+      if (reaper !== undefined) yield* reaper.terminate
     })
   )
 
@@ -410,7 +449,8 @@ export const make = Effect.fnUntraced(function*(
   return {
     ...service,
     pid: handle.pid,
-    stderrTail: Effect.sync(() => tail.snapshot())
+    stderrTail: Effect.sync(() => tail.snapshot()),
+    descendants: reaper === undefined ? Effect.succeed([]) : reaper.alive
   }
 })
 

@@ -8,7 +8,8 @@
  *    timeouts, caller aborts and process death, every request settles exactly once with the outcome
  *    of the earliest event, nothing stays pending, the server hears
  *    `notifications/cancelled` for exactly the abandoned requests, and the
- *    process does not outlive its scope. Many runs use an in-memory process
+ *    process (nor a grandchild, nor a detached helper in a session of its own)
+ *    does not outlive its scope. Many runs use an in-memory process
  *    behind effect's own ChildProcessSpawner interface under the TestClock
  *    (the transport's code runs unchanged); fewer runs use real processes.
  */
@@ -35,7 +36,7 @@ import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import type { Diagnostic } from "../../src/client/ClientTransport.ts"
 import * as LineFramer from "../../src/internal/LineFramer.ts"
 import { malformedResponses, malformedShapeNames } from "../fixtures/malformed-responses.ts"
-import { isAlive, testServer } from "../fixtures/stdio-helpers.ts"
+import { awaitGone, isAlive, pidFile, testServer } from "../fixtures/stdio-helpers.ts"
 
 const int = (minimum: number, maximum: number) =>
   Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum }))).pipe(Arbitrary.map((n) => n + 0))
@@ -344,7 +345,8 @@ const realPlanArb = Arbitrary.all({
     { minLength: 1, maxLength: 8 }
   ),
   deathAt: maybe(int(10, 150)),
-  grandchild: Arbitrary.schema(Schema.Boolean)
+  grandchild: Arbitrary.schema(Schema.Boolean),
+  detachedHelper: Arbitrary.schema(Schema.Boolean)
 })
 
 describe("settlement properties (real processes)", () => {
@@ -354,13 +356,27 @@ describe("settlement properties (real processes)", () => {
         realPlanArb,
         (plan) =>
           Effect.gen(function*() {
+            const pids = yield* pidFile
             const scope = yield* Scope.make()
             const t = yield* StdioClientTransport.make(
-              testServer(["--ignore-stdin-eof"], { shutdown: { gracePeriod: "50 millis", killAfter: "100 millis" } })
+              testServer(["--ignore-stdin-eof", `--pid-file=${pids}`], {
+                shutdown: { gracePeriod: "50 millis", killAfter: "100 millis", descendantSampleInterval: "10 millis" }
+              })
             ).pipe(Scope.provide(scope))
             const grandchild = plan.grandchild
               ? ((yield* t.request("test/spawnGrandchild")) as { pid: number }).pid
               : undefined
+            // Recorded before the plan starts, since the server may die before the scope closes.
+            const helper = plan.detachedHelper
+              ? ((yield* t.request("test/spawnDetachedHelper")) as { pid: number }).pid
+              : undefined
+            if (helper !== undefined) {
+              let recorded = false
+              for (let i = 0; i < 500 && !recorded; i++) {
+                recorded = (yield* t.descendants).includes(helper)
+                if (!recorded) yield* Effect.sleep("10 millis")
+              }
+            }
             const fibers = yield* Effect.forEach(plan.requests, (r) =>
               Effect.gen(function*() {
                 const call = r.respondAt === null
@@ -411,13 +427,14 @@ describe("settlement properties (real processes)", () => {
               noPending: (yield* t.pendingCount) === 0,
               childGone: !isAlive(t.pid),
               grandchildGone: grandchild === undefined || !isAlive(grandchild),
+              helperGone: helper === undefined || (yield* awaitGone(helper, 2_000)),
               cancellations: serverCancellations === undefined || serverCancellations.length === abandoned
             }
             if (!Object.values(checks).every(Boolean)) {
               yield* Effect.logError("real-process settlement check failed", { plan, outcomes, checks })
             }
             return Object.values(checks).every(Boolean)
-          }).pipe(Effect.provide(NodeServices.layer)),
+          }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)),
         { runs: 12 }
       )
       expect(Arbitrary.formatCheckFailure(result)).toBeUndefined()
