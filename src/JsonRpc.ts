@@ -8,8 +8,20 @@
  * should not pay.
  */
 
+/**
+ * The id of a request, echoed by its response: a string or a finite number.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type RequestId = string | number
 
+/**
+ * A request: a `method` to call, with an `id` the response will carry.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface JsonRpcRequest {
   readonly jsonrpc: "2.0"
   readonly id: RequestId
@@ -17,24 +29,50 @@ export interface JsonRpcRequest {
   readonly params?: unknown
 }
 
+/**
+ * A notification: a `method` to call, without an `id`; it gets no response.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface JsonRpcNotification {
   readonly jsonrpc: "2.0"
   readonly method: string
   readonly params?: unknown
 }
 
+/**
+ * The response of a request that succeeded, with its `result`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface JsonRpcSuccess {
   readonly jsonrpc: "2.0"
   readonly id: RequestId
   readonly result: unknown
 }
 
+/**
+ * The `error` member of a failed response: an integer `code`, a `message` and optional `data`.
+ *
+ * `ErrorCode` lists the codes that appear on the wire.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface JsonRpcErrorObject {
   readonly code: number
   readonly message: string
   readonly data?: unknown
 }
 
+/**
+ * The response of a request that failed, with its `error`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface JsonRpcFailure {
   readonly jsonrpc: "2.0"
   /** `null` only when the request id could not be read (parse error, invalid request). */
@@ -42,8 +80,28 @@ export interface JsonRpcFailure {
   readonly error: JsonRpcErrorObject
 }
 
+/**
+ * A response: a success or a failure.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure
+
+/**
+ * Any single JSON-RPC message: a request, a notification or a response.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse
+
+/**
+ * Several messages sent as one JSON array (protocol 2025-03-26 only; later revisions send none).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type JsonRpcBatch = ReadonlyArray<JsonRpcMessage>
 
 /**
@@ -71,14 +129,47 @@ export const ErrorCode = {
 // ---------------------------------------------------------------------------
 // Constructors
 
+/**
+ * Builds a request; `params` is left out of the message when `undefined`.
+ *
+ * @example
+ * ```ts
+ * import * as JsonRpc from "effect-mcp-transport/JsonRpc"
+ *
+ * JsonRpc.request(1, "tools/list")
+ * // { jsonrpc: "2.0", id: 1, method: "tools/list" }
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const request = (id: RequestId, method: string, params?: unknown): JsonRpcRequest =>
   params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params }
 
+/**
+ * Builds a notification; `params` is left out of the message when `undefined`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const notification = (method: string, params?: unknown): JsonRpcNotification =>
   params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }
 
+/**
+ * Builds the successful response to request `id`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const success = (id: RequestId, result: unknown): JsonRpcSuccess => ({ jsonrpc: "2.0", id, result })
 
+/**
+ * Builds the failed response to request `id` (`null` when the request's id could not be read);
+ * `data` is left out when `undefined`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const failure = (
   id: RequestId | null,
   code: number,
@@ -90,20 +181,51 @@ export const failure = (
   error: data === undefined ? { code, message } : { code, message, data }
 })
 
+/**
+ * The -32700 response to a frame that is not JSON; its id is always `null`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const parseError = (data?: unknown): JsonRpcFailure => failure(null, ErrorCode.ParseError, "Parse error", data)
 
+/**
+ * The -32600 response to a message that is JSON but not a valid request.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const invalidRequest = (id: RequestId | null, data?: unknown): JsonRpcFailure =>
   failure(id, ErrorCode.InvalidRequest, "Invalid Request", data)
 
+/**
+ * The -32601 response to a request for a method nobody serves; `data` names the method.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const methodNotFound = (id: RequestId, method: string): JsonRpcFailure =>
   failure(id, ErrorCode.MethodNotFound, "Method not found", { method })
 
+/**
+ * The -32603 response to a request whose handling failed; carries no details unless `data` is given.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const internalError = (id: RequestId | null, data?: unknown): JsonRpcFailure =>
   failure(id, ErrorCode.InternalError, "Internal error", data)
 
 // ---------------------------------------------------------------------------
 // Classification (hot path)
 
+/**
+ * What `classify` makes of one JSON value: a message of one of the four kinds, or `Invalid`
+ * with the reason and whatever of the id and kind could be read.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Classified =
   | { readonly _tag: "Request"; readonly message: JsonRpcRequest }
   | { readonly _tag: "Notification"; readonly message: JsonRpcNotification }
@@ -178,6 +300,13 @@ export const classify = (u: unknown): Classified => {
   return invalid("not a request, notification or response (no method, result or error)", readableId, true)
 }
 
+/**
+ * What `decode` makes of one frame: a single message, a batch (each entry classified on its
+ * own), or a `ParseError` when the text is not JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Decoded =
   | { readonly _tag: "Single"; readonly message: Classified }
   | { readonly _tag: "Batch"; readonly messages: ReadonlyArray<Classified> }
@@ -202,6 +331,26 @@ export const decode = (text: string): Decoded => {
   return { _tag: "Single", message: classify(value) }
 }
 
+/**
+ * Whether a message is a request (it has a `method` and an `id`).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isRequest = (m: JsonRpcMessage): m is JsonRpcRequest => "method" in m && "id" in m
+
+/**
+ * Whether a message is a notification (it has a `method` and no `id`).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isNotification = (m: JsonRpcMessage): m is JsonRpcNotification => "method" in m && !("id" in m)
+
+/**
+ * Whether a message is a response (it has no `method`).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isResponse = (m: JsonRpcMessage): m is JsonRpcResponse => !("method" in m)

@@ -33,6 +33,15 @@ export interface CloseDetails {
   readonly cause?: unknown
 }
 
+/**
+ * The connection is closed: what was pending on it, and what is sent on it afterwards, fails with this.
+ *
+ * Its fields (`CloseDetails`) say how it ended: the reason and, for a child process, its exit
+ * code, signal and last stderr lines, which the message shows.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class TransportClosed extends Data.TaggedError("TransportClosed")<CloseDetails> {
   override get message(): string {
     const parts: Array<string> = [this.reason]
@@ -46,6 +55,14 @@ export class TransportClosed extends Data.TaggedError("TransportClosed")<CloseDe
   }
 }
 
+/**
+ * A request got no response in time.
+ *
+ * `phase`, when present, says what ran out, e.g. "SSE stream silent" or "Maximum total time exceeded".
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RequestTimeout extends Data.TaggedError("RequestTimeout")<{
   readonly method: string
   readonly id: RequestId
@@ -116,6 +133,12 @@ export class MalformedMessage extends Data.TaggedError("MalformedMessage")<{
   }
 }
 
+/**
+ * A message over the size limit (`limit` bytes): an outgoing one is not sent; an incoming one is read no further.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MessageTooLarge extends Data.TaggedError("MessageTooLarge")<{
   readonly limit: number
   /** Bytes seen when the limit was crossed (a lower bound of the message size). */
@@ -127,6 +150,12 @@ export class MessageTooLarge extends Data.TaggedError("MessageTooLarge")<{
   }
 }
 
+/**
+ * The stdio client could not start the server's process (command not found, not executable…).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class SpawnError extends Data.TaggedError("SpawnError")<{
   readonly command: string
   readonly args: ReadonlyArray<string>
@@ -212,6 +241,12 @@ export class NoResponse extends Data.TaggedError("NoResponse")<{
   }
 }
 
+/**
+ * The server answered `initialize` with a protocol revision this client does not speak.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class UnsupportedProtocolVersion extends Data.TaggedError("UnsupportedProtocolVersion")<{
   readonly requested: string
   readonly received: string

@@ -51,6 +51,12 @@ import * as StdioServerTransport from "../server/StdioServerTransport.ts"
 // ---------------------------------------------------------------------------
 // Options, service, errors
 
+/**
+ * What a bridge needs: how to open an upstream connection, and optional timeouts and a close hook.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BridgeOptions<E = never, R = never> {
   /**
    * Opens one upstream connection; runs once per downstream session, in a
@@ -84,6 +90,12 @@ export class UpstreamUnavailable extends Data.TaggedError("UpstreamUnavailable")
   }
 }
 
+/**
+ * A running bridge: the handler to mount on a server transport, and its upstream connections.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BridgeShape {
   /** Mount it on `StdioServerTransport` or `HttpServerTransport`. */
   readonly handler: Handler
@@ -99,6 +111,36 @@ export interface BridgeShape {
   readonly upstreams: Effect.Effect<number>
 }
 
+/**
+ * The bridge as a service, provided by `layer` and `layerHttp`.
+ *
+ * @example
+ * ```ts
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ * import * as Schedule from "effect/Schedule"
+ * import * as Bridge from "effect-mcp-transport/bridge"
+ * import * as NodeSpawner from "effect-mcp-transport/client/NodeSpawner"
+ * import * as StdioClientTransport from "effect-mcp-transport/client/StdioClientTransport"
+ *
+ * // A stdio server as Streamable HTTP on http://127.0.0.1:8421/mcp, one child process per HTTP session.
+ * const BridgeLive = Bridge.layerHttp({
+ *   connect: StdioClientTransport.make({ command: "node", args: ["server.js"] })
+ * }).pipe(Layer.provide(NodeSpawner.layer))
+ *
+ * // Serves until interrupted, logging the upstream connections open every minute.
+ * const report = Effect.gen(function*() {
+ *   const bridge = yield* Bridge.Bridge
+ *   yield* Effect.log(`upstream connections: ${yield* bridge.upstreams}`)
+ * }).pipe(Effect.repeat(Schedule.spaced("1 minute")))
+ *
+ * report.pipe(Effect.provide(BridgeLive), NodeRuntime.runMain)
+ * ```
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Bridge extends Context.Service<Bridge, BridgeShape>()("effect-mcp-transport/Bridge") {}
 
 /**

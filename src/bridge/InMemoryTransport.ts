@@ -30,6 +30,12 @@ import {
   Diagnostic
 } from "../client/ClientTransport.ts"
 
+/**
+ * Which way a frame crosses the link.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Direction = "client-to-server" | "server-to-client"
 
 /**
@@ -59,6 +65,12 @@ export interface WireInterceptor {
   readonly attach?: ((controls: WireControls) => Effect.Effect<void>) | undefined
 }
 
+/**
+ * Limits and timeouts of a linked pair, and an optional `WireInterceptor` on the link.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface InMemoryOptions {
   /** Default timeout of client requests. Default 30 seconds. */
   readonly timeout?: Duration.Input | undefined
@@ -75,6 +87,12 @@ export interface InMemoryOptions {
   readonly interceptor?: WireInterceptor | undefined
 }
 
+/**
+ * The server end of a linked pair, as its owner sees it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface InMemoryServer {
   /** Server-initiated traffic: notifications and requests to the client. */
   readonly context: HandlerContext
@@ -84,6 +102,12 @@ export interface InMemoryServer {
   readonly kill: (reason?: string) => Effect.Effect<void>
 }
 
+/**
+ * Both ends of a linked pair: the client transport and the server end.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface InMemoryPair {
   readonly client: ClientTransportShape
   readonly server: InMemoryServer

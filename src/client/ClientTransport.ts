@@ -11,6 +11,14 @@ import type * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as JsonRpc from "../JsonRpc.ts"
 import type { NotifyError, RequestError, RpcError, TransportClosed } from "../McpError.ts"
 
+/**
+ * Where a transport's connection stands; `state` holds the current one and its changes.
+ *
+ * `Reconnecting` and `SessionExpired` occur on Streamable HTTP only; `Closed` is final.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ConnectionState = Data.TaggedEnum<{
   Connecting: {}
   Ready: {}
@@ -18,6 +26,13 @@ export type ConnectionState = Data.TaggedEnum<{
   SessionExpired: { readonly sessionId: string }
   Closed: { readonly error: TransportClosed }
 }>
+
+/**
+ * Constructors and matchers (`$is`, `$match`) for `ConnectionState`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const ConnectionState = Data.taggedEnum<ConnectionState>()
 
 /**
@@ -36,6 +51,12 @@ export type Diagnostic = Data.TaggedEnum<{
 }>
 export const Diagnostic = Data.taggedEnum<Diagnostic>()
 
+/**
+ * Per-request options of `ClientTransportShape.request`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RequestOptions {
   /** Overrides the transport's default (30 s). `Duration.infinity` disables the timeout. */
   readonly timeout?: Duration.Input | undefined
@@ -57,6 +78,14 @@ export interface RequestOptions {
  */
 export type RequestHandler = (request: JsonRpc.JsonRpcRequest) => Effect.Effect<unknown, RpcError>
 
+/**
+ * A connected client transport: requests and notifications to the server, and what comes back.
+ *
+ * Built by each transport's `make` for the life of its scope; closing the scope closes the connection.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ClientTransportShape {
   readonly kind: "stdio" | "streamable-http" | "sse" | "in-memory"
   /** Sends a request and waits for its result (or typed failure). Interrupting it cancels it at the peer. */
@@ -82,6 +111,13 @@ export interface ClientTransportShape {
   readonly pendingCount: Effect.Effect<number>
 }
 
+/**
+ * The client transport as a service: each transport's `layer` provides it, `McpClient.make` and
+ * `McpClient.layer` use it.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ClientTransport extends Context.Service<ClientTransport, ClientTransportShape>()(
   "effect-mcp-transport/ClientTransport"
 ) {}

@@ -12,6 +12,28 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import * as Layer from "effect/Layer"
 import type { ChildProcessSpawner } from "effect/process"
 
+/**
+ * The child-process spawner the stdio client needs, for Node.
+ *
+ * @example
+ * ```ts
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+ * import * as Effect from "effect/Effect"
+ * import * as McpClient from "effect-mcp-transport/client/McpClient"
+ * import * as NodeSpawner from "effect-mcp-transport/client/NodeSpawner"
+ * import * as StdioClientTransport from "effect-mcp-transport/client/StdioClientTransport"
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* McpClient.connect(StdioClientTransport.make({ command: "node", args: ["server.js"] }))
+ *   yield* Effect.log(yield* client.listAllTools())
+ * })
+ *
+ * program.pipe(Effect.scoped, Effect.provide(NodeSpawner.layer), NodeRuntime.runMain)
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<ChildProcessSpawner.ChildProcessSpawner> = NodeChildProcessSpawner.layer.pipe(
   Layer.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
 )

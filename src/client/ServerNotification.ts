@@ -30,6 +30,13 @@ const decodeElicitationComplete = Schema.decodeUnknownResult(ElicitationComplete
 const other = (n: JsonRpc.JsonRpcNotification, invalid?: string): ServerNotification =>
   ServerNotification.Other({ method: n.method, params: n.params, invalid })
 
+/**
+ * Decodes one notification from the server; never fails: an unknown method, or params that do
+ * not fit a known one, give `Other`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const decode = (n: JsonRpc.JsonRpcNotification): ServerNotification => {
   switch (n.method) {
     case "notifications/progress": {

@@ -53,12 +53,27 @@ export interface Options extends Http.TransportOptions {
   readonly connectTimeout?: Duration.Input | undefined
 }
 
+/**
+ * A client transport over legacy HTTP+SSE, connected: the stream is open and the server named its POST endpoint.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SseClientTransport extends ClientTransportShape {
   readonly kind: "sse"
   /** The POST endpoint the server named. */
   readonly endpoint: string
 }
 
+/**
+ * What `make` and `layer` can fail with while connecting: the server unreachable, the GET
+ * refused or redirected where the transport does not follow, no `endpoint` event before the
+ * stream ended or `connectTimeout` ran out, or an answer that is not an event stream or
+ * names an endpoint on another origin.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ConnectError = HttpError | RedirectRefused | TransportClosed | MalformedMessage
 
 const DEFAULT_CONNECT_TIMEOUT = Duration.seconds(30)
@@ -84,6 +99,31 @@ export const resolveEndpoint = (data: string, base: string): URL | MalformedMess
   return url
 }
 
+/**
+ * Opens the SSE stream and waits for its `endpoint` event; the connection lives as long as the scope.
+ *
+ * Needs an `HttpClient`. For a server whose transport is not known, `fromConfig` with `type: "sse"`
+ * tries Streamable HTTP first and falls back to this.
+ *
+ * @example
+ * ```ts
+ * import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+ * import * as Effect from "effect/Effect"
+ * import * as McpClient from "effect-mcp-transport/client/McpClient"
+ * import * as SseClientTransport from "effect-mcp-transport/client/SseClientTransport"
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* McpClient.connect(SseClientTransport.make({ url: "http://127.0.0.1:3001/sse" }))
+ *   yield* Effect.log(client.serverInfo.name, client.protocolVersion)
+ * })
+ *
+ * program.pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici), NodeRuntime.runMain)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fnUntraced(function*(options: Options) {
   const client = yield* HttpClient.HttpClient
   const sseUrl = options.url.toString()

@@ -23,10 +23,23 @@ import * as SseClientTransport from "./SseClientTransport.ts"
 import * as StdioClientTransport from "./StdioClientTransport.ts"
 import * as StreamableHttpClientTransport from "./StreamableHttpClientTransport.ts"
 
+/**
+ * A server to spawn: the stdio client's configuration, with `type` omitted or `"stdio"`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StdioServerConfig extends StdioClientTransport.StdioClientConfig {
   readonly type?: "stdio" | undefined
 }
 
+/**
+ * A server at a URL: `type: "http"` speaks Streamable HTTP; `type: "sse"` tries Streamable
+ * HTTP and falls back to legacy HTTP+SSE.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HttpServerConfig extends Http.HeaderSource {
   readonly type: "http" | "sse"
   readonly url: string
@@ -39,10 +52,38 @@ export interface HttpServerConfig extends Http.HeaderSource {
   readonly sse?: Partial<SseClientTransport.Options> | undefined
 }
 
+/**
+ * One entry of an `mcpServers` configuration.
+ *
+ * @example
+ * ```ts
+ * import type { McpServerConfig } from "effect-mcp-transport/client/fromConfig"
+ *
+ * const servers: Record<string, McpServerConfig> = {
+ *   files: { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"] },
+ *   remote: { type: "http", url: "https://example.com/mcp", headers: { authorization: "Bearer token" } }
+ * }
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type McpServerConfig = StdioServerConfig | HttpServerConfig
 
+/**
+ * The transport that carries a session.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Selected = "stdio" | "streamable-http" | "sse"
 
+/**
+ * A client transport built from a configuration entry, which can say which transport it chose.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SelectedTransport extends ClientTransportShape {
   /**
    * Which transport carries the session. Immediate for `stdio` and `http`;

@@ -14,6 +14,12 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 
+/**
+ * One stored SSE event, as it is written again on replay.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StoredEvent {
   /** The SSE `id` field; encodes the stream it belongs to. */
   readonly id: string
@@ -23,12 +29,26 @@ export interface StoredEvent {
   readonly data: string
 }
 
+/**
+ * What a resuming client gets: the stream its last event belonged to and the events that followed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Replay {
   readonly streamId: string
   /** Events after the one named, oldest first, priming events left out. */
   readonly events: ReadonlyArray<StoredEvent>
 }
 
+/**
+ * A replay store: what a persistent store implements to replace the in-memory one.
+ *
+ * Event ids must name their stream: `replayAfter` and `streamOf` are given nothing else.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface EventStoreShape {
   /** Stores one event of a stream and returns its id, unique within the store. */
   readonly append: (streamId: string, data: string, event?: string | undefined) => Effect.Effect<string>
@@ -45,8 +65,32 @@ export interface EventStoreShape {
   readonly size: Effect.Effect<number>
 }
 
+/**
+ * The replay store as a service; the HTTP server transport uses it when present (unless its
+ * `eventStore` option names one), else a store in memory.
+ *
+ * @example
+ * ```ts
+ * import * as Layer from "effect/Layer"
+ * import * as EventStore from "effect-mcp-transport/server/EventStore"
+ *
+ * // A store of your own: any value of this shape, e.g. backed by a database.
+ * declare const persistent: EventStore.EventStoreShape
+ *
+ * const EventStoreLive = Layer.succeed(EventStore.EventStore, persistent)
+ * ```
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class EventStore extends Context.Service<EventStore, EventStoreShape>()("effect-mcp-transport/EventStore") {}
 
+/**
+ * Bounds of the in-memory store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface MemoryOptions {
   /** Events kept across all streams before the oldest go. Default 10 000. */
   readonly maxEvents?: number | undefined
@@ -54,6 +98,12 @@ export interface MemoryOptions {
   readonly maxBytes?: number | undefined
 }
 
+/**
+ * The in-memory store's bounds when `MemoryOptions` leaves them out: 10 000 events, 10 MiB.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaults = {
   maxEvents: 10_000,
   maxBytes: 10 * 1024 * 1024
@@ -204,6 +254,32 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
   return { append, replayAfter, streamOf, removeStream, size: Effect.sync(() => count) }
 }
 
+/**
+ * An in-memory store, bounded across all its streams: past `maxEvents` or `maxBytes` the oldest events go.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import * as Option from "effect/Option"
+ * import * as EventStore from "effect-mcp-transport/server/EventStore"
+ *
+ * const program = Effect.gen(function*() {
+ *   const store = yield* EventStore.makeMemory({ maxEvents: 1000 })
+ *   const first = yield* store.append("stream-a", `{"jsonrpc":"2.0","method":"notifications/progress"}`)
+ *   yield* store.append("stream-b", `{"jsonrpc":"2.0","method":"notifications/message"}`)
+ *   yield* store.append("stream-a", `{"jsonrpc":"2.0","id":1,"result":{}}`)
+ *
+ *   // A client that saw `first` gets what followed on its own stream only.
+ *   const replay = yield* store.replayAfter(first)
+ *   if (Option.isSome(replay)) {
+ *     yield* Effect.log(`${replay.value.streamId}: ${replay.value.events.length} event(s)`) // stream-a: 1 event(s)
+ *   }
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeMemory = (options?: MemoryOptions): Effect.Effect<EventStoreShape> =>
   Effect.sync(() => makeMemoryUnsafe(options))
 
@@ -224,4 +300,10 @@ export const layerMemory = (options?: MemoryOptions): Layer.Layer<EventStore> =>
  */
 export const layer: Layer.Layer<EventStore> = layerMemory()
 
+/**
+ * The default store: `makeMemory`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = makeMemory

@@ -30,6 +30,13 @@ import type { Implementation } from "../Implementation.ts"
 
 export type { Implementation }
 
+/**
+ * What a server says about itself at `initialize`, how strictly it holds to the lifecycle, and
+ * how long its requests to the client may take.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface McpServerOptions {
   readonly serverInfo: Implementation
   /** Sent in the `initialize` result (a hint for the model). */
@@ -63,8 +70,21 @@ export interface McpServerOptions {
   readonly clientRequestTimeoutMs?: number | undefined
 }
 
+/**
+ * The default `notInitializedCode`: -32002, the code most MCP clients expect for a request sent before initialization.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_NOT_INITIALIZED_CODE = -32002
 
+/**
+ * What a request to the client can fail with: the transport's and the client's errors, a
+ * capability the client did not declare (nothing sent), or a result that does not decode.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ClientCallError = RequestError | CapabilityNotSupported | InvalidPayload
 
 /**
@@ -83,7 +103,20 @@ export interface SessionInfo {
   readonly logLevel: McpSchema.LoggingLevel | undefined
 }
 
+/**
+ * The params of `sampling/createMessage`, as `RequestContext.sample` takes them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SamplingRequest = typeof McpSchema.CreateMessage.payloadSchema.Encoded
+
+/**
+ * The params of `elicitation/create`, as `RequestContext.elicit` takes them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ElicitRequest = typeof McpSchema.ElicitRequestParams.Encoded
 
 /**
@@ -128,6 +161,15 @@ export interface RequestContext extends SessionContext {
 // ---------------------------------------------------------------------------
 // Definition (immutable, pipeable)
 
+/**
+ * A server definition: its options and its method tables, where `R` is what the handlers need.
+ *
+ * Immutable and pipeable: `method` and `notification` return a new definition, and `toHandler`
+ * builds the handler a server transport mounts.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface McpServer<R = never> extends Pipeable.Pipeable {
   readonly options: McpServerOptions
   readonly router: Router.Router<RequestContext, R>
@@ -146,6 +188,41 @@ const build = <R>(
   notificationRouter: Router.Router<SessionContext, R>
 ): McpServer<R> => Object.assign(Object.create(Proto), { options, router, notificationRouter })
 
+/**
+ * A server definition with no methods yet; `initialize`, `ping` and `logging/setLevel` are served regardless.
+ *
+ * @example
+ * ```ts
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+ * import * as NodeStdio from "@effect/platform-node/NodeStdio"
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ * import * as McpServer from "effect-mcp-transport/server/McpServer"
+ * import * as StdioServerTransport from "effect-mcp-transport/server/StdioServerTransport"
+ *
+ * const EchoCall = Schema.Struct({ name: Schema.Literal("echo"), arguments: Schema.Struct({ text: Schema.String }) })
+ *
+ * const server = McpServer.make({ serverInfo: { name: "echo", version: "1.0.0" } }).pipe(
+ *   McpServer.method("tools/list", {}, () =>
+ *     Effect.succeed({
+ *       tools: [{
+ *         name: "echo",
+ *         inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] }
+ *       }]
+ *     })),
+ *   McpServer.method("tools/call", { params: EchoCall }, ({ arguments: { text } }) =>
+ *     Effect.succeed({ content: [{ type: "text", text }] }))
+ * )
+ *
+ * Effect.gen(function*() {
+ *   const handle = yield* McpServer.toHandler(server) // one handle per stdio connection
+ *   yield* StdioServerTransport.run(handle.handler)
+ * }).pipe(Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: McpServerOptions): McpServer => build(options, Router.empty(), Router.empty())
 
 /**
@@ -272,6 +349,12 @@ interface Session {
   readonly initialized: Deferred.Deferred<void>
 }
 
+/**
+ * What `toHandler` builds: the handler to mount, and the per-session state behind it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ServerHandle<R> {
   /** Mount this on a server transport. */
   readonly handler: Handler<R>

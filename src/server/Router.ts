@@ -12,6 +12,12 @@ import * as Schema from "effect/Schema"
 import * as JsonRpc from "../JsonRpc.ts"
 import { RpcError } from "../McpError.ts"
 
+/**
+ * The entry of one request method: how its params are decoded, its result encoded, and who handles it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RequestRoute<Ctx, R> {
   readonly decode: (params: unknown) => Effect.Effect<unknown, Schema.SchemaError, R>
   readonly encode: (result: unknown) => Effect.Effect<unknown, Schema.SchemaError, R>
@@ -19,18 +25,64 @@ export interface RequestRoute<Ctx, R> {
   readonly handle: (params: any, context: Ctx) => Effect.Effect<unknown, unknown, R>
 }
 
+/**
+ * The entry of one notification method: how its params are decoded, and who handles it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface NotificationRoute<Ctx, R> {
   readonly decode: (params: unknown) => Effect.Effect<unknown, Schema.SchemaError, R>
   readonly handle: (params: any, context: Ctx) => Effect.Effect<void, unknown, R>
 }
 
+/**
+ * A method table, immutable: `add` and `addNotification` return a new one. `Ctx` is what every
+ * handler receives beside its params; `R`, what the handlers need.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ * import type { Handler, HandlerContext } from "effect-mcp-transport/server/Handler"
+ * import * as Router from "effect-mcp-transport/server/Router"
+ *
+ * const router = Router.add(
+ *   Router.empty<HandlerContext>(),
+ *   "math/add",
+ *   { params: Schema.Struct({ a: Schema.Number, b: Schema.Number }) },
+ *   ({ a, b }) => Effect.succeed({ sum: a + b })
+ * )
+ *
+ * // A handler with the JSON-RPC error rules and no MCP lifecycle (that is McpServer's).
+ * const handler: Handler = (message, context) =>
+ *   "id" in message
+ *     ? Router.dispatch(router, message, context)
+ *     : Effect.as(Router.dispatchNotification(router, message, context), null)
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Router<Ctx, R = never> {
   readonly requests: ReadonlyMap<string, RequestRoute<Ctx, R>>
   readonly notifications: ReadonlyMap<string, NotificationRoute<Ctx, R>>
 }
 
+/**
+ * A router with no methods, for handlers that receive a `Ctx`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const empty = <Ctx>(): Router<Ctx> => ({ requests: new Map(), notifications: new Map() })
 
+/**
+ * The schemas of a request method, both optional.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RouteSchemas<P extends Schema.Top, A extends Schema.Top> {
   /** Decodes `params` (absent params decode as `{}`). Default: passes them through. */
   readonly params?: P | undefined
@@ -87,6 +139,12 @@ export const addNotification = <Ctx, R, P extends Schema.Top = typeof Schema.Unk
   return { requests: router.requests, notifications }
 }
 
+/**
+ * The -32602 reply to request `id` whose params did not decode, with the decoder's message.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const invalidParams = (id: JsonRpc.RequestId, error: Schema.SchemaError): JsonRpc.JsonRpcFailure =>
   JsonRpc.failure(id, JsonRpc.ErrorCode.InvalidParams, `Invalid params: ${error.message}`)
 

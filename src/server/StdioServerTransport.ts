@@ -28,6 +28,12 @@ import * as ServerDispatch from "./internal/ServerDispatch.ts"
 import * as ServerSession from "./internal/ServerSession.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 
+/**
+ * Limits, timeouts and console handling of a stdio server.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StdioServerOptions {
   /** Largest accepted input line in bytes; longer lines are answered with -32600 and skipped. Default 10 MiB. */
   readonly maxMessageBytes?: number | undefined
@@ -57,6 +63,12 @@ export class StdioAlreadyServing extends Data.TaggedError("StdioAlreadyServing")
   }
 }
 
+/**
+ * A serving stdio server: its channel to the client, its load, and how it stops.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StdioServerShape {
   /** Server-initiated traffic outside any request: notifications and requests to the client. */
   readonly context: HandlerContext
@@ -76,10 +88,51 @@ export interface StdioServerShape {
   readonly stop: (reason: TransportClosed) => Effect.Effect<TransportClosed>
 }
 
+/**
+ * The stdio server as a service, provided by `layer`.
+ *
+ * @example
+ * ```ts
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+ * import * as NodeStdio from "@effect/platform-node/NodeStdio"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ * import * as McpServer from "effect-mcp-transport/server/McpServer"
+ * import * as StdioServerTransport from "effect-mcp-transport/server/StdioServerTransport"
+ *
+ * const server = McpServer.make({ serverInfo: { name: "example", version: "1.0.0" } })
+ *
+ * const StdioLive = Layer.unwrap(
+ *   Effect.map(McpServer.toHandler(server), (handle) => StdioServerTransport.layer(handle.handler))
+ * )
+ *
+ * // Serves until stdin ends; meanwhile, anything may talk to the client outside a request.
+ * const program = Effect.gen(function*() {
+ *   const stdio = yield* StdioServerTransport.StdioServer
+ *   yield* stdio.context.notify("notifications/message", { level: "info", data: "serving" })
+ *   yield* stdio.awaitDone
+ * })
+ *
+ * program.pipe(
+ *   Effect.provide(StdioLive),
+ *   Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]),
+ *   NodeRuntime.runMain
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class StdioServer extends Context.Service<StdioServer, StdioServerShape>()(
   "effect-mcp-transport/StdioServer"
 ) {}
 
+/**
+ * The default `shutdownGracePeriod`: how long requests in flight may run after stdin ends.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_SHUTDOWN_GRACE_PERIOD: Duration.Input = "10 seconds"
 
 // ---------------------------------------------------------------------------

@@ -7,6 +7,12 @@
 import * as Data from "effect/Data"
 import type * as McpSchema from "effect/ai/McpSchema"
 
+/**
+ * A notification from the server, decoded: one variant per method the client knows, `Other` for the rest.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ServerNotification = Data.TaggedEnum<{
   Progress: {
     readonly progressToken: string | number
@@ -29,7 +35,27 @@ export type ServerNotification = Data.TaggedEnum<{
   /** Any other method, or a known method whose payload did not decode (`invalid` says why). */
   Other: { readonly method: string; readonly params: unknown; readonly invalid: string | undefined }
 }>
+
+/**
+ * Constructors and matchers (`$is`, `$match`) for `ServerNotification`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const ServerNotification = Data.taggedEnum<ServerNotification>()
 
+/**
+ * A `notifications/progress` from the server, for the request that carried `progressToken`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Progress = Data.TaggedEnum.Value<ServerNotification, "Progress">
+
+/**
+ * A `notifications/message` from the server: a log entry at `level`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type LoggingMessage = Data.TaggedEnum.Value<ServerNotification, "LoggingMessage">
