@@ -49,6 +49,13 @@ export type Diagnostic = Data.TaggedEnum<{
   MessageTooLarge: { readonly size: number; readonly limit: number }
   ListenerError: { readonly error: unknown }
 }>
+
+/**
+ * Constructors and matchers (`$is`, `$match`) for `Diagnostic`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const Diagnostic = Data.taggedEnum<Diagnostic>()
 
 /**
