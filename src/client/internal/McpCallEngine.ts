@@ -1,0 +1,300 @@
+/**
+ * How `McpClient` sends a request and waits for its result: progress tokens,
+ * the per-call options (idle timeout restarted by progress, total cap,
+ * `onProgress`), routing each progress notification to its call, and the
+ * shapes built on one call (a stream of progress then result, pagination).
+ * Capability checks and result decoders are the caller's: this module
+ * never loads a Schema.
+ */
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
+import { type CapabilityNotSupported, InvalidPayload, type RequestError, RequestTimeout } from "../../McpError.ts"
+import type { ClientTransportShape, RequestOptions } from "../ClientTransport.ts"
+import type { Progress } from "./ServerNotificationEnum.ts"
+
+/**
+ * What a typed method can fail with.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type McpClientError = RequestError | CapabilityNotSupported | InvalidPayload
+
+/**
+ * Options of one call.
+ *
+ * @since 0.2.0
+ * @category models
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import type { CallOptions } from "effect-mcp-transport/client/McpClient"
+ *
+ * // Up to 10 s of silence between progress steps, never more than 5 minutes in all.
+ * const slowTool: CallOptions = {
+ *   timeout: "10 seconds",
+ *   maxTotalTimeout: "5 minutes",
+ *   onProgress: (p) => Effect.log(`${p.progress}/${p.total ?? "?"}`)
+ * }
+ * ```
+ */
+export interface CallOptions {
+  /** Idle timeout (default: the client's `requestTimeout`). `Duration.infinity` disables it. */
+  readonly timeout?: Duration.Input | undefined
+  /** Whether a progress notification restarts the idle timeout (default true). */
+  readonly resetTimeoutOnProgress?: boolean | undefined
+  /** Caps the whole call, progress or not (default: no cap). */
+  readonly maxTotalTimeout?: Duration.Input | undefined
+  /** Sees each progress notification of this call whose progress increased. */
+  readonly onProgress?: ((progress: Progress) => Effect.Effect<void>) | undefined
+}
+
+/**
+ * What a streamed call emits: its progress, then its result.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type CallEvent<A> =
+  | { readonly _tag: "Progress"; readonly progress: Progress }
+  | { readonly _tag: "Result"; readonly result: A }
+
+/**
+ * Which page of a paginated list to fetch (none: the first).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface PageParams {
+  readonly cursor?: string | undefined
+}
+
+type Meta = Readonly<Record<string, unknown>>
+
+/** Turns a call's raw result into its typed value, or fails. */
+export type Decode<A> = (raw: unknown) => Effect.Effect<A, McpClientError>
+
+/** The calls of one client, and the progress routing that serves them. */
+export interface CallEngine {
+  /** One call, its result decoded by `decode`. */
+  readonly send: <A>(
+    method: string,
+    params: Readonly<Record<string, unknown>> | undefined,
+    callOptions: CallOptions | undefined,
+    decode: Decode<A>
+  ) => Effect.Effect<A, McpClientError>
+  /** Hands a progress notification to the call it belongs to, if that call is still in flight. */
+  readonly routeProgress: (progress: Progress) => void
+}
+
+/** One call's view of its progress notifications (see `watches`). */
+interface Watch {
+  /** The highest progress seen so far (none yet: `undefined`); progress not above it says nothing new. */
+  last: number | undefined
+  /** Restarts the call's idle timeout; set by the transport once the timeout runs. */
+  restart: (() => void) | undefined
+  /** Feeds `onProgress`, for a call that has one. */
+  readonly queue: Queue.Queue<Progress> | undefined
+  /** The request body until the transport takes it: not kept while the call waits. */
+  body: Readonly<Record<string, unknown>> | undefined
+}
+
+const millis = (d: Duration.Duration): number => (Duration.isFinite(d) ? Duration.toMillis(d) : Number.POSITIVE_INFINITY)
+
+/** The result of `request()`: not decoded. */
+export const undecoded = (raw: unknown): Effect.Effect<unknown> => Exit.succeed(raw)
+
+/** The call engine of one client over `transport`; `requestTimeout` is the idle timeout of calls that set none. */
+export const make = (transport: ClientTransportShape, requestTimeout: Duration.Duration): CallEngine => {
+  /** The calls in flight by progress token. */
+  const watches = new Map<string | number, Watch>()
+  let tokenCounter = 0
+  const requestTimeoutMs = millis(requestTimeout)
+
+  const routeProgress = (n: Progress): void => {
+    const watch = watches.get(n.progressToken)
+    // Out-of-order or repeated progress says nothing new: ignore it.
+    if (watch !== undefined && n.progress > (watch.last ?? Number.NEGATIVE_INFINITY)) {
+      watch.last = n.progress
+      watch.restart?.()
+      if (watch.queue !== undefined) Queue.offerUnsafe(watch.queue, n)
+    }
+  }
+
+  /** Here the transport's own timeout (it has no phase) is the idle timeout. */
+  const idleTimeout = (method: string, idleMs: number) => (e: McpClientError): McpClientError =>
+    e._tag === "RequestTimeout" && e.phase === undefined
+      ? new RequestTimeout({ method, id: e.id, timeoutMs: idleMs, phase: "No response or progress" })
+      : e
+
+  /**
+   * The common case (no `onProgress`, no `maxTotalTimeout`) adds no fiber,
+   * queue or timer to the transport's request: the idle timeout IS the
+   * transport's timeout, and each new progress of this call restarts it
+   * through `onDeadline`. It also keeps the per-call work to two frames
+   * around the request (see `plain`), which is what most of this layer's cost
+   * per call was. Only an `onProgress` callback needs a fiber of its own, to
+   * run the callbacks one after the other while the call waits.
+   */
+  const send = <A>(
+    method: string,
+    params: Readonly<Record<string, unknown>> | undefined,
+    callOptions: CallOptions | undefined,
+    decode: Decode<A>
+  ): Effect.Effect<A, McpClientError> =>
+    Effect.suspend(() => {
+      const token = `p${++tokenCounter}`
+      const timeout = callOptions?.timeout
+      const idle = timeout === undefined ? requestTimeout : Duration.fromInputUnsafe(timeout)
+      const idleMs = timeout === undefined ? requestTimeoutMs : millis(idle)
+      const restartOnProgress = (callOptions?.resetTimeoutOnProgress ?? true) && Number.isFinite(idleMs)
+      const meta = { ...(params?._meta as Meta | undefined), progressToken: token }
+      const body = { ...params, _meta: meta }
+      const onProgress = callOptions?.onProgress
+      if (onProgress === undefined && callOptions?.maxTotalTimeout === undefined) {
+        return plain(method, token, body, idle, idleMs, restartOnProgress, decode)
+      }
+      return Effect.flatMap(
+        onProgress === undefined ? Effect.succeed(undefined) : Queue.unbounded<Progress>(),
+        (queue) =>
+          Effect.flatMap(
+            watched(method, token, body, idle, idleMs, restartOnProgress, queue, onProgress, callOptions),
+            decode
+          )
+      )
+    })
+
+  /**
+   * The common call: the request under one frame that decodes its result
+   * (or names its timeout) and one that drops its watch. The body is handed
+   * over through the watch, so that the frames keep neither it nor the
+   * transport's request effect while the call waits.
+   */
+  const plain = <A>(
+    method: string,
+    token: string,
+    body: Readonly<Record<string, unknown>>,
+    idle: Duration.Duration,
+    idleMs: number,
+    restartOnProgress: boolean,
+    decode: Decode<A>
+  ): Effect.Effect<A, McpClientError> => {
+    const watch: Watch = { last: undefined, restart: undefined, queue: undefined, body }
+    watches.set(token, watch)
+    const request = Effect.onExit(
+      Effect.suspend(() => {
+        const taken = watch.body
+        watch.body = undefined
+        const options: RequestOptions = restartOnProgress
+          ? { timeout: idle, onDeadline: (restart) => void (watch.restart = restart) }
+          : { timeout: idle }
+        return transport.request(method, taken, options)
+      }),
+      () => {
+        watches.delete(token)
+        return Effect.void
+      }
+    )
+    return Effect.matchCauseEffect(request, {
+      onSuccess: decode,
+      onFailure: restartOnProgress
+        ? (cause) => Effect.failCause(Cause.map(cause, idleTimeout(method, idleMs)))
+        : Effect.failCause
+    })
+  }
+
+  /** A call with `onProgress` or `maxTotalTimeout`: progress may feed a queue, and a total timeout may race it. */
+  const watched = (
+    method: string,
+    token: string,
+    body: Readonly<Record<string, unknown>>,
+    idle: Duration.Duration,
+    idleMs: number,
+    restartOnProgress: boolean,
+    queue: Queue.Queue<Progress> | undefined,
+    onProgress: ((p: Progress) => Effect.Effect<void>) | undefined,
+    callOptions: CallOptions | undefined
+  ): Effect.Effect<unknown, McpClientError> => {
+    const watch: Watch = { last: undefined, restart: undefined, queue, body: undefined }
+    watches.set(token, watch)
+    let effect: Effect.Effect<unknown, McpClientError> = restartOnProgress
+      ? Effect.mapError(
+        transport.request(method, body, { timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
+        idleTimeout(method, idleMs)
+      )
+      : transport.request(method, body, { timeout: idle })
+    if (queue !== undefined && onProgress !== undefined) {
+      // The response settles the call directly while progress comes through
+      // the notification fiber: progress that arrived before the response but
+      // was not yet handed over is delivered before the result.
+      const late = Effect.flatMap(Queue.clear(queue), (items) => Effect.forEach(items, onProgress, { discard: true }))
+      const deliver = Effect.forever(Effect.flatMap(Queue.take(queue), onProgress))
+      effect = Effect.tap(Effect.raceFirst(effect, deliver), () => late)
+    }
+    if (callOptions?.maxTotalTimeout !== undefined) {
+      const max = Duration.fromInputUnsafe(callOptions.maxTotalTimeout)
+      effect = Effect.timeoutOrElse(effect, {
+        duration: max,
+        orElse: () =>
+          Effect.fail(new RequestTimeout({ method, id: token, timeoutMs: millis(max), phase: "Maximum total time exceeded" }))
+      })
+    }
+    return Effect.ensuring(effect, Effect.sync(() => watches.delete(token)))
+  }
+
+  return { send, routeProgress }
+}
+
+/** A call as a stream: each progress (also passed to the caller's own `onProgress`), then the result. */
+export const streamed = <A>(
+  run: (options: CallOptions) => Effect.Effect<A, McpClientError>,
+  callOptions: CallOptions | undefined
+): Stream.Stream<CallEvent<A>, McpClientError> =>
+  Stream.callback<CallEvent<A>, McpClientError>((queue) =>
+    run({
+      ...callOptions,
+      onProgress: (progress) =>
+        Effect.andThen(
+          callOptions?.onProgress?.(progress) ?? Effect.void,
+          Queue.offer(queue, { _tag: "Progress", progress })
+        ).pipe(Effect.asVoid)
+    }).pipe(
+      Effect.flatMap((result) => Queue.offer(queue, { _tag: "Result", result })),
+      Effect.andThen(Queue.end(queue))
+    )
+  )
+
+/**
+ * A paginated list method from its one-page call: one page, every item page
+ * after page (failing with `InvalidPayload` when a cursor repeats, instead of
+ * looping), and every item collected.
+ */
+export const paginated = <P, A>(
+  method: string,
+  page: (params: Readonly<Record<string, unknown>> | undefined, callOptions?: CallOptions) => Effect.Effect<P, McpClientError>,
+  items: (page: P) => ReadonlyArray<A>,
+  nextCursor: (page: P) => string | undefined
+) => {
+  const list = (params?: PageParams, callOptions?: CallOptions) =>
+    page(params?.cursor === undefined ? undefined : { cursor: params.cursor }, callOptions)
+  const all = (callOptions?: CallOptions): Stream.Stream<A, McpClientError> =>
+    Stream.paginate({ cursor: undefined as string | undefined, seen: new Set<string>() }, (state) =>
+      Effect.flatMap(list({ cursor: state.cursor }, callOptions), (result) => {
+        const next = nextCursor(result)
+        if (next === undefined) return Effect.succeed([items(result), Option.none()] as const)
+        if (state.seen.has(next)) {
+          return Effect.fail(
+            new InvalidPayload({ method, kind: "result", reason: `nextCursor ${JSON.stringify(next)} repeats` })
+          )
+        }
+        state.seen.add(next)
+        return Effect.succeed([items(result), Option.some({ cursor: next, seen: state.seen })] as const)
+      }))
+  const collect = (callOptions?: CallOptions) => Stream.runCollect(all(callOptions))
+  return { list, all, collect } as const
+}
