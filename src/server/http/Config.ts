@@ -77,6 +77,17 @@ export interface Options {
   readonly keepAliveInterval?: Duration.Input | "never" | undefined
   /** The SSE `retry` field sent with priming events (how long a client waits before resuming). Default 1 second. */
   readonly sseRetry?: Duration.Input | "never" | undefined
+  /**
+   * Bytes one server-to-client stream (legacy SSE, a Streamable HTTP GET or
+   * POST stream, a broadcast listener) may hold for a client that reads
+   * slower than the server writes: what waits in its queue plus the chunk
+   * handed to the socket and not yet taken. Past it the connection is cut
+   * (Streamable HTTP and broadcast streams stay resumable with
+   * `Last-Event-ID`; a legacy session ends, and from half of it its POSTs
+   * that would add a reply get 503). One larger message is still sent whole.
+   * Default 4 MiB.
+   */
+  readonly maxBufferedBytesPerStream?: number | undefined
   /** Broadcast events buffered per `GET /mcp/events` listener before it is dropped. Default 256. */
   readonly broadcastBuffer?: number | undefined
   /** Server-initiated messages a session keeps while no GET stream is connected (oldest go first). Default 1000. */
@@ -120,6 +131,7 @@ export interface Resolved {
   readonly idleTimeoutMs: number | undefined
   readonly keepAliveMs: number | undefined
   readonly retryMs: number | undefined
+  readonly maxBufferedBytesPerStream: number
   readonly broadcastBuffer: number
   readonly standaloneBuffer: number
   readonly clientRequestTimeoutMs: number
@@ -141,6 +153,7 @@ export const defaults = {
   sessionIdleTimeout: "30 minutes",
   keepAliveInterval: "15 seconds",
   sseRetry: "1 second",
+  maxBufferedBytesPerStream: 4 * 1024 * 1024,
   broadcastBuffer: 256,
   standaloneBuffer: 1000,
   clientRequestTimeout: "60 seconds",
@@ -179,6 +192,7 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     idleTimeoutMs: millis(o.sessionIdleTimeout, defaults.sessionIdleTimeout),
     keepAliveMs: millis(o.keepAliveInterval, defaults.keepAliveInterval),
     retryMs: millis(o.sseRetry, defaults.sseRetry),
+    maxBufferedBytesPerStream: o.maxBufferedBytesPerStream ?? defaults.maxBufferedBytesPerStream,
     broadcastBuffer: o.broadcastBuffer ?? defaults.broadcastBuffer,
     standaloneBuffer: o.standaloneBuffer ?? defaults.standaloneBuffer,
     clientRequestTimeoutMs: millis(o.clientRequestTimeout, defaults.clientRequestTimeout) ?? 0,
