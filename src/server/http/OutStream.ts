@@ -428,6 +428,16 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
 
     const close = Effect.suspend(() => {
       closed = true
+      // Frames kept for the next connection are garbage now that none can attach; messages
+      // stay for a JSON answer still to be taken.
+      if (pending.some(isFramed)) {
+        const messages = pending.filter((item) => !isFramed(item))
+        clearPending()
+        for (const item of messages) {
+          pending.push(item)
+          pendingBytes += sizeOf(item)
+        }
+      }
       return end
     })
 

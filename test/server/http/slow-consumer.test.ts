@@ -295,6 +295,22 @@ describe("OutStream: bytes held without a reader", () => {
       expect(out.bufferedBytes()).toBe(0)
     }))
 
+  it.effect("closing frees the frames a connection left unread; messages stay for a JSON answer", () =>
+    Effect.gen(function*() {
+      const out = yield* OutStream.make({ streamId: "c", store: EventStore.makeMemoryUnsafe(), maxBufferedBytes: 100_000 })
+      for (let i = 0; i < 5; i++) yield* out.offer(message(i))
+      // A connection takes its opening frame only; the five framed messages come back to the stream.
+      yield* out.attach({ priming: true, retryMs: undefined, lastEventId: undefined }).pipe(Stream.take(1), Stream.runDrain)
+      const framed = out.bufferedBytes()
+      expect(framed).toBeGreaterThan(5000)
+      yield* out.offer(message(5))
+      yield* out.close
+      expect(out.bufferedBytes()).toBeGreaterThan(1000)
+      expect(out.bufferedBytes()).toBeLessThan(framed)
+      expect((yield* out.takeQueued).map((q) => q.json)).toEqual([JSON.stringify(message(5))])
+      expect(out.bufferedBytes()).toBe(0)
+    }))
+
   it.effect("one message larger than the bound is still kept", () =>
     Effect.gen(function*() {
       const out = yield* OutStream.make({ streamId: "b", store: undefined, capacity: 10, maxBufferedBytes: 100 })
