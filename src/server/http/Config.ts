@@ -90,7 +90,11 @@ export interface Options {
   readonly maxBufferedBytesPerStream?: number | undefined
   /** Broadcast events buffered per `GET /mcp/events` listener before it is dropped. Default 256. */
   readonly broadcastBuffer?: number | undefined
-  /** Server-initiated messages a session keeps while no GET stream is connected (oldest go first). Default 1000. */
+  /**
+   * Server-initiated messages a session keeps while no GET stream is connected
+   * (oldest go first); a connected GET stream that falls this many behind is
+   * cut. Default 1000.
+   */
   readonly standaloneBuffer?: number | undefined
   /** Default timeout of requests the handler sends the client. Default 60 seconds. */
   readonly clientRequestTimeout?: Duration.Input | undefined
