@@ -101,11 +101,16 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     maxStreamsPerSession: config.maxStreamsPerSession,
     idleTimeoutMs: config.idleTimeoutMs,
     standaloneBuffer: config.standaloneBuffer,
+    maxBufferedBytes: config.maxBufferedBytesPerStream,
     requestTimeoutMs: config.clientRequestTimeoutMs,
     keepAliveMs: config.keepAliveMs,
     onSessionEnd: options?.onSessionEnd
   })
-  const hub = yield* EventsAndHealth.makeBroadcast(store, config.broadcastBuffer, config.keepAliveMs)
+  const hub = yield* EventsAndHealth.makeBroadcast(store, {
+    buffer: config.broadcastBuffer,
+    maxBufferedBytes: config.maxBufferedBytesPerStream,
+    keepAliveMs: config.keepAliveMs
+  })
   const env: Env = { config, sessions, store, lists }
   const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
 

@@ -132,9 +132,24 @@ export interface Options {
   readonly keepAliveInterval?: Duration.Input | "never" | undefined
   /** The SSE `retry` field sent with priming events (how long a client waits before resuming). Default 1 second. */
   readonly sseRetry?: Duration.Input | "never" | undefined
+  /**
+   * Bytes one server-to-client stream (legacy SSE, a Streamable HTTP GET or
+   * POST stream, a broadcast listener) may hold for a client that reads
+   * slower than the server writes: what waits in its queue plus the chunk
+   * handed to the socket and not yet taken. Past it the connection is cut
+   * (Streamable HTTP and broadcast streams stay resumable with
+   * `Last-Event-ID`; a legacy session ends, and from half of it its POSTs
+   * that would add a reply get 503). One larger message is still sent whole.
+   * Default 4 MiB.
+   */
+  readonly maxBufferedBytesPerStream?: number | undefined
   /** Broadcast events buffered per `GET /mcp/events` listener before it is dropped. Default 256. */
   readonly broadcastBuffer?: number | undefined
-  /** Server-initiated messages a session keeps while no GET stream is connected (oldest go first). Default 1000. */
+  /**
+   * Server-initiated messages a session keeps while no GET stream is connected
+   * (oldest go first); a connected GET stream that falls this many behind is
+   * cut. Default 1000.
+   */
   readonly standaloneBuffer?: number | undefined
   /** Default timeout of requests the handler sends the client. Default 60 seconds. */
   readonly clientRequestTimeout?: Duration.Input | undefined
@@ -184,6 +199,7 @@ export interface Resolved {
   readonly idleTimeoutMs: number | undefined
   readonly keepAliveMs: number | undefined
   readonly retryMs: number | undefined
+  readonly maxBufferedBytesPerStream: number
   readonly broadcastBuffer: number
   readonly standaloneBuffer: number
   readonly clientRequestTimeoutMs: number
@@ -211,6 +227,7 @@ export const defaults = {
   handshakeTimeout: "30 seconds",
   keepAliveInterval: "15 seconds",
   sseRetry: "1 second",
+  maxBufferedBytesPerStream: 4 * 1024 * 1024,
   broadcastBuffer: 256,
   standaloneBuffer: 1000,
   clientRequestTimeout: "60 seconds",
@@ -297,6 +314,7 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     idleTimeoutMs: millis(o.sessionIdleTimeout, defaults.sessionIdleTimeout),
     keepAliveMs: millis(o.keepAliveInterval, defaults.keepAliveInterval),
     retryMs: millis(o.sseRetry, defaults.sseRetry),
+    maxBufferedBytesPerStream: o.maxBufferedBytesPerStream ?? defaults.maxBufferedBytesPerStream,
     broadcastBuffer: o.broadcastBuffer ?? defaults.broadcastBuffer,
     standaloneBuffer: o.standaloneBuffer ?? defaults.standaloneBuffer,
     clientRequestTimeoutMs: millis(o.clientRequestTimeout, defaults.clientRequestTimeout) ?? 0,

@@ -2,11 +2,12 @@
  * The endpoints beside `POST /mcp` for simple clients and monitors: a broadcast SSE
  * stream (`GET /mcp/events`), a health check, JSON-RPC-shaped 404s and 204
  * preflights. A slow listener never slows the others: each
- * has a bounded buffer and is dropped when it overflows (it can come back
+ * has a buffer bounded in events and in bytes, and is dropped when it
+ * overflows (its connection is cut and the buffer freed; it can come back
  * with `Last-Event-ID` and replay what it missed from the event store).
  */
 import { randomBytes } from "node:crypto"
-import * as Cause from "effect/Cause"
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -16,6 +17,7 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Env, Guarded, Route } from "./Guard.ts"
 import { guard, preflight } from "./Guard.ts"
+import * as KeepAlive from "./KeepAlive.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
@@ -23,11 +25,26 @@ import * as SseWire from "./SseWire.ts"
 
 interface Item {
   readonly id: string
-  readonly frame: string
+  readonly bytes: Uint8Array
 }
 
 interface Listener {
   readonly queue: Queue.Queue<Item, Cause.Done>
+  /** Bytes in `queue`. */
+  queued: number
+  /** Bytes of the chunk last taken by the writer, until it asks for the next one. */
+  writing: number
+  readonly cut: () => void
+}
+
+const keepAliveItem: Item = { id: "", bytes: SseWire.encode(": keepalive\n\n") }
+
+export interface BroadcastOptions {
+  /** Events a listener may fall behind by before it is dropped. */
+  readonly buffer: number
+  /** Bytes a listener may fall behind by before it is dropped (queued, or handed to its writer). */
+  readonly maxBufferedBytes: number
+  readonly keepAliveMs: number | undefined
 }
 
 export interface Broadcast {
@@ -37,36 +54,55 @@ export interface Broadcast {
   readonly listeners: () => number
   /** Listeners dropped for falling behind. */
   readonly dropped: () => number
-  readonly listen: (lastEventId: string | undefined) => Effect.Effect<Option.Option<Stream.Stream<Uint8Array>>>
+  /** The frames for one listener; `cut` ends its HTTP response at once (how it is dropped). */
+  readonly listen: (
+    lastEventId: string | undefined,
+    cut: () => void
+  ) => Effect.Effect<Option.Option<Stream.Stream<Uint8Array>>>
   readonly closeAll: Effect.Effect<void>
 }
 
-export const makeBroadcast = (store: EventStoreShape, buffer: number, keepAliveMs: number | undefined) =>
+export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions) =>
   Effect.gen(function*() {
     const streamId = `broadcast-${randomBytes(6).toString("base64url")}`
+    const keepAlive = yield* KeepAlive.make(options.keepAliveMs)
     const listeners = new Set<Listener>()
     let dropped = 0
+
+    const offerTo = (listener: Listener, item: Item): boolean => {
+      if (!Queue.offerUnsafe(listener.queue, item)) return false
+      listener.queued += item.bytes.byteLength
+      return true
+    }
+
+    // Its connection is cut, so what it buffered goes now rather than when (if ever) the client reads again.
+    const drop = (listener: Listener) => {
+      listeners.delete(listener)
+      dropped++
+      while (Queue.takeUnsafe(listener.queue)?._tag === "Success") {
+        // discarded
+      }
+      listener.queued = 0
+      Queue.endUnsafe(listener.queue)
+      listener.cut()
+    }
 
     const broadcast = (event: string, data: unknown) =>
       Effect.gen(function*() {
         const text = JSON.stringify(data === undefined ? null : data)
         const id = yield* store.append(streamId, text, event)
-        const item = { id, frame: SseWire.event(text, id, event) }
+        const item = { id, bytes: SseWire.encode(SseWire.event(text, id, event)) }
         for (const listener of listeners) {
-          if (!Queue.offerUnsafe(listener.queue, item)) {
-            // Full: this listener gets what it has buffered, then its connection ends.
-            listeners.delete(listener)
-            dropped++
-            Queue.endUnsafe(listener.queue)
-          }
+          const behind = listener.queued + listener.writing > options.maxBufferedBytes
+          if (behind || !offerTo(listener, item)) drop(listener)
         }
         return id
       })
 
-    const listen = (lastEventId: string | undefined) =>
+    const listen = (lastEventId: string | undefined, cut: () => void) =>
       Effect.gen(function*() {
-        const queue = yield* Queue.bounded<Item, Cause.Done>(buffer)
-        const listener = { queue }
+        const queue = yield* Queue.bounded<Item, Cause.Done>(options.buffer)
+        const listener: Listener = { queue, queued: 0, writing: 0, cut }
         let replayed: ReadonlySet<string> = new Set()
         let head = ""
         if (lastEventId !== undefined) {
@@ -82,19 +118,36 @@ export const makeBroadcast = (store: EventStoreShape, buffer: number, keepAliveM
         } else {
           listeners.add(listener)
         }
-        const live = Stream.fromQueue(queue).pipe(
-          Stream.filter((item) => !replayed.has(item.id)),
-          Stream.map((item) => SseWire.encode(item.frame))
-        )
         // Something on the wire at once, so the response headers go out now.
-        const frames = Stream.concat(Stream.make(SseWire.encode(head === "" ? ": stream open\n\n" : head)), live)
-        return Option.some(
-          SseWire.withKeepAlive(frames, keepAliveMs).pipe(
-            Stream.ensuring(Effect.sync(() => {
+        let opening: Uint8Array | undefined = SseWire.encode(head === "" ? ": stream open\n\n" : head)
+        const next: Effect.Effect<readonly [Uint8Array], Cause.Done> = Effect.flatMap(Queue.take(queue), (item) => {
+          listener.queued -= item.bytes.byteLength
+          if (replayed.has(item.id)) return next
+          listener.writing = item.bytes.byteLength
+          return Effect.succeed([item.bytes] as const)
+        })
+        const pull = Effect.suspend((): Effect.Effect<readonly [Uint8Array], Cause.Done> => {
+          // Asked for the next chunk: the writer's socket took the last one.
+          listener.writing = 0
+          if (opening === undefined) return next
+          const first = opening
+          opening = undefined
+          return Effect.succeed([first] as const)
+        })
+        const frames = Stream.unwrap(Effect.gen(function*() {
+          // Only an idle listener needs one; it never displaces an event.
+          const stopKeepAlive = yield* keepAlive.add(() => {
+            if (Queue.sizeUnsafe(queue) === 0) offerTo(listener, keepAliveItem)
+          })
+          yield* Effect.addFinalizer(() =>
+            Effect.sync(() => {
+              stopKeepAlive()
               listeners.delete(listener)
-            }))
+            })
           )
-        )
+          return Stream.fromPull(Effect.succeed(pull))
+        }))
+        return Option.some(frames)
       })
 
     const closeAll = Effect.sync(() => {
@@ -120,7 +173,7 @@ export const events = (env: Env, hub: Broadcast): Guarded => (request, principal
     }
     const admission = yield* env.sessions.enter(principal.id, undefined, true)
     if (admission !== "ok") return SlotRefusal.response(admission)
-    const stream = yield* hub.listen(request.headers["last-event-id"])
+    const stream = yield* hub.listen(request.headers["last-event-id"], SseWire.cutter(request))
     if (Option.isNone(stream)) return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
     return SseWire.response(stream.value, {})
   })

@@ -8,6 +8,13 @@
  * `Sessions.enterSlots`) is held by the handler: without it a client could
  * start any number of handlers. Past a limit the POST is refused instead of
  * accepted.
+ *
+ * A client that POSTs faster than it reads its stream is held back: while
+ * the stream holds more than half of `maxBufferedBytesPerStream` for it, a
+ * POST that would add a reply gets 503 with `Retry-After` (its messages that
+ * add nothing, responses and notifications, still pass). Replies of requests
+ * already running can still fill the stream to the limit; past it the
+ * connection is cut and the session ends.
  */
 import * as Effect from "effect/Effect"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -38,7 +45,8 @@ export const open = (env: Env): Guarded => (request, principal) =>
         priming: false,
         retryMs: undefined,
         lastEventId: undefined,
-        preamble: [SseWire.event(endpoint, undefined, "endpoint")]
+        preamble: [SseWire.event(endpoint, undefined, "endpoint")],
+        cut: SseWire.cutter(request)
       }),
       {}
     )
@@ -55,7 +63,8 @@ export const message = (env: Env): Guarded => (request, principal) =>
     const id = sessionIdOf(request.url)
     if (id === undefined) return Security.invalid(400, "Bad Request: sessionId query parameter is required")
     const session = env.sessions.getLegacy(id)
-    if (session === undefined || session.closed || session.principalId !== principal.id) {
+    // A stream that ended (its reader was dropped) is a session on its way out.
+    if (session === undefined || session.closed || session.standalone.isEnded() || session.principalId !== principal.id) {
       return Security.invalid(404, "Session not found")
     }
     if (!RequestBody.isJsonContent(request.headers["content-type"])) {
@@ -74,6 +83,10 @@ export const message = (env: Env): Guarded => (request, principal) =>
       return Security.invalid(400, "Invalid Request: protocol revision 2024-11-05 has no batches")
     }
     const message = decoded.message
+    const replies = message._tag === "Request" || message._tag === "Invalid"
+    if (replies && session.standalone.bufferedBytes() > env.config.maxBufferedBytesPerStream / 2) {
+      return Security.invalid(503, "Service unavailable: the SSE stream is not being read", { "retry-after": "1" })
+    }
     const work = session.server.handleMessage(message).pipe(
       Effect.flatMap((reply) => reply === null ? Effect.void : Effect.asVoid(session.standalone.offer(reply)))
     )

@@ -15,6 +15,21 @@
  * The push design keeps the cost of a message to one store append and one
  * queue offer: a POST answered over SSE (one priming event, one response)
  * runs no per-message pull, race or merge.
+ *
+ * What the stream holds for a client that reads slower than the server
+ * writes is bounded in bytes (`maxBufferedBytes`): the frames queued for the
+ * connection plus the chunk last handed to the HTTP writer (Node's writer
+ * asks for the next chunk only once the socket took the previous one, so
+ * until then that chunk sits in Node's buffer), and the messages waiting in
+ * `pending`. A message offered while a connection holds more than the bound
+ * drops that connection: its unwritten frames are discarded and its HTTP
+ * response is cut. With a store the stream stays open (those frames are
+ * stored; the client resumes with `Last-Event-ID`); without one there is
+ * nothing to resume from and the stream ends. Messages waiting without a
+ * connection past the bound: a stream with a `capacity` lets the oldest go;
+ * any other stream that has had a connection ends (its client is away and
+ * not coming back for them soon enough). A single message larger than the
+ * bound still goes out whole.
  */
 import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -32,8 +47,16 @@ export interface OutStreamOptions {
   readonly streamId: string
   /** Where events are stored for replay; without one, events carry no ids. */
   readonly store: EventStoreShape | undefined
-  /** Queue bound for streams that may wait long for a reader (the oldest go first); unbounded when absent. */
+  /**
+   * Messages kept for streams that may wait long for a reader (the oldest go
+   * first, as they do past `maxBufferedBytes`), and frames a connection may
+   * fall behind by before it is dropped; unbounded when absent.
+   */
   readonly capacity?: number | undefined
+  /** Bytes held for a slow or absent reader before it is dropped (see above); unbounded when absent. */
+  readonly maxBufferedBytes?: number | undefined
+  /** Told each time a connection is dropped for falling behind. */
+  readonly onDropped?: (() => void) | undefined
   /** Runs once when the stream has ended and every queued message was taken. */
   readonly onDrained?: Effect.Effect<void> | undefined
   /** Feeds idle connections keep-alive comments; none without one. */
@@ -49,6 +72,14 @@ export interface AttachOptions {
   readonly lastEventId: string | undefined
   /** Frames written before anything else (the legacy `endpoint` event). */
   readonly preamble?: ReadonlyArray<string> | undefined
+  /** Ends this connection's HTTP response at once, unwritten bytes lost: how a reader that fell behind is dropped. */
+  readonly cut?: (() => void) | undefined
+}
+
+/** A message waiting for a JSON answer, with its JSON (already computed to size it). */
+export interface Queued {
+  readonly message: JsonRpc.JsonRpcMessage
+  readonly json: string
 }
 
 export interface OutStream {
@@ -66,7 +97,9 @@ export interface OutStream {
   readonly awaitEnded: Effect.Effect<void>
   readonly isStreaming: () => boolean
   /** Takes what is queued without a connection (for a JSON answer). */
-  readonly takeQueued: Effect.Effect<ReadonlyArray<JsonRpc.JsonRpcMessage>>
+  readonly takeQueued: Effect.Effect<ReadonlyArray<Queued>>
+  /** Bytes held for the client now: waiting without a connection, queued for one, or handed to its writer. */
+  readonly bufferedBytes: () => number
   /** The frames for one HTTP connection, until the stream ends or another connection takes over. */
   readonly attach: (options: AttachOptions) => Stream.Stream<Uint8Array>
   /**
@@ -105,6 +138,11 @@ interface Connection {
   readonly queue: Queue.Queue<Uint8Array, Cause.Done>
   /** This connection's own opening frames (priming, replay, preamble): never handed to another. */
   head: Uint8Array | undefined
+  /** Bytes in `queue`. */
+  queued: number
+  /** Bytes of the chunk last taken by the writer, until it asks for the next one. */
+  writing: number
+  readonly cut: (() => void) | undefined
 }
 
 const keepAliveFrame = SseWire.encode(": keepalive\n\n")
@@ -120,21 +158,75 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
     const ended = yield* Deferred.make<void>()
     const store = options.store
     const capacity = options.capacity
+    const limit = options.maxBufferedBytes
     const pending: Array<Pending> = []
+    let pendingBytes = 0
+    let attachedOnce = false
     let isEnded = false
     let closed = false
     let drainedSignalled = false
     let streaming = false
     let current: Connection | undefined
 
-    const keep = (item: Pending) => {
-      pending.push(item)
-      // The oldest message goes first when nobody reads for long.
-      if (capacity !== undefined && pending.length > capacity) pending.shift()
+    // JSON of the messages in `pending`, computed once: it sizes them, then frames or answers them.
+    const serialized = new WeakMap<JsonRpc.JsonRpcMessage, string>()
+    const json = (message: JsonRpc.JsonRpcMessage): string => {
+      let text = serialized.get(message)
+      if (text === undefined) {
+        text = JSON.stringify(message)
+        serialized.set(message, text)
+      }
+      return text
+    }
+    // A message's JSON length stands for its bytes: what its string costs in memory, not its UTF-8 size.
+    const sizeOf = (item: Pending): number =>
+      item === CLOSE ? 0 : isFramed(item) ? item.bytes.byteLength : json(item).length
+
+    const takeFirst = (): Pending => {
+      const item = pending.shift()!
+      pendingBytes -= sizeOf(item)
+      return item
+    }
+    const clearPending = () => {
+      pending.length = 0
+      pendingBytes = 0
     }
 
-    // JSON of messages `takeWhole` looked at and left to `attach` (too large to send whole).
-    const serialized = new WeakMap<JsonRpc.JsonRpcMessage, string>()
+    /** Whether `item` was kept; false when the stream has to end instead (see the module comment). */
+    const keep = (item: Pending): boolean => {
+      if (
+        limit !== undefined && capacity === undefined && attachedOnce && item !== CLOSE && pendingBytes > limit
+      ) return false
+      pending.push(item)
+      pendingBytes += sizeOf(item)
+      // The oldest message goes first when nobody reads for long (the newest always stays).
+      if (capacity !== undefined) {
+        while (pending.length > capacity || (limit !== undefined && pendingBytes > limit && pending.length > 1)) {
+          takeFirst()
+        }
+      }
+      return true
+    }
+
+    const push = (connection: Connection, bytes: Uint8Array) => {
+      if (Queue.offerUnsafe(connection.queue, bytes)) connection.queued += bytes.byteLength
+    }
+
+    const behind = (connection: Connection): boolean =>
+      (limit !== undefined && connection.queued + connection.writing > limit) ||
+      (capacity !== undefined && Queue.sizeUnsafe(connection.queue) >= capacity)
+
+    /** Drops a connection that fell behind: what it holds is discarded and its response cut. */
+    const drop = (connection: Connection) => {
+      if (current === connection) current = undefined
+      while (Queue.takeUnsafe(connection.queue)?._tag === "Success") {
+        // discarded
+      }
+      connection.queued = 0
+      Queue.endUnsafe(connection.queue)
+      options.onDropped?.()
+      connection.cut?.()
+    }
 
     const frame = (message: JsonRpc.JsonRpcMessage): Effect.Effect<Uint8Array> => {
       const data = serialized.get(message) ?? JSON.stringify(message)
@@ -149,8 +241,12 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
       if (reclaim) {
         const back: Array<Pending> = []
         for (let taken = Queue.takeUnsafe(connection.queue); taken?._tag === "Success"; taken = Queue.takeUnsafe(connection.queue)) {
-          if (taken.value !== keepAliveFrame && taken.value !== connection.head) back.push({ _tag: "Framed", bytes: taken.value })
+          if (taken.value !== keepAliveFrame && taken.value !== connection.head) {
+            back.push({ _tag: "Framed", bytes: taken.value })
+            pendingBytes += taken.value.byteLength
+          }
         }
+        connection.queued = 0
         if (back.length > 0) pending.unshift(...back)
       }
       Queue.endUnsafe(connection.queue)
@@ -158,9 +254,7 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
 
     // Stores and hands one item to the attached connection (under the permit).
     const deliver = (connection: Connection, item: JsonRpc.JsonRpcMessage): Effect.Effect<void> =>
-      Effect.map(frame(item), (bytes) => {
-        Queue.offerUnsafe(connection.queue, bytes)
-      })
+      Effect.map(frame(item), (bytes) => push(connection, bytes))
 
     const offer = (message: JsonRpc.JsonRpcMessage) =>
       Effect.suspend(() => {
@@ -171,13 +265,22 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
         }
         return permit.withPermit(Effect.suspend(() => {
           const connection = current
-          if (connection === undefined) {
-            keep(message)
-            return Effect.succeed(true)
+          if (connection !== undefined && behind(connection)) {
+            drop(connection)
+            // Nothing to resume from: the stream ends with its connection.
+            if (store === undefined) return Effect.succeed(false)
           }
-          return Effect.as(deliver(connection, message), true)
-        }))
+          if (current === undefined) return Effect.succeed(keep(message))
+          return Effect.as(deliver(current, message), true)
+        })).pipe(Effect.flatMap((kept) => kept ? Effect.succeed(true) : Effect.as(abandon, false)))
       })
+
+    /** Ends the stream for good, with what it holds (its reader is gone or hopelessly behind). */
+    const abandon: Effect.Effect<void> = Effect.suspend(() => {
+      closed = true
+      clearPending()
+      return Effect.andThen(end, signalDrained)
+    })
 
     const end = Effect.suspend(() => {
       if (isEnded) return Effect.void
@@ -200,13 +303,13 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
     const drainPending = (connection: Connection, replayed: boolean): Effect.Effect<void> =>
       Effect.gen(function*() {
         while (pending.length > 0) {
-          const item = pending.shift()!
+          const item = takeFirst()
           if (item === CLOSE) {
             release(connection, false)
             return
           }
           if (isFramed(item)) {
-            if (!replayed) Queue.offerUnsafe(connection.queue, item.bytes)
+            if (!replayed) push(connection, item.bytes)
           } else {
             yield* deliver(connection, item)
           }
@@ -240,15 +343,12 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
         const data: Array<string> = []
         let size = 0
         for (const message of pending as Array<JsonRpc.JsonRpcMessage>) {
-          const text = JSON.stringify(message)
+          const text = json(message)
           data.push(text)
           size += text.length
-          if (size > WHOLE_BODY_LIMIT) {
-            for (let i = 0; i < data.length; i++) serialized.set(pending[i] as JsonRpc.JsonRpcMessage, data[i]!)
-            return Effect.succeed(undefined)
-          }
+          if (size > WHOLE_BODY_LIMIT) return Effect.succeed(undefined)
         }
-        pending.length = 0
+        clearPending()
         const parts: Array<string> = [...(attachOptions.preamble ?? [])]
         return Effect.gen(function*() {
           yield* opening(attachOptions, parts)
@@ -262,13 +362,12 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
     const attach = (attachOptions: AttachOptions): Stream.Stream<Uint8Array> =>
       Stream.unwrap(Effect.gen(function*() {
         if (closed) return Stream.empty
-        const queue = capacity === undefined
-          ? yield* Queue.unbounded<Uint8Array, Cause.Done>()
-          : yield* Queue.sliding<Uint8Array, Cause.Done>(capacity)
-        const connection: Connection = { queue, head: undefined }
+        const queue = yield* Queue.unbounded<Uint8Array, Cause.Done>()
+        const connection: Connection = { queue, head: undefined, queued: 0, writing: 0, cut: attachOptions.cut }
         yield* permit.withPermit(Effect.gen(function*() {
           const previous = current
           current = connection
+          attachedOnce = true
           // The connection taken over gives back what it never took.
           if (previous !== undefined) release(previous, true)
           const head: Array<string> = [...(attachOptions.preamble ?? [])]
@@ -285,12 +384,12 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
           // rather than with the first message (or keep-alive).
           if (head.length === 0) head.push(": stream open\n\n")
           connection.head = SseWire.encode(head.join(""))
-          Queue.offerUnsafe(queue, connection.head)
+          push(connection, connection.head)
           yield* drainPending(connection, replayed)
         }))
         // Only an idle connection needs one, and it never displaces a message.
         const stopKeepAlive = yield* (options.keepAlive ?? KeepAlive.none).add(() => {
-          if (Queue.sizeUnsafe(queue) === 0) Queue.offerUnsafe(queue, keepAliveFrame)
+          if (Queue.sizeUnsafe(queue) === 0) push(connection, keepAliveFrame)
         })
         yield* Effect.addFinalizer(() =>
           permit.withPermit(Effect.suspend(() => {
@@ -306,11 +405,15 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
         let spaced = false
         const take = Effect.map(Queue.take(queue), (bytes): readonly [Uint8Array] => {
           spaced = bytes !== connection.head && bytes !== keepAliveFrame
+          connection.queued -= bytes.byteLength
+          connection.writing = bytes.byteLength
           return [bytes]
         })
-        return Stream.fromPull(Effect.succeed(Effect.suspend(() =>
-          spaced && Queue.sizeUnsafe(queue) > 0 ? Effect.andThen(Effect.yieldNow, take) : take
-        )))
+        return Stream.fromPull(Effect.succeed(Effect.suspend(() => {
+          // Asked for the next chunk: the writer's socket took the last one.
+          connection.writing = 0
+          return spaced && Queue.sizeUnsafe(queue) > 0 ? Effect.andThen(Effect.yieldNow, take) : take
+        })))
       }))
 
     const detach = permit.withPermit(Effect.sync(() => {
@@ -325,6 +428,16 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
 
     const close = Effect.suspend(() => {
       closed = true
+      // Frames kept for the next connection are garbage now that none can attach; messages
+      // stay for a JSON answer still to be taken.
+      if (pending.some(isFramed)) {
+        const messages = pending.filter((item) => !isFramed(item))
+        clearPending()
+        for (const item of messages) {
+          pending.push(item)
+          pendingBytes += sizeOf(item)
+        }
+      }
       return end
     })
 
@@ -337,10 +450,12 @@ export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
       awaitEnded: Deferred.await(ended),
       isStreaming: () => streaming,
       takeQueued: Effect.sync(() => {
-        const messages = pending.filter((i): i is JsonRpc.JsonRpcMessage => i !== CLOSE && !isFramed(i))
-        pending.length = 0
-        return messages
+        const queued: Array<Queued> = []
+        for (const item of pending) if (item !== CLOSE && !isFramed(item)) queued.push({ message: item, json: json(item) })
+        clearPending()
+        return queued
       }),
+      bufferedBytes: () => pendingBytes + (current === undefined ? 0 : current.queued + current.writing),
       attach,
       takeWhole,
       detach,

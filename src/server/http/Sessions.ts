@@ -91,6 +91,8 @@ export interface SessionsConfig {
   readonly maxStreamsPerSession: number
   readonly idleTimeoutMs: number | undefined
   readonly standaloneBuffer: number
+  /** Bytes any one stream holds for a slow reader before that reader is dropped. */
+  readonly maxBufferedBytes: number
   readonly requestTimeoutMs: number
   /** Interval of keep-alive comments on idle SSE connections; none when undefined. */
   readonly keepAliveMs: number | undefined
@@ -153,6 +155,10 @@ export interface Stats {
   readonly inFlight: number
   readonly work: number
   readonly storedEvents: number
+  /** Bytes the sessions' resumable and standalone streams hold for their clients right now. */
+  readonly bufferedBytes: number
+  /** SSE connections dropped so far because their client fell too far behind (broadcast listeners aside). */
+  readonly streamsDropped: number
 }
 
 export interface Sessions {
@@ -217,6 +223,10 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   let openStreams = 0
   let slotsInUse = 0
   const principalSlots = new Map<string, number>()
+  let streamsDropped = 0
+  const onDropped = () => {
+    streamsDropped++
+  }
   // Open while no stream is open: shutdown waits on it so connections are idle before the listener closes.
   const noStreams = Latch.makeUnsafe(true)
 
@@ -280,6 +290,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         streamId: id,
         store: resumable ? config.store : undefined,
         keepAlive,
+        maxBufferedBytes: config.maxBufferedBytes,
+        onDropped,
         onDrained: Effect.suspend(() => {
           session.liveStreams.delete(id)
           if (!resumable || session.closed) return Effect.void
@@ -395,17 +407,21 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         streamId: standaloneId,
         store: kind === "streamable" ? config.store : undefined,
         capacity: kind === "legacy" ? undefined : config.standaloneBuffer,
+        maxBufferedBytes: config.maxBufferedBytes,
+        onDropped,
         keepAlive
       })
       const requestRoutes = new Map<JsonRpc.RequestId, RequestRoute>()
       const closedError = () => new TransportClosed({ reason: "HTTP session closed" })
-      const offerTo = (out: OutStream.OutStream) => (message: JsonRpc.JsonRpcMessage) =>
-        Effect.flatMap(out.offer(message), (accepted) => accepted ? Effect.void : Effect.fail(closedError()))
-      const send = offerTo(standalone)
+      const send = (message: JsonRpc.JsonRpcMessage) =>
+        Effect.flatMap(standalone.offer(message), (accepted) => accepted ? Effect.void : Effect.fail(closedError()))
+      // Once a request's own stream has ended (or ends on this message: its reader fell
+      // behind), the standalone stream carries the rest.
       const sendFor = (requestId: JsonRpc.RequestId) => (message: JsonRpc.JsonRpcMessage) =>
         Effect.suspend(() => {
           const route = requestRoutes.get(requestId)
-          return route !== undefined && route.canStream && !route.out.isEnded() ? offerTo(route.out)(message) : send(message)
+          if (route === undefined || !route.canStream || route.out.isEnded()) return send(message)
+          return Effect.flatMap(route.out.offer(message), (accepted) => accepted ? Effect.void : send(message))
         })
       const work = yield* FiberSet.make<unknown, unknown>().pipe(Scope.provide(scope))
       const server = yield* ServerSession.make({
@@ -545,9 +561,12 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   const stats = Effect.gen(function*() {
     let inFlight = 0
     let workSize = 0
+    let bufferedBytes = 0
     for (const s of all()) {
       inFlight += yield* s.server.inFlight
       workSize += yield* FiberSet.size(s.work)
+      if (!s.liveStreams.has(s.standalone.streamId)) bufferedBytes += s.standalone.bufferedBytes()
+      for (const out of s.liveStreams.values()) bufferedBytes += out.bufferedBytes()
     }
     return {
       sessions: sessions.size,
@@ -557,7 +576,9 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       slotsInUse,
       inFlight,
       work: workSize,
-      storedEvents: yield* config.store.size
+      storedEvents: yield* config.store.size,
+      bufferedBytes,
+      streamsDropped
     }
   })
 

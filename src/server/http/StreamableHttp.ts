@@ -198,7 +198,8 @@ export const post = (env: Env): Guarded => (request, principal) =>
       const opening = {
         priming: !ephemeral && primes(s.protocolVersion ?? request.headers["mcp-protocol-version"]),
         retryMs: ephemeral ? undefined : config.retryMs,
-        lastEventId: undefined
+        lastEventId: undefined,
+        cut: SseWire.cutter(request)
       }
       return Effect.map(out.takeWhole(opening), (body) =>
         body === undefined ? SseWire.response(out.attach(opening), headers) : SseWire.whole(body, headers))
@@ -209,20 +210,22 @@ export const post = (env: Env): Guarded => (request, principal) =>
     const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
     if (streams || (accepts.sse && out.isStreaming())) return yield* stream
     if (!accepts.json) return yield* stream
-    const replies = (yield* out.takeQueued) as ReadonlyArray<JsonRpc.JsonRpcResponse>
+    const replies = yield* out.takeQueued
     s.liveStreams.delete(out.streamId)
     yield* env.store.removeStream(out.streamId)
     s.ownedStreams.delete(out.streamId)
-    if (initialize && (replies.length === 0 || !("result" in replies[0]))) {
+    if (initialize && (replies.length === 0 || !("result" in replies[0].message))) {
       // A failed initialize leaves no session behind.
       yield* sessions.close(s)
-      return replies.length === 0
-        ? HttpServerResponse.empty({ status: 202 })
-        : HttpServerResponse.jsonUnsafe(replies[0])
+      return replies.length === 0 ? HttpServerResponse.empty({ status: 202 }) : jsonAnswer(replies[0].json, {})
     }
     if (replies.length === 0) return HttpServerResponse.empty({ status: 202, headers })
-    return HttpServerResponse.jsonUnsafe(decoded._tag === "Single" ? replies[0] : replies, { headers })
+    // The replies' JSON was computed when they were queued (to size them): not serialized again.
+    return jsonAnswer(decoded._tag === "Single" ? replies[0].json : `[${replies.map((r) => r.json).join(",")}]`, headers)
   })
+
+const jsonAnswer = (json: string, headers: Record<string, string>) =>
+  HttpServerResponse.text(json, { contentType: "application/json", headers })
 
 export const get = (env: Env): Guarded => (request, principal) =>
   Effect.gen(function*() {
@@ -255,7 +258,7 @@ export const get = (env: Env): Guarded => (request, principal) =>
       }
       const live = session.liveStreams.get(streamId.value)
       if (live !== undefined) {
-        frames = live.attach({ priming: false, retryMs: undefined, lastEventId })
+        frames = live.attach({ priming: false, retryMs: undefined, lastEventId, cut: SseWire.cutter(request) })
       } else {
         // The stream finished while the client was away: replay what it missed, then end.
         const replay = yield* store.replayAfter(lastEventId)
@@ -269,7 +272,8 @@ export const get = (env: Env): Guarded => (request, principal) =>
       frames = session.standalone.attach({
         priming: primes(session.protocolVersion ?? request.headers["mcp-protocol-version"]),
         retryMs: config.retryMs,
-        lastEventId: undefined
+        lastEventId: undefined,
+        cut: SseWire.cutter(request)
       })
     }
     const admission = yield* sessions.enter(principal.id, session, true)
