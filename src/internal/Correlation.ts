@@ -5,7 +5,10 @@
  * Invariants the tests hold us to: every request settles exactly once; an
  * entry leaves the map when its request settles, times out, is interrupted or
  * the transport closes; responses with unknown ids are counted, not fatal.
- * Deadlines live in `Deadlines`, behind one timer per correlator.
+ * A `call` waits on its entry's `Deferred`; a `callBuffered` (stdio) is
+ * resumed from its entry directly, since a Deferred there costs a fifth more
+ * heap per request in flight (docs/design.md, Correlation). Deadlines live in
+ * `Deadlines`, behind one timer per correlator.
  */
 import * as Cause from "effect/Cause"
 import type * as Clock from "effect/Clock"
@@ -110,7 +113,9 @@ export interface Correlation {
   readonly closedWith: () => TransportClosed | undefined
   readonly pending: () => number
   readonly unknownResponses: () => number
-  /** The ids still waiting, for diagnostics and tests. */
+  /** Whether request `id` is still waiting, without copying the ids. */
+  readonly isPending: (id: JsonRpc.RequestId) => boolean
+  /** A copy of the ids still waiting, for diagnostics (`isPending` asks about one). */
   readonly pendingIds: () => ReadonlyArray<JsonRpc.RequestId>
 }
 
@@ -397,6 +402,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     closedWith: () => closed,
     pending: () => entries.size,
     unknownResponses: () => unknown,
+    isPending: (id) => entries.has(id),
     pendingIds: () => Array.from(entries.keys())
   }
 }
