@@ -1,19 +1,24 @@
 /**
- * Request correlation shared by every transport: id → waiting caller.
+ * Request correlation shared by every transport: one map from request id to
+ * the entry of its waiting caller.
  *
  * Invariants the tests hold us to: every request settles exactly once; an
  * entry leaves the map when its request settles, times out, is interrupted or
  * the transport closes; responses with unknown ids are counted, not fatal.
+ * A `call` waits on its entry's `Deferred`; a `callBuffered` (stdio) is
+ * resumed from its entry directly, since a Deferred there costs a fifth more
+ * heap per request in flight (docs/design.md, Correlation). Deadlines live in
+ * `Deadlines`, behind one timer per correlator.
  */
 import * as Cause from "effect/Cause"
 import type * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as JsonRpc from "../JsonRpc.ts"
 import { MalformedMessage, RequestTimeout, RpcError, TransportClosed } from "../McpError.ts"
+import * as Deadlines from "./Deadlines.ts"
 
 export interface CallOptions {
   /** Milliseconds; `undefined`, `Infinity` or `0` and below mean no timeout. */
@@ -32,14 +37,13 @@ export type SettleError = RpcError | MalformedMessage | TransportClosed | Reques
 /** A settled request. (A buffered one may also fail with its writer's error: see `callBuffered`.) */
 type Outcome = Effect.Effect<unknown, SettleError>
 
-interface Entry {
+interface Entry extends Deadlines.Timed {
   readonly id: JsonRpc.RequestId
   readonly method: string
   /** `call` waits on a Deferred; `callBuffered` resumes its fiber directly (`resume`, or `outcome` if early). */
   readonly deferred: Deferred.Deferred<unknown, SettleError> | undefined
   resume: ((outcome: Outcome) => void) | undefined
   outcome: Outcome | undefined
-  deadline: DeadlineNode | undefined
   /** A buffered request's envelope while it waits for room in the writer. */
   queued: Queued | undefined
   /** Set when the deadline, not the caller or the peer, ended the request. */
@@ -109,7 +113,9 @@ export interface Correlation {
   readonly closedWith: () => TransportClosed | undefined
   readonly pending: () => number
   readonly unknownResponses: () => number
-  /** The ids still waiting, for diagnostics and tests. */
+  /** Whether request `id` is still waiting, without copying the ids. */
+  readonly isPending: (id: JsonRpc.RequestId) => boolean
+  /** A copy of the ids still waiting, for diagnostics (`isPending` asks about one). */
   readonly pendingIds: () => ReadonlyArray<JsonRpc.RequestId>
 }
 
@@ -149,18 +155,17 @@ export const make = (options: CorrelationOptions): Correlation => {
     else entry.outcome = outcome
   }
 
-  const deadlines = makeDeadlines((node) => {
-    const entry = node.entry
+  const deadlines = Deadlines.make<Entry>((entry, timeoutMs) => {
     if (entries.get(entry.id) !== entry) return
     entries.delete(entry.id)
     entry.expired = true
-    const timeout = Exit.fail(new RequestTimeout({ method: entry.method, id: entry.id, timeoutMs: node.timeoutMs }))
+    const timeout = Exit.fail(new RequestTimeout({ method: entry.method, id: entry.id, timeoutMs }))
     // `call` tells the peer from its own exit handler; a buffered call does it here, before its caller resumes.
     settle(
       entry,
       entry.deferred !== undefined || entry.method === "initialize" || closed !== undefined
         ? timeout
-        : Effect.andThen(Effect.uninterruptible(options.cancel(entry.id, `Request timeout after ${node.timeoutMs}ms`)), timeout)
+        : Effect.andThen(Effect.uninterruptible(options.cancel(entry.id, `Request timeout after ${timeoutMs}ms`)), timeout)
     )
   })
 
@@ -200,7 +205,7 @@ export const make = (options: CorrelationOptions): Correlation => {
   const isTimed = (timeoutMs: number | undefined): timeoutMs is number =>
     timeoutMs !== undefined && timeoutMs > 0 && Number.isFinite(timeoutMs)
 
-  /** The request path shared by `call` and a blocked `callBuffered`: the send may take time, and the deadline covers it. */
+  /** The request path of `call`: the send may take time, and the deadline covers it. */
   const sendAndAwait = <E, R>(
     clock: Clock.Clock,
     id: JsonRpc.RequestId,
@@ -397,6 +402,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     closedWith: () => closed,
     pending: () => entries.size,
     unknownResponses: () => unknown,
+    isPending: (id) => entries.has(id),
     pendingIds: () => Array.from(entries.keys())
   }
 }
@@ -434,135 +440,3 @@ const sendWithin = <E, R, A, E2>(
       Effect.ensuring(Fiber.interrupt(sending))
     ) as Effect.Effect<A, E | E2, R>
   })
-
-interface DeadlineNode {
-  readonly entry: Entry
-  readonly timeoutMs: number
-  readonly at: number
-  readonly list: DeadlineList
-  prev: DeadlineNode | undefined
-  next: DeadlineNode | undefined
-}
-
-interface DeadlineList {
-  head: DeadlineNode | undefined
-  tail: DeadlineNode | undefined
-}
-
-/**
- * Request deadlines behind one timer instead of one per request. Requests
- * with the same timeout expire in the order they started, so each list is
- * ordered and the earliest deadline is always at a head. (A wall clock that
- * steps back can only delay an expiry to the one ahead of it in its list.)
- */
-const makeDeadlines = (expire: (node: DeadlineNode) => void) => {
-  const lists = new Map<number, DeadlineList>()
-  let sweeper: Fiber.Fiber<void> | undefined
-  let wakeAt = Number.POSITIVE_INFINITY
-
-  // A list left empty stays for the next request with that timeout; the sweep drops it.
-  const unlink = (node: DeadlineNode) => {
-    const list = node.list
-    if (node.prev === undefined) list.head = node.next
-    else node.prev.next = node.next
-    if (node.next === undefined) list.tail = node.prev
-    else node.next.prev = node.prev
-    node.prev = node.next = undefined
-    node.entry.deadline = undefined
-  }
-
-  const stop = () => {
-    sweeper?.interruptUnsafe()
-    sweeper = undefined
-    wakeAt = Number.POSITIVE_INFINITY
-  }
-
-  const sweep = (clock: Clock.Clock): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      const now = clock.currentTimeMillisUnsafe()
-      const due: Array<DeadlineNode> = []
-      let next = Number.POSITIVE_INFINITY
-      for (const [timeoutMs, list] of Array.from(lists)) {
-        while (list.head !== undefined && list.head.at <= now) {
-          const node = list.head
-          unlink(node)
-          due.push(node)
-        }
-        if (list.head === undefined) lists.delete(timeoutMs)
-        else if (list.head.at < next) next = list.head.at
-      }
-      wakeAt = next
-      if (next === Number.POSITIVE_INFINITY) sweeper = undefined
-      // Expiring resumes callers, which may start requests (and `add`) before
-      // this returns: the state above must already be settled.
-      for (const node of due) expire(node)
-      return next === Number.POSITIVE_INFINITY
-        ? Effect.void
-        : Effect.andThen(clock.sleep(Duration.millis(next - now)), sweep(clock))
-    })
-
-  /** Returns `Effect.void` itself unless a timer must start. */
-  const add = (clock: Clock.Clock, entry: Entry, timeoutMs: number): Effect.Effect<void> => {
-    const at = clock.currentTimeMillisUnsafe() + timeoutMs
-    let list = lists.get(timeoutMs)
-    if (list === undefined) {
-      list = { head: undefined, tail: undefined }
-      lists.set(timeoutMs, list)
-    }
-    const node: DeadlineNode = { entry, timeoutMs, at, list, prev: list.tail, next: undefined }
-    if (list.tail === undefined) list.head = node
-    else list.tail.next = node
-    list.tail = node
-    entry.deadline = node
-    if (at >= wakeAt) return Effect.void
-    stop()
-    wakeAt = at
-    const timer = Effect.andThen(clock.sleep(Duration.millis(timeoutMs)), sweep(clock))
-    return Effect.map(Effect.forkDetach(timer, { startImmediately: true }), (fiber) => {
-      sweeper = fiber
-    })
-  }
-
-  /**
-   * Moves the entry's deadline to `timeoutMs` from now: to the tail of its
-   * list, which keeps the list ordered. The timer needs no change: while any
-   * deadline exists a sweep is due at or before the earliest one, and a sweep
-   * that wakes early only re-arms for the new head.
-   */
-  const restart = (clock: Clock.Clock, entry: Entry) => {
-    const node = entry.deadline
-    if (node === undefined) return
-    unlink(node)
-    const list = node.list
-    const moved: DeadlineNode = {
-      entry,
-      timeoutMs: node.timeoutMs,
-      at: clock.currentTimeMillisUnsafe() + node.timeoutMs,
-      list,
-      prev: list.tail,
-      next: undefined
-    }
-    if (list.tail === undefined) list.head = moved
-    else list.tail.next = moved
-    list.tail = moved
-    entry.deadline = moved
-  }
-
-  // The timer is not stopped when the last request settles: restarting it for
-  // every request of a sequential caller would cost what this saves. It ends
-  // at its next wake with nothing left to watch, or at `clear`.
-  const remove = (entry: Entry) => {
-    if (entry.deadline !== undefined) unlink(entry.deadline)
-  }
-
-  const clear = () => {
-    // Entries still point at their nodes; a later `remove` must not unlink from a dropped list.
-    for (const list of lists.values()) {
-      for (let node = list.head; node !== undefined; node = node.next) node.entry.deadline = undefined
-    }
-    lists.clear()
-    stop()
-  }
-
-  return { add, restart, remove, clear }
-}
