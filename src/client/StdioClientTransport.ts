@@ -2,8 +2,8 @@
  * The stdio client transport: spawns an MCP server as a child process and
  * speaks newline-delimited JSON-RPC over its stdin and stdout.
  *
- * Routing, correlation and state live in ClientCore; this module owns the
- * process and the bytes. The request path does no fiber work of its own: a
+ * Routing, correlation and state live in ClientCore, the process in StdioProcess;
+ * this module owns the bytes. The request path does no fiber work of its own: a
  * request is encoded and appended to this tick's batch (BatchWriter), which
  * reaches the server's stdin as one write (one per 16 lines in a burst), and its caller waits on its
  * correlation entry (`callBuffered`). A server that stops reading fills the
@@ -13,32 +13,24 @@
  * stdout read.
  *
  * The process belongs to the scope: closing it fails what is in flight, ends
- * stdin, gives the server a grace period to exit, then SIGTERM and SIGKILL go
- * to the whole process group (the spawner starts children detached in their
- * own group on POSIX), so wrappers such as npx or a shell take their
- * grandchildren with them. On Linux the server's descendants are also
- * recorded from /proc while it runs (DescendantReaper), and those that left
- * the group (`setsid`, daemonizing helpers) get the same signals.
+ * stdin, gives the server a grace period to exit, then signals its process
+ * group and, on Linux, the descendants that left the group (StdioProcess).
  */
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as PubSub from "effect/PubSub"
+import type * as PlatformError from "effect/PlatformError"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import type * as Arr from "effect/Array"
-import type * as Take from "effect/Take"
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import type { ChildProcessSpawner } from "effect/process"
 import type * as JsonRpc from "../JsonRpc.ts"
-import { MessageTooLarge, SpawnError, TransportClosed } from "../McpError.ts"
+import { MessageTooLarge, type SpawnError, type TransportClosed } from "../McpError.ts"
 import * as BatchWriter from "../internal/BatchWriter.ts"
 import * as ClientCore from "./internal/ClientCore.ts"
 import * as Correlation from "../internal/Correlation.ts"
-import * as DescendantReaper from "./internal/DescendantReaper.ts"
 import * as LineFramer from "../internal/LineFramer.ts"
+import * as StdioProcess from "./internal/StdioProcess.ts"
 import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "../Defaults.ts"
 import {
   ClientTransport,
@@ -119,57 +111,44 @@ export interface StdioClientTransportShape extends ClientTransportShape {
 export const DEFAULT_GRACE_PERIOD_MS = 2_000
 export const DEFAULT_KILL_AFTER_MS = 2_000
 export const DEFAULT_EXIT_DRAIN_MS = 250
+/**
+ * How often a running server's process tree is read for descendants (Linux) unless
+ * `shutdown.descendantSampleInterval` says otherwise: 1 second.
+ *
+ * @since 0.2.0
+ * @category defaults
+ */
 export const DEFAULT_DESCENDANT_SAMPLE_INTERVAL_MS = 1_000
 export const DEFAULT_STDERR_TAIL_LINES = 20
 export const DEFAULT_STDERR_MAX_LINE_BYTES = 64 * 1024
 export const DEFAULT_WRITE_QUEUE_CAPACITY = 256
 
-interface ProcessExit {
-  readonly exitCode?: number | undefined
-  readonly signal?: string | undefined
-}
-
-/** How the peer side ended, in the order the transport noticed. */
-type PeerEnd =
-  | { readonly _tag: "Exited"; readonly exit: ProcessExit }
-  | { readonly _tag: "StdoutEnded" }
-  | { readonly _tag: "StdoutFailed"; readonly cause: unknown }
-  | { readonly _tag: "StdinFailed"; readonly cause: unknown }
-
 const noLongerQueued: Correlation.Queued = { withdraw: () => {} }
-
-const SIGNAL_IN_MESSAGE = /signal:?\s*'?(SIG[A-Z0-9]+)/
-
-/** The spawner reports a death by signal as a failed `exitCode`; the signal name is only in the message. */
-const exitFromError = (error: unknown): ProcessExit => {
-  const texts: Array<string> = []
-  let current: unknown = error
-  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
-    if (current instanceof Error) texts.push(current.message)
-    current = (current as { cause?: unknown }).cause
-  }
-  const match = texts.map((t) => SIGNAL_IN_MESSAGE.exec(t)).find((m) => m !== null)
-  return { signal: match?.[1] }
-}
 
 const MIN_DESCENDANT_SAMPLE_INTERVAL_MS = 50
 
 const toMillis = (input: Duration.Input | undefined, fallback: number): number =>
   input === undefined ? fallback : Duration.toMillis(Duration.fromInputUnsafe(input))
 
-/** Keeps the last `capacity` lines without shifting arrays. */
-const makeRing = (capacity: number) => {
-  const lines: Array<string> = []
-  let next = 0
+/** The process and shutdown settings with their defaults applied. */
+const resolveProcessOptions = (config: StdioClientConfig): StdioProcess.Options => {
+  const sampleInterval = config.shutdown?.descendantSampleInterval
   return {
-    push: (line: string) => {
-      if (capacity <= 0) return
-      if (lines.length < capacity) lines.push(line)
-      else lines[next] = line
-      next = (next + 1) % capacity
-    },
-    snapshot: (): ReadonlyArray<string> =>
-      lines.length < capacity ? lines.slice() : [...lines.slice(next), ...lines.slice(0, next)]
+    command: config.command,
+    args: config.args ?? [],
+    env: config.env,
+    inheritEnv: config.inheritEnv ?? true,
+    cwd: config.cwd,
+    graceMs: toMillis(config.shutdown?.gracePeriod, DEFAULT_GRACE_PERIOD_MS),
+    killAfterMs: toMillis(config.shutdown?.killAfter, DEFAULT_KILL_AFTER_MS),
+    exitDrainMs: toMillis(config.shutdown?.exitDrain, DEFAULT_EXIT_DRAIN_MS),
+    // A walk costs ~0.1 ms of CPU: reading the tree more often than every 50 ms would cost more than it finds.
+    descendantSampleIntervalMs: sampleInterval === false
+      ? undefined
+      : Math.max(MIN_DESCENDANT_SAMPLE_INTERVAL_MS, toMillis(sampleInterval, DEFAULT_DESCENDANT_SAMPLE_INTERVAL_MS)),
+    stderrTailLines: config.stderr?.tailLines ?? DEFAULT_STDERR_TAIL_LINES,
+    stderrMaxLineBytes: config.stderr?.maxLineBytes ?? DEFAULT_STDERR_MAX_LINE_BYTES,
+    logStderr: config.stderr?.log ?? true
   }
 }
 
@@ -185,18 +164,8 @@ const exceedsBytes = (text: string, limit: number): number | undefined => {
 export const make = Effect.fnUntraced(function*(
   config: StdioClientConfig
 ): Effect.fn.Return<StdioClientTransportShape, SpawnError, Scope.Scope | ChildProcessSpawner.ChildProcessSpawner> {
-  const args = config.args ?? []
   const maxBytes = config.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
-  const graceMs = toMillis(config.shutdown?.gracePeriod, DEFAULT_GRACE_PERIOD_MS)
-  const killAfterMs = toMillis(config.shutdown?.killAfter, DEFAULT_KILL_AFTER_MS)
-  const exitDrainMs = toMillis(config.shutdown?.exitDrain, DEFAULT_EXIT_DRAIN_MS)
-  const sampleInterval = config.shutdown?.descendantSampleInterval
-  // A walk costs ~0.1 ms of CPU: reading the tree more often than every 50 ms would cost more than it finds.
-  const sampleIntervalMs = sampleInterval === false
-    ? undefined
-    : Math.max(MIN_DESCENDANT_SAMPLE_INTERVAL_MS, toMillis(sampleInterval, DEFAULT_DESCENDANT_SAMPLE_INTERVAL_MS))
-  const tailLines = config.stderr?.tailLines ?? DEFAULT_STDERR_TAIL_LINES
-  const logStderr = config.stderr?.log ?? true
+  const processOptions = resolveProcessOptions(config)
 
   const writer = BatchWriter.make<TransportClosed>(config.writeQueueCapacity ?? DEFAULT_WRITE_QUEUE_CAPACITY)
 
@@ -266,76 +235,7 @@ export const make = Effect.fnUntraced(function*(
   const closeWith = (error: TransportClosed) =>
     Effect.andThen(core.close(error), Effect.sync(() => writer.close(error)))
 
-  const inheritEnv = config.inheritEnv ?? true
-  const command = ChildProcess.make(config.command, args, {
-    ...(config.env !== undefined || !inheritEnv ? { env: config.env ?? {}, extendEnv: inheritEnv } : {}),
-    ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
-    stdin: "pipe",
-    stdout: "pipe",
-    stderr: "pipe",
-    killSignal: "SIGTERM",
-    forceKillAfter: Duration.millis(killAfterMs)
-  })
-  const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
-  // Added before the spawn so that it runs after the spawner has ended the process group.
-  let reaper: DescendantReaper.DescendantReaper | undefined
-  yield* Effect.addFinalizer(() => reaper === undefined ? Effect.void : reaper.finish)
-  const handle = yield* spawner.spawn(command).pipe(
-    Effect.mapError((cause) => new SpawnError({ command: config.command, args, cause }))
-  )
-  if (sampleIntervalMs !== undefined) {
-    reaper = DescendantReaper.make({
-      pid: handle.pid,
-      rootRunning: Effect.orElseSucceed(handle.isRunning, () => false),
-      killAfterMs
-    })
-    if (Number.isFinite(sampleIntervalMs)) yield* Effect.forkScoped(reaper.sampleEvery(sampleIntervalMs))
-  }
-
-  // --- stderr: ring buffer, stream, debug log ------------------------------
-  const tail = makeRing(tailLines)
-  const stderrHub = yield* PubSub.sliding<Take.Take<string>>({
-    capacity: 256,
-    replay: tailLines > 0 ? tailLines : undefined
-  })
-  const stderrDone = yield* Deferred.make<void>()
-  const stderrFramer = LineFramer.make(config.stderr?.maxLineBytes ?? DEFAULT_STDERR_MAX_LINE_BYTES)
-  const logAnnotations = { mcpServer: config.command, pid: handle.pid, stream: "stderr" }
-  const publishStderr = (lines: Array<string>): Effect.Effect<void> => {
-    if (lines.length === 0) return Effect.void
-    for (const line of lines) tail.push(line)
-    PubSub.publishUnsafe(stderrHub, lines as unknown as Arr.NonEmptyReadonlyArray<string>)
-    return logStderr
-      ? Effect.forEach(lines, (line) => Effect.logDebug(line), { discard: true }).pipe(
-        Effect.annotateLogs(logAnnotations)
-      )
-      : Effect.void
-  }
-  const onStderrFrame = (lines: Array<string>) => (frame: LineFramer.Frame) => {
-    lines.push(frame._tag === "Line" ? frame.text : `[stderr line of at least ${frame.size} bytes omitted]`)
-  }
-  yield* handle.stderr.pipe(
-    Stream.runForEachArray((chunks) => {
-      const lines: Array<string> = []
-      const onFrame = onStderrFrame(lines)
-      for (const chunk of chunks) stderrFramer.push(chunk, onFrame)
-      return publishStderr(lines)
-    }),
-    Effect.ignore,
-    Effect.andThen(Effect.suspend(() => {
-      const lines: Array<string> = []
-      stderrFramer.end(onStderrFrame(lines))
-      return publishStderr(lines)
-    })),
-    Effect.ensuring(Effect.andThen(PubSub.end(stderrHub, Exit.void), Deferred.succeed(stderrDone, undefined))),
-    Effect.forkScoped
-  )
-
   // --- stdout: frame, parse once, route ------------------------------------
-  const peerEnd = yield* Deferred.make<PeerEnd>()
-  const stdoutDone = yield* Deferred.make<void>()
-  const exited = yield* Deferred.make<ProcessExit>()
-  let processExit: ProcessExit | undefined
   const framer = LineFramer.make(maxBytes)
   let toRun: Array<Effect.Effect<void>> = []
   const onFrame = (frame: LineFramer.Frame) => {
@@ -354,81 +254,24 @@ export const make = Effect.fnUntraced(function*(
     toRun = []
     return Effect.forEach(effects, (e) => e, { discard: true })
   }
-  yield* handle.stdout.pipe(
-    Stream.runForEachArray((chunks) => {
-      for (const chunk of chunks) framer.push(chunk, onFrame)
-      return runQueued()
-    }),
-    Effect.andThen(Effect.suspend(() => {
-      framer.end(onFrame)
-      return runQueued()
-    })),
-    Effect.matchEffect({
-      onSuccess: () => Deferred.succeed(peerEnd, { _tag: "StdoutEnded" }),
-      onFailure: (cause) => Deferred.succeed(peerEnd, { _tag: "StdoutFailed", cause })
-    }),
-    Effect.ensuring(Deferred.succeed(stdoutDone, undefined)),
-    Effect.forkScoped
-  )
-
-  // --- stdin: one write per tick, or per 16 lines in a burst ---------------
-  yield* writer.run(handle.stdin).pipe(
-    Effect.catch((cause) => Deferred.succeed(peerEnd, { _tag: "StdinFailed", cause })),
-    Effect.forkScoped
-  )
-
-  // --- exit and close -------------------------------------------------------
-  yield* handle.exitCode.pipe(
-    Effect.match({
-      onSuccess: (code): ProcessExit => ({ exitCode: code }),
-      onFailure: exitFromError
-    }),
-    Effect.flatMap((exit) => {
-      processExit = exit
-      return Effect.andThen(Deferred.succeed(exited, exit), Deferred.succeed(peerEnd, { _tag: "Exited", exit }))
-    }),
-    Effect.forkScoped
-  )
-
-  // Whatever ends first, wait briefly for the rest so the close carries the
-  // exit status, the last stderr lines and any response already written.
-  yield* Effect.gen(function*() {
-    const first = yield* Deferred.await(peerEnd)
-    yield* Effect.all([Deferred.await(exited), Deferred.await(stdoutDone), Deferred.await(stderrDone)], {
-      concurrency: "unbounded",
-      discard: true
-    }).pipe(Effect.timeoutOption(Duration.millis(exitDrainMs)))
-    const exit = processExit
-    const reason = first._tag === "Exited" || exit !== undefined
-      ? "process exited"
-      : first._tag === "StdoutEnded"
-      ? "server closed stdout"
-      : first._tag === "StdoutFailed"
-      ? "reading stdout failed"
-      : "writing stdin failed"
-    yield* closeWith(
-      new TransportClosed({
-        reason,
-        exitCode: exit?.exitCode,
-        signal: exit?.signal,
-        stderrTail: tail.snapshot(),
-        cause: first._tag === "StdoutFailed" || first._tag === "StdinFailed" ? first.cause : undefined
-      })
+  const readStdout = (stdout: Stream.Stream<Uint8Array, PlatformError.PlatformError>) =>
+    stdout.pipe(
+      Stream.runForEachArray((chunks) => {
+        for (const chunk of chunks) framer.push(chunk, onFrame)
+        return runQueued()
+      }),
+      Effect.andThen(Effect.suspend(() => {
+        framer.end(onFrame)
+        return runQueued()
+      }))
     )
-  }).pipe(Effect.forkScoped)
 
-  // Runs before the fibers above are interrupted and before the spawner's own
-  // release (SIGTERM to the group, SIGKILL after `killAfter`). The tree is
-  // read before stdin ends, since a wrapper that exits on EOF orphans what it
-  // started, and again just before the group's SIGTERM.
-  yield* Effect.addFinalizer(() =>
-    Effect.gen(function*() {
-      if (reaper !== undefined) yield* reaper.sample
-      yield* closeWith(new TransportClosed({ reason: "transport scope closed", stderrTail: tail.snapshot() }))
-      yield* Deferred.await(exited).pipe(Effect.timeoutOption(Duration.millis(graceMs)))
-      if (reaper !== undefined) yield* reaper.terminate
-    })
-  )
+  const server = yield* StdioProcess.spawn(processOptions, {
+    read: readStdout,
+    // stdin: one write per tick, or per 16 lines in a burst.
+    write: writer.run,
+    close: closeWith
+  })
 
   // Unless the server already died during start-up.
   yield* SubscriptionRef.update(core.state, (s) => s._tag === "Connecting" ? ConnectionState.Ready() : s)
@@ -443,14 +286,14 @@ export const make = Effect.fnUntraced(function*(
         if (closed !== undefined) return Effect.fail(closed)
         return send(params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params })
       }),
-    stderr: Stream.fromPubSubTake(stderrHub)
+    stderr: server.stderr
   })
 
   return {
     ...service,
-    pid: handle.pid,
-    stderrTail: Effect.sync(() => tail.snapshot()),
-    descendants: reaper === undefined ? Effect.succeed([]) : reaper.alive
+    pid: server.pid,
+    stderrTail: server.stderrTail,
+    descendants: server.descendants
   }
 })
 

@@ -1,0 +1,270 @@
+/**
+ * The stdio server's process, supervised for the stdio client transport:
+ * spawned through the ChildProcessSpawner, its stderr kept (the last lines,
+ * a stream, a debug log), its exit noticed, and its end tied to the scope.
+ *
+ * The bytes belong to the transport, which hands over a `Wire`: a pump that
+ * reads stdout, a pump that writes stdin, and `close`, which fails what is in
+ * flight. This module runs the pumps; whatever ends first (the process,
+ * stdout, a failed read or write) closes the wire with a `TransportClosed`
+ * carrying the exit status and the stderr tail, after a short wait for the
+ * rest (`exitDrainMs`).
+ *
+ * Closing the scope closes the wire (its write pump then ends stdin), gives
+ * the server a grace period to exit, then SIGTERM and SIGKILL go to the
+ * whole process group (the spawner starts children detached in their own
+ * group on POSIX), so wrappers such as npx or a shell take their
+ * grandchildren with them. On Linux the server's descendants are also
+ * recorded from /proc while it runs (DescendantReaper), and those that left
+ * the group (`setsid`, daemonizing helpers) get the same signals.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as PlatformError from "effect/PlatformError"
+import * as PubSub from "effect/PubSub"
+import type * as Scope from "effect/Scope"
+import type * as Sink from "effect/Sink"
+import * as Stream from "effect/Stream"
+import type * as Arr from "effect/Array"
+import type * as Take from "effect/Take"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { SpawnError, TransportClosed } from "../../McpError.ts"
+import * as LineFramer from "../../internal/LineFramer.ts"
+import * as DescendantReaper from "./DescendantReaper.ts"
+
+/** What to run and how to end it; durations in milliseconds, defaults already applied. */
+export interface Options {
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+  /** Set for the server: laid over the parent's environment when `inheritEnv`, alone otherwise. */
+  readonly env: Record<string, string | undefined> | undefined
+  readonly inheritEnv: boolean
+  readonly cwd: string | undefined
+  /** How long the server may take to exit on its own after stdin is closed. */
+  readonly graceMs: number
+  /** How long after SIGTERM before SIGKILL. */
+  readonly killAfterMs: number
+  /** After the first end, how long to wait for the exit status, stdout and stderr to finish. */
+  readonly exitDrainMs: number
+  /** `undefined` ends the process group alone; `Infinity` reads the tree only as the scope closes. */
+  readonly descendantSampleIntervalMs: number | undefined
+  readonly stderrTailLines: number
+  readonly stderrMaxLineBytes: number
+  readonly logStderr: boolean
+}
+
+/** The transport's side of the pipes. */
+export interface Wire {
+  /** Reads the server's stdout to its end. */
+  readonly read: (stdout: Stream.Stream<Uint8Array, PlatformError.PlatformError>) => Effect.Effect<void, unknown>
+  /** Writes to the server's stdin until the wire closes. */
+  readonly write: (stdin: Sink.Sink<void, Uint8Array, never, PlatformError.PlatformError>) => Effect.Effect<void, unknown>
+  /** Fails what is in flight and refuses what follows, with the reason the connection ended. */
+  readonly close: (error: TransportClosed) => Effect.Effect<void>
+}
+
+/** A running server, as the transport shows it. */
+export interface StdioProcess {
+  /** The server's process id (the leader of its process group on POSIX). */
+  readonly pid: number
+  /** The server's stderr lines; a late subscriber gets the kept tail first. */
+  readonly stderr: Stream.Stream<string>
+  /** The last stderr lines, oldest first. */
+  readonly stderrTail: Effect.Effect<ReadonlyArray<string>>
+  /** The recorded descendants that still run; empty where they are not tracked. */
+  readonly descendants: Effect.Effect<ReadonlyArray<number>>
+}
+
+interface ProcessExit {
+  readonly exitCode?: number | undefined
+  readonly signal?: string | undefined
+}
+
+/** How the peer side ended, in the order the transport noticed. */
+type PeerEnd =
+  | { readonly _tag: "Exited"; readonly exit: ProcessExit }
+  | { readonly _tag: "StdoutEnded" }
+  | { readonly _tag: "StdoutFailed"; readonly cause: unknown }
+  | { readonly _tag: "StdinFailed"; readonly cause: unknown }
+
+const SIGNAL_IN_MESSAGE = /signal:?\s*'?(SIG[A-Z0-9]+)/
+
+/** The spawner reports a death by signal as a failed `exitCode`; the signal name is only in the message. */
+const exitFromError = (error: unknown): ProcessExit => {
+  const texts: Array<string> = []
+  let current: unknown = error
+  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
+    if (current instanceof Error) texts.push(current.message)
+    current = (current as { cause?: unknown }).cause
+  }
+  const match = texts.map((t) => SIGNAL_IN_MESSAGE.exec(t)).find((m) => m !== null)
+  return { signal: match?.[1] }
+}
+
+/** Keeps the last `capacity` lines without shifting arrays. */
+const makeRing = (capacity: number) => {
+  const lines: Array<string> = []
+  let next = 0
+  return {
+    push: (line: string) => {
+      if (capacity <= 0) return
+      if (lines.length < capacity) lines.push(line)
+      else lines[next] = line
+      next = (next + 1) % capacity
+    },
+    snapshot: (): ReadonlyArray<string> =>
+      lines.length < capacity ? lines.slice() : [...lines.slice(next), ...lines.slice(0, next)]
+  }
+}
+
+/** Spawns the server and runs the wire's pumps for as long as the scope lives. */
+export const spawn = Effect.fnUntraced(function*(
+  options: Options,
+  wire: Wire
+): Effect.fn.Return<StdioProcess, SpawnError, Scope.Scope | ChildProcessSpawner.ChildProcessSpawner> {
+  const { args, inheritEnv, killAfterMs, stderrTailLines: tailLines } = options
+  const command = ChildProcess.make(options.command, args, {
+    ...(options.env !== undefined || !inheritEnv ? { env: options.env ?? {}, extendEnv: inheritEnv } : {}),
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+    killSignal: "SIGTERM",
+    forceKillAfter: Duration.millis(killAfterMs)
+  })
+  const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+  // Added before the spawn so that it runs after the spawner has ended the process group.
+  let reaper: DescendantReaper.DescendantReaper | undefined
+  yield* Effect.addFinalizer(() => reaper === undefined ? Effect.void : reaper.finish)
+  const handle = yield* spawner.spawn(command).pipe(
+    Effect.mapError((cause) => new SpawnError({ command: options.command, args, cause }))
+  )
+  const sampleIntervalMs = options.descendantSampleIntervalMs
+  if (sampleIntervalMs !== undefined) {
+    reaper = DescendantReaper.make({
+      pid: handle.pid,
+      rootRunning: Effect.orElseSucceed(handle.isRunning, () => false),
+      killAfterMs
+    })
+    if (Number.isFinite(sampleIntervalMs)) yield* Effect.forkScoped(reaper.sampleEvery(sampleIntervalMs))
+  }
+
+  // --- stderr: ring buffer, stream, debug log ------------------------------
+  const tail = makeRing(tailLines)
+  const stderrHub = yield* PubSub.sliding<Take.Take<string>>({
+    capacity: 256,
+    replay: tailLines > 0 ? tailLines : undefined
+  })
+  const stderrDone = yield* Deferred.make<void>()
+  const stderrFramer = LineFramer.make(options.stderrMaxLineBytes)
+  const logAnnotations = { mcpServer: options.command, pid: handle.pid, stream: "stderr" }
+  const publishStderr = (lines: Array<string>): Effect.Effect<void> => {
+    if (lines.length === 0) return Effect.void
+    for (const line of lines) tail.push(line)
+    PubSub.publishUnsafe(stderrHub, lines as unknown as Arr.NonEmptyReadonlyArray<string>)
+    return options.logStderr
+      ? Effect.forEach(lines, (line) => Effect.logDebug(line), { discard: true }).pipe(
+        Effect.annotateLogs(logAnnotations)
+      )
+      : Effect.void
+  }
+  const onStderrFrame = (lines: Array<string>) => (frame: LineFramer.Frame) => {
+    lines.push(frame._tag === "Line" ? frame.text : `[stderr line of at least ${frame.size} bytes omitted]`)
+  }
+  yield* handle.stderr.pipe(
+    Stream.runForEachArray((chunks) => {
+      const lines: Array<string> = []
+      const onFrame = onStderrFrame(lines)
+      for (const chunk of chunks) stderrFramer.push(chunk, onFrame)
+      return publishStderr(lines)
+    }),
+    Effect.ignore,
+    Effect.andThen(Effect.suspend(() => {
+      const lines: Array<string> = []
+      stderrFramer.end(onStderrFrame(lines))
+      return publishStderr(lines)
+    })),
+    Effect.ensuring(Effect.andThen(PubSub.end(stderrHub, Exit.void), Deferred.succeed(stderrDone, undefined))),
+    Effect.forkScoped
+  )
+
+  // --- the wire's pumps ------------------------------------------------------
+  const peerEnd = yield* Deferred.make<PeerEnd>()
+  const stdoutDone = yield* Deferred.make<void>()
+  const exited = yield* Deferred.make<ProcessExit>()
+  let processExit: ProcessExit | undefined
+  yield* wire.read(handle.stdout).pipe(
+    Effect.matchEffect({
+      onSuccess: () => Deferred.succeed(peerEnd, { _tag: "StdoutEnded" }),
+      onFailure: (cause) => Deferred.succeed(peerEnd, { _tag: "StdoutFailed", cause })
+    }),
+    Effect.ensuring(Deferred.succeed(stdoutDone, undefined)),
+    Effect.forkScoped
+  )
+  yield* wire.write(handle.stdin).pipe(
+    Effect.catch((cause) => Deferred.succeed(peerEnd, { _tag: "StdinFailed", cause })),
+    Effect.forkScoped
+  )
+
+  // --- exit and close -------------------------------------------------------
+  yield* handle.exitCode.pipe(
+    Effect.match({
+      onSuccess: (code): ProcessExit => ({ exitCode: code }),
+      onFailure: exitFromError
+    }),
+    Effect.flatMap((exit) => {
+      processExit = exit
+      return Effect.andThen(Deferred.succeed(exited, exit), Deferred.succeed(peerEnd, { _tag: "Exited", exit }))
+    }),
+    Effect.forkScoped
+  )
+
+  // Whatever ends first, wait briefly for the rest so the close carries the
+  // exit status, the last stderr lines and any response already written.
+  yield* Effect.gen(function*() {
+    const first = yield* Deferred.await(peerEnd)
+    yield* Effect.all([Deferred.await(exited), Deferred.await(stdoutDone), Deferred.await(stderrDone)], {
+      concurrency: "unbounded",
+      discard: true
+    }).pipe(Effect.timeoutOption(Duration.millis(options.exitDrainMs)))
+    const exit = processExit
+    const reason = first._tag === "Exited" || exit !== undefined
+      ? "process exited"
+      : first._tag === "StdoutEnded"
+      ? "server closed stdout"
+      : first._tag === "StdoutFailed"
+      ? "reading stdout failed"
+      : "writing stdin failed"
+    yield* wire.close(
+      new TransportClosed({
+        reason,
+        exitCode: exit?.exitCode,
+        signal: exit?.signal,
+        stderrTail: tail.snapshot(),
+        cause: first._tag === "StdoutFailed" || first._tag === "StdinFailed" ? first.cause : undefined
+      })
+    )
+  }).pipe(Effect.forkScoped)
+
+  // Runs before the fibers above are interrupted and before the spawner's own
+  // release (SIGTERM to the group, SIGKILL after `killAfter`). The tree is
+  // read before stdin ends, since a wrapper that exits on EOF orphans what it
+  // started, and again just before the group's SIGTERM.
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      if (reaper !== undefined) yield* reaper.sample
+      yield* wire.close(new TransportClosed({ reason: "transport scope closed", stderrTail: tail.snapshot() }))
+      yield* Deferred.await(exited).pipe(Effect.timeoutOption(Duration.millis(options.graceMs)))
+      if (reaper !== undefined) yield* reaper.terminate
+    })
+  )
+
+  return {
+    pid: handle.pid,
+    stderr: Stream.fromPubSubTake(stderrHub),
+    stderrTail: Effect.sync(() => tail.snapshot()),
+    descendants: reaper === undefined ? Effect.succeed([]) : reaper.alive
+  }
+})
