@@ -10,17 +10,13 @@
  * listener is marked failed and POSTs keep working.
  */
 import * as Cause from "effect/Cause"
-import * as Data from "effect/Data"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberHandle from "effect/FiberHandle"
 import * as FiberSet from "effect/FiberSet"
 import { constTrue } from "effect/Function"
 import * as Layer from "effect/Layer"
-import * as Result from "effect/Result"
 import type * as Schedule from "effect/Schedule"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as HttpBody from "effect/http/HttpBody"
@@ -32,14 +28,17 @@ import {
   type HttpError,
   MalformedMessage,
   MessageTooLarge,
-  NoResponse,
+  type NoResponse,
   type RedirectRefused,
-  RequestTimeout,
+  type RequestTimeout,
   SessionExpired,
   TransportClosed
 } from "../McpError.ts"
+import { dispatchFor, noResponse } from "./internal/AnswerRouting.ts"
 import * as ClientCore from "./internal/ClientCore.ts"
 import * as Http from "./internal/HttpExchange.ts"
+import * as HttpGetListener from "./internal/HttpGetListener.ts"
+import * as SseAnswer from "./internal/SseAnswer.ts"
 import * as SseReader from "./internal/SseReader.ts"
 import * as SseReconnect from "./internal/SseReconnect.ts"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../Defaults.ts"
@@ -83,17 +82,8 @@ export interface Options extends Http.TransportOptions {
 export type HttpTracing = "off" | "span" | "propagate"
 
 /** The standalone GET stream's own state, separate from the POST channel's. */
-export type ListenerState = Data.TaggedEnum<{
-  Idle: {}
-  Connecting: { readonly attempt: number }
-  Open: {}
-  Reconnecting: { readonly attempt: number; readonly delayMs: number }
-  /** The server answered 405: it offers no standalone stream. */
-  Disabled: { readonly status: number }
-  /** The retry budget ran out, or the session expired. */
-  Failed: { readonly error: unknown }
-}>
-export const ListenerState = Data.taggedEnum<ListenerState>()
+export type ListenerState = HttpGetListener.ListenerState
+export const ListenerState = HttpGetListener.ListenerState
 
 export interface StreamableHttpClientTransport extends ClientTransportShape {
   readonly kind: "streamable-http"
@@ -105,23 +95,9 @@ export interface StreamableHttpClientTransport extends ClientTransportShape {
 }
 
 const DEFAULT_CLOSE_TIMEOUT = Duration.seconds(2)
-/**
- * After a POST's response arrived, its SSE body is read on in the background
- * for at most this long. A body read to its end lets the HTTP client put the
- * connection back in its pool; one dropped early costs a new TCP connection
- * per request (and a TIME_WAIT socket). Servers close the stream right after
- * the last response, so this bound only matters for misbehaving servers.
- */
-const POST_DRAIN_TIMEOUT = Duration.seconds(3)
 const FIRST_VERSION_WITH_HEADER = "2025-06-18"
 
-
 const encoder = new TextEncoder()
-
-const STOPPED: SseReader.Ending = { _tag: "Stopped" }
-const ENDED: SseReader.Ending = { _tag: "Ended" }
-/** SSE answers up to this many bytes with a declared length are read whole (`readPostWhole`). */
-const WHOLE_BODY_LIMIT = 64 * 1024
 
 type PostError = HttpError | RedirectRefused | SessionExpired | TransportClosed | MessageTooLarge
 
@@ -140,8 +116,6 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const inflight = yield* FiberSet.make<unknown, unknown>()
   const background = yield* FiberSet.make<unknown, unknown>()
-  const listener = yield* FiberHandle.make<void, never>()
-  const listenerState = yield* SubscriptionRef.make<ListenerState>(ListenerState.Idle())
 
   const sendFromCore = (message: JsonRpc.JsonRpcMessage): Effect.Effect<void> =>
     closedError !== undefined ? Effect.void : FiberSet.run(
@@ -285,184 +259,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // ---------------------------------------------------------------------------
   // Requests
 
-  const isPending = (id: JsonRpc.RequestId) => core.correlation.pendingIds().includes(id)
-
-  const sameId = (a: JsonRpc.RequestId | null, b: JsonRpc.RequestId) => a !== null && String(a) === String(b)
-
-  /**
-   * Routes one frame that arrived in answer to `request` and tells whether
-   * the request is settled now. An error without an id on this request's own
-   * channel is this request's error; a frame that is not JSON fails this
-   * request and nothing else. (A broken response that names its request is
-   * ClientCore's to settle, as on every transport.)
-   */
-  const dispatchFor = (request: JsonRpc.JsonRpcRequest, text: string): Effect.Effect<boolean, MalformedMessage> => {
-    const decoded = JsonRpc.decode(text)
-    if (decoded._tag === "ParseError") return Effect.fail(MalformedMessage.make(text, `invalid JSON: ${decoded.reason}`))
-    if (decoded._tag === "Single") {
-      const answered = answers(decoded.message, request)
-      return Effect.map(routeFor(request, decoded.message, text), () => answered || !isPending(request.id))
-    }
-    let answered = false
-    for (const message of decoded.messages) answered ||= answers(message, request)
-    return Effect.forEach(decoded.messages, (message) => routeFor(request, message, text), { discard: true }).pipe(
-      Effect.map(() => answered || !isPending(request.id))
-    )
-  }
-
-  /** The response to `request` (once routed, the request is settled: by it, or earlier by its deadline). */
-  const answers = (message: JsonRpc.Classified, request: JsonRpc.JsonRpcRequest): boolean =>
-    (message._tag === "Success" || message._tag === "Failure") &&
-    (message.message.id === null ? message._tag === "Failure" : sameId(message.message.id, request.id))
-
-  const routeFor = (request: JsonRpc.JsonRpcRequest, message: JsonRpc.Classified, text: string) => {
-    if (message._tag === "Failure" && message.message.id === null) {
-      return core.dispatch({ _tag: "Failure", message: { ...message.message, id: request.id } }, text)
-    }
-    return core.dispatch(message, text)
-  }
-
-  const noResponse = (request: JsonRpc.JsonRpcRequest) => new NoResponse({ id: request.id, method: request.method })
-
   const readJsonAnswer = (response: HttpClientResponse.HttpClientResponse, request: JsonRpc.JsonRpcRequest) =>
     Effect.gen(function*() {
       const text = yield* Http.readText(response, maxBytes)
       if (text.trim().length === 0) return yield* noResponse(request)
-      if (!(yield* dispatchFor(request, text))) return yield* noResponse(request)
+      if (!(yield* dispatchFor(core, request, text))) return yield* noResponse(request)
     })
 
-  /**
-   * Reads the SSE body of the POST that carried `request`. Once the response
-   * is in, the caller gets `Stopped` at once while a background fiber keeps
-   * reading the body to its end (bounded by POST_DRAIN_TIMEOUT), so the
-   * connection is reused; messages arriving meanwhile are still routed.
-   * Interrupting the caller before the response aborts the body.
-   */
-  const readPostStream = (
-    response: HttpClientResponse.HttpClientResponse,
-    request: JsonRpc.JsonRpcRequest,
-    cursor: SseReader.Cursor,
-    idleMs: number | undefined
-  ): Effect.Effect<SseReader.Ending, MalformedMessage | MessageTooLarge> => {
-    // A small body whose length is declared (an answer complete when the server sent it) is read
-    // whole: no stream, no background drain, and no abort of the exchange when the body ends. Large
-    // ones are streamed, which holds fewer copies of them at once.
-    const declared = Http.declaredLength(response)
-    if (declared !== undefined && declared <= Math.min(maxBytes, WHOLE_BODY_LIMIT)) {
-      return readPostWhole(response, request, cursor)
-    }
-    return Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
-        const outcome = yield* Deferred.make<SseReader.Ending, MalformedMessage | MessageTooLarge>()
-        let answered = false
-        const reading = SseReader.read(response.stream, cursor, {
-          maxEventBytes: maxBytes,
-          idleTimeoutMs: idleMs,
-          onEvent: (event) => {
-            if (!SseReader.isMessageEvent(event)) return Effect.succeed(false)
-            if (answered) return Effect.as(core.dispatchFrame(event.data), false)
-            return Effect.flatMap(dispatchFor(request, event.data), (settled) => {
-              if (!settled) return Effect.succeed(false)
-              answered = true
-              return Effect.as(Deferred.succeed(outcome, STOPPED), false)
-            })
-          }
-        })
-        const drainBound = Deferred.await(outcome).pipe(
-          Effect.ignore,
-          Effect.andThen(Effect.sleep(POST_DRAIN_TIMEOUT))
-        )
-        const fiber = yield* FiberSet.run(
-          background,
-          Effect.raceFirst(
-            Effect.exit(reading).pipe(Effect.flatMap((exit) => Deferred.done(outcome, exit))),
-            drainBound
-          ).pipe(Effect.ignore, Effect.ensuring(Deferred.interrupt(outcome)))
-        )
-        return yield* restore(Deferred.await(outcome)).pipe(
-          Effect.onInterrupt(() => Fiber.interrupt(fiber))
-        )
-      })
-    )
-  }
-
-  /** `readPostStream` for a body read whole: every message in order, the response settling the request. */
-  const readPostWhole = (
-    response: HttpClientResponse.HttpClientResponse,
-    request: JsonRpc.JsonRpcRequest,
-    cursor: SseReader.Cursor
-  ): Effect.Effect<SseReader.Ending, MalformedMessage | MessageTooLarge> =>
-    Effect.gen(function*() {
-      const text = yield* Http.readText(response, maxBytes).pipe(
-        Effect.map((text): string | SseReader.Ending => text),
-        // As when a streamed body breaks: resumed if the server gave ids, else no response.
-        Effect.catchTag("TransportClosed", (cause) => Effect.succeed<SseReader.Ending>({ _tag: "Broken", cause }))
-      )
-      if (typeof text !== "string") return text
-      const events = SseReader.parseWhole(text, cursor)
-      let answered = false
-      for (const event of events) {
-        if (!SseReader.isMessageEvent(event)) continue
-        if (answered) yield* core.dispatchFrame(event.data)
-        else answered = yield* dispatchFor(request, event.data)
-      }
-      return answered ? STOPPED : ENDED
-    })
-
-  /**
-   * Reads a request's SSE answer until its response. A stream that stops
-   * early is resumed with GET + `Last-Event-ID` when the server gave event
-   * ids; otherwise the request fails with `NoResponse`.
-   */
-  const readStreamAnswer = (
-    response: HttpClientResponse.HttpClientResponse,
-    request: JsonRpc.JsonRpcRequest,
-    idleMs: number | undefined
-  ) =>
-    Effect.gen(function*() {
-      const cursor = SseReader.makeCursor()
-      const readOptions: SseReader.ReadOptions<MalformedMessage, never> = {
-        maxEventBytes: maxBytes,
-        idleTimeoutMs: idleMs,
-        onEvent: (event) =>
-          SseReader.isMessageEvent(event)
-            ? dispatchFor(request, event.data)
-            : Effect.succeed(false)
-      }
-      let ending = yield* readPostStream(response, request, cursor, idleMs)
-      let backoff: SseReconnect.Backoff | undefined
-      while (ending._tag !== "Stopped" && isPending(request.id)) {
-        if (cursor.lastEventId === undefined) {
-          if (ending._tag === "Idle") {
-            return yield* new RequestTimeout({
-              method: request.method,
-              id: request.id,
-              timeoutMs: ending.idleMs,
-              phase: "SSE stream silent"
-            })
-          }
-          return yield* noResponse(request)
-        }
-        backoff ??= yield* SseReconnect.make(schedule)
-        if (cursor.bytes > 0) yield* backoff.reset
-        const delay = yield* backoff.next(ending, cursor.retryMs)
-        if (delay === undefined) return yield* noResponse(request)
-        yield* Effect.sleep(Duration.millis(delay))
-        cursor.bytes = 0
-        const opened = yield* Effect.result(openGet(cursor.lastEventId))
-        if (Result.isFailure(opened)) {
-          const error = opened.failure
-          // The connection itself failed: worth another attempt. An answer is final.
-          if (error._tag === "TransportClosed") {
-            ending = { _tag: "Broken", cause: error }
-            continue
-          }
-          if (error._tag === "HttpError" && error.status === 405) return yield* noResponse(request)
-          return yield* error
-        }
-        ending = yield* SseReader.read(opened.success.stream, cursor, readOptions)
-      }
-    })
+  const readStreamAnswer = SseAnswer.make({ core, maxBytes, schedule, background, openGet })
 
   const exchangeRequest = (request: JsonRpc.JsonRpcRequest, idleMs: number | undefined) =>
     Effect.gen(function*() {
@@ -535,16 +339,19 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const oversized = (limit: number) => core.diagnose(Diagnostic.MessageTooLarge({ size: limit + 1, limit }))
 
+  /** How a stream that answers no request of ours is read: an oversized message is reported and skipped. */
+  const unrelatedEvents: SseReader.ReadOptions<never, never> = {
+    maxEventBytes: maxBytes,
+    idleTimeoutMs,
+    onEvent: dispatchUnrelated,
+    onOversized: oversized
+  }
+
   const consumeStray = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<void> =>
     Http.mediaType(response) === "text/event-stream"
       ? FiberSet.run(
         background,
-        SseReader.read(response.stream, SseReader.makeCursor(), {
-          maxEventBytes: maxBytes,
-          idleTimeoutMs,
-          onEvent: dispatchUnrelated,
-          onOversized: oversized
-        }).pipe(Effect.ignore)
+        SseReader.read(response.stream, SseReader.makeCursor(), unrelatedEvents).pipe(Effect.ignore)
       ).pipe(Effect.asVoid)
       : Http.discard(response)
 
@@ -559,65 +366,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // ---------------------------------------------------------------------------
   // Standalone GET listener
 
-  const setListener = (next: ListenerState) => SubscriptionRef.set(listenerState, next)
+  const listener = yield* HttpGetListener.make({ core, openGet, schedule, events: unrelatedEvents })
 
-  /** Leaves `Reconnecting` (the POST channel never stopped working). */
-  const listenerSettled = SubscriptionRef.update(
-    core.state,
-    (current) => current._tag === "Reconnecting" ? ConnectionState.Ready() : current
-  )
-
-  const giveUp = (error: unknown) =>
-    Effect.gen(function*() {
-      yield* listenerSettled
-      core.diagnose(Diagnostic.ListenerError({ error }))
-      yield* setListener(ListenerState.Failed({ error }))
-    })
-
-  const listenerLoop: Effect.Effect<void> = Effect.gen(function*() {
-    const cursor = SseReader.makeCursor()
-    const backoff = yield* SseReconnect.make(schedule)
-    while (true) {
-      yield* setListener(ListenerState.Connecting({ attempt: backoff.attempts() }))
-      cursor.bytes = 0
-      let failure: unknown
-      const opened = yield* Effect.result(openGet(cursor.lastEventId))
-      if (Result.isFailure(opened)) {
-        const error = opened.failure
-        if (error._tag === "HttpError" && error.status === 405) {
-          yield* listenerSettled
-          return yield* setListener(ListenerState.Disabled({ status: 405 }))
-        }
-        if (error._tag === "SessionExpired") return yield* giveUp(error)
-        failure = error
-      } else {
-        yield* listenerSettled
-        yield* setListener(ListenerState.Open())
-        failure = yield* SseReader.read(opened.success.stream, cursor, {
-          maxEventBytes: maxBytes,
-          idleTimeoutMs,
-          onEvent: dispatchUnrelated,
-          onOversized: oversized
-        }).pipe(Effect.catch((error) => Effect.succeed({ _tag: "Broken" as const, cause: error })))
-        if (cursor.bytes > 0) yield* backoff.reset
-      }
-      const delay = yield* backoff.next(failure, cursor.retryMs)
-      if (delay === undefined) return yield* giveUp(failure)
-      const attempt = backoff.attempts()
-      yield* setListener(ListenerState.Reconnecting({ attempt, delayMs: delay }))
-      yield* SubscriptionRef.update(core.state, (current) =>
-        current._tag === "Ready" || current._tag === "Reconnecting"
-          ? ConnectionState.Reconnecting({ attempt, delayMs: delay })
-          : current)
-      yield* Effect.sleep(Duration.millis(delay))
-    }
-  })
-
-  const listen: Effect.Effect<void> = Effect.suspend(() =>
-    closedError !== undefined
-      ? Effect.void
-      : FiberHandle.run(listener, listenerLoop, { onlyIfMissing: true }).pipe(Effect.asVoid)
-  )
+  const listen: Effect.Effect<void> = Effect.suspend(() => closedError !== undefined ? Effect.void : listener.start)
 
   // ---------------------------------------------------------------------------
   // Close: abort everything in flight, then end the session
@@ -638,13 +389,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     Effect.gen(function*() {
       closedError = new TransportClosed({ reason: "transport scope closed" })
       yield* core.close(closedError)
-      yield* FiberHandle.clear(listener)
+      yield* listener.interrupt
       yield* FiberSet.clear(inflight)
       yield* FiberSet.clear(background)
-      const listenerNow = yield* SubscriptionRef.get(listenerState)
-      if (listenerNow._tag === "Open" || listenerNow._tag === "Connecting" || listenerNow._tag === "Reconnecting") {
-        yield* setListener(ListenerState.Idle())
-      }
+      yield* listener.showClosed
       if (session !== undefined && session !== expiredSession) yield* deleteSession(session)
     })
   )
@@ -658,7 +406,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     }),
     kind: "streamable-http",
     listen,
-    listenerState,
+    listenerState: listener.state,
     sessionId: Effect.sync(() => session),
     protocolVersion: Effect.sync(() => protocolVersion)
   }
