@@ -9,7 +9,7 @@ import type * as ClientCore from "./ClientCore.ts"
 
 /** Whether `id` still waits for its response. */
 export const isPending = (core: ClientCore.ClientCore, id: JsonRpc.RequestId): boolean =>
-  core.correlation.pendingIds().includes(id)
+  core.correlation.isPending(id)
 
 /** The failure of a request whose channel ended without its response. */
 export const noResponse = (request: JsonRpc.JsonRpcRequest): NoResponse =>
