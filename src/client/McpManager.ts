@@ -47,22 +47,46 @@ import * as Supervisor from "./manager/Supervisor.ts"
 import * as ToolCache from "./manager/ToolCache.ts"
 import * as ToolRouting from "./manager/ToolRouting.ts"
 
-export { Config, ConnectFailed, ConnectTimeout, type LastError, ServerStatus, ServerUnavailable, ToolCache, UnknownServer, UnknownTool }
+/**
+ * The `mcpServers` configuration document the manager reads: its entry
+ * schemas, `decode` and `ConfigError`.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
+export { Config }
+/**
+ * Where the manager keeps each server's last good tool listing: `none`,
+ * `memory()` or `file(path)`.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
+export { ToolCache }
+export { ConnectFailed, ConnectTimeout, type LastError, ServerStatus, ServerUnavailable, UnknownServer, UnknownTool }
 
 // ---------------------------------------------------------------------------
 // Options
 
-/** Opens the transport for one configured server, in the connection's scope. */
+/**
+ * Opens the transport for one configured server, in the connection's scope.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type TransportFactory<E = unknown, R = never> = (
   server: string,
   config: Config.ServerConfig
 ) => Effect.Effect<ClientTransportShape, E, R | Scope.Scope>
 
 /**
- * The default: `fromConfig` (stdio spawns the command; `http` is Streamable
- * HTTP with the standalone GET stream open; `sse` probes Streamable HTTP,
- * then falls back to legacy HTTP+SSE). An entry's `timeout` becomes the
- * transport's default request timeout.
+ * The default transport factory, `fromConfig` for each entry: stdio spawns
+ * the command; `http` is Streamable HTTP with the standalone GET stream open;
+ * `sse` probes Streamable HTTP, then falls back to legacy HTTP+SSE. An
+ * entry's `timeout` becomes the transport's default request timeout.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromConfigTransport: TransportFactory<
   SpawnError,
@@ -88,6 +112,13 @@ export const fromConfigTransport: TransportFactory<
   })
 }
 
+/**
+ * Options of `make` and `layer`: the configuration document, how its
+ * entries become transports, and how servers connect, heal and cache tools.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface McpManagerOptions<E = unknown, R = never> {
   /** An `mcpServers` document, decoded here (see `Config`). */
   readonly config: unknown
@@ -101,6 +132,7 @@ export interface McpManagerOptions<E = unknown, R = never> {
   readonly slowStartThreshold?: Duration.Input | undefined
   /** Delays between reconnect attempts (default: exponential from 500 ms, ×2, jittered, capped at 30 s, forever). */
   readonly reconnectSchedule?: Schedule.Schedule<unknown, unknown> | undefined
+  /** When reconnecting pauses: failures in a row that open the circuit (default 5) and its cool-down (default 60 s). */
   readonly circuitBreaker?: CircuitBreaker.CircuitBreakerOptions | undefined
   /** A connection that lived this long counts as healed: breaker and schedule start over (default 30 s). */
   readonly stableAfter?: Duration.Input | undefined
@@ -117,11 +149,46 @@ export interface McpManagerOptions<E = unknown, R = never> {
   readonly shutdownTimeout?: Duration.Input | undefined
 }
 
+/**
+ * The default `connectTimeout`: 30 seconds from opening the transport to a
+ * ready client.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_CONNECT_TIMEOUT = Duration.seconds(30)
+/**
+ * The default `slowStartThreshold`: `make` waits up to 5 seconds for the
+ * servers' first connect attempts.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_SLOW_START_THRESHOLD = Duration.seconds(5)
+/**
+ * The default `stableAfter`: a connection that lived 30 seconds resets the
+ * circuit breaker and the reconnect schedule.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_STABLE_AFTER = Duration.seconds(30)
+/**
+ * The default `shutdownTimeout`: closing the manager waits up to 10 seconds
+ * for its servers to close.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const DEFAULT_SHUTDOWN_TIMEOUT = Duration.seconds(10)
 
+/**
+ * The default `reconnectSchedule`: exponential from 500 ms, doubling,
+ * jittered, each delay capped at 30 seconds, without end.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultReconnectSchedule: Schedule.Schedule<unknown, unknown> = Schedule.exponential("500 millis", 2).pipe(
   Schedule.jittered,
   Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.seconds(30))))
@@ -130,9 +197,23 @@ export const defaultReconnectSchedule: Schedule.Schedule<unknown, unknown> = Sch
 // ---------------------------------------------------------------------------
 // Shape
 
-/** One tool of one server: `name` is `<server><separator><tool>`, `cached` while the server is not connected yet. */
+/**
+ * One tool of one server: `name` is `<server><separator><tool>`, `cached`
+ * while the server is not connected yet.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ManagedTool extends ToolRouting.RoutedTool {}
 
+/**
+ * What the manager reports on `events`: a server's session replaced after a
+ * lost connection (`SessionChanged`), or its tool listing changed
+ * (`ToolsChanged`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ManagerEvent = Data.TaggedEnum<{
   /** A new connection replaced a lost one; per-session setup (log level, subscriptions) was restored. */
   SessionChanged: {
@@ -143,16 +224,38 @@ export type ManagerEvent = Data.TaggedEnum<{
   }
   ToolsChanged: { readonly server: string; readonly count: number; readonly cached: boolean }
 }>
+/**
+ * Constructors, `$is` and `$match` for `ManagerEvent`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const ManagerEvent = Data.taggedEnum<ManagerEvent>()
 
+/**
+ * How a call through the manager fails: the client's own errors, or a name
+ * that routes nowhere, or a server that cannot take calls.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type CallError = McpClient.McpClientError | UnknownTool | UnknownServer | ServerUnavailable
 
+/**
+ * The manager's API: servers, their statuses, aggregated tools, routed calls
+ * and each server's client.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface McpManagerShape {
   /** Every configured server (including the ones whose entry was invalid), in document order. */
   readonly servers: ReadonlyArray<string>
   /** The server's status now, then each change. */
   readonly status: (server: string) => Stream.Stream<ServerStatus, UnknownServer>
+  /** Every server's status now, by name. */
   readonly statuses: Effect.Effect<Readonly<Record<string, ServerStatus>>>
+  /** Session changes and tool listing changes of every server, from subscription on. */
   readonly events: Stream.Stream<ManagerEvent>
   /** Tools of every server: live for connected ones, cached for the ones still connecting. */
   readonly tools: Effect.Effect<ReadonlyArray<ManagedTool>>
@@ -168,11 +271,18 @@ export interface McpManagerShape {
   readonly setLoggingLevel: (server: string, level: McpSchema.LoggingLevel) => Effect.Effect<void, CallError>
   /** Subscribes to a resource and re-subscribes in later sessions. */
   readonly subscribeResource: (server: string, uri: string) => Effect.Effect<void, CallError>
+  /** Unsubscribes from a resource, in this and later sessions. */
   readonly unsubscribeResource: (server: string, uri: string) => Effect.Effect<void, CallError>
   /** Drops the current connection (if any) and connects again now, circuit breaker permitting. */
   readonly reconnect: (server: string) => Effect.Effect<void, UnknownServer>
 }
 
+/**
+ * The manager as a service, provided by `layer`.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class McpManager extends Context.Service<McpManager, McpManagerShape>()("effect-mcp-transport/McpManager") {}
 
 // ---------------------------------------------------------------------------
@@ -184,6 +294,37 @@ const millis = (input: Duration.Input): number => Duration.toMillis(Duration.fro
  * Starts managing every configured server and returns once each has either
  * finished its first connect attempt or passed the slow-start threshold.
  * Closing the scope closes every server, in parallel.
+ *
+ * @example
+ * ```ts
+ * import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+ * import * as Console from "effect/Console"
+ * import * as Effect from "effect/Effect"
+ * import * as McpManager from "effect-mcp-transport/client/McpManager"
+ * import * as NodeSpawner from "effect-mcp-transport/client/NodeSpawner"
+ *
+ * const config = {
+ *   mcpServers: {
+ *     files: { command: "npx", args: ["-y", "some-mcp-server"] },
+ *     remote: { type: "http", url: "https://mcp.example.com/mcp" }
+ *   }
+ * }
+ *
+ * const program = Effect.gen(function*() {
+ *   const manager = yield* McpManager.make({ config, toolCache: McpManager.ToolCache.memory() })
+ *   const tools = yield* manager.tools // named <server>__<tool>
+ *   yield* Console.log(tools.map((tool) => tool.name))
+ *   const result = yield* manager.callTool("files__read", { path: "README.md" })
+ *   yield* Console.log(result.content)
+ * })
+ *
+ * // The default transports spawn processes and speak HTTP: both services are needed.
+ * program.pipe(Effect.scoped, Effect.provide([NodeSpawner.layer, NodeHttpClient.layerUndici]), NodeRuntime.runMain)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <E = SpawnError, R = ChildProcessSpawner.ChildProcessSpawner | HttpClient.HttpClient>(
   options: McpManagerOptions<E, R>
@@ -324,7 +465,37 @@ export const make = <E = SpawnError, R = ChildProcessSpawner.ChildProcessSpawner
     return shape
   })
 
-/** The manager as a layer; every server closes with the layer. */
+/**
+ * The manager as a layer; every server closes with the layer.
+ *
+ * @example
+ * ```ts
+ * import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+ * import * as Console from "effect/Console"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ * import * as Stream from "effect/Stream"
+ * import * as McpManager from "effect-mcp-transport/client/McpManager"
+ * import * as NodeSpawner from "effect-mcp-transport/client/NodeSpawner"
+ *
+ * const ManagerLive = McpManager.layer({
+ *   config: { mcpServers: { files: { command: "npx", args: ["-y", "some-mcp-server"] } } },
+ *   connectTimeout: "10 seconds"
+ * }).pipe(Layer.provide([NodeSpawner.layer, NodeHttpClient.layerUndici]))
+ *
+ * // Prints every status of the server as it changes, until interrupted.
+ * const program = Effect.gen(function*() {
+ *   const manager = yield* McpManager.McpManager
+ *   yield* manager.status("files").pipe(Stream.runForEach((status) => Console.log(status._tag)))
+ * })
+ *
+ * program.pipe(Effect.provide(ManagerLive), NodeRuntime.runMain)
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = <E = SpawnError, R = ChildProcessSpawner.ChildProcessSpawner | HttpClient.HttpClient>(
   options: McpManagerOptions<E, R>
 ): Layer.Layer<McpManager, Config.ConfigError, R> =>

@@ -34,11 +34,27 @@ export type { Options } from "./http/Config.ts"
 export { defaults } from "./http/Config.ts"
 export { type Authenticate, type Principal, Unauthorized } from "./http/Security.ts"
 
+/**
+ * What the transport holds right now: sessions, open streams and slots,
+ * running handlers, stored and buffered events, broadcast listeners.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Stats extends Sessions.Stats {
+  /** Open `GET /mcp/events` listeners. */
   readonly broadcastListeners: number
+  /** Broadcast listeners dropped so far because they fell too far behind. */
   readonly broadcastDropped: number
 }
 
+/**
+ * The running transport: its address, broadcast to event listeners, the
+ * open sessions and a context to reach each, and shutdown.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HttpServerTransportShape {
   /** The bound address, when the server is known (always with `layer`). */
   readonly address: Option.Option<{ readonly host: string; readonly port: number }>
@@ -58,6 +74,12 @@ export interface HttpServerTransportShape {
   readonly stats: Effect.Effect<Stats>
 }
 
+/**
+ * The transport as a service, provided by `layer` and `routes`.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class HttpServerTransport extends Context.Service<HttpServerTransport, HttpServerTransportShape>()(
   "effect-mcp-transport/HttpServerTransport"
 ) {}
@@ -170,6 +192,10 @@ const makeResolved = Effect.fnUntraced(function*<R>(
 /**
  * Registers the transport's routes on the `HttpRouter` in context and
  * returns its service. The handler runs with the services present here.
+ * Sessions and streams end when the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <R>(
   handler: Handler<R>,
@@ -177,7 +203,43 @@ export const make = <R>(
 ): Effect.Effect<HttpServerTransportShape, never, HttpRouter.HttpRouter | R | Scope.Scope> =>
   makeResolved(handler, resolve(options, false), options)
 
-/** The routes as a layer for an existing `effect/http` application (no catch-all 404 unless `notFound: true`). */
+/**
+ * The routes as a layer for an existing `effect/http` application (no
+ * catch-all 404 unless `notFound: true`).
+ *
+ * @example
+ * ```ts
+ * import { createServer } from "node:http"
+ * import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ * import * as HttpRouter from "effect/http/HttpRouter"
+ * import * as HttpServerResponse from "effect/http/HttpServerResponse"
+ * import * as JsonRpc from "effect-mcp-transport/JsonRpc"
+ * import type { Handler } from "effect-mcp-transport/server/Handler"
+ * import * as HttpServerTransport from "effect-mcp-transport/server/HttpServerTransport"
+ *
+ * // Answers every request "method not found"; McpServer.toHandler builds a real one.
+ * const handler: Handler = (message) =>
+ *   Effect.succeed("id" in message ? JsonRpc.methodNotFound(message.id, message.method) : null)
+ *
+ * // MCP at /mcp, next to the application's own routes.
+ * const App = Layer.mergeAll(
+ *   HttpRouter.add("GET", "/status", HttpServerResponse.text("ok")),
+ *   HttpServerTransport.routes(handler, { path: "/mcp" })
+ * )
+ *
+ * HttpRouter.serve(App).pipe(
+ *   Layer.provide(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 8421 })),
+ *   Layer.launch,
+ *   NodeRuntime.runMain
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const routes = <R>(
   handler: Handler<R>,
   options?: Options
@@ -189,6 +251,38 @@ export const routes = <R>(
  * `options.host` (default 127.0.0.1) and `options.port` (default 8421; 0 for
  * any free port, read it back from `HttpServerTransport.address`). Closing
  * the layer ends every session and stream before the listener closes.
+ *
+ * @example
+ * ```ts
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+ * import * as Effect from "effect/Effect"
+ * import * as Layer from "effect/Layer"
+ * import * as Schema from "effect/Schema"
+ * import * as HttpServerTransport from "effect-mcp-transport/server/HttpServerTransport"
+ * import * as McpServer from "effect-mcp-transport/server/McpServer"
+ *
+ * const GreetCall = Schema.Struct({ name: Schema.Literal("greet"), arguments: Schema.Struct({ who: Schema.String }) })
+ *
+ * const server = McpServer.make({ serverInfo: { name: "greeter", version: "1.0.0" } }).pipe(
+ *   McpServer.method("tools/list", {}, () =>
+ *     Effect.succeed({
+ *       tools: [{ name: "greet", inputSchema: { type: "object", properties: { who: { type: "string" } }, required: ["who"] } }]
+ *     })),
+ *   McpServer.method("tools/call", { params: GreetCall }, ({ arguments: { who } }) =>
+ *     Effect.succeed({ content: [{ type: "text", text: `Hello, ${who}!` }] }))
+ * )
+ *
+ * // One handle serves every session; forgetSession drops a session's state when it ends.
+ * const ServerLive = Layer.unwrap(Effect.gen(function*() {
+ *   const handle = yield* McpServer.toHandler(server)
+ *   return HttpServerTransport.layer(handle.handler, { port: 8421, onSessionEnd: handle.forgetSession })
+ * }))
+ *
+ * Layer.launch(ServerLive).pipe(NodeRuntime.runMain)
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = <R>(
   handler: Handler<R>,

@@ -13,12 +13,26 @@
 import * as Data from "effect/Data"
 import type * as McpSchema from "effect/ai/McpSchema"
 
-/** Any of our tagged errors (transport, handshake, config, timeout). */
+/**
+ * The error a status carries to explain itself: any of the library's tagged
+ * errors (transport, handshake, configuration, connect timeout).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface LastError {
   readonly _tag: string
   readonly message: string
 }
 
+/**
+ * Where one managed server stands: `Connecting`, `Ready`, `Degraded`,
+ * `Reconnecting`, `Expired`, `CircuitOpen`, `Failed` or `Closed`; every state
+ * but `Ready` and `Closed` carries the last error.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ServerStatus = Data.TaggedEnum<{
   Connecting: { readonly attempt: number; readonly lastError: LastError | undefined }
   Ready: {
@@ -39,6 +53,12 @@ export type ServerStatus = Data.TaggedEnum<{
   Failed: { readonly lastError: LastError }
   Closed: {}
 }>
+/**
+ * Constructors, `$is` and `$match` for `ServerStatus`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const ServerStatus = Data.taggedEnum<ServerStatus>()
 
 /** Whether calls can go to the server now. */
@@ -48,6 +68,13 @@ export const isUsable = (s: ServerStatus): boolean => s._tag === "Ready"
 export const isTransient = (s: ServerStatus): boolean =>
   s._tag === "Connecting" || s._tag === "Reconnecting" || s._tag === "Expired" || s._tag === "Degraded"
 
+/**
+ * A connect attempt (opening the transport, the handshake, the first tool
+ * listing) that outlasted the server's connect timeout.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ConnectTimeout extends Data.TaggedError("ConnectTimeout")<{
   readonly server: string
   readonly timeoutMs: number
@@ -57,7 +84,13 @@ export class ConnectTimeout extends Data.TaggedError("ConnectTimeout")<{
   }
 }
 
-/** A connect attempt that failed with something other than one of our tagged errors (a defect). */
+/**
+ * A connect attempt that failed with something other than one of the
+ * library's tagged errors (a defect), with its description in `reason`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ConnectFailed extends Data.TaggedError("ConnectFailed")<{
   readonly server: string
   readonly reason: string
@@ -67,19 +100,38 @@ export class ConnectFailed extends Data.TaggedError("ConnectFailed")<{
   }
 }
 
+/**
+ * No configured server has this name.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class UnknownServer extends Data.TaggedError("UnknownServer")<{ readonly server: string }> {
   override get message(): string {
     return `No server named ${this.server}`
   }
 }
 
+/**
+ * A tool name that does not route to a server: it does not start with a
+ * configured server's name and the separator (`<server><separator><tool>`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class UnknownTool extends Data.TaggedError("UnknownTool")<{ readonly name: string }> {
   override get message(): string {
     return `No tool named ${this.name} (expected <server><separator><tool>)`
   }
 }
 
-/** The server cannot take calls now (and did not become ready within the wait). */
+/**
+ * The server cannot take calls now and did not become ready within the wait;
+ * `status` says why.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ServerUnavailable extends Data.TaggedError("ServerUnavailable")<{
   readonly server: string
   readonly status: ServerStatus

@@ -11,6 +11,14 @@ import * as ProtocolVersion from "../../ProtocolVersion.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Authenticate } from "./Security.ts"
 
+/**
+ * Options of the HTTP server transport (`layer`, `routes`, `make`): where it
+ * listens, which endpoints it serves, who may call it and the limits it
+ * enforces. Every option has a safe default.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** Interface to bind (standalone `layer` only). Default `127.0.0.1`. */
   readonly host?: string | undefined
@@ -206,6 +214,12 @@ export interface Resolved {
   readonly corsMaxAge: number
 }
 
+/**
+ * The default values of the numeric, duration and path options.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaults = {
   host: "127.0.0.1",
   port: 8421,

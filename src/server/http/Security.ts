@@ -10,7 +10,13 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 
-/** Who the authentication hook says is calling. Sessions are bound to `id`. */
+/**
+ * Who the authentication hook says is calling. Sessions are bound to `id`:
+ * another principal cannot use them, and per-principal limits count by it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Principal {
   readonly id: string
   /** Anything the application wants to keep (claims, scopes). */
@@ -19,7 +25,13 @@ export interface Principal {
 
 export const anonymous: Principal = { id: "anonymous" }
 
-/** What the authentication hook fails with: 401 (or 403 for insufficient scope) and a `WWW-Authenticate` challenge. */
+/**
+ * What the authentication hook fails with: the request is answered 401 (or
+ * 403 for insufficient scope) with a `WWW-Authenticate` challenge.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class Unauthorized extends Data.TaggedError("Unauthorized")<{
   /** The `WWW-Authenticate` header value, e.g. `Bearer resource_metadata="https://…"`. */
   readonly wwwAuthenticate: string
@@ -27,6 +39,13 @@ export class Unauthorized extends Data.TaggedError("Unauthorized")<{
   readonly description?: string | undefined
 }> {}
 
+/**
+ * The authentication hook (`authenticate` option): reads a request's
+ * credentials and names its principal, or fails with `Unauthorized`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Authenticate = (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Principal, Unauthorized>
 
 /** A JSON-RPC error object as an HTTP answer (no request id: the transport rejected the body). */
