@@ -17,7 +17,7 @@
  * since Node runs them by stripping types); each runnable block then runs
  * with this process's Node, from the repository root, under a time limit.
  */
-import { execFile } from "node:child_process"
+import { spawn } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 
@@ -98,7 +98,7 @@ export const extractBlocks = (markdown: string, file: string): Extraction => {
 export interface CheckOptions {
   /** The repository root: its package.json names the package and its exports, its node_modules serve the rest. */
   readonly root: string
-  /** Per runnable block. Default 20 s. */
+  /** Per runnable block. Default 60 s (a block that spawns a server through npx is slow on a loaded machine). */
   readonly timeoutMs?: number | undefined
   /** Blocks run at once. Default 2. */
   readonly concurrency?: number | undefined
@@ -110,12 +110,37 @@ interface Run {
   readonly output: string
 }
 
+/**
+ * Runs a command in a process group of its own: on a timeout the whole group
+ * gets SIGKILL, so a block that started a server leaves nothing behind.
+ */
 const execute = (command: string, args: ReadonlyArray<string>, cwd: string, timeoutMs: number): Promise<Run> =>
   new Promise((resolve) => {
-    execFile(command, args, { cwd, encoding: "utf8", timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
-      const timedOut = error !== null && error.killed === true
-      const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-      resolve({ code, timedOut, output: `${stdout}${stderr}` })
+    const child = spawn(command, args, { cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
+    let timedOut = false
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, "SIGKILL")
+      } catch {
+        // the group is gone already
+      }
+    }
+    const timer = setTimeout(() => {
+      timedOut = true
+      killGroup()
+    }, timeoutMs)
+    child.on("close", (code) => {
+      clearTimeout(timer)
+      // A block that exits while something it spawned still runs must not leave it behind.
+      killGroup()
+      resolve({ code, timedOut, output })
+    })
+    child.on("error", (error) => {
+      clearTimeout(timer)
+      resolve({ code: null, timedOut: false, output: String(error) })
     })
   })
 
@@ -194,7 +219,7 @@ export const checkDocs = async (
       if (compiled.timedOut) failures.push("tsc did not finish")
     }
 
-    const timeoutMs = options.timeoutMs ?? 20_000
+    const timeoutMs = options.timeoutMs ?? 60_000
     const runnable = [...names].filter(([, block]) => block.mode === "run" && !broken.has(block))
     const runOne = async ([name, block]: readonly [string, DocBlock]): Promise<void> => {
       const result = await execute(process.execPath, [join(work, name)], options.root, timeoutMs)

@@ -24,7 +24,7 @@ describe("documentation code blocks", () => {
   it("type-check against the built package and run", async () => {
     const failures = await checkDocs(documents.map((file) => ({ file, text: readFileSync(join(repo, file), "utf8") })), { root: repo })
     expect(failures, `\n${failures.join("\n\n")}\n`).toEqual([])
-  }, 120_000)
+  }, 600_000)
 })
 
 describe("extracting blocks", () => {
