@@ -39,6 +39,12 @@ import {
   Diagnostic
 } from "./ClientTransport.ts"
 
+/**
+ * How the server process is stopped when the transport's scope closes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StdioShutdownOptions {
   /** How long the server may take to exit on its own after stdin is closed. Default 2 seconds. */
   readonly gracePeriod?: Duration.Input | undefined
@@ -61,6 +67,12 @@ export interface StdioShutdownOptions {
   readonly descendantSampleInterval?: Duration.Input | false | undefined
 }
 
+/**
+ * What is kept and logged of the server's stderr.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StdioStderrOptions {
   /** Lines kept for error messages and replayed to late `stderr` subscribers. Default 20. */
   readonly tailLines?: number | undefined
@@ -70,6 +82,13 @@ export interface StdioStderrOptions {
   readonly log?: boolean | undefined
 }
 
+/**
+ * The server to spawn (command, arguments, environment, working directory) and the
+ * transport's limits, timeouts and shutdown settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StdioClientConfig {
   readonly command: string
   readonly args?: ReadonlyArray<string> | undefined
@@ -96,6 +115,13 @@ export interface StdioClientConfig {
   readonly notificationBuffer?: number | undefined
 }
 
+/**
+ * The `ClientTransport` service plus what only a spawned server has: its pid, the
+ * tail of its stderr and its recorded descendants.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StdioClientTransportShape extends ClientTransportShape {
   /** The server's process id (the leader of its process group on POSIX). */
   readonly pid: number
@@ -108,8 +134,26 @@ export interface StdioClientTransportShape extends ClientTransportShape {
   readonly descendants: Effect.Effect<ReadonlyArray<number>>
 }
 
+/**
+ * How long the server may take to exit after stdin is closed, unless `shutdown.gracePeriod` says otherwise: 2 seconds.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
 export const DEFAULT_GRACE_PERIOD_MS = 2_000
+/**
+ * How long after SIGTERM the process group gets SIGKILL, unless `shutdown.killAfter` says otherwise: 2 seconds.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
 export const DEFAULT_KILL_AFTER_MS = 2_000
+/**
+ * How long to wait for the last output after the server exits, unless `shutdown.exitDrain` says otherwise: 250 ms.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
 export const DEFAULT_EXIT_DRAIN_MS = 250
 /**
  * How often a running server's process tree is read for descendants (Linux) unless
@@ -119,8 +163,26 @@ export const DEFAULT_EXIT_DRAIN_MS = 250
  * @category defaults
  */
 export const DEFAULT_DESCENDANT_SAMPLE_INTERVAL_MS = 1_000
+/**
+ * stderr lines kept for `stderrTail` and error messages, unless `stderr.tailLines` says otherwise: 20.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
 export const DEFAULT_STDERR_TAIL_LINES = 20
+/**
+ * The longest stderr line kept as it is, unless `stderr.maxLineBytes` says otherwise: 64 KiB.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
 export const DEFAULT_STDERR_MAX_LINE_BYTES = 64 * 1024
+/**
+ * Messages that may wait for the next stdin write, unless `writeQueueCapacity` says otherwise: 256.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
 export const DEFAULT_WRITE_QUEUE_CAPACITY = 256
 
 const noLongerQueued: Correlation.Queued = { withdraw: () => {} }
@@ -161,6 +223,27 @@ const exceedsBytes = (text: string, limit: number): number | undefined => {
   return bytes > limit ? bytes : undefined
 }
 
+/**
+ * Spawns the server and returns the transport; the process belongs to the
+ * current `Scope` and is stopped (stdin closed, grace period, SIGTERM, SIGKILL)
+ * when the scope closes.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import * as NodeSpawner from "effect-mcp-transport/client/NodeSpawner"
+ * import * as StdioClientTransport from "effect-mcp-transport/client/StdioClientTransport"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const transport = yield* StdioClientTransport.make({ command: "node", args: ["server.js"] })
+ *   const result = yield* transport.request("ping", {})
+ *   console.log(transport.pid, result)
+ * })).pipe(Effect.provide(NodeSpawner.layer))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fnUntraced(function*(
   config: StdioClientConfig
 ): Effect.fn.Return<StdioClientTransportShape, SpawnError, Scope.Scope | ChildProcessSpawner.ChildProcessSpawner> {
@@ -297,7 +380,12 @@ export const make = Effect.fnUntraced(function*(
   }
 })
 
-/** Provides `ClientTransport` backed by a spawned server; the process lives as long as the layer. */
+/**
+ * Provides `ClientTransport` backed by a spawned server; the process lives as long as the layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   config: StdioClientConfig
 ): Layer.Layer<ClientTransport, SpawnError, ChildProcessSpawner.ChildProcessSpawner> =>

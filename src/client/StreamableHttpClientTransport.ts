@@ -53,7 +53,13 @@ import {
 export type { HeaderContext, HeaderHook } from "./internal/HttpExchange.ts"
 export { defaultSchedule as defaultReconnectSchedule } from "./internal/SseReconnect.ts"
 
-/** `url` is the MCP endpoint. */
+/**
+ * The options of the Streamable HTTP client: `url` is the MCP endpoint; the rest
+ * are headers, limits, timeouts, reconnection and tracing.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options extends Http.TransportOptions {
   /** Open the standalone GET stream once `notifications/initialized` is accepted. Default false. */
   readonly listen?: boolean | undefined
@@ -79,12 +85,37 @@ export interface Options extends Http.TransportOptions {
   readonly httpTracing?: HttpTracing | undefined
 }
 
+/**
+ * How much of effect/http's tracing an exchange pays for: none, a span, or a span
+ * with `traceparent`/`b3` headers for the server.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type HttpTracing = "off" | "span" | "propagate"
 
-/** The standalone GET stream's own state, separate from the POST channel's. */
+/**
+ * The standalone GET stream's own state, separate from the POST channel's.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ListenerState = HttpGetListener.ListenerState
+/**
+ * Constructors and matchers (`$is`, `$match`) for `ListenerState`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const ListenerState = HttpGetListener.ListenerState
 
+/**
+ * The `ClientTransport` service plus the Streamable HTTP specifics: the session id,
+ * the negotiated protocol version and the standalone GET listener.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StreamableHttpClientTransport extends ClientTransportShape {
   readonly kind: "streamable-http"
   /** Opens the standalone GET stream now; does nothing while one is running. */
@@ -101,6 +132,27 @@ const encoder = new TextEncoder()
 
 type PostError = HttpError | RedirectRefused | SessionExpired | TransportClosed | MessageTooLarge
 
+/**
+ * Makes the transport for one MCP endpoint. Nothing is sent until the first
+ * request; the session (if the server issues one) is deleted when the current
+ * `Scope` closes.
+ *
+ * @example
+ * ```ts
+ * import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+ * import * as Effect from "effect/Effect"
+ * import * as StreamableHttpClientTransport from "effect-mcp-transport/client/StreamableHttpClientTransport"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const transport = yield* StreamableHttpClientTransport.make({ url: "http://127.0.0.1:8421/mcp" })
+ *   console.log(yield* transport.request("ping", {}))
+ * })).pipe(Effect.provide(NodeHttpClient.layerUndici))
+ * ```
+ *
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fnUntraced(function*(options: Options) {
   const client = withTracing(yield* HttpClient.HttpClient, options.httpTracing ?? "off")
   const url = options.url.toString()
@@ -430,6 +482,11 @@ const withTracing = (client: HttpClient.HttpClient, mode: HttpTracing): HttpClie
   }
 }
 
-/** Provides `ClientTransport` over Streamable HTTP; needs an `HttpClient` (e.g. `NodeHttpClient.layerUndici`). */
+/**
+ * Provides `ClientTransport` over Streamable HTTP; needs an `HttpClient` (e.g. `NodeHttpClient.layerUndici`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: Options): Layer.Layer<ClientTransport, never, HttpClient.HttpClient> =>
   Layer.effect(ClientTransport, make(options))

@@ -1,19 +1,16 @@
 /**
  * Every export of the package's entry points has a JSDoc with a summary
  * line, `@since` and `@category` (exportDocs.ts says where the doc is looked
- * for). The exports undocumented today are listed in
- * undocumented-exports.txt; the list may only shrink: a new undocumented
- * export fails, and so does a listed one that is now documented or gone.
+ * for). An undocumented export fails the build.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { entryFiles, exportDocs } from "./exportDocs.ts"
 
 const repo = fileURLToPath(new URL("../..", import.meta.url))
-const LIST = "test/house/undocumented-exports.txt"
 
 describe("public exports", () => {
   const entries = entryFiles(repo)
@@ -32,21 +29,11 @@ describe("public exports", () => {
     expect(entries.filter((file) => /^src\/(internal|cli|client\/manager|server\/http)\//.test(file))).toEqual([])
   })
 
-  it("are documented (summary, @since, @category), except those listed, and every listed one is still undocumented", () => {
-    const listed = readFileSync(join(repo, LIST), "utf8").split("\n").filter((line) => line.trim() !== "")
-    const docs = exportDocs(repo, entries)
-    const undocumented = new Set(docs.filter((doc) => doc.missing.length > 0).map((doc) => doc.id))
-    const exported = new Set(docs.map((doc) => doc.id))
-    const known = new Set(listed)
-    const failures = [
-      ...docs.filter((doc) => doc.missing.length > 0 && !known.has(doc.id)).map((doc) =>
-        `${doc.id}: no ${doc.missing.join(", no ")} in its JSDoc (document it in Effect's style: a summary line, @since, @category)`
-      ),
-      ...listed.filter((id) => exported.has(id) && !undocumented.has(id)).map((id) => `${id} is documented now: delete its line from ${LIST}`),
-      ...listed.filter((id) => !exported.has(id)).map((id) => `${id} is no longer exported: delete its line from ${LIST}`)
-    ]
+  it("are documented (summary, @since, @category)", () => {
+    const failures = exportDocs(repo, entries).filter((doc) => doc.missing.length > 0).map((doc) =>
+      `${doc.id}: no ${doc.missing.join(", no ")} in its JSDoc (document it in Effect's style: a summary line, @since, @category)`
+    )
     expect(failures, `\n${failures.join("\n")}\n`).toEqual([])
-    expect(listed, `${LIST} is sorted, one entry a line`).toEqual([...new Set(listed)].sort())
   })
 })
 

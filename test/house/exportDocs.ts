@@ -16,7 +16,7 @@
  *   declaration, listed under the file that declares it.
  *
  * Run as a script to print the undocumented exports, one `file#name` a line:
- *   npx node test/house/exportDocs.ts > test/house/undocumented-exports.txt
+ *   npx node test/house/exportDocs.ts
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { join, relative, resolve, sep } from "node:path"
