@@ -25,7 +25,7 @@ process.env.BENCH_BUILD ??= "dist"
 
 const directory = new URL("./workloads/", import.meta.url)
 /** The order of the list; files not named here run after these, alphabetically. */
-const ORDER = ["stdio-client", "stdio-server", "http", "large", "in-flight", "cold-start", "bridge"]
+const ORDER = ["stdio-client", "stdio-server", "http", "large", "in-flight", "cold-start", "quick-start", "bridge"]
 
 const available = readdirSync(directory)
   .filter((file) => file.endsWith(".ts") && !file.endsWith(".test.ts"))
