@@ -151,13 +151,6 @@ const concat = (parts: ReadonlyArray<Uint8Array>, total: number): Buffer => {
   return out
 }
 
-const encoder = new TextEncoder()
 
 /** One message as a framed line. JSON.stringify never emits a raw newline, so framing is safe. */
 export const encodeLine = (message: unknown): string => JSON.stringify(message) + "\n"
-
-export const encodeLines = (messages: ReadonlyArray<unknown>): Uint8Array => {
-  let text = ""
-  for (const m of messages) text += JSON.stringify(m) + "\n"
-  return encoder.encode(text)
-}

@@ -61,9 +61,6 @@ export type ServerStatus = Data.TaggedEnum<{
  */
 export const ServerStatus = Data.taggedEnum<ServerStatus>()
 
-/** Whether calls can go to the server now. */
-export const isUsable = (s: ServerStatus): boolean => s._tag === "Ready"
-
 /** Whether waiting could help (the server is on its way to Ready). */
 export const isTransient = (s: ServerStatus): boolean =>
   s._tag === "Connecting" || s._tag === "Reconnecting" || s._tag === "Expired" || s._tag === "Degraded"
