@@ -12,11 +12,11 @@
  * `--batch M` splits the flood into POSTs of M entries sent at once.
  */
 import { spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import type { Handler } from "../../src/server/Handler.ts"
 import { loadHttpServerTransport, loadJsonRpc } from "../our-modules.ts"
 import { percentile } from "../stats.ts"
+import { startListening, statusMiB } from "./listening-server.ts"
 
 const args = process.argv.slice(2)
 const flag = (name: string, fallback: string) => {
@@ -123,19 +123,7 @@ const flood = async (url: string, total: number, batchSize: number) => {
 const main = async (total: number) => {
   const here = fileURLToPath(import.meta.url)
   const hold = flag("hold", "50")
-  const server = spawn(process.execPath, [here, "serve", "--hold", hold], { stdio: ["ignore", "pipe", "inherit"] })
-  const url = await new Promise<string>((done, fail) => {
-    let out = ""
-    server.stdout.setEncoding("utf8")
-    server.stdout.on("data", (text: string) => {
-      out += text
-      const found = /http:\/\/\S+/.exec(out)
-      if (found !== null) done(found[0])
-    })
-    server.on("exit", (code) => fail(new Error(`server exited with ${code} before listening`)))
-  })
-  const status = () => readFileSync(`/proc/${server.pid}/status`, "utf8")
-  const mib = (text: string, field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(text)?.[1]) / 1024
+  const { process: server, pid, url } = await startListening(here, ["serve", "--hold", hold])
 
   const h = await openSession(url, "2025-11-25")
   let id = 0
@@ -149,7 +137,7 @@ const main = async (total: number) => {
   for (let i = 0; i < 50; i++) await ping()
   const quiet: Array<number> = []
   for (let i = 0; i < 50; i++) quiet.push(await ping())
-  const rssBefore = mib(status(), "VmRSS")
+  const rssBefore = statusMiB(pid, "VmRSS")
 
   const batch = flag("batch", String(total))
   const flooder = spawn(process.execPath, [here, "flood", url, String(total), "--batch", batch], {
@@ -173,7 +161,7 @@ const main = async (total: number) => {
   const floodDone = new Promise<void>((done) => flooder.on("exit", () => done()))
   let rssMax = rssBefore
   const sampler = setInterval(() => {
-    rssMax = Math.max(rssMax, mib(status(), "VmRSS"))
+    rssMax = Math.max(rssMax, statusMiB(pid, "VmRSS"))
   }, 20)
   await posting
   const during: Array<number> = []
@@ -181,7 +169,6 @@ const main = async (total: number) => {
   while (flooding)
   await floodDone
   clearInterval(sampler)
-  const final = status()
   const sorted = (xs: Array<number>) => [...xs].sort((a, b) => a - b)
   const fmt = (ms: number) => ms.toFixed(1)
   const q = sorted(quiet)
@@ -189,7 +176,7 @@ const main = async (total: number) => {
   console.log(`batch flood: ${total} tools/call (hold ${hold} ms) in POSTs of ${batch}`)
   console.log(`  flood: ${floodOut.trim()}`)
   console.log(
-    `  server RSS: ${rssBefore.toFixed(0)} MiB before, ${rssMax.toFixed(0)} MiB sampled max, VmHWM ${mib(final, "VmHWM").toFixed(0)} MiB`
+    `  server RSS: ${rssBefore.toFixed(0)} MiB before, ${rssMax.toFixed(0)} MiB sampled max, VmHWM ${statusMiB(pid, "VmHWM").toFixed(0)} MiB`
   )
   console.log(`  other client's ping, quiet: p50 ${fmt(percentile(q, 50))} ms, max ${fmt(q.at(-1)!)} ms`)
   console.log(

@@ -9,30 +9,15 @@
  *
  * The server script may be another checkout's (it loads the modules next to it).
  */
-import { spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { memoryLine, startListening } from "./listening-server.ts"
 
 const [script = "bench/http/server-ours.ts", runsArg = "1500"] = process.argv.slice(2)
 const runs = Number(runsArg)
-const server = spawn(process.execPath, [resolve(script), "--transport", "http"], { stdio: ["ignore", "pipe", "inherit"] })
-const url = await new Promise<string>((done, fail) => {
-  let out = ""
-  server.stdout.setEncoding("utf8")
-  server.stdout.on("data", (text: string) => {
-    out += text
-    const found = /http:\/\/\S+/.exec(out)
-    if (found !== null) done(found[0])
-  })
-  server.on("exit", (code) => fail(new Error(`${script} exited with ${code} before listening`)))
-})
-const memory = () => {
-  const status = readFileSync(`/proc/${server.pid}/status`, "utf8")
-  const mib = (field: string) => (Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1]) / 1024).toFixed(0)
-  return `RSS ${mib("VmRSS")} MiB, peak ${mib("VmHWM")} MiB`
-}
+const { process: server, pid, url } = await startListening(resolve(script), ["--transport", "http"])
+const memory = () => memoryLine(pid)
 
 let refused = 0
 let otherFailures = 0
