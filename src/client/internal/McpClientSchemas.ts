@@ -1,6 +1,6 @@
 /**
  * Everything `McpClient` decodes with Schema: results, server notifications
- * and the params of the server's requests. `McpClient` loads this module
+ * and the params of the server's requests. `LazySchemas` loads this module
  * when a client is made, not when `McpClient` is imported, so that
  * `effect/Schema` and `effect/ai/McpSchema` (together ~95 ms of import) load
  * while the server starts and answers `initialize`.
