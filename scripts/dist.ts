@@ -3,6 +3,11 @@
  *
  *   node scripts/dist.ts clean          removes dist/ so a pack never ships files of deleted sources
  *   node scripts/dist.ts declarations   rewrites relative `.ts` specifiers in dist's .d.ts files to `.js`
+ *   node scripts/dist.ts bin            makes package.json's "bin" files executable
+ *
+ * Why the third: tsc writes new files without the execute bit, and inside this
+ * repository `npx effect-mcp-transport` runs the package's own bin file directly
+ * (npm sets the bit only when it installs a package).
  *
  * Why the second: the sources import `./x.ts` and `rewriteRelativeImportExtensions`
  * rewrites those in the emitted JavaScript only; declaration emit keeps them as
@@ -11,7 +16,7 @@
  * for a file that is not in the package, so the published .d.ts name the `.js`
  * files their `.d.ts` sit next to, as hand-written ESM typings do.
  */
-import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -47,8 +52,17 @@ const main = (command: string | undefined): void => {
       console.log(`dist: relative .ts specifiers rewritten to .js in ${changed} declaration files`)
       return
     }
+    case "bin": {
+      const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+        readonly bin?: Readonly<Record<string, string>>
+      }
+      for (const file of new Set(Object.values(manifest.bin ?? {}))) {
+        chmodSync(fileURLToPath(new URL(`../${file}`, import.meta.url)), 0o755)
+      }
+      return
+    }
     default:
-      console.error("usage: node scripts/dist.ts clean | declarations")
+      console.error("usage: node scripts/dist.ts clean | declarations | bin")
       process.exitCode = 2
   }
 }
