@@ -23,7 +23,7 @@ const property = (random: FaultInjection.RandomFaults) =>
         : e.cause.reasons.some((r) => r._tag === "Fail" && ["RequestTimeout", "RpcError"].includes(r.error._tag))
     )
     const stats = yield* faults.stats
-    console.log(`seed ${random.seed}: ${exits.filter(Exit.isSuccess).length}/10 answered`, JSON.stringify(stats))
+    console.log(`replay key ${random.replayKey}: ${exits.filter(Exit.isSuccess).length}/10 answered`, JSON.stringify(stats))
     return ok && (yield* client.pendingCount) === 0
   }))
 

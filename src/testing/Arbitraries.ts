@@ -120,7 +120,7 @@ export const chunked = (bytes: Uint8Array): Arbitrary.Arbitrary<ReadonlyArray<Ui
 const probability = (max: number) => Arbitrary.map(fraction, (f) => f * max)
 
 /**
- * Random fault plans for `FaultInjection.make({ random })`: a seed and rates
+ * Random fault plans for `FaultInjection.make({ random })`: a replay key and rates
  * of message-level faults (drop, delay, duplicate, reorder, corrupt,
  * truncate), each at most `maxRate`. Link cuts and kills are left out, since
  * they end a run at once; add them with `Arbitrary.map` when wanted.
@@ -128,7 +128,7 @@ const probability = (max: number) => Arbitrary.map(fraction, (f) => f * max)
 export const randomFaults = (maxRate = 0.15): Arbitrary.Arbitrary<FaultInjection.RandomFaults> =>
   Arbitrary.map(
     Arbitrary.all({
-      seed: Arbitrary.schema(Schema.Int),
+      replayKey: Arbitrary.schema(Schema.Int),
       drop: probability(maxRate),
       delay: probability(maxRate),
       duplicate: probability(maxRate),
@@ -137,7 +137,7 @@ export const randomFaults = (maxRate = 0.15): Arbitrary.Arbitrary<FaultInjection
       truncate: probability(maxRate),
       maxDelayMs: Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
     }),
-    (r): FaultInjection.RandomFaults => ({ ...r, seed: r.seed === 0 ? 0 : r.seed })
+    (r): FaultInjection.RandomFaults => ({ ...r, replayKey: r.replayKey === 0 ? 0 : r.replayKey })
   )
 
 /** One fault of any kind (for command sequences). */

@@ -1,7 +1,7 @@
 /**
  * A controllable fault plan for the in-memory link: drop, delay, duplicate,
  * reorder, corrupt or truncate frames, cut the link (a silent partition) or
- * kill the server, on command or at random from a seed. For property tests of
+ * kill the server, on command or at random from a replay key. For property tests of
  * whatever sits above a `ClientTransport`: every request must still settle
  * exactly once, whatever the wire does.
  *
@@ -42,7 +42,8 @@ export type FaultKind = Fault["_tag"]
 
 /** Per-frame probabilities (0..1) for random mode; at most one fault applies to a frame. */
 export interface RandomFaults {
-  readonly seed: number | string
+  /** Fixes the random sequence: the same key and the same traffic give the same faults. */
+  readonly replayKey: number | string
   readonly drop?: number | undefined
   readonly delay?: number | undefined
   /** Upper bound of a random delay. Default 100 ms. */
@@ -58,7 +59,7 @@ export interface RandomFaults {
 }
 
 export interface FaultInjectionConfig {
-  /** Random faults from a seed; commands still take precedence. Off when absent. */
+  /** Random faults from a replay key; commands still take precedence. Off when absent. */
   readonly random?: RandomFaults | undefined
 }
 
@@ -103,9 +104,9 @@ export interface FaultInjector {
 }
 
 /** mulberry32: small, fast and good enough to drive a fault plan reproducibly. */
-const prng = (seed: number | string): () => number => {
+const prng = (replayKey: number | string): () => number => {
   let h = 2166136261
-  const s = String(seed)
+  const s = String(replayKey)
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619)
   let a = h >>> 0
   return () => {
@@ -158,7 +159,7 @@ export const make = Effect.fnUntraced(function*(
   const scope = yield* Effect.scope
   const commands: Array<Command> = []
   let random: RandomFaults | undefined = config.random
-  let rng = random === undefined ? Math.random : prng(random.seed)
+  let rng = random === undefined ? Math.random : prng(random.replayKey)
   let partitioned = false
   let controls: InMemoryTransport.WireControls | undefined
   const held: Record<Direction, Array<{ readonly text: string; readonly deliver: (text: string) => Effect.Effect<void> }>> = {
@@ -296,7 +297,7 @@ export const make = Effect.fnUntraced(function*(
     setRandom: (r) =>
       Effect.sync(() => {
         random = r
-        rng = r === undefined ? Math.random : prng(r.seed)
+        rng = r === undefined ? Math.random : prng(r.replayKey)
       }),
     stats: Effect.sync(() => ({ ...counts })),
     events: Effect.sync(() => log.slice())

@@ -148,8 +148,8 @@ describe("FaultInjection (commands)", () => {
 
   it.effect("truncateNext on a response: the client reports a malformed frame and the request times out", () =>
     Effect.gen(function*() {
-      // A seed with no rates: no random faults, but the cut point is reproducible (and not at 0 for this seed).
-      const { client, faults } = yield* FaultInjection.makePair(handler, { random: { seed: 1 } }, { timeout: "1 second" })
+      // A replay key with no rates: no random faults, but the cut point is reproducible (and not at 0 for this key).
+      const { client, faults } = yield* FaultInjection.makePair(handler, { random: { replayKey: 1 } }, { timeout: "1 second" })
       const diagnostics = yield* countDiagnostics(client)
       yield* faults.truncateNext({ direction: "server-to-client" })
       const call = yield* client.request("echo", { text: "a fairly long payload to cut" }).pipe(Effect.flip, Effect.forkChild)
@@ -203,12 +203,12 @@ describe("FaultInjection (commands)", () => {
       expect((yield* client.awaitClosed).reason).toBe("server killed by fault injection")
     }))
 
-  it.effect("random mode is reproducible: the same seed and traffic give the same fault story", () =>
+  it.effect("random mode is reproducible: the same replay key and traffic give the same fault story", () =>
     Effect.gen(function*() {
-      const story = (seed: number) =>
+      const story = (replayKey: number) =>
         Effect.scoped(Effect.gen(function*() {
           const { client, faults } = yield* FaultInjection.makePair(handler, {
-            random: { seed, drop: 0.2, duplicate: 0.2, corrupt: 0.2 }
+            random: { replayKey, drop: 0.2, duplicate: 0.2, corrupt: 0.2 }
           }, { timeout: "100 millis" })
           for (let i = 0; i < 20; i++) {
             const call = yield* client.request("echo", { i }).pipe(Effect.exit, Effect.forkChild)
@@ -321,13 +321,13 @@ describe("FaultInjection (properties)", () => {
     Effect.gen(function*() {
       const result = yield* Arbitrary.checkEffect(
         Arbitrary.all({
-          seed: Arbitrary.schema(Schema.Int),
+          replayKey: Arbitrary.schema(Schema.Int),
           calls: Arbitrary.array(call, { minLength: 1, maxLength: 10 })
         }),
-        ({ calls, seed }) =>
+        ({ calls, replayKey }) =>
           Effect.scoped(Effect.gen(function*() {
             const { client } = yield* FaultInjection.makePair(handler, {
-              random: { seed, duplicate: 1, directions: ["server-to-client"] }
+              random: { replayKey, duplicate: 1, directions: ["server-to-client"] }
             }, { timeout: "10 seconds" })
             const diagnostics = yield* countDiagnostics(client)
             const results = yield* Effect.forEach(
