@@ -7,10 +7,6 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import { MalformedMessage, NoResponse } from "../../McpError.ts"
 import type * as ClientCore from "./ClientCore.ts"
 
-/** Whether `id` still waits for its response. */
-export const isPending = (core: ClientCore.ClientCore, id: JsonRpc.RequestId): boolean =>
-  core.correlation.isPending(id)
-
 /** The failure of a request whose channel ended without its response. */
 export const noResponse = (request: JsonRpc.JsonRpcRequest): NoResponse =>
   new NoResponse({ id: request.id, method: request.method })
@@ -31,12 +27,12 @@ export const dispatchFor = (
   if (decoded._tag === "ParseError") return Effect.fail(MalformedMessage.make(text, `invalid JSON: ${decoded.reason}`))
   if (decoded._tag === "Single") {
     const answered = answers(decoded.message, request)
-    return Effect.map(routeFor(core, request, decoded.message, text), () => answered || !isPending(core, request.id))
+    return Effect.map(routeFor(core, request, decoded.message, text), () => answered || !core.correlation.isPending(request.id))
   }
   let answered = false
   for (const message of decoded.messages) answered ||= answers(message, request)
   return Effect.forEach(decoded.messages, (message) => routeFor(core, request, message, text), { discard: true }).pipe(
-    Effect.map(() => answered || !isPending(core, request.id))
+    Effect.map(() => answered || !core.correlation.isPending(request.id))
   )
 }
 

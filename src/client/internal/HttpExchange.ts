@@ -207,8 +207,8 @@ export const readText = (
   maxBytes: number
 ): Effect.Effect<string, MessageTooLarge | TransportClosed> =>
   Effect.suspend(() => {
-    const declared = Number(response.headers["content-length"])
-    if (Number.isFinite(declared) && declared > maxBytes) {
+    const declared = declaredLength(response)
+    if (declared !== undefined && declared > maxBytes) {
       return Effect.andThen(
         discard(response),
         Effect.fail(new MessageTooLarge({ limit: maxBytes, size: declared, direction: "incoming" }))
@@ -217,7 +217,7 @@ export const readText = (
     // With a declared length within the limit, read the body whole: reading `stream` instead makes the
     // HTTP client abort its AbortController when the stream ends, which costs a DOMException per response.
     // Without a length (chunked), the streamed read below enforces the limit as bytes arrive.
-    if (Number.isFinite(declared) && response.headers["content-length"] !== "") {
+    if (declared !== undefined) {
       return response.arrayBuffer.pipe(
         Effect.map((buffer) => new TextDecoder().decode(buffer)),
         Effect.catchTag("HttpClientError", (error) => Effect.fail(requestFailed(error, "reading the response body")))
@@ -260,9 +260,9 @@ export const httpError = (
 
 /** Reads and drops a body nobody needs (202 answers), so the connection can be reused. */
 export const discard = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<void> => {
-  const declared = Number(response.headers["content-length"])
+  const declared = declaredLength(response)
   // A small declared body is read whole (no abort per response, see readText); anything else is streamed away.
-  const drain = Number.isFinite(declared) && declared <= DISCARD_WHOLE_LIMIT && response.headers["content-length"] !== ""
+  const drain = declared !== undefined && declared <= DISCARD_WHOLE_LIMIT
     ? response.arrayBuffer
     : Stream.runDrain(response.stream)
   return drain.pipe(Effect.timeoutOption("2 seconds"), Effect.ignore)

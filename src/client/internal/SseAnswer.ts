@@ -23,7 +23,7 @@ import {
   type SessionExpired,
   type TransportClosed
 } from "../../McpError.ts"
-import { dispatchFor, isPending, noResponse } from "./AnswerRouting.ts"
+import { dispatchFor, noResponse } from "./AnswerRouting.ts"
 import type * as ClientCore from "./ClientCore.ts"
 import * as Http from "./HttpExchange.ts"
 import type { OpenGet } from "./HttpGetListener.ts"
@@ -178,7 +178,7 @@ export const make = (context: SseAnswerContext): ReadSseAnswer => {
       }
       let ending = yield* readPostStream(response, request, cursor, idleMs)
       let backoff: SseReconnect.Backoff | undefined
-      while (ending._tag !== "Stopped" && isPending(core, request.id)) {
+      while (ending._tag !== "Stopped" && core.correlation.isPending(request.id)) {
         if (cursor.lastEventId === undefined) {
           if (ending._tag === "Idle") {
             return yield* new RequestTimeout({
