@@ -242,20 +242,78 @@ export class NoResponse extends Data.TaggedError("NoResponse")<{
 }
 
 /**
- * The server answered `initialize` with a protocol revision this client does not speak.
+ * No protocol revision both sides speak: the server answered `initialize`
+ * with a revision this client does not speak (`received`), or refused the
+ * requested stateless revision (`-32022`, with the revisions it `supported`)
+ * and none of those is one this client speaks.
  *
  * @since 0.1.0
  * @category errors
  */
 export class UnsupportedProtocolVersion extends Data.TaggedError("UnsupportedProtocolVersion")<{
   readonly requested: string
-  readonly received: string
+  /** The revision the server answered `initialize` with; absent when it refused with `-32022`. */
+  readonly received?: string | undefined
+  /** The revisions this client speaks, or (after a `-32022`) those the server said it supports. */
   readonly supported: ReadonlyArray<string>
 }> {
   override get message(): string {
-    return `Unsupported protocol version: the server answered ${this.received}, we asked for ${this.requested} and support ${
-      this.supported.join(", ")
-    }`
+    return this.received === undefined
+      ? `Unsupported protocol version: the server refused ${this.requested} and supports ${this.supported.join(", ")}`
+      : `Unsupported protocol version: the server answered ${this.received}, we asked for ${this.requested} and support ${
+        this.supported.join(", ")
+      }`
+  }
+}
+
+/**
+ * The server found the request's headers at odds with its body, or a
+ * required header missing or malformed (`-32020`, HTTP 400).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class HeaderMismatch extends Data.TaggedError("HeaderMismatch")<{
+  readonly method: string
+  /** The server's explanation. */
+  readonly rpcMessage: string
+  readonly data?: unknown
+}> {
+  override get message(): string {
+    return `Header mismatch (${this.method}): ${this.rpcMessage}`
+  }
+}
+
+/**
+ * The server needs a client capability this request did not declare
+ * (`-32021`); `requiredCapabilities` says which.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class MissingClientCapability extends Data.TaggedError("MissingClientCapability")<{
+  readonly method: string
+  readonly requiredCapabilities: Readonly<Record<string, unknown>>
+  readonly rpcMessage: string
+}> {
+  override get message(): string {
+    return `The server needs client capabilities ${JSON.stringify(this.requiredCapabilities)} for ${this.method}: ${this.rpcMessage}`
+  }
+}
+
+/**
+ * A request kept asking for more input (`input_required`) past the client's
+ * bound on rounds.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class TooManyInputRounds extends Data.TaggedError("TooManyInputRounds")<{
+  readonly method: string
+  readonly rounds: number
+}> {
+  override get message(): string {
+    return `${this.method} still asked for input after ${this.rounds} rounds`
   }
 }
 

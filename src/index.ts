@@ -103,6 +103,13 @@ export * as FromConfig from "./client/fromConfig.ts"
  */
 export * as ProtocolVersion from "./ProtocolVersion.ts"
 /**
+ * The stateless era's request metadata: `_meta` keys, routing headers, header value encoding, `x-mcp-header` parameters.
+ *
+ * @since 0.2.0
+ * @category modules
+ */
+export * as RequestMeta from "./RequestMeta.ts"
+/**
  * The defaults both sides share.
  *
  * @since 0.1.0

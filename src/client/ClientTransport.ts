@@ -75,6 +75,11 @@ export interface RequestOptions {
    * when the request has no timeout.
    */
   readonly onDeadline?: ((restart: () => void) => void) | undefined
+  /**
+   * Extra HTTP headers for this request (the stateless era's `Mcp-Param-*`
+   * headers); transports without headers ignore them.
+   */
+  readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
 /**
@@ -110,7 +115,12 @@ export interface ClientTransportShape {
   readonly diagnostics: Stream.Stream<Diagnostic>
   /** Server stderr, line by line (stdio only; empty elsewhere). */
   readonly stderr: Stream.Stream<string>
-  /** Called by the protocol layer once the version is negotiated (HTTP sends it as a header). */
+  /**
+   * Called by the protocol layer once the version is known (HTTP sends it as a
+   * header). A stateless revision (2026-07-28 on) puts an HTTP transport in the
+   * stateless mode: routing headers on every POST, no session, no GET stream;
+   * a handshake revision puts it back.
+   */
   readonly setProtocolVersion: (version: string) => Effect.Effect<void>
   /** Completes with the close reason when the transport closes, for whatever reason. */
   readonly awaitClosed: Effect.Effect<TransportClosed>
