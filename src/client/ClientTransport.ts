@@ -80,6 +80,8 @@ export interface RequestOptions {
    * headers); transports without headers ignore them.
    */
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /** Receives the request's JSON-RPC id once assigned (subscriptions are known by it). */
+  readonly onId?: ((id: JsonRpc.RequestId) => void) | undefined
 }
 
 /**

@@ -29,7 +29,16 @@ export interface CallOptions {
    * settled. Not called for a request without a timeout.
    */
   readonly onDeadline?: ((restart: () => void) => void) | undefined
+  /** Receives the request's id as soon as it is assigned (a subscription is known by its request's id). */
+  readonly onId?: ((id: JsonRpc.RequestId) => void) | undefined
 }
+
+/**
+ * Requests never followed by `notifications/cancelled`: the handshake may
+ * not be cancelled, and the era probe goes to servers that may not know
+ * the method nor expect anything before `initialize`.
+ */
+const isUncancellable = (method: string): boolean => method === "initialize" || method === "server/discover"
 
 /** How a request can end apart from its own send failing. */
 export type SettleError = RpcError | MalformedMessage | TransportClosed | RequestTimeout
@@ -163,7 +172,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     // `call` tells the peer from its own exit handler; a buffered call does it here, before its caller resumes.
     settle(
       entry,
-      entry.deferred !== undefined || entry.method === "initialize" || closed !== undefined
+      entry.deferred !== undefined || isUncancellable(entry.method) || closed !== undefined
         ? timeout
         : Effect.andThen(Effect.uninterruptible(options.cancel(entry.id, `Request timeout after ${timeoutMs}ms`)), timeout)
     )
@@ -225,7 +234,7 @@ export const make = (options: CorrelationOptions): Correlation => {
       if (timed) deadlines.remove(entry)
       const stillPending = entries.get(id) === entry
       if (stillPending) entries.delete(id)
-      if (Exit.isSuccess(exit) || closed !== undefined || method === "initialize") return Effect.void
+      if (Exit.isSuccess(exit) || closed !== undefined || isUncancellable(method)) return Effect.void
       if (!stillPending && !entry.expired) return Effect.void
       const reason = entry.expired
         ? `Request timeout after ${timeoutMs}ms`
@@ -255,6 +264,7 @@ export const make = (options: CorrelationOptions): Correlation => {
   ): Effect.Effect<unknown, E | SettleError, R> => {
     if (closed !== undefined) return Effect.fail(closed)
     const id = nextId()
+    callOptions?.onId?.(id)
     return sendAndAwait(clock, id, JsonRpc.request(id, method, params), send, callOptions)
   }
 
@@ -264,7 +274,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     entries.delete(entry.id)
     deadlines.remove(entry)
     withdraw(entry)
-    return closed !== undefined || entry.method === "initialize"
+    return closed !== undefined || isUncancellable(entry.method)
       ? Effect.void
       : options.cancel(entry.id, "Request cancelled by the caller")
   }
@@ -298,6 +308,7 @@ export const make = (options: CorrelationOptions): Correlation => {
   ): Effect.Effect<unknown, E | SettleError> => {
     if (closed !== undefined) return Effect.fail(closed)
     const id = nextId()
+    callOptions?.onId?.(id)
     const message = JsonRpc.request(id, method, params)
     // Registered after the write: a buffered write reaches the peer only
     // once this fiber yields, so no response can come before the entry.

@@ -199,7 +199,9 @@ export const make = Effect.fnUntraced(function*(
   }
 
   const callOptions = (o: RequestOptions | undefined): Correlation.CallOptions =>
-    o?.onDeadline === undefined ? { timeoutMs: timeoutMsFor(o) } : { timeoutMs: timeoutMsFor(o), onDeadline: o.onDeadline }
+    o?.onDeadline === undefined && o?.onId === undefined
+      ? { timeoutMs: timeoutMsFor(o) }
+      : { timeoutMs: timeoutMsFor(o), onDeadline: o.onDeadline, onId: o.onId }
 
   const service: ClientCore["service"] = (parts) => ({
     kind: parts.kind,
