@@ -13,6 +13,7 @@
  *
  * @since 0.2.0
  */
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import type * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
@@ -24,6 +25,8 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as McpSchema from "effect/ai/McpSchema"
+import * as Exit from "effect/Exit"
+import * as SubscriptionRefMake from "effect/SubscriptionRef"
 import {
   CapabilityNotSupported,
   type InvalidPayload,
@@ -32,7 +35,13 @@ import {
   UnsupportedProtocolVersion
 } from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
+import * as RequestMeta from "../RequestMeta.ts"
+import * as Negotiation from "./Negotiation.ts"
+import * as Listen from "./internal/Listen.ts"
+import * as ModernCalls from "./internal/ModernCalls.ts"
+import * as ResultCache from "./internal/ResultCache.ts"
 import type { Implementation } from "../Implementation.ts"
+import type * as JsonRpc from "../JsonRpc.ts"
 import { ClientTransport, type ClientTransportShape } from "./ClientTransport.ts"
 import type { LoggingMessage, Progress } from "./ServerNotification.ts"
 import * as KeepAlive from "./internal/KeepAlive.ts"
@@ -55,6 +64,8 @@ export {
   type ServerRequestHandlers
 } from "./internal/ServerRequests.ts"
 export { Health, type KeepAliveOptions } from "./internal/KeepAlive.ts"
+export { type ListenFilter, ListenState } from "./internal/Listen.ts"
+export type { ModernError } from "./internal/ModernCalls.ts"
 export type { Implementation }
 
 // ---------------------------------------------------------------------------
@@ -66,7 +77,7 @@ export type { Implementation }
  * @since 0.2.0
  * @category errors
  */
-export type HandshakeError = RequestError | UnsupportedProtocolVersion | InvalidPayload
+export type HandshakeError = RequestError | UnsupportedProtocolVersion | InvalidPayload | ModernCalls.ModernError
 
 /**
  * The `clientInfo` sent in `initialize` unless `McpClientOptions.clientInfo` says otherwise.
@@ -93,8 +104,39 @@ export const DEFAULT_REQUEST_TIMEOUT: Duration.Duration = Duration.seconds(30)
 export interface McpClientOptions {
   /** Default `{ name: "effect-mcp-transport", version: "0.1.0" }`. */
   readonly clientInfo?: Implementation | undefined
-  /** The revision we ask for (default: the newest we speak, 2025-11-25). */
+  /**
+   * Which era and revision to speak: `"auto"` (default) tries the stateless
+   * revision first and falls back to the `initialize` handshake when the
+   * server does not speak it (the verdict is cached per server, see
+   * `eraKey`); a revision pins it (a stateless one skips the handshake, a
+   * handshake one skips the probe).
+   */
+  readonly protocol?: "auto" | ProtocolVersion.AnyVersion | undefined
+  /** The handshake revision `initialize` asks for (default: the newest we speak, 2025-11-25). */
   readonly protocolVersion?: ProtocolVersion.ProtocolVersion | undefined
+  /**
+   * The server's identity in the era cache (an origin, a command line): with
+   * it, a later client of the same server skips the probe. Default: none
+   * (each client probes); `fromConfig` and `McpManager` set it.
+   */
+  readonly eraKey?: string | undefined
+  /** Where eras are remembered (default: the process-wide `Negotiation.global`). */
+  readonly eraCache?: Negotiation.EraCache | undefined
+  /** How long a stdio server has to answer the era probe before it counts as a handshake server (default 5 s). */
+  readonly probeTimeout?: Duration.Input | undefined
+  /** Stateless era: the log level asked for on every request (default: none, so no log messages). */
+  readonly logLevel?: McpSchema.LoggingLevel | undefined
+  /** Stateless era: bound on `input_required` rounds of one call (default 10). */
+  readonly maxInputRounds?: number | undefined
+  /** Stateless era: keep discover and list results for the `ttlMs` the server allows (default true). */
+  readonly cache?: boolean | undefined
+  /**
+   * Stateless era: hold a `subscriptions/listen` stream for the list-changed
+   * notifications the server declares, so that `listChanged` and
+   * `resourceUpdated` work as in the handshake era. Default: on over stdio
+   * and in memory, off over HTTP (as the GET stream is); `false` never.
+   */
+  readonly listen?: boolean | undefined
   /** Extra capabilities (experimental, extensions) merged into what the handlers imply. */
   readonly capabilities?: Readonly<Record<string, unknown>> | undefined
   /** Answers for the requests the server sends (default: none, each answered -32601 but `ping`). */
@@ -170,8 +212,15 @@ export type Connection = Pick<
  * @category models
  */
 export interface McpClientShape {
+  /** `"modern"` (stateless, 2026-07-28 on) or `"legacy"` (the `initialize` handshake). */
+  readonly era: ProtocolVersion.Era
+  /** What the server said it is: the `initialize` result, or (stateless era) the same fields from `server/discover`. */
   readonly initializeResult: McpSchema.InitializeResult
-  readonly protocolVersion: ProtocolVersion.ProtocolVersion
+  /** Stateless era: the `server/discover` result as the server sent it (with `supportedVersions` and cache hints). */
+  readonly discoverResult: DiscoverResult | undefined
+  readonly protocolVersion: ProtocolVersion.AnyVersion
+  /** Stateless era: the `subscriptions/listen` stream's state (`Off` in the handshake era). */
+  readonly subscription: SubscriptionRef.SubscriptionRef<Listen.ListenState>
   readonly serverInfo: McpSchema.Implementation
   readonly serverCapabilities: McpSchema.ServerCapabilities
   readonly instructions: string | undefined
@@ -241,6 +290,22 @@ export interface McpClientShape {
 }
 
 /**
+ * What `server/discover` answers (stateless era), as the server sent it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface DiscoverResult {
+  readonly supportedVersions: ReadonlyArray<string>
+  readonly capabilities: Readonly<Record<string, unknown>>
+  readonly instructions?: string | undefined
+  /** How long the answer may be reused, in milliseconds. */
+  readonly ttlMs?: number | undefined
+  readonly cacheScope?: "public" | "private" | undefined
+  readonly _meta?: Readonly<Record<string, unknown>> | undefined
+}
+
+/**
  * The client as a service, provided by `layer`.
  *
  * @since 0.2.0
@@ -275,6 +340,22 @@ const clientCapabilities = (options: McpClientOptions): Record<string, unknown> 
 // ---------------------------------------------------------------------------
 // Construction
 
+/** What the era probe got back, as the classifier takes it. */
+const outcomeOf = (exit: Exit.Exit<unknown, RequestError>): Negotiation.ProbeOutcome => {
+  if (Exit.isSuccess(exit)) return Negotiation.ProbeOutcome.Answered({ result: exit.value })
+  const error = Cause.squash(exit.cause) as RequestError
+  switch (error._tag) {
+    case "RpcError":
+      return Negotiation.ProbeOutcome.RpcError({ code: error.code, message: error.rpcMessage, data: error.data })
+    case "HttpError":
+      return Negotiation.ProbeOutcome.HttpStatus({ status: error.status, body: error.body })
+    case "RequestTimeout":
+      return Negotiation.ProbeOutcome.Timeout()
+    default:
+      return Negotiation.ProbeOutcome.TransportFailure({ error })
+  }
+}
+
 /**
  * Runs the handshake over a transport the caller owns and returns the
  * client. Fails with `UnsupportedProtocolVersion` when the server answers a
@@ -302,8 +383,11 @@ export const fromTransport = Effect.fnUntraced(function*(
   // Subscribed (the fiber starts at once and parks on the subscription)
   // before anything is sent, so nothing the server says is missed; what
   // arrives before the Schemas have loaded waits for them, in order.
+  // Stateless era: the listen stream decides which notifications are ours.
+  let admit: (raw: JsonRpc.JsonRpcNotification) => boolean = () => true
   yield* transport.notifications.pipe(
     Stream.runForEach((raw) => {
+      if (!admit(raw)) return Effect.void
       const decode = decodeNotification
       if (decode !== undefined) return Effect.sync(() => onNotification(decode(raw)))
       return Effect.map(LazySchemas.load(), (schemas) => {
@@ -316,32 +400,142 @@ export const fromTransport = Effect.fnUntraced(function*(
 
   yield* transport.setRequestHandler(ServerRequests.serve(options.handlers ?? {}))
 
-  // --- handshake
+  // --- the era: a pinned revision, a cached verdict, or the probe
   const requested = options.protocolVersion ?? ProtocolVersion.LATEST
   const capabilities = clientCapabilities(options)
-  // `initialize` is on its way before the Schemas start loading, so the
-  // import runs while the server starts and answers.
-  const initializing = yield* transport.request(
-    "initialize",
-    { protocolVersion: requested, capabilities, clientInfo: options.clientInfo ?? DEFAULT_CLIENT_INFO },
-    { timeout: options.initializeTimeout ?? requestTimeout }
-  ).pipe(Effect.forkChild({ startImmediately: true }))
-  const schemas = yield* LazySchemas.load()
-  const raw = yield* Fiber.join(initializing)
-  // From here on notifications are decoded as they arrive, as a call's
-  // progress must be routed before its result settles the call.
-  decodeNotification ??= schemas.decodeNotification
-  const init = yield* schemas.decodeInitialize(raw)
-  const version = init.protocolVersion
-  if (!ProtocolVersion.isSupported(version)) {
-    return yield* new UnsupportedProtocolVersion({
-      requested,
-      received: version,
-      supported: ProtocolVersion.SUPPORTED
+  const clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO
+  const protocol = options.protocol ?? "auto"
+  const overHttp = transport.kind === "streamable-http"
+  const eraCache = options.eraCache ?? Negotiation.global
+  const cached = protocol === "auto" && options.eraKey !== undefined
+    ? Negotiation.get(eraCache, options.eraKey)
+    : undefined
+  const initialEra: ProtocolVersion.Era | "auto" = protocol === "auto"
+    ? cached?.era ?? "auto"
+    : ProtocolVersion.eraOf(protocol)
+  let statelessVersion: string = protocol !== "auto" && ProtocolVersion.isStateless(protocol)
+    ? protocol
+    : cached?.era === "modern"
+    ? cached.version
+    : ProtocolVersion.LATEST_STATELESS
+
+  /** `server/discover` with our metadata: the probe, and the stateless era's liveness check. */
+  const discover = (version: string, timeout: Duration.Input) =>
+    Effect.andThen(
+      transportVersion(version),
+      transport.request(
+        "server/discover",
+        { _meta: RequestMeta.requestMeta({ protocolVersion: version, clientCapabilities: capabilities, clientInfo }) },
+        { timeout }
+      )
+    )
+  // The transport's mode follows the version it is told (HTTP sends headers by it).
+  let lastTransportVersion: string | undefined
+  const transportVersion = (version: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (version === lastTransportVersion) return Effect.void
+      lastTransportVersion = version
+      return transport.setProtocolVersion(version)
     })
+
+  const probeTimeout = options.probeTimeout ?? (transport.kind === "streamable-http" ? requestTimeout : Duration.seconds(5))
+  /**
+   * Runs the probe (once more after a `-32022` that names a version we
+   * speak) and returns the verdict, or the probe's own failure when there is
+   * nothing to fall back to (401/403, 5xx, no answer over HTTP, a dead process).
+   */
+  const probe = (pinned: boolean): Effect.Effect<{ verdict: Negotiation.Verdict }, HandshakeError> =>
+    Effect.gen(function*() {
+      let version = statelessVersion
+      for (let attempt = 0;; attempt++) {
+        const exit = yield* Effect.exit(discover(version, pinned ? requestTimeout : probeTimeout))
+        if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause)
+        const verdict = Negotiation.classify({
+          transport: overHttp ? "http" : "stdio",
+          requested: version,
+          outcome: outcomeOf(exit)
+        })
+        if (verdict._tag === "RetryModern" && attempt === 0) {
+          version = verdict.version
+          continue
+        }
+        const failed = verdict._tag === "Fail" || verdict._tag === "RetryModern" || (pinned && verdict._tag === "Legacy")
+        if (failed && Exit.isFailure(exit)) {
+          return yield* Effect.fail(ModernCalls.typedError("server/discover", Cause.squash(exit.cause)) ?? Cause.squash(exit.cause) as HandshakeError)
+        }
+        return { verdict }
+      }
+    })
+
+  let era: ProtocolVersion.Era
+  let discovered: unknown
+  if (initialEra === "legacy") {
+    era = "legacy"
+  } else {
+    const { verdict } = yield* probe(initialEra === "modern" && protocol !== "auto")
+    switch (verdict._tag) {
+      case "Modern":
+        era = "modern"
+        statelessVersion = verdict.version
+        discovered = verdict.discover
+        break
+      case "Legacy":
+        era = "legacy"
+        break
+      default: {
+        if (verdict._tag === "Fail" && verdict.error instanceof UnsupportedProtocolVersion) return yield* verdict.error
+        return yield* new UnsupportedProtocolVersion({
+          requested: statelessVersion,
+          supported: ProtocolVersion.ALL
+        })
+      }
+    }
   }
-  yield* transport.setProtocolVersion(version)
-  yield* transport.notify("notifications/initialized")
+
+  let init: McpSchema.InitializeResult
+  let version: ProtocolVersion.AnyVersion
+  let schemas: typeof ClientSchemas
+  if (era === "legacy") {
+    // `initialize` is on its way before the Schemas start loading, so the
+    // import runs while the server starts and answers.
+    // After a probe the transport is in the stateless mode: back to the handshake's.
+    if (lastTransportVersion !== undefined) yield* transportVersion(requested)
+    const initializing = yield* transport.request(
+      "initialize",
+      { protocolVersion: requested, capabilities, clientInfo },
+      { timeout: options.initializeTimeout ?? requestTimeout }
+    ).pipe(Effect.forkChild({ startImmediately: true }))
+    schemas = yield* LazySchemas.load()
+    const raw = yield* Fiber.join(initializing)
+    decodeNotification ??= schemas.decodeNotification
+    init = yield* schemas.decodeInitialize(raw)
+    if (!ProtocolVersion.isSupported(init.protocolVersion)) {
+      return yield* new UnsupportedProtocolVersion({
+        requested,
+        received: init.protocolVersion,
+        supported: ProtocolVersion.SUPPORTED
+      })
+    }
+    version = init.protocolVersion
+    yield* transport.setProtocolVersion(version)
+    yield* transport.notify("notifications/initialized")
+  } else {
+    schemas = yield* LazySchemas.load()
+    decodeNotification ??= schemas.decodeNotification
+    const d = (discovered ?? {}) as Record<string, unknown>
+    const meta = (d._meta ?? {}) as Record<string, unknown>
+    init = yield* schemas.decodeInitialize({
+      protocolVersion: statelessVersion,
+      capabilities: d.capabilities ?? {},
+      serverInfo: meta[RequestMeta.MetaKey.serverInfo] ?? { name: "", version: "" },
+      ...(typeof d.instructions === "string" ? { instructions: d.instructions } : {})
+    })
+    version = statelessVersion as ProtocolVersion.AnyVersion
+  }
+  if (options.eraKey !== undefined && protocol === "auto") {
+    Negotiation.set(eraCache, options.eraKey, { era, version })
+  }
+  const discoverResult = era === "modern" ? discovered as DiscoverResult : undefined
 
   // --- typed methods
   const serverCapabilities = init.capabilities
@@ -353,13 +547,59 @@ export const fromTransport = Effect.fnUntraced(function*(
     return Effect.failSync(() => new CapabilityNotSupported({ method, capability: required[0], peer: "server" }))
   }
 
-  // The capabilities are fixed by the handshake, so each method's check is done once, here.
+  // --- the stateless era's parts: per-request metadata, input rounds, cache, listen
+  const modernEra = era === "modern"
+  let logLevel: string | undefined = options.logLevel
+  const meta = ModernCalls.metaBuilder({ protocolVersion: version, clientCapabilities: capabilities, clientInfo })
+  const cache = ResultCache.make(modernEra && options.cache !== false)
+  /** Tool name → the parameters it mirrors into `Mcp-Param-*` headers (HTTP, stateless era). */
+  const headerParams = new Map<string, ReadonlyArray<RequestMeta.HeaderParam>>()
+  let refreshTools: Effect.Effect<void, McpClientError> = Effect.void
+  const modern = modernEra
+    ? ModernCalls.make({
+      calls,
+      answer: ServerRequests.serve(options.handlers ?? {}),
+      meta,
+      logLevel: () => logLevel,
+      maxInputRounds: options.maxInputRounds ?? ModernCalls.DEFAULT_MAX_INPUT_ROUNDS,
+      paramHeaders: overHttp
+        ? (tool, args) => {
+          const params = headerParams.get(tool)
+          return params === undefined || params.length === 0 ? undefined : RequestMeta.paramHeaders(params, args)
+        }
+        : undefined,
+      refreshTools: Effect.suspend(() => refreshTools)
+    })
+    : undefined
+  const send: McpCallEngine.CallEngine["send"] = modern !== undefined ? modern.send : calls.send
+
+  // The capabilities are fixed by the handshake (or the discovery), so each method's check is done once, here.
   const typed = <A>(method: string, decode: McpCallEngine.Decode<A>) => {
     const refused = undeclared(method)
     return refused !== undefined
       ? (_params: Readonly<Record<string, unknown>> | undefined, _callOptions?: CallOptions) => refused
       : (params: Readonly<Record<string, unknown>> | undefined, callOptions?: CallOptions) =>
-        calls.send(method, params, callOptions, decode)
+        send(method, params, callOptions, decode)
+  }
+
+  /** A list page, reused for the `ttlMs` the server allowed (stateless era). */
+  const cachedPage = <P>(method: string, decode: McpCallEngine.Decode<P>) => {
+    if (!modernEra || options.cache === false) return typed(method, decode)
+    const withTtl = typed(method, (raw) =>
+      Effect.map(decode(raw), (value) => {
+        cache.set(`${method} ${(raw as { nextCursor?: unknown }).nextCursor ?? ""}`, value, (raw as { ttlMs?: unknown }).ttlMs)
+        return value
+      }))
+    return (params: Readonly<Record<string, unknown>> | undefined, callOptions?: CallOptions) =>
+      Effect.suspend(() => {
+        const key = `${method} ${params?.cursor ?? ""}`
+        const hit = cache.get(key) as P | undefined
+        if (hit !== undefined) return Effect.succeed(hit)
+        return Effect.map(withTtl(params, callOptions), (value) => {
+          cache.set(key, value, undefined)
+          return value
+        })
+      })
   }
 
   const paginated = <P, A>(
@@ -367,10 +607,41 @@ export const fromTransport = Effect.fnUntraced(function*(
     decode: McpCallEngine.Decode<P>,
     items: (page: P) => ReadonlyArray<A>,
     nextCursor: (page: P) => string | undefined
-  ) => McpCallEngine.paginated(method, typed(method, decode), items, nextCursor)
+  ) => McpCallEngine.paginated(method, cachedPage(method, decode), items, nextCursor)
 
   const decoders = schemas.results
-  const tools = paginated("tools/list", decoders.listTools, (r) => r.tools, (r) => r.nextCursor)
+  /**
+   * Over HTTP in the stateless era a tool's `x-mcp-header` parameters are
+   * remembered for its calls' headers, and a tool whose annotations are not
+   * valid is left out of the listing (it could not be called correctly).
+   */
+  const listTools: McpCallEngine.Decode<McpSchema.ListToolsResult> = !(modernEra && overHttp)
+    ? decoders.listTools
+    : (raw) =>
+      Effect.flatMap(decoders.listTools(raw), (result) => {
+        const kept: Array<McpSchema.Tool> = []
+        const dropped: Array<string> = []
+        for (const tool of result.tools) {
+          const found = RequestMeta.headerParams(tool.inputSchema)
+          if (found._tag === "Invalid") {
+            headerParams.delete(tool.name)
+            dropped.push(`${tool.name}: ${found.reason}`)
+            continue
+          }
+          headerParams.set(tool.name, found.params)
+          kept.push(tool)
+        }
+        if (dropped.length === 0) return Effect.succeed(result)
+        return Effect.as(
+          Effect.logWarning("MCP: tools left out of the listing, their x-mcp-header annotations are not valid", dropped),
+          { ...result, tools: kept } as McpSchema.ListToolsResult
+        )
+      })
+  const tools = paginated("tools/list", listTools, (r) => r.tools, (r) => r.nextCursor)
+  refreshTools = Effect.suspend(() => {
+    cache.invalidate("tools/list")
+    return Effect.asVoid(tools.collect())
+  })
   const resources = paginated("resources/list", decoders.listResources, (r) => r.resources, (r) => r.nextCursor)
   const templates = paginated(
     "resources/templates/list",
@@ -382,23 +653,92 @@ export const fromTransport = Effect.fnUntraced(function*(
 
   const callTool = typed("tools/call", decoders.callTool)
   const readResource = typed("resources/read", decoders.readResource)
-  const subscribe = typed("resources/subscribe", decoders.subscribe)
-  const unsubscribe = typed("resources/unsubscribe", decoders.unsubscribe)
   const getPrompt = typed("prompts/get", decoders.getPrompt)
   const complete = typed("completion/complete", decoders.complete)
-  const setLevel = typed("logging/setLevel", decoders.setLevel)
-  const ping = typed("ping", decoders.ping)
+
+  // Methods the stateless era removed, done its way: liveness is a discovery,
+  // the log level travels with each request, resource updates come through the listen stream.
+  let listener: Listen.Listener | undefined
+  const discoverNow = (o?: CallOptions) =>
+    send("server/discover", undefined, o, (raw) => {
+      cache.set("server/discover", raw, (raw as { ttlMs?: unknown }).ttlMs)
+      return Effect.succeed(raw as DiscoverResult)
+    })
+  const ping: (o?: CallOptions) => Effect.Effect<void, McpClientError> = modernEra
+    ? (o) => Effect.asVoid(discoverNow(o))
+    : (() => {
+      const legacyPing = typed("ping", decoders.ping)
+      return (o) => Effect.asVoid(legacyPing(undefined, o))
+    })()
+  const setLoggingLevel: (level: McpSchema.LoggingLevel, o?: CallOptions) => Effect.Effect<void, McpClientError> =
+    modernEra
+      ? (level) => undeclared("logging/setLevel") ?? Effect.sync(() => void (logLevel = level))
+      : (() => {
+        const setLevel = typed("logging/setLevel", decoders.setLevel)
+        return (level, o) => Effect.asVoid(setLevel({ level }, o))
+      })()
+  const changeSubscriptions = (uri: string, add: boolean): Effect.Effect<void, McpClientError> => {
+    const refused = undeclared("resources/subscribe")
+    if (refused !== undefined) return refused
+    return Effect.suspend(() => {
+      if (listener === undefined) return Effect.void
+      const current = listener.filter()
+      const uris = new Set(current.resourceSubscriptions ?? [])
+      if (add) uris.add(uri)
+      else uris.delete(uri)
+      return listener.setFilter({ ...current, resourceSubscriptions: [...uris] })
+    })
+  }
+  const subscribeResource: (uri: string, o?: CallOptions) => Effect.Effect<void, McpClientError> = modernEra
+    ? (uri) => changeSubscriptions(uri, true)
+    : (() => {
+      const subscribe = typed("resources/subscribe", decoders.subscribe)
+      return (uri, o) => Effect.asVoid(subscribe({ uri }, o))
+    })()
+  const unsubscribeResource: (uri: string, o?: CallOptions) => Effect.Effect<void, McpClientError> = modernEra
+    ? (uri) => changeSubscriptions(uri, false)
+    : (() => {
+      const unsubscribe = typed("resources/unsubscribe", decoders.unsubscribe)
+      return (uri, o) => Effect.asVoid(unsubscribe({ uri }, o))
+    })()
 
   const toParams = (p: object): Readonly<Record<string, unknown>> => p as Readonly<Record<string, unknown>>
 
-  const health = yield* KeepAlive.make(transport, options.keepAlive, requestTimeout)
+  // The keep-alive pings; in the stateless era a discovery stands in for the removed `ping`.
+  const health = yield* KeepAlive.make(
+    modernEra
+      ? { ...transport, request: (method, params, o) => method === "ping" ? discoverNow(o) as Effect.Effect<unknown, RequestError> : transport.request(method, params, o) }
+      : transport,
+    options.keepAlive,
+    requestTimeout
+  )
+
+  let subscription: SubscriptionRef.SubscriptionRef<Listen.ListenState>
+  if (modernEra) {
+    const l = yield* Listen.make({ transport, meta: () => meta(undefined), ackTimeout: requestTimeout })
+    listener = l
+    admit = l.admit
+    subscription = l.state
+    if (options.listen ?? !overHttp) {
+      yield* l.setFilter({
+        ...(serverCapabilities.tools?.listChanged === true ? { toolsListChanged: true } : {}),
+        ...(serverCapabilities.prompts?.listChanged === true ? { promptsListChanged: true } : {}),
+        ...(serverCapabilities.resources?.listChanged === true ? { resourcesListChanged: true } : {})
+      })
+    }
+  } else {
+    subscription = yield* SubscriptionRefMake.make<Listen.ListenState>(Listen.ListenState.Off())
+  }
 
   const notifications = Stream.fromPubSub(hub)
   const rootsDeclared = capabilities.roots !== undefined
 
   return {
+    era,
     initializeResult: init,
+    discoverResult,
     protocolVersion: version,
+    subscription,
     serverInfo: init.serverInfo,
     serverCapabilities,
     instructions: init.instructions,
@@ -412,7 +752,7 @@ export const fromTransport = Effect.fnUntraced(function*(
       pendingCount: transport.pendingCount
     },
     health,
-    ping: (o) => Effect.asVoid(ping(undefined, o)),
+    ping,
     listTools: tools.list,
     tools: tools.all,
     listAllTools: tools.collect,
@@ -425,18 +765,19 @@ export const fromTransport = Effect.fnUntraced(function*(
     resourceTemplates: templates.all,
     listAllResourceTemplates: templates.collect,
     readResource: (uri, o) => readResource({ uri }, o),
-    subscribeResource: (uri, o) => Effect.asVoid(subscribe({ uri }, o)),
-    unsubscribeResource: (uri, o) => Effect.asVoid(unsubscribe({ uri }, o)),
+    subscribeResource,
+    unsubscribeResource,
     listPrompts: prompts.list,
     prompts: prompts.all,
     listAllPrompts: prompts.collect,
     getPrompt: (params, o) => getPrompt(toParams(params), o),
     complete: (params, o) => complete(toParams(params), o),
-    setLoggingLevel: (level, o) => Effect.asVoid(setLevel({ level }, o)),
-    request: (method, params, o) => undeclared(method) ?? calls.send(method, params, o, McpCallEngine.undecoded),
+    setLoggingLevel,
+    request: (method, params, o) => undeclared(method) ?? send(method, params, o, McpCallEngine.undecoded),
     notify: (method, params) => transport.notify(method, params),
+    // The stateless era has no such notification: roots are asked for per request.
     notifyRootsListChanged: rootsDeclared
-      ? transport.notify("notifications/roots/list_changed")
+      ? modernEra ? Effect.void : transport.notify("notifications/roots/list_changed")
       : Effect.fail(
         new CapabilityNotSupported({ method: "notifications/roots/list_changed", capability: "roots", peer: "client" })
       ),

@@ -13,7 +13,16 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
-import { type CapabilityNotSupported, InvalidPayload, type RequestError, RequestTimeout } from "../../McpError.ts"
+import {
+  type CapabilityNotSupported,
+  type HeaderMismatch,
+  InvalidPayload,
+  type MissingClientCapability,
+  type RequestError,
+  RequestTimeout,
+  type TooManyInputRounds,
+  type UnsupportedProtocolVersion
+} from "../../McpError.ts"
 import type { ClientTransportShape, RequestOptions } from "../ClientTransport.ts"
 import type { Progress } from "./ServerNotificationEnum.ts"
 
@@ -23,7 +32,14 @@ import type { Progress } from "./ServerNotificationEnum.ts"
  * @since 0.2.0
  * @category errors
  */
-export type McpClientError = RequestError | CapabilityNotSupported | InvalidPayload
+export type McpClientError =
+  | RequestError
+  | CapabilityNotSupported
+  | InvalidPayload
+  | HeaderMismatch
+  | MissingClientCapability
+  | UnsupportedProtocolVersion
+  | TooManyInputRounds
 
 /**
  * Options of one call.
@@ -79,6 +95,9 @@ type Meta = Readonly<Record<string, unknown>>
 /** Turns a call's raw result into its typed value, or fails. */
 export type Decode<A> = (raw: unknown) => Effect.Effect<A, McpClientError>
 
+/** What a call passes to the transport besides its body: routing headers, and who wants its id. */
+export type WireOptions = Pick<RequestOptions, "headers" | "onId">
+
 /** The calls of one client, and the progress routing that serves them. */
 export interface CallEngine {
   /** One call, its result decoded by `decode`. */
@@ -86,7 +105,8 @@ export interface CallEngine {
     method: string,
     params: Readonly<Record<string, unknown>> | undefined,
     callOptions: CallOptions | undefined,
-    decode: Decode<A>
+    decode: Decode<A>,
+    wire?: WireOptions
   ) => Effect.Effect<A, McpClientError>
   /** Hands a progress notification to the call it belongs to, if that call is still in flight. */
   readonly routeProgress: (progress: Progress) => void
@@ -145,7 +165,8 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     method: string,
     params: Readonly<Record<string, unknown>> | undefined,
     callOptions: CallOptions | undefined,
-    decode: Decode<A>
+    decode: Decode<A>,
+    wire?: WireOptions
   ): Effect.Effect<A, McpClientError> =>
     Effect.suspend(() => {
       const token = `p${++tokenCounter}`
@@ -157,13 +178,13 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
       const body = { ...params, _meta: meta }
       const onProgress = callOptions?.onProgress
       if (onProgress === undefined && callOptions?.maxTotalTimeout === undefined) {
-        return plain(method, token, body, idle, idleMs, restartOnProgress, decode)
+        return plain(method, token, body, idle, idleMs, restartOnProgress, decode, wire)
       }
       return Effect.flatMap(
         onProgress === undefined ? Effect.succeed(undefined) : Queue.unbounded<Progress>(),
         (queue) =>
           Effect.flatMap(
-            watched(method, token, body, idle, idleMs, restartOnProgress, queue, onProgress, callOptions),
+            watched(method, token, body, idle, idleMs, restartOnProgress, queue, onProgress, callOptions, wire),
             decode
           )
       )
@@ -182,7 +203,8 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     idle: Duration.Duration,
     idleMs: number,
     restartOnProgress: boolean,
-    decode: Decode<A>
+    decode: Decode<A>,
+    wire: WireOptions | undefined
   ): Effect.Effect<A, McpClientError> => {
     const watch: Watch = { last: undefined, restart: undefined, queue: undefined, body }
     watches.set(token, watch)
@@ -191,8 +213,8 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
         const taken = watch.body
         watch.body = undefined
         const options: RequestOptions = restartOnProgress
-          ? { timeout: idle, onDeadline: (restart) => void (watch.restart = restart) }
-          : { timeout: idle }
+          ? { ...wire, timeout: idle, onDeadline: (restart) => void (watch.restart = restart) }
+          : { ...wire, timeout: idle }
         return transport.request(method, taken, options)
       }),
       () => {
@@ -218,16 +240,17 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     restartOnProgress: boolean,
     queue: Queue.Queue<Progress> | undefined,
     onProgress: ((p: Progress) => Effect.Effect<void>) | undefined,
-    callOptions: CallOptions | undefined
+    callOptions: CallOptions | undefined,
+    wire: WireOptions | undefined
   ): Effect.Effect<unknown, McpClientError> => {
     const watch: Watch = { last: undefined, restart: undefined, queue, body: undefined }
     watches.set(token, watch)
     let effect: Effect.Effect<unknown, McpClientError> = restartOnProgress
       ? Effect.mapError(
-        transport.request(method, body, { timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
+        transport.request(method, body, { ...wire, timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
         idleTimeout(method, idleMs)
       )
-      : transport.request(method, body, { timeout: idle })
+      : transport.request(method, body, { ...wire, timeout: idle })
     if (queue !== undefined && onProgress !== undefined) {
       // The response settles the call directly while progress comes through
       // the notification fiber: progress that arrived before the response but

@@ -1,0 +1,222 @@
+/**
+ * How `McpClient` sends a call in the stateless era (2026-07-28): every
+ * request carries its own `_meta` (version, capabilities, client info, log
+ * level), every result's `resultType` is checked, an `input_required` result
+ * is answered with the client's handlers and the request re-issued with a new
+ * id (the answers and the server's `requestState` echoed untouched), the
+ * new error codes become typed errors, and over HTTP the `Mcp-Param-*`
+ * headers of a tool call are sent, refreshed once when the server says they
+ * do not match.
+ */
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as JsonRpc from "../../JsonRpc.ts"
+import {
+  HeaderMismatch,
+  InvalidPayload,
+  MissingClientCapability,
+  RpcError,
+  TooManyInputRounds,
+  UnsupportedProtocolVersion
+} from "../../McpError.ts"
+import * as RequestMeta from "../../RequestMeta.ts"
+import type { RequestHandler } from "../ClientTransport.ts"
+import type { CallEngine, CallOptions, Decode, McpClientError } from "./McpCallEngine.ts"
+
+/**
+ * What a typed method can fail with in the stateless era only.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type ModernError = HeaderMismatch | MissingClientCapability | UnsupportedProtocolVersion | TooManyInputRounds
+
+/** The methods a server may answer with `input_required`. */
+const MULTI_ROUND = new Set(["tools/call", "resources/read", "prompts/get"])
+
+/** The round bound unless the client says otherwise. */
+export const DEFAULT_MAX_INPUT_ROUNDS = 10
+
+type Params = Readonly<Record<string, unknown>>
+
+export interface ModernOptions {
+  readonly calls: CallEngine
+  /** Answers the server's input requests (sampling, elicitation, roots): the client's handlers. */
+  readonly answer: RequestHandler
+  /** The `_meta` of a request without and with a log level; fixed per client, so built once. */
+  readonly meta: (logLevel: string | undefined) => Params
+  readonly logLevel: () => string | undefined
+  readonly maxInputRounds: number
+  /** The `Mcp-Param-*` headers of a tool call (HTTP only; `undefined` elsewhere or when none). */
+  readonly paramHeaders: ((tool: string, args: unknown) => Readonly<Record<string, string>> | undefined) | undefined
+  /** Re-reads the tool list so that the next call's parameter headers are current. */
+  readonly refreshTools: Effect.Effect<void, McpClientError>
+}
+
+/** An `input_required` result, as the decode step hands it to the round loop. */
+interface InputRequired {
+  readonly inputRequests: Readonly<Record<string, unknown>>
+  readonly requestState: unknown
+}
+
+const INPUT = Symbol.for("effect-mcp-transport/ModernCalls/InputRequired")
+
+type Round<A> = { readonly [INPUT]: InputRequired } | { readonly value: A }
+
+/**
+ * The typed error a JSON-RPC error of the stateless era stands for, whether
+ * it came as a JSON-RPC error or (over HTTP) as the body of a 4xx answer.
+ */
+export const typedError = (method: string, error: unknown): McpClientError | ModernError | undefined => {
+  let rpc: { code: number; message: string; data?: unknown } | undefined
+  if (error instanceof RpcError) rpc = { code: error.code, message: error.rpcMessage, data: error.data }
+  else if (typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "HttpError") {
+    rpc = rpcErrorInBody((error as { body: string }).body)
+    if (rpc === undefined) return undefined
+    if (rpc.code !== -32020 && rpc.code !== -32021 && rpc.code !== -32022) {
+      return new RpcError({ code: rpc.code, rpcMessage: rpc.message, data: rpc.data, method })
+    }
+  }
+  if (rpc === undefined) return undefined
+  const data = (typeof rpc.data === "object" && rpc.data !== null ? rpc.data : {}) as Record<string, unknown>
+  switch (rpc.code) {
+    case -32020:
+      return new HeaderMismatch({ method, rpcMessage: rpc.message, data: rpc.data })
+    case -32021:
+      return new MissingClientCapability({
+        method,
+        rpcMessage: rpc.message,
+        requiredCapabilities: (typeof data.requiredCapabilities === "object" && data.requiredCapabilities !== null
+          ? data.requiredCapabilities
+          : {}) as Record<string, unknown>
+      })
+    case -32022:
+      return new UnsupportedProtocolVersion({
+        requested: typeof data.requested === "string" ? data.requested : "",
+        supported: Array.isArray(data.supported) ? data.supported.filter((v): v is string => typeof v === "string") : []
+      })
+  }
+  return undefined
+}
+
+/** A JSON-RPC error object in an HTTP error body, if the body is one. */
+export const rpcErrorInBody = (body: string): { code: number; message: string; data?: unknown } | undefined => {
+  if (body.length === 0 || body.trimStart()[0] !== "{") return undefined
+  try {
+    const parsed = JSON.parse(body) as { error?: { code?: unknown; message?: unknown; data?: unknown } }
+    const error = parsed.error
+    if (typeof error !== "object" || error === null || typeof error.code !== "number") return undefined
+    return { code: error.code, message: typeof error.message === "string" ? error.message : "", data: error.data }
+  } catch {
+    return undefined
+  }
+}
+
+/** Whether a header mismatch is about the `Mcp-Param-*` headers (then a fresh tool list may fix it). */
+const aboutParamHeaders = (error: HeaderMismatch): boolean =>
+  /mcp-param-/i.test(error.rpcMessage) || /mcp-param-/i.test(JSON.stringify(error.data ?? ""))
+
+export const make = (options: ModernOptions) => {
+  const { calls } = options
+
+  /** The decode step of one round: a complete result is decoded, an input request handed to the loop. */
+  const roundDecode = <A>(method: string, decode: Decode<A>): Decode<Round<A>> => (raw) => {
+    const resultType = typeof raw === "object" && raw !== null ? (raw as { resultType?: unknown }).resultType : undefined
+    if (resultType === undefined || resultType === "complete") return Effect.map(decode(raw), (value) => ({ value }))
+    if (resultType === "input_required" && MULTI_ROUND.has(method)) {
+      const r = raw as { inputRequests?: unknown; requestState?: unknown }
+      const inputRequests = typeof r.inputRequests === "object" && r.inputRequests !== null
+        ? r.inputRequests as Record<string, unknown>
+        : {}
+      return Exit.succeed({ [INPUT]: { inputRequests, requestState: r.requestState } })
+    }
+    return Effect.fail(
+      new InvalidPayload({
+        method,
+        kind: "result",
+        reason: resultType === "input_required"
+          ? `input_required is not allowed on ${method}`
+          : `unknown resultType ${JSON.stringify(resultType)}`
+      })
+    )
+  }
+
+  /** Runs the client's handlers on every input request; the answers keyed as the server keyed them. */
+  const answerAll = (method: string, input: InputRequired) =>
+    Effect.forEach(
+      Object.entries(input.inputRequests),
+      ([key, request]): Effect.Effect<readonly [string, unknown], InvalidPayload | RpcError> => {
+        const r = (typeof request === "object" && request !== null ? request : {}) as { method?: unknown; params?: unknown }
+        if (typeof r.method !== "string") {
+          return Effect.fail(new InvalidPayload({ method, kind: "result", reason: `input request ${key} has no method` }))
+        }
+        return Effect.map(
+          options.answer(JsonRpc.request(key, r.method, r.params) as JsonRpc.JsonRpcRequest),
+          (answer) => [key, answer] as const
+        )
+      },
+      { concurrency: "unbounded" }
+    ).pipe(Effect.map((entries) => Object.fromEntries(entries)))
+
+  const mapError = (method: string) => (error: McpClientError): Effect.Effect<never, McpClientError | ModernError> =>
+    Effect.fail(typedError(method, error) ?? error)
+
+  const send = <A>(
+    method: string,
+    params: Params | undefined,
+    callOptions: CallOptions | undefined,
+    decode: Decode<A>
+  ): Effect.Effect<A, McpClientError | ModernError> => {
+    const decodeRound = roundDecode(method, decode)
+    const meta = options.meta(options.logLevel())
+    const tool = method === "tools/call" && typeof params?.name === "string" ? params.name : undefined
+    const once = (extra: Params | undefined): Effect.Effect<Round<A>, McpClientError | ModernError> => {
+      const body: Params = {
+        ...params,
+        ...extra,
+        _meta: params?._meta === undefined ? meta : { ...(params._meta as Params), ...meta }
+      }
+      const headers = tool !== undefined && options.paramHeaders !== undefined
+        ? options.paramHeaders(tool, params?.arguments)
+        : undefined
+      return Effect.catch(
+        calls.send(method, body, callOptions, decodeRound, headers === undefined ? undefined : { headers }),
+        mapError(method)
+      )
+    }
+    const rounds = (round: number, extra: Params | undefined): Effect.Effect<A, McpClientError | ModernError> =>
+      Effect.flatMap(once(extra), (result) => {
+        if (!(INPUT in result)) return Effect.succeed(result.value)
+        if (round >= options.maxInputRounds) return Effect.fail(new TooManyInputRounds({ method, rounds: round }))
+        const input = result[INPUT]
+        return Effect.flatMap(answerAll(method, input), (inputResponses) =>
+          rounds(
+            round + 1,
+            input.requestState === undefined ? { inputResponses } : { inputResponses, requestState: input.requestState }
+          ))
+      })
+    const first = rounds(0, undefined)
+    if (tool === undefined || options.paramHeaders === undefined) return first
+    return Effect.catchTag(first, "HeaderMismatch", (error) =>
+      aboutParamHeaders(error)
+        ? Effect.andThen(options.refreshTools, rounds(0, undefined))
+        : Effect.fail(error))
+  }
+
+  return { send }
+}
+
+/** The `_meta` builder of one client: two objects made once, since the version and capabilities are fixed. */
+export const metaBuilder = (base: RequestMeta.ClientMeta) => {
+  const plain = RequestMeta.requestMeta({ ...base, logLevel: undefined })
+  const byLevel = new Map<string, Params>()
+  return (logLevel: string | undefined): Params => {
+    if (logLevel === undefined) return plain
+    let meta = byLevel.get(logLevel)
+    if (meta === undefined) {
+      meta = RequestMeta.requestMeta({ ...base, logLevel })
+      byLevel.set(logLevel, meta)
+    }
+    return meta
+  }
+}
