@@ -26,7 +26,7 @@ const discover = (supportedVersions: ReadonlyArray<unknown>) => ({
 const classify = (
   transport: "http" | "stdio",
   outcome: Negotiation.ProbeOutcome,
-  extra: { requested?: string; stateless?: ReadonlyArray<string> } = {}
+  extra: { requested?: string | undefined; stateless?: ReadonlyArray<string> | undefined } = {}
 ) => Negotiation.classify({ transport, requested: extra.requested ?? MODERN, outcome, stateless: extra.stateless })
 
 /** Two stateless revisions, so a retry with another one can happen. */
@@ -371,8 +371,8 @@ describe("EraCache", () => {
 
 const int = (minimum: number, maximum: number) =>
   Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum }))).pipe(Arbitrary.map((n) => n + 0))
-const pick = <const A extends ReadonlyArray<string | number>>(values: A) =>
-  Arbitrary.schema(Schema.Literals(values as unknown as ReadonlyArray<A[number]>))
+const pick = <const A extends ReadonlyArray<string | number>>(values: A): Arbitrary.Arbitrary<A[number]> =>
+  Arbitrary.schema(Schema.Literals(values))
 
 const versionArb = pick([MODERN, "2027-01-01", "2099-01-01", ...SUPPORTED, "2023-01-01", "latest"])
 const versionsArb = Arbitrary.array(versionArb, { maxLength: 4 })
