@@ -156,13 +156,16 @@ export const encodeHeaderValue = (value: string): string =>
 /**
  * A header value as the string it stands for: the decoded text of a
  * sentinel, the value itself otherwise; `undefined` when it is a sentinel
- * whose Base64 is not valid, or the decoded bytes are not UTF-8.
+ * whose Base64 is not valid, or the decoded bytes are not UTF-8, or a plain
+ * value holds what a sender must encode (characters outside printable
+ * ASCII, a leading or trailing space): a server rejects such a header
+ * rather than compare it.
  *
  * @since 0.2.0
  * @category encoding
  */
 export const decodeHeaderValue = (value: string): string | undefined => {
-  if (!isSentinel(value)) return value
+  if (!isSentinel(value)) return isPlainSafe(value) ? value : undefined
   if (!SENTINEL.test(value)) return undefined
   const payload = value.slice(SENTINEL_PREFIX.length, value.length - SENTINEL_SUFFIX.length)
   if (!BASE64.test(payload)) return undefined
@@ -203,7 +206,8 @@ export const headerText = (value: unknown, type: HeaderParamType): string | unde
 
 /**
  * Whether a decoded header value stands for the body value: integers compare
- * numerically (`42.0` equals `42`), strings and booleans exactly.
+ * numerically (`42.0` equals `42`) and only within the safe range, strings
+ * and booleans exactly.
  *
  * @since 0.2.0
  * @category utils
@@ -215,8 +219,10 @@ export const headerMatches = (decoded: string, bodyValue: unknown, type: HeaderP
     case "boolean":
       return typeof bodyValue === "boolean" && decoded === String(bodyValue)
     case "integer": {
-      if (typeof bodyValue !== "number" || !/^\s*-?\d+(\.0*)?\s*$/.test(decoded)) return false
-      return Number(decoded) === bodyValue
+      // Outside the safe range, distinct integers compare equal after rounding.
+      if (!Number.isSafeInteger(bodyValue) || !/^\s*-?\d+(\.0*)?\s*$/.test(decoded)) return false
+      const parsed = Number(decoded)
+      return Number.isSafeInteger(parsed) && parsed === bodyValue
     }
   }
 }
