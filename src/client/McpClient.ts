@@ -461,7 +461,8 @@ export const fromTransport = Effect.fnUntraced(function*(
         }
         const failed = verdict._tag === "Fail" || verdict._tag === "RetryModern" || (pinned && verdict._tag === "Legacy")
         if (failed && Exit.isFailure(exit)) {
-          return yield* Effect.fail(ModernCalls.typedError("server/discover", Cause.squash(exit.cause)) ?? Cause.squash(exit.cause) as HandshakeError)
+          const error = Cause.squash(exit.cause)
+          return yield* Effect.fail((ModernCalls.typedError("server/discover", error) ?? error) as HandshakeError)
         }
         return { verdict }
       }

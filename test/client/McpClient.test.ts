@@ -59,7 +59,11 @@ describe("McpClient", () => {
   describe("handshake", () => {
     it.effect("initialize, then notifications/initialized; the result is on the client", () =>
       Effect.gen(function*() {
-        const { client, handle, seen } = yield* inMemory(makeServer(), { clientInfo: { name: "tester", version: "9" } })
+        const { client, handle, seen } = yield* inMemory(makeServer(), {
+          clientInfo: { name: "tester", version: "9" },
+          protocol: "2025-11-25"
+        })
+        expect(client.era).toBe("legacy")
         expect(client.protocolVersion).toBe("2025-11-25")
         expect(client.serverInfo.name).toBe("router-fixture")
         expect(client.instructions).toBe("A fixture server for tests.")
@@ -128,7 +132,7 @@ describe("McpClient", () => {
       Effect.gen(function*() {
         const rec = recording((message) => (message.method === "initialize" ? Effect.never : Effect.succeed(null)))
         const pair = yield* InMemoryTransport.makePair(rec.handler)
-        const fiber = yield* McpClient.fromTransport(pair.client, { initializeTimeout: "5 seconds" }).pipe(
+        const fiber = yield* McpClient.fromTransport(pair.client, { initializeTimeout: "5 seconds", protocol: "2025-11-25" }).pipe(
           Effect.forkChild({ startImmediately: true })
         )
         for (let i = 0; i < 1000 && rec.seen.length === 0; i++) yield* Effect.yieldNow
