@@ -10,11 +10,12 @@ import * as RequestMeta from "../../RequestMeta.ts"
 const ACCEPT = "application/json, text/event-stream"
 
 /**
- * Methods whose headers are kept once built. The protocol layer uses a
- * handful; the bound only stops a caller inventing method names from
- * growing the map.
+ * Header sets kept once built: one per method, or per method and target
+ * name. A client uses a handful of methods and a bounded set of tools,
+ * prompts and resources; the bound only stops a caller inventing names from
+ * growing the map (past it, headers are built per request).
  */
-const CACHE_LIMIT = 64
+const CACHE_LIMIT = 256
 
 /** The headers of one stateless revision. */
 export interface StatelessHeaders {
@@ -31,28 +32,44 @@ export interface StatelessHeaders {
 }
 
 export const make = (version: string): StatelessHeaders => {
-  // Without a target name or extras, a method's headers never change: built once, then shared.
+  // Without extras, the headers depend on the method and the target name only: built once, then shared.
+  // Two levels rather than one joined key: a joined string is hashed anew on every lookup.
   const byMethod = new Map<string, Readonly<Record<string, string>>>()
+  const byName = new Map<string, Map<string, Readonly<Record<string, string>>>>()
+  let size = 0
 
   const build = (method: string, params: unknown, extra: Readonly<Record<string, string>> | undefined) => {
+    const standard = RequestMeta.standardHeaders(version, method, params)
+    standard["accept"] = ACCEPT
+    if (extra === undefined) return standard
     const out: Record<string, string> = {}
-    if (extra !== undefined) for (const key of Object.keys(extra)) out[key.toLowerCase()] = extra[key]!
-    Object.assign(out, RequestMeta.standardHeaders(version, method, params))
-    out["accept"] = ACCEPT
-    return out
+    for (const key of Object.keys(extra)) out[key.toLowerCase()] = extra[key]!
+    return Object.assign(out, standard)
   }
 
   const forMessage: StatelessHeaders["forMessage"] = (message, extra) => {
     // Only requests and notifications are POSTed in this mode; a response would carry no method.
     const method = "method" in message ? message.method : ""
-    if (extra === undefined && !Object.hasOwn(RequestMeta.NAMED_METHODS, method)) {
-      const known = byMethod.get(method)
-      if (known !== undefined) return known
-      const built = build(method, undefined, undefined)
-      if (byMethod.size < CACHE_LIMIT) byMethod.set(method, built)
-      return built
+    const params = "params" in message ? message.params : undefined
+    if (extra !== undefined) return build(method, params, extra)
+    const name = RequestMeta.nameOf(method, params)
+    let names: Map<string, Readonly<Record<string, string>>> | undefined
+    let cached: Readonly<Record<string, string>> | undefined
+    if (name === undefined) {
+      cached = byMethod.get(method)
+    } else {
+      names = byName.get(method)
+      cached = names?.get(name)
     }
-    return build(method, "params" in message ? message.params : undefined, extra)
+    if (cached !== undefined) return cached
+    const built = build(method, params, undefined)
+    if (size < CACHE_LIMIT) {
+      size++
+      if (name === undefined) byMethod.set(method, built)
+      else if (names !== undefined) names.set(name, built)
+      else byName.set(method, new Map([[name, built]]))
+    }
+    return built
   }
 
   return { version, forMessage }
