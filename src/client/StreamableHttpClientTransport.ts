@@ -131,9 +131,10 @@ export const ListenerState = HttpGetListener.ListenerState
  */
 export interface StreamableHttpClientTransport extends ClientTransportShape {
   readonly kind: "streamable-http"
-  /** Opens the standalone GET stream now; does nothing while one is running. */
+  /** Opens the standalone GET stream now; does nothing while one is running, nor in the stateless mode. */
   readonly listen: Effect.Effect<void>
   readonly listenerState: SubscriptionRef.SubscriptionRef<ListenerState>
+  /** The current `Mcp-Session-Id`; always `undefined` in the stateless mode. */
   readonly sessionId: Effect.Effect<string | undefined>
   readonly protocolVersion: Effect.Effect<string | undefined>
 }
