@@ -1,5 +1,6 @@
 /**
- * Streamable HTTP client transport (MCP 2025-03-26 … 2025-11-25).
+ * Streamable HTTP client transport (MCP 2025-03-26 … 2025-11-25, and the
+ * stateless 2026-07-28 revision).
  *
  * Every message is its own POST. A request's answer comes back as one JSON
  * body or as an SSE stream that may carry notifications and server requests
@@ -8,6 +9,11 @@
  * standalone GET stream carries server-initiated messages and reconnects with
  * `Last-Event-ID` under a user-supplied `Schedule`; when it gives up, only the
  * listener is marked failed and POSTs keep working.
+ *
+ * A stateless protocol version (set up front or by `setProtocolVersion`)
+ * switches to the stateless mode: every POST carries the routing headers,
+ * and there is no session, no GET stream, no resumption and no
+ * `notifications/cancelled` (closing a request's stream cancels it).
  */
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
@@ -24,6 +30,7 @@ import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
 import * as JsonRpc from "../JsonRpc.ts"
+import * as ProtocolVersion from "../ProtocolVersion.ts"
 import {
   type HttpError,
   MalformedMessage,
@@ -41,6 +48,7 @@ import * as HttpGetListener from "./internal/HttpGetListener.ts"
 import * as SseAnswer from "./internal/SseAnswer.ts"
 import * as SseReader from "./internal/SseReader.ts"
 import * as SseReconnect from "./internal/SseReconnect.ts"
+import * as StatelessHeaders from "./internal/StatelessHeaders.ts"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../Defaults.ts"
 import {
   ClientTransport,
@@ -71,9 +79,14 @@ export interface Options extends Http.TransportOptions {
   readonly reconnectSchedule?: Schedule.Schedule<unknown, unknown> | undefined
   /** Bound on the session DELETE sent when the scope closes. Default 2 seconds. */
   readonly closeTimeout?: Duration.Input | undefined
-  /** Continue an existing session instead of waiting for an initialize answer. */
+  /** Continue an existing session instead of waiting for an initialize answer. Ignored in the stateless mode. */
   readonly sessionId?: string | undefined
-  /** Negotiated protocol version of a continued session. */
+  /**
+   * Negotiated protocol version of a continued session, or a stateless
+   * revision (2026-07-28 on) to start in the stateless mode: routing headers
+   * on every POST, no session, no GET stream, no resumption. Default: none
+   * (session mode until `setProtocolVersion` says otherwise).
+   */
   readonly protocolVersion?: string | undefined
   /**
    * effect/http tracing of the transport's own HTTP requests:
@@ -118,9 +131,10 @@ export const ListenerState = HttpGetListener.ListenerState
  */
 export interface StreamableHttpClientTransport extends ClientTransportShape {
   readonly kind: "streamable-http"
-  /** Opens the standalone GET stream now; does nothing while one is running. */
+  /** Opens the standalone GET stream now; does nothing while one is running, nor in the stateless mode. */
   readonly listen: Effect.Effect<void>
   readonly listenerState: SubscriptionRef.SubscriptionRef<ListenerState>
+  /** The current `Mcp-Session-Id`; always `undefined` in the stateless mode. */
   readonly sessionId: Effect.Effect<string | undefined>
   readonly protocolVersion: Effect.Effect<string | undefined>
 }
@@ -161,18 +175,28 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const closeTimeout = options.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT
   const schedule = options.reconnectSchedule ?? SseReconnect.defaultSchedule
 
-  let session: string | undefined = options.sessionId
-  let expiredSession: string | undefined
   let protocolVersion: string | undefined = options.protocolVersion
+  /** The stateless mode's headers while a stateless revision is set; `undefined` in session mode. */
+  let stateless: StatelessHeaders.StatelessHeaders | undefined = protocolVersion !== undefined &&
+      ProtocolVersion.eraOf(protocolVersion) === "modern"
+    ? StatelessHeaders.make(protocolVersion)
+    : undefined
+  let session: string | undefined = stateless === undefined ? options.sessionId : undefined
+  let expiredSession: string | undefined
   let closedError: TransportClosed | undefined
 
   const inflight = yield* FiberSet.make<unknown, unknown>()
   const background = yield* FiberSet.make<unknown, unknown>()
 
+  /**
+   * Replies to server requests and cancellations. The stateless mode sends
+   * neither: its client never POSTs a response, and closing a request's
+   * stream (which aborting the exchange does) is what cancels it.
+   */
   const sendFromCore = (message: JsonRpc.JsonRpcMessage): Effect.Effect<void> =>
-    closedError !== undefined ? Effect.void : FiberSet.run(
+    closedError !== undefined || stateless !== undefined ? Effect.void : FiberSet.run(
       background,
-      Effect.flatMap(postMessage(message), consumeStray).pipe(
+      Effect.flatMap(postMessage(message, undefined, undefined), consumeStray).pipe(
         Effect.timeoutOption(Http.BACKGROUND_SEND_TIMEOUT),
         Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause)
@@ -230,9 +254,15 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // ---------------------------------------------------------------------------
   // Raw HTTP
 
-  /** One POST. Non-2xx answers become typed errors here; 2xx answers are returned unread. */
+  /**
+   * One POST, in session mode, or in the stateless mode when `modern` is
+   * given (`extra`: the request's own headers, sent in that mode only).
+   * Non-2xx answers become typed errors here; 2xx answers are returned unread.
+   */
   const postMessage = (
-    message: JsonRpc.JsonRpcMessage
+    message: JsonRpc.JsonRpcMessage,
+    modern: StatelessHeaders.StatelessHeaders | undefined,
+    extra: Readonly<Record<string, string>> | undefined
   ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError> =>
     Effect.gen(function*() {
       const initialize = "method" in message && message.method === "initialize" && "id" in message
@@ -240,13 +270,17 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       if (bytes.length > maxBytes) {
         return yield* new MessageTooLarge({ limit: maxBytes, size: bytes.length, direction: "outgoing" })
       }
-      // A fresh initialize starts a new session: no stale id, no version yet.
-      const sentSession = initialize ? undefined : session
-      const headers = yield* Http.assemble(options, { verb: "POST", url, message }, {
-        accept: "application/json, text/event-stream",
-        "mcp-session-id": sentSession,
-        "mcp-protocol-version": initialize ? undefined : versionHeader()
-      })
+      // A fresh initialize starts a new session: no stale id, no version yet. The stateless mode has no session.
+      const sentSession = initialize || modern !== undefined ? undefined : session
+      const headers = yield* Http.assemble(
+        options,
+        { verb: "POST", url, message },
+        modern !== undefined ? modern.forMessage(message, extra) : {
+          accept: "application/json, text/event-stream",
+          "mcp-session-id": sentSession,
+          "mcp-protocol-version": initialize ? undefined : versionHeader()
+        }
+      )
       const method = "method" in message ? message.method : undefined
       const response = yield* Http.execute(
         client,
@@ -320,18 +354,24 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const readStreamAnswer = SseAnswer.make({ core, maxBytes, schedule, background, openGet })
 
-  const exchangeRequest = (request: JsonRpc.JsonRpcRequest, idleMs: number | undefined) =>
+  const exchangeRequest = (
+    request: JsonRpc.JsonRpcRequest,
+    idleMs: number | undefined,
+    extra: Readonly<Record<string, string>> | undefined
+  ) =>
     Effect.gen(function*() {
+      const modern = stateless
       const initialize = request.method === "initialize"
-      const response = yield* postMessage(request)
-      if (initialize) yield* adoptSession(response)
+      const response = yield* postMessage(request, modern, extra)
+      // A session id from a server answering in the stateless mode is ignored: not adopted, never echoed.
+      if (initialize && modern === undefined) yield* adoptSession(response)
       yield* markReady(initialize)
       if (response.status === 202 || response.status === 204) {
         yield* Http.discard(response)
         return yield* noResponse(request)
       }
       const type = Http.mediaType(response)
-      if (type === "text/event-stream") return yield* readStreamAnswer(response, request, idleMs)
+      if (type === "text/event-stream") return yield* readStreamAnswer(response, request, idleMs, modern === undefined)
       if (type === "application/json" || type.endsWith("+json")) return yield* readJsonAnswer(response, request)
       const text = yield* Http.readText(response, 4096).pipe(Effect.orElseSucceed(() => ""))
       if (text.length === 0) return yield* noResponse(request)
@@ -346,13 +386,18 @@ export const make = Effect.fnUntraced(function*(options: Options) {
    * caller's own fiber, the exchange gets its fiber as before, since closing
    * the transport must not interrupt a caller.
    */
-  const sendRequest = (caller: Fiber.Fiber<unknown, unknown>, message: JsonRpc.JsonRpcRequest, idleMs: number | undefined) =>
+  const sendRequest = (
+    caller: Fiber.Fiber<unknown, unknown>,
+    message: JsonRpc.JsonRpcRequest,
+    idleMs: number | undefined,
+    extra: Readonly<Record<string, string>> | undefined
+  ) =>
     Effect.withFiber<void, PostError | MalformedMessage | MessageTooLarge | NoResponse | RequestTimeout | TransportClosed>(
       (current) => {
-        if (current === caller) return exchange(exchangeRequest(message, idleMs))
+        if (current === caller) return exchange(exchangeRequest(message, idleMs, extra))
         if (closedError !== undefined) return Effect.fail(closedError)
         FiberSet.addUnsafe(inflight, current)
-        return exchangeRequest(message, idleMs)
+        return exchangeRequest(message, idleMs, extra)
       }
     )
 
@@ -377,7 +422,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       core.correlation.call(
         method,
         params,
-        (message) => sendRequest(caller, message, answerIdleMs(requestOptions)),
+        (message) => sendRequest(caller, message, answerIdleMs(requestOptions), requestOptions?.headers),
         core.callOptions(requestOptions)
       ).pipe(Effect.catchCause(closedIfInterrupted))
     )
@@ -409,7 +454,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const notify: ClientTransportShape["notify"] = (method, params) =>
     exchange(Effect.gen(function*() {
-      const response = yield* postMessage(JsonRpc.notification(method, params))
+      const response = yield* postMessage(JsonRpc.notification(method, params), stateless, undefined)
       yield* markReady(false)
       yield* consumeStray(response)
       if (method === "notifications/initialized" && options.listen === true) yield* listen
@@ -420,7 +465,28 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const listener = yield* HttpGetListener.make({ core, openGet, schedule, events: unrelatedEvents })
 
-  const listen: Effect.Effect<void> = Effect.suspend(() => closedError !== undefined ? Effect.void : listener.start)
+  /** The stateless mode has no standalone stream: the listener stays `Idle`. */
+  const listen: Effect.Effect<void> = Effect.suspend(() =>
+    closedError !== undefined || stateless !== undefined ? Effect.void : listener.start
+  )
+
+  // ---------------------------------------------------------------------------
+  // Protocol version: the mode follows its era
+
+  const setProtocolVersion = (version: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      protocolVersion = version
+      if (ProtocolVersion.eraOf(version) === "legacy") {
+        stateless = undefined
+        return Effect.void
+      }
+      if (stateless?.version !== version) stateless = StatelessHeaders.make(version)
+      // No session in the stateless mode: one from before is dropped (not deleted: it is not used again),
+      // and a running GET stream stops.
+      session = undefined
+      expiredSession = undefined
+      return Effect.andThen(listener.interrupt, listener.showClosed)
+    })
 
   // ---------------------------------------------------------------------------
   // Close: abort everything in flight, then end the session
@@ -454,7 +520,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       kind: "streamable-http",
       request,
       notify,
-      setProtocolVersion: (version) => Effect.sync(() => void (protocolVersion = version))
+      setProtocolVersion
     }),
     kind: "streamable-http",
     listen,

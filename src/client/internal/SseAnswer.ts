@@ -2,7 +2,8 @@
  * Reading the SSE answer to a POST that carried a request: the messages the
  * server sends on the way are routed, the response settles the request, and
  * a stream that stops early is resumed with GET + `Last-Event-ID` when the
- * server gave event ids.
+ * server gave event ids and the mode allows it (the stateless revisions have
+ * no resumption).
  */
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -70,12 +71,14 @@ export type SseAnswerError =
 
 /**
  * Reads a request's SSE answer until its response; `idleMs` bounds the
- * silence on the stream (`undefined`: none).
+ * silence on the stream (`undefined`: none); `resumable` false fails a
+ * stream that stops early at once, whatever event ids it gave.
  */
 export type ReadSseAnswer = (
   response: HttpClientResponse.HttpClientResponse,
   request: JsonRpc.JsonRpcRequest,
-  idleMs: number | undefined
+  idleMs: number | undefined,
+  resumable: boolean
 ) => Effect.Effect<void, SseAnswerError>
 
 /** The reader of one transport's SSE answers. */
@@ -163,9 +166,10 @@ export const make = (context: SseAnswerContext): ReadSseAnswer => {
   /**
    * Reads a request's SSE answer until its response. A stream that stops
    * early is resumed with GET + `Last-Event-ID` when the server gave event
-   * ids; otherwise the request fails with `NoResponse`.
+   * ids and `resumable` allows it; otherwise the request fails with
+   * `NoResponse` (or `RequestTimeout` when the stream fell silent).
    */
-  const readStreamAnswer: ReadSseAnswer = (response, request, idleMs) =>
+  const readStreamAnswer: ReadSseAnswer = (response, request, idleMs, resumable) =>
     Effect.gen(function*() {
       const cursor = SseReader.makeCursor()
       const readOptions: SseReader.ReadOptions<MalformedMessage, never> = {
@@ -179,7 +183,7 @@ export const make = (context: SseAnswerContext): ReadSseAnswer => {
       let ending = yield* readPostStream(response, request, cursor, idleMs)
       let backoff: SseReconnect.Backoff | undefined
       while (ending._tag !== "Stopped" && core.correlation.isPending(request.id)) {
-        if (cursor.lastEventId === undefined) {
+        if (!resumable || cursor.lastEventId === undefined) {
           if (ending._tag === "Idle") {
             return yield* new RequestTimeout({
               method: request.method,
