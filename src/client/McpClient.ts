@@ -468,48 +468,36 @@ export const fromTransport = Effect.fnUntraced(function*(
       }
     })
 
-  let era: ProtocolVersion.Era
-  let discovered: unknown
-  if (initialEra === "legacy") {
-    era = "legacy"
-  } else {
+  /** The probe's verdict as the era to speak, or the failure to report. */
+  const decide = Effect.gen(function*() {
     const { verdict } = yield* probe(initialEra === "modern" && protocol !== "auto")
     switch (verdict._tag) {
       case "Modern":
-        era = "modern"
         statelessVersion = verdict.version
-        discovered = verdict.discover
-        break
+        return { era: "modern" as const, discovered: verdict.discover }
       case "Legacy":
-        era = "legacy"
-        break
+        return { era: "legacy" as const, discovered: undefined }
       default: {
         if (verdict._tag === "Fail" && verdict.error instanceof UnsupportedProtocolVersion) return yield* verdict.error
-        return yield* new UnsupportedProtocolVersion({
-          requested: statelessVersion,
-          supported: ProtocolVersion.ALL
-        })
+        return yield* new UnsupportedProtocolVersion({ requested: statelessVersion, supported: ProtocolVersion.ALL })
       }
     }
-  }
+  })
 
-  let init: McpSchema.InitializeResult
-  let version: ProtocolVersion.AnyVersion
-  let schemas: typeof ClientSchemas
-  if (era === "legacy") {
-    // `initialize` is on its way before the Schemas start loading, so the
-    // import runs while the server starts and answers.
+  const handshake = Effect.gen(function*() {
     // After a probe the transport is in the stateless mode: back to the handshake's.
     if (lastTransportVersion !== undefined) yield* transportVersion(requested)
+    // `initialize` is on its way before the Schemas start loading, so the
+    // import runs while the server starts and answers.
     const initializing = yield* transport.request(
       "initialize",
       { protocolVersion: requested, capabilities, clientInfo },
       { timeout: options.initializeTimeout ?? requestTimeout }
     ).pipe(Effect.forkChild({ startImmediately: true }))
-    schemas = yield* LazySchemas.load()
+    const schemas = yield* LazySchemas.load()
     const raw = yield* Fiber.join(initializing)
     decodeNotification ??= schemas.decodeNotification
-    init = yield* schemas.decodeInitialize(raw)
+    const init = yield* schemas.decodeInitialize(raw)
     if (!ProtocolVersion.isSupported(init.protocolVersion)) {
       return yield* new UnsupportedProtocolVersion({
         requested,
@@ -517,22 +505,55 @@ export const fromTransport = Effect.fnUntraced(function*(
         supported: ProtocolVersion.SUPPORTED
       })
     }
-    version = init.protocolVersion
+    const version: ProtocolVersion.AnyVersion = init.protocolVersion
     yield* transport.setProtocolVersion(version)
     yield* transport.notify("notifications/initialized")
-  } else {
-    schemas = yield* LazySchemas.load()
-    decodeNotification ??= schemas.decodeNotification
-    const d = (discovered ?? {}) as Record<string, unknown>
-    const meta = (d._meta ?? {}) as Record<string, unknown>
-    init = yield* schemas.decodeInitialize({
-      protocolVersion: statelessVersion,
-      capabilities: d.capabilities ?? {},
-      serverInfo: meta[RequestMeta.MetaKey.serverInfo] ?? { name: "", version: "" },
-      ...(typeof d.instructions === "string" ? { instructions: d.instructions } : {})
+    return { init, version, schemas }
+  })
+
+  const stateless = (discovered: unknown) =>
+    Effect.gen(function*() {
+      const schemas = yield* LazySchemas.load()
+      decodeNotification ??= schemas.decodeNotification
+      const d = (discovered ?? {}) as Record<string, unknown>
+      const meta = (d._meta ?? {}) as Record<string, unknown>
+      const init = yield* schemas.decodeInitialize({
+        protocolVersion: statelessVersion,
+        capabilities: d.capabilities ?? {},
+        serverInfo: meta[RequestMeta.MetaKey.serverInfo] ?? { name: "", version: "" },
+        ...(typeof d.instructions === "string" ? { instructions: d.instructions } : {})
+      })
+      return { init, version: statelessVersion as ProtocolVersion.AnyVersion, schemas }
     })
-    version = statelessVersion as ProtocolVersion.AnyVersion
+
+  let era: ProtocolVersion.Era
+  let discovered: unknown
+  let established: { init: McpSchema.InitializeResult; version: ProtocolVersion.AnyVersion; schemas: typeof ClientSchemas }
+  if (initialEra === "legacy") {
+    era = "legacy"
+    const attempt = yield* Effect.exit(handshake)
+    // A remembered verdict that no longer holds (the server now refuses the
+    // handshake with an answer) is forgotten, and the server probed again.
+    const refusal = Exit.isFailure(attempt) && cached !== undefined ? Cause.squash(attempt.cause) : undefined
+    if (
+      Exit.isFailure(attempt) && cached !== undefined && typeof refusal === "object" && refusal !== null &&
+      ["RpcError", "HttpError", "InvalidPayload"].includes((refusal as { _tag?: string })._tag ?? "")
+    ) {
+      Negotiation.invalidate(eraCache, options.eraKey!)
+      const decided = yield* decide
+      era = decided.era
+      discovered = decided.discovered
+      established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
+    } else {
+      established = yield* attempt
+    }
+  } else {
+    const decided = yield* decide
+    era = decided.era
+    discovered = decided.discovered
+    established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
   }
+  const { init, version, schemas } = established
   if (options.eraKey !== undefined && protocol === "auto") {
     Negotiation.set(eraCache, options.eraKey, { era, version })
   }

@@ -118,6 +118,18 @@ describe("McpClient in the stateless era", () => {
         expect(seen2[0]).toBe("initialize")
       }))
 
+    it.effect("a cached handshake verdict that no longer holds is forgotten and the server probed again", () =>
+      Effect.gen(function*() {
+        const eraCache = Negotiation.make()
+        Negotiation.set(eraCache, "upgraded", { era: "legacy", version: "2025-11-25" })
+        const script = modern()
+        const pair = yield* InMemoryTransport.makePair(script.handler)
+        const client = yield* McpClient.fromTransport(pair.client, { eraKey: "upgraded", eraCache, listen: false })
+        expect(client.era).toBe("modern")
+        expect(script.seen.map((s) => s.method).slice(0, 2)).toEqual(["initialize", "server/discover"])
+        expect(Negotiation.get(eraCache, "upgraded")?.era).toBe("modern")
+      }))
+
     it.effect("-32022 naming only versions we do not speak is UnsupportedProtocolVersion with what the server supports", () =>
       Effect.gen(function*() {
         const script = modern({ versions: ["2099-01-01"] })

@@ -14,6 +14,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as ProtocolVersion from "../../ProtocolVersion.ts"
 
 /** Server names become tool-name prefixes, so they keep to the characters tool names allow. */
 const ServerName = Schema.String.check(
@@ -30,6 +31,13 @@ const Url = Schema.String.check(
   Schema.makeFilter((s: string) => (URL.canParse(s) ? undefined : `not an absolute URL: ${JSON.stringify(s)}`))
 )
 
+/** `auto` (default) or a revision this runtime speaks: which era to speak with the server. */
+const Protocol = Schema.String.check(
+  Schema.makeFilter((s: string) =>
+    s === "auto" || ProtocolVersion.isKnown(s) ? undefined : `not "auto" nor a revision we speak: ${JSON.stringify(s)}`
+  )
+)
+
 export const StdioServerConfig = Schema.Struct({
   type: Schema.optionalKey(Schema.Literal("stdio")),
   command: Schema.NonEmptyString,
@@ -40,6 +48,7 @@ export const StdioServerConfig = Schema.Struct({
   timeout: Schema.optionalKey(TimeoutMs),
   /** Connect timeout for this server (spawn to ready), in milliseconds, overriding the manager's. */
   connectTimeout: Schema.optionalKey(TimeoutMs),
+  protocol: Schema.optionalKey(Protocol),
   disabled: Schema.optionalKey(Schema.Boolean)
 })
 export type StdioServerConfig = typeof StdioServerConfig.Type
@@ -51,6 +60,7 @@ export const HttpServerConfig = Schema.Struct({
   headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
   timeout: Schema.optionalKey(TimeoutMs),
   connectTimeout: Schema.optionalKey(TimeoutMs),
+  protocol: Schema.optionalKey(Protocol),
   disabled: Schema.optionalKey(Schema.Boolean)
 })
 export type HttpServerConfig = typeof HttpServerConfig.Type

@@ -40,6 +40,8 @@ export type ServerStatus = Data.TaggedEnum<{
     readonly generation: number
     readonly serverInfo: McpSchema.Implementation
     readonly protocolVersion: string
+    /** `"modern"` (stateless) or `"legacy"` (handshake): each server of a fleet speaks its own. */
+    readonly era: "legacy" | "modern"
   }
   /** Keep-alive pings failed; the connection is being replaced. */
   Degraded: { readonly generation: number; readonly lastError: LastError }

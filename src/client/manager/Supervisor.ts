@@ -30,9 +30,10 @@ import type { TransportClosed } from "../../McpError.ts"
 import type { ClientTransportShape } from "../ClientTransport.ts"
 import * as McpClient from "../McpClient.ts"
 import * as CircuitBreaker from "./CircuitBreaker.ts"
-import type * as Config from "./Config.ts"
+import * as Config from "./Config.ts"
 import { type LiveConnection, type ManagedServer, setStatus } from "./ManagedServer.ts"
 import { ConnectFailed, ConnectTimeout, type LastError, ServerStatus } from "./ServerStatus.ts"
+import * as Negotiation from "../Negotiation.ts"
 
 /**
  * What ended a connection.
@@ -95,7 +96,14 @@ const connectOnce = <R>(server: ManagedServer, config: Config.ServerConfig, scop
   const timeoutMs = server.connectTimeoutMs
   return Effect.gen(function*() {
     const transport = yield* options.transport(server.name, config)
-    const client = yield* McpClient.fromTransport(transport, options.client)
+    const client = yield* McpClient.fromTransport(transport, {
+      ...options.client,
+      protocol: (config.protocol as McpClient.McpClientOptions["protocol"]) ?? options.client?.protocol,
+      // The era is remembered per server, so a reconnect skips the probe (and re-probes if it turns out wrong).
+      eraKey: options.client?.eraKey ?? (Config.isStdio(config)
+        ? Negotiation.identityOfStdio(config.command, config.args ?? [], config.cwd)
+        : Negotiation.identityOfHttp(config.url))
+    })
     const tools = client.serverCapabilities.tools === undefined ? [] : yield* client.listAllTools()
     // What the previous session had set up is set up again.
     if (server.logLevel !== undefined && client.serverCapabilities.logging !== undefined) {
@@ -271,7 +279,12 @@ export const supervise = <R>(server: ManagedServer, options: SupervisorOptions<R
       const readyAt = yield* Clock.currentTimeMillis
       yield* setStatus(
         server,
-        ServerStatus.Ready({ generation, serverInfo: client.serverInfo, protocolVersion: client.protocolVersion })
+        ServerStatus.Ready({
+          generation,
+          serverInfo: client.serverInfo,
+          protocolVersion: client.protocolVersion,
+          era: client.era
+        })
       )
       if (generation > 1 && lastLoss !== undefined) yield* options.onSessionChanged(server.name, generation, lastLoss)
 
