@@ -61,11 +61,11 @@ export interface Options {
   /**
    * The revision to speak: `"auto"` (default) tries the newest stateless
    * revision and falls back to the session era when the server does not
-   * speak it; a stateless revision (`"2026-07-28"`) sends that request
-   * only; a session-era revision (`"2025-11-25"`, …) runs the handshake
-   * with it.
+   * speak it; a stateless revision (`"2026-07-28"`, or a later date) sends
+   * that request only; a session-era revision (`"2025-11-25"`, …) runs the
+   * handshake with it.
    */
-  readonly protocol?: "auto" | ProtocolVersion.AnyVersion | undefined
+  readonly protocol?: "auto" | ProtocolVersion.AnyVersion | (string & {}) | undefined
   /**
    * Bound on the whole call: handshake, request, retries. A session opened
    * on the way is still ended after it, within `closeTimeout`. Default 30 seconds.
@@ -582,8 +582,7 @@ const completeResult = (
 
 /**
  * A call on the stateless revision, with its one retry for each thing a
- * server may ask to change: another stateless revision (`-32022`, in `auto`
- * only), or `Mcp-Param-*` headers for `tools/call` (`-32020`). With
+ * server may ask to change: another stateless revision we speak (`-32022`), or `Mcp-Param-*` headers for `tools/call` (`-32020`). With
  * `fallback`, a refusal that says the server is of the session era fails
  * with `FallBack`.
  */
@@ -599,7 +598,7 @@ const callModern = (
 ): Effect.Effect<unknown, OneShotError | FallBack> =>
   Effect.gen(function*() {
     let version = first
-    let retriedVersion = !auto
+    let retriedVersion = false
     let paramHeaders: Record<string, string> | undefined
     let retriedParams = method !== "tools/call"
     if (!retriedParams && schema !== undefined) {
@@ -738,13 +737,13 @@ const legacyOnly = (context: Context, origin: string, version: string, method: s
 const run = (
   context: Context,
   origin: string,
-  protocol: "auto" | ProtocolVersion.AnyVersion,
+  protocol: string,
   method: string,
   params: unknown,
   schema: unknown
 ): Effect.Effect<unknown, OneShotError> => {
   if (protocol !== "auto") {
-    return ProtocolVersion.isStateless(protocol)
+    return ProtocolVersion.eraOf(protocol) === "modern"
       ? callModern(context, origin, protocol, method, params, schema, false, false).pipe(
         Effect.catchTag("FallBack", (refused) => Effect.fail(refused.error))
       )
