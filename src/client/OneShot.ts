@@ -14,9 +14,13 @@
  *
  * @since 0.2.0
  */
+import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import { constTrue } from "effect/Function"
 import type * as Sse from "effect/encoding/Sse"
 import * as HttpBody from "effect/http/HttpBody"
@@ -409,17 +413,60 @@ const readSse = (
       return Effect.fail(noResponse(request))
     })
   }
-  let found: JsonRpc.JsonRpcResponse | MalformedMessage | undefined
-  return SseReader.read(response.stream, SseReader.makeCursor(), {
-    maxEventBytes: context.maxBytes,
-    idleTimeoutMs: undefined,
-    onEvent: (event: Sse.Event) => {
-      if (!SseReader.isMessageEvent(event)) return Effect.succeed(false)
-      found = responseIn(event.data, request)
-      return Effect.succeed(found !== undefined)
-    }
-  }).pipe(Effect.flatMap(() => settle(found, request)))
+  return readSseStream(context, response, request)
 }
+
+/**
+ * After the response arrived, the rest of a streamed SSE body is read on in
+ * the background for at most this long: a body read to its end lets the
+ * HTTP client reuse the connection, one dropped early costs a new one per
+ * call. Servers end the stream right after the response, so the bound only
+ * matters for one that does not.
+ */
+const DRAIN_TIMEOUT = Duration.seconds(1)
+
+/**
+ * Reads a streamed SSE body up to the response to `request`, which the
+ * caller gets at once; a detached fiber reads the rest (bounded by
+ * DRAIN_TIMEOUT). Interrupting the caller before the response aborts the body.
+ */
+const readSseStream = (
+  context: Context,
+  response: HttpClientResponse.HttpClientResponse,
+  request: JsonRpc.JsonRpcRequest
+): Effect.Effect<JsonRpc.JsonRpcResponse, ReadError> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      const outcome = yield* Deferred.make<JsonRpc.JsonRpcResponse, ReadError>()
+      let answered = false
+      const reading = SseReader.read(response.stream, SseReader.makeCursor(), {
+        maxEventBytes: context.maxBytes,
+        idleTimeoutMs: undefined,
+        onEvent: (event: Sse.Event) => {
+          if (answered || !SseReader.isMessageEvent(event)) return Effect.succeed(false)
+          const found = responseIn(event.data, request)
+          if (found === undefined) return Effect.succeed(false)
+          answered = true
+          return Effect.as(
+            found instanceof MalformedMessage ? Deferred.fail(outcome, found) : Deferred.succeed(outcome, found),
+            false
+          )
+        }
+      })
+      const drainBound = Deferred.await(outcome).pipe(Effect.ignore, Effect.andThen(Effect.sleep(DRAIN_TIMEOUT)))
+      const fiber = yield* Effect.forkDetach(
+        Effect.raceFirst(
+          Effect.exit(reading).pipe(
+            Effect.flatMap((exit) =>
+              Exit.isSuccess(exit) ? Deferred.fail(outcome, noResponse(request)) : Deferred.failCause(outcome, exit.cause)
+            )
+          ),
+          drainBound
+        ).pipe(Effect.ignore, Effect.ensuring(Deferred.interrupt(outcome)))
+      )
+      return yield* restore(Deferred.await(outcome)).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
+    })
+  )
 
 /** Reads the answer to a request: a 2xx body (JSON or SSE), or the body of a refusal. */
 const readAnswer = (
@@ -825,14 +872,41 @@ export const call = (
       Effect.provideService(HttpClient.TracerDisabledWhen, constTrue)
     )
     if (!Duration.isFinite(timeout)) return running
-    return Effect.timeoutOrElse(running, {
-      duration: timeout,
-      orElse: () =>
-        Effect.fail(
-          new RequestTimeout({ method: context.current.method, id: context.current.id, timeoutMs: Duration.toMillis(timeout) })
-        )
-    })
+    const timeoutMs = Duration.toMillis(timeout)
+    return within(running, timeoutMs, () =>
+      new RequestTimeout({ method: context.current.method, id: context.current.id, timeoutMs }))
   })
+
+/**
+ * `effect`, failing with `onTimeout()` once `ms` have passed. The call runs
+ * in a fiber of its own which a plain timer interrupts: one fork and one
+ * timer per call, where `Effect.timeout` races two fibers and a sleep. The
+ * interruption runs the call's finalizers (a session's DELETE) before the
+ * timeout is reported.
+ */
+const within = <A, E, E2>(
+  effect: Effect.Effect<A, E>,
+  ms: number,
+  onTimeout: () => E2
+): Effect.Effect<A, E | E2> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.forkChild(restore(effect), { startImmediately: true }), (fiber) => {
+      let timedOut = false
+      const timer = setTimeout(() => {
+        timedOut = true
+        fiber.interruptUnsafe()
+      }, ms)
+      return restore(Fiber.await(fiber)).pipe(
+        Effect.onInterrupt(() => Effect.andThen(Effect.sync(() => clearTimeout(timer)), Fiber.interrupt(fiber))),
+        Effect.flatMap((exit): Effect.Effect<A, E | E2> => {
+          clearTimeout(timer)
+          if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
+          if (timedOut && Cause.hasInterruptsOnly(exit.cause)) return Effect.fail(onTimeout())
+          return Effect.failCause(exit.cause)
+        })
+      )
+    })
+  )
 
 const isToolResult = (u: unknown): u is ToolResult => {
   if (typeof u !== "object" || u === null) return false
