@@ -423,7 +423,7 @@ const readSse = (
  * call. Servers end the stream right after the response, so the bound only
  * matters for one that does not.
  */
-const DRAIN_TIMEOUT = Duration.seconds(1)
+const DRAIN_TIMEOUT_MS = 1_000
 
 /**
  * Reads a streamed SSE body up to the response to `request`, which the
@@ -453,18 +453,23 @@ const readSseStream = (
           )
         }
       })
-      const drainBound = Deferred.await(outcome).pipe(Effect.ignore, Effect.andThen(Effect.sleep(DRAIN_TIMEOUT)))
+      let drainTimer: ReturnType<typeof setTimeout> | undefined
       const fiber = yield* Effect.forkDetach(
-        Effect.raceFirst(
-          Effect.exit(reading).pipe(
-            Effect.flatMap((exit) =>
-              Exit.isSuccess(exit) ? Deferred.fail(outcome, noResponse(request)) : Deferred.failCause(outcome, exit.cause)
-            )
-          ),
-          drainBound
-        ).pipe(Effect.ignore, Effect.ensuring(Deferred.interrupt(outcome)))
+        Effect.exit(reading).pipe(
+          Effect.flatMap((exit) => {
+            if (drainTimer !== undefined) clearTimeout(drainTimer)
+            return Exit.isSuccess(exit) ? Deferred.fail(outcome, noResponse(request)) : Deferred.failCause(outcome, exit.cause)
+          }),
+          Effect.ensuring(Deferred.interrupt(outcome))
+        )
       )
-      return yield* restore(Deferred.await(outcome)).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
+      return yield* restore(Deferred.await(outcome)).pipe(
+        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+        // The rest of the body is read on for a bounded time: a plain timer, as most bodies have ended already.
+        Effect.ensuring(Effect.sync(() => {
+          if (fiber.pollUnsafe() === undefined) drainTimer = setTimeout(() => fiber.interruptUnsafe(), DRAIN_TIMEOUT_MS)
+        }))
+      )
     })
   )
 
