@@ -28,3 +28,4 @@ export const loadHttpServerTransport = () =>
 export const loadJsonRpc = () => load<typeof import("../src/JsonRpc.ts")>("JsonRpc")
 export const loadBridge = () => load<typeof import("../src/bridge/Bridge.ts")>("bridge/Bridge")
 
+export const loadOneShot = () => load<typeof import("../src/client/OneShot.ts")>("client/OneShot")

@@ -89,6 +89,13 @@ export * as StreamableHttpClientTransport from "./client/StreamableHttpClientTra
  */
 export * as SseClientTransport from "./client/SseClientTransport.ts"
 /**
+ * One MCP request on a Streamable HTTP endpoint, stateless revision first, with nothing left open.
+ *
+ * @since 0.2.0
+ * @category modules
+ */
+export * as OneShot from "./client/OneShot.ts"
+/**
  * Transport selection from a server's configuration entry (the common `mcpServers` shape).
  *
  * @since 0.1.0

@@ -42,6 +42,13 @@ export * as StreamableHttpClientTransport from "./StreamableHttpClientTransport.
  */
 export * as SseClientTransport from "./SseClientTransport.ts"
 /**
+ * One MCP request on a Streamable HTTP endpoint, stateless revision first, with nothing left open.
+ *
+ * @since 0.2.0
+ * @category modules
+ */
+export * as OneShot from "./OneShot.ts"
+/**
  * Transport selection from a server's configuration entry (the common `mcpServers` shape).
  *
  * @since 0.1.0

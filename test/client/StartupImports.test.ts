@@ -20,6 +20,13 @@ describe("start-up imports", () => {
     expect(loaded.filter((url) => /\/effect\/dist\/Schema\.js$|NodeTerminal|NodeStdio|NodeServices/.test(url))).toEqual([])
   }, 30_000)
 
+  it("a one-shot call loads neither effect/ai nor McpClient: a serverless function pays for neither", () => {
+    // effect/http itself loads effect/Schema; the MCP schemas and the protocol layer are what a one-shot call avoids.
+    const loaded = loadedBy("./src/client/OneShot.ts")
+    expect(loaded.some((url) => url.endsWith("/src/client/OneShot.ts"))).toBe(true)
+    expect(loaded.filter((url) => /\/effect\/dist\/ai\/|\/src\/client\/McpClient\.ts$/.test(url))).toEqual([])
+  }, 30_000)
+
   it("the JSON-RPC module does not load effect/Schema; its Schemas live in JsonRpcSchema", () => {
     expect(loadedBy("./src/JsonRpc.ts").filter((url) => url.endsWith("/effect/dist/Schema.js"))).toEqual([])
     expect(loadedBy("./src/JsonRpcSchema.ts").filter((url) => url.endsWith("/effect/dist/Schema.js"))).toHaveLength(1)

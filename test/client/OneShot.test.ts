@@ -1,0 +1,441 @@
+/**
+ * One-shot calls over real loopback HTTP: the stateless revision against
+ * scripted node:http servers (JSON and SSE answers, refusals, retries,
+ * broken answers), and the session era against our own HttpServerTransport
+ * behind a recording proxy (the handshake, and the DELETE however the call
+ * ends).
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
+import { beforeEach, describe, expect } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import * as OneShot from "../../src/client/OneShot.ts"
+import { listen } from "../fixtures/loopback-http.ts"
+import { serve } from "../server/http/helpers.ts"
+import { httpClients, liveWith } from "./http/httpClients.ts"
+
+interface Seen {
+  readonly verb: string
+  readonly headers: IncomingHttpHeaders
+  readonly json: any
+}
+
+const readBody = (req: IncomingMessage): Promise<string> =>
+  new Promise((resolve) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
+  })
+
+/** A node:http server that records every request and answers with `answer`. */
+const scripted = (answer: (seen: Seen, res: ServerResponse, req: IncomingMessage) => void) =>
+  Effect.gen(function*() {
+    const seen: Array<Seen> = []
+    const server = yield* listen((req, res) => {
+      void readBody(req).then((text) => {
+        const entry = { verb: req.method ?? "", headers: req.headers, json: text.length > 0 ? JSON.parse(text) : undefined }
+        seen.push(entry)
+        answer(entry, res, req)
+      })
+    })
+    return { url: server.url, seen }
+  })
+
+const json = (res: ServerResponse, status: number, body: unknown) =>
+  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body))
+
+const result = (id: unknown, value: unknown) => ({ jsonrpc: "2.0", id, result: value })
+const rpcError = (id: unknown, code: number, message: string, data?: unknown) => ({
+  jsonrpc: "2.0",
+  id,
+  error: data === undefined ? { code, message } : { code, message, data }
+})
+const text = (t: string) => ({ content: [{ type: "text", text: t }] })
+
+const modernEcho = (seen: Seen, res: ServerResponse) =>
+  json(res, 200, result(seen.json.id, { ...text(`echo ${seen.json.params?.arguments?.text}`), resultType: "complete" }))
+
+/**
+ * A proxy in front of `target` that records what the client sends; a client
+ * that goes away aborts the upstream request too.
+ */
+const recordingProxy = (target: string) =>
+  Effect.gen(function*() {
+    const seen: Array<Seen> = []
+    const server = yield* listen((req, res) => {
+      void readBody(req).then(async (body) => {
+        seen.push({ verb: req.method ?? "", headers: req.headers, json: body.length > 0 ? JSON.parse(body) : undefined })
+        const abort = new AbortController()
+        res.on("close", () => abort.abort())
+        const headers: Record<string, string> = {}
+        for (const [key, value] of Object.entries(req.headers)) {
+          if (typeof value === "string" && !["host", "connection", "content-length"].includes(key)) headers[key] = value
+        }
+        try {
+          const upstream = await fetch(target, {
+            method: req.method ?? "GET",
+            headers,
+            signal: abort.signal,
+            ...(body.length > 0 ? { body } : {})
+          })
+          const out: Record<string, string> = {}
+          upstream.headers.forEach((value, key) => {
+            if (key !== "content-length" && key !== "transfer-encoding" && key !== "connection") out[key] = value
+          })
+          res.writeHead(upstream.status, out)
+          if (upstream.body !== null) for await (const chunk of upstream.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk)
+          res.end()
+        } catch {
+          res.destroy()
+        }
+      })
+    })
+    return { url: server.url, seen }
+  })
+
+/** Our session-era server (HttpServerTransport + the test handler) behind a recording proxy. */
+const legacyServer = Effect.gen(function*() {
+  const server = yield* serve()
+  const proxy = yield* recordingProxy(server.url)
+  return { ...proxy, server }
+})
+
+const methods = (seen: ReadonlyArray<Seen>) => seen.map((s) => s.verb === "POST" ? s.json?.method ?? "response" : s.verb)
+
+beforeEach(() => OneShot.forgetServers())
+
+describe("decideFallback", () => {
+  const decide = (status: number, body: unknown) =>
+    OneShot.decideFallback({ status, body: typeof body === "string" ? body : JSON.stringify(body) }, "2026-07-28")._tag
+
+  liveWith(httpClients[0][1], 5_000)("falls back only on a 4xx that is not a stateless server's error", () =>
+    Effect.sync(() => {
+      expect(decide(400, "")).toBe("Fallback")
+      expect(decide(404, "Not Found")).toBe("Fallback")
+      expect(decide(405, "")).toBe("Fallback")
+      expect(decide(400, rpcError(null, -32600, "Unsupported MCP-Protocol-Version"))).toBe("Fallback")
+      expect(decide(400, rpcError(null, -32000, "Bad Request: No valid session ID provided"))).toBe("Fallback")
+      expect(decide(400, rpcError(1, -32020, "Mcp-Method does not match"))).toBe("Stay")
+      expect(decide(400, rpcError(1, -32021, "needs sampling"))).toBe("Stay")
+      expect(decide(404, rpcError(1, -32601, "Method not found"))).toBe("Stay")
+      expect(decide(400, rpcError(1, -32022, "nope", { supported: ["2099-01-01"] }))).toBe("Stay")
+      expect(decide(400, rpcError(1, -32022, "nope", { supported: ["2025-11-25"] }))).toBe("Fallback")
+      for (const status of [401, 403, 500, 502, 503]) expect(decide(status, "")).toBe("Stay")
+    }))
+})
+
+describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
+  const live = liveWith(clientLayer, 15_000)
+
+  // ---------------------------------------------------------------------------
+  // The stateless revision
+
+  live("a JSON answer: one POST with _meta and the routing headers", () =>
+    Effect.gen(function*() {
+      const server = yield* scripted(modernEcho)
+      const got = yield* OneShot.callTool(server.url, "echo", { text: "hi" }, {
+        headers: { Authorization: "Bearer t" },
+        clientInfo: { name: "script", version: "1.2.3" }
+      })
+      expect(got.content).toEqual([{ type: "text", text: "echo hi" }])
+      expect(server.seen).toHaveLength(1)
+      const [sent] = server.seen
+      expect(sent!.headers["mcp-protocol-version"]).toBe("2026-07-28")
+      expect(sent!.headers["mcp-method"]).toBe("tools/call")
+      expect(sent!.headers["mcp-name"]).toBe("echo")
+      expect(sent!.headers["authorization"]).toBe("Bearer t")
+      expect(sent!.headers["accept"]).toBe("application/json, text/event-stream")
+      expect(sent!.json.params._meta).toEqual({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { name: "script", version: "1.2.3" }
+      })
+      // The origin is known to be stateless now: the next call goes straight to it too.
+      expect(yield* OneShot.call(server.url, "tools/list", {})).toMatchObject({ resultType: "complete" })
+      expect(methods(server.seen)).toEqual(["tools/call", "tools/list"])
+    }))
+
+  live("an SSE answer: progress, another id, comments and multi-line data come before the response", () =>
+    Effect.gen(function*() {
+      for (const whole of [false, true]) {
+        const server = yield* scripted((seen, res) => {
+          const id = seen.json.id
+          const events = [
+            ": keep-alive\r\n\r\n",
+            `event: message\r\ndata: ${JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } })}\r\n\r\n`,
+            `data: ${JSON.stringify(result(id + 1000, text("not yours")))}\n\n`,
+            "event: other\ndata: {\"ignored\":true}\n\n",
+            `data: {"jsonrpc":"2.0",\ndata: "id":${JSON.stringify(id)},\ndata: "result":{"content":[{"type":"text","text":"mine"}]}}\n\n`,
+            `data: ${JSON.stringify(result(id, text("too late")))}\n\n`
+          ]
+          res.writeHead(200, { "content-type": "text/event-stream" })
+          if (whole) res.end(events.join(""))
+          else {
+            for (const event of events) res.write(event)
+            res.end()
+          }
+        })
+        const got = yield* OneShot.callTool(server.url, "echo", {})
+        expect(got.content, whole ? "whole body" : "streamed").toEqual([{ type: "text", text: "mine" }])
+      }
+    }))
+
+  live("resultType: input_required and unknown values are typed errors", () =>
+    Effect.gen(function*() {
+      const server = yield* scripted((seen, res) =>
+        json(res, 200, result(seen.json.id, {
+          resultType: seen.json.params.name === "ask" ? "input_required" : "later",
+          inputRequests: { confirm: {} }
+        }))
+      )
+      const asked = yield* Effect.flip(OneShot.callTool(server.url, "ask"))
+      expect(asked).toMatchObject({ _tag: "InputRequired", method: "tools/call", inputRequests: { confirm: {} } })
+      expect(asked.message).toContain("McpClient")
+      expect(yield* Effect.flip(OneShot.callTool(server.url, "other"))).toMatchObject({
+        _tag: "UnknownResultType",
+        resultType: "later"
+      })
+    }))
+
+  live("a JSON-RPC error is an RpcError; a 404 with -32601 is a stateless server without the method (no fallback)", () =>
+    Effect.gen(function*() {
+      const server = yield* scripted((seen, res) =>
+        seen.json.method === "tools/call"
+          ? json(res, 200, rpcError(seen.json.id, -32602, "Unknown tool"))
+          : json(res, 404, rpcError(seen.json.id, -32601, "Method not found"))
+      )
+      expect(yield* Effect.flip(OneShot.callTool(server.url, "nope"))).toMatchObject({ _tag: "RpcError", code: -32602 })
+      expect(yield* Effect.flip(OneShot.call(server.url, "prompts/list"))).toMatchObject({ _tag: "RpcError", code: -32601 })
+      expect(methods(server.seen)).toEqual(["tools/call", "prompts/list"])
+    }))
+
+  live("no fallback on 401, 403 or 500: one request, an HttpError", () =>
+    Effect.gen(function*() {
+      for (const status of [401, 403, 500]) {
+        const server = yield* scripted((_seen, res) =>
+          res.writeHead(status, status === 401 ? { "www-authenticate": "Bearer realm=\"x\"" } : {}).end("no")
+        )
+        const error = yield* Effect.flip(OneShot.callTool(server.url, "echo"))
+        expect(error).toMatchObject({ _tag: "HttpError", status })
+        if (status === 401) expect(error).toMatchObject({ wwwAuthenticate: "Bearer realm=\"x\"" })
+        expect(server.seen).toHaveLength(1)
+      }
+    }))
+
+  live("timeout: RequestTimeout, with no fallback", () =>
+    Effect.gen(function*() {
+      const server = yield* scripted(() => {})
+      const error = yield* Effect.flip(OneShot.callTool(server.url, "echo", {}, { timeout: "300 millis" }))
+      expect(error).toMatchObject({ _tag: "RequestTimeout", method: "tools/call", timeoutMs: 300 })
+      expect(server.seen).toHaveLength(1)
+    }))
+
+  live("a network failure is TransportClosed, with no fallback", () =>
+    Effect.gen(function*() {
+      const url = yield* Effect.scoped(Effect.map(scripted(() => {}), (s) => s.url))
+      expect(yield* Effect.flip(OneShot.callTool(url, "echo"))).toMatchObject({ _tag: "TransportClosed" })
+    }))
+
+  live("-32022 naming a stateless revision we speak: one retry with it", () =>
+    Effect.gen(function*() {
+      const server = yield* scripted((seen, res) =>
+        seen.headers["mcp-protocol-version"] === "2026-07-28"
+          ? modernEcho(seen, res)
+          : json(res, 400, rpcError(seen.json.id, -32022, "Unsupported protocol version", {
+            supported: ["2026-07-28"],
+            requested: seen.headers["mcp-protocol-version"]
+          }))
+      )
+      const got = yield* OneShot.callTool(server.url, "echo", { text: "again" }, { protocol: "2027-01-01" })
+      expect(got.content).toEqual([{ type: "text", text: "echo again" }])
+      expect(server.seen.map((s) => s.headers["mcp-protocol-version"])).toEqual(["2027-01-01", "2026-07-28"])
+      expect(server.seen[1]!.json.params._meta["io.modelcontextprotocol/protocolVersion"]).toBe("2026-07-28")
+      expect(server.seen[1]!.json.id).not.toBe(server.seen[0]!.json.id)
+    }))
+
+  live("-32022 naming nothing we speak: UnsupportedProtocolVersion, no fallback", () =>
+    Effect.gen(function*() {
+      const server = yield* scripted((seen, res) =>
+        json(res, 400, rpcError(seen.json.id, -32022, "Unsupported protocol version", { supported: ["2099-01-01"] }))
+      )
+      expect(yield* Effect.flip(OneShot.callTool(server.url, "echo"))).toMatchObject({
+        _tag: "UnsupportedProtocolVersion",
+        requested: "2026-07-28",
+        supported: ["2099-01-01"]
+      })
+      expect(server.seen).toHaveLength(1)
+    }))
+
+  live("-32020 about an Mcp-Param header: tools/list once, then one retry with the headers", () =>
+    Effect.gen(function*() {
+      const inputSchema = {
+        type: "object",
+        properties: { region: { type: "string", "x-mcp-header": "Region" }, text: { type: "string" } }
+      }
+      const server = yield* scripted((seen, res) => {
+        if (seen.json.method === "tools/list") {
+          return json(res, 200, result(seen.json.id, { tools: [{ name: "other", inputSchema: {} }, { name: "echo", inputSchema }] }))
+        }
+        if (seen.headers["mcp-param-region"] !== seen.json.params.arguments.region) {
+          return json(res, 400, rpcError(seen.json.id, -32020, "Header mismatch: Mcp-Param-Region is missing"))
+        }
+        return modernEcho(seen, res)
+      })
+      const args = { region: "café", text: "hi" }
+      // The header carries the Base64 form; the scripted server compares it with the body as is.
+      const encoded = "=?base64?Y2Fmw6k=?="
+      const got = yield* Effect.flip(OneShot.callTool(server.url, "echo", args))
+      expect(got).toMatchObject({ _tag: "HeaderMismatch", method: "tools/call" })
+      expect(methods(server.seen)).toEqual(["tools/call", "tools/list", "tools/call"])
+      expect(server.seen[2]!.headers["mcp-param-region"]).toBe(encoded)
+
+      const plain = { region: "eu-north", text: "hi" }
+      const before = server.seen.length
+      expect((yield* OneShot.callTool(server.url, "echo", plain)).content).toEqual([{ type: "text", text: "echo hi" }])
+      expect(methods(server.seen.slice(before))).toEqual(["tools/call", "tools/list", "tools/call"])
+
+      // With the schema given, the headers go out on the first request.
+      const given = server.seen.length
+      yield* OneShot.callTool(server.url, "echo", plain, { inputSchema })
+      expect(methods(server.seen.slice(given))).toEqual(["tools/call"])
+      expect(server.seen[given]!.headers["mcp-param-region"]).toBe("eu-north")
+    }))
+
+  live("an SSE stream that ends before the response: NoResponse", () =>
+    Effect.gen(function*() {
+      const server = yield* scripted((seen, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.write(`data: ${JSON.stringify(result(seen.json.id + 1, {}))}\n\n`)
+        res.end(": bye\n\n")
+      })
+      expect(yield* Effect.flip(OneShot.callTool(server.url, "echo"))).toMatchObject({ _tag: "NoResponse", method: "tools/call" })
+    }))
+
+  live("invalid JSON, in a JSON body or an SSE event: MalformedMessage", () =>
+    Effect.gen(function*() {
+      const server = yield* scripted((seen, res) =>
+        seen.json.params.name === "json"
+          ? res.writeHead(200, { "content-type": "application/json" }).end("{not json")
+          : res.writeHead(200, { "content-type": "text/event-stream" }).end("data: {not json\n\n")
+      )
+      for (const name of ["json", "sse"]) {
+        expect(yield* Effect.flip(OneShot.callTool(server.url, name)), name).toMatchObject({
+          _tag: "MalformedMessage",
+          method: "tools/call"
+        })
+      }
+    }))
+
+  live("a body over maxMessageBytes: MessageTooLarge, declared or streamed", () =>
+    Effect.gen(function*() {
+      const big = JSON.stringify(text("x".repeat(4096)))
+      const server = yield* scripted((seen, res) => {
+        const body = `{"jsonrpc":"2.0","id":${seen.json.id},"result":${big}}`
+        if (seen.json.params.name === "declared") {
+          res.writeHead(200, { "content-type": "application/json" }).end(body)
+        } else {
+          res.writeHead(200, { "content-type": seen.json.params.name === "sse" ? "text/event-stream" : "application/json" })
+          res.write(seen.json.params.name === "sse" ? `data: ${body}` : body)
+          res.end(seen.json.params.name === "sse" ? "\n\n" : "")
+        }
+      })
+      for (const name of ["declared", "chunked", "sse"]) {
+        expect(yield* Effect.flip(OneShot.callTool(server.url, name, {}, { maxMessageBytes: 1024 })), name)
+          .toMatchObject({ _tag: "MessageTooLarge", limit: 1024, direction: "incoming" })
+      }
+    }))
+
+  live("interruption aborts the HTTP request", () =>
+    Effect.gen(function*() {
+      const closed = yield* Deferred.make<void>()
+      const arrived = yield* Deferred.make<void>()
+      const server = yield* scripted((_seen, res) => {
+        res.on("close", () => Deferred.doneUnsafe(closed, Exit.void))
+        Deferred.doneUnsafe(arrived, Exit.void)
+      })
+      const fiber = yield* Effect.forkChild(OneShot.callTool(server.url, "echo"))
+      yield* Deferred.await(arrived)
+      yield* Fiber.interrupt(fiber)
+      yield* Deferred.await(closed)
+      expect(server.seen).toHaveLength(1)
+    }))
+
+  // ---------------------------------------------------------------------------
+  // The session era
+
+  live("auto against a session-era server: falls back, ends the session, and goes straight to it next time", () =>
+    Effect.gen(function*() {
+      const legacy = yield* legacyServer
+      const got = yield* OneShot.callTool(legacy.url, "echo", { text: "old" })
+      expect(got.content).toEqual([{ type: "text", text: "old" }])
+      expect(methods(legacy.seen)).toEqual(["tools/call", "initialize", "notifications/initialized", "tools/call", "DELETE"])
+      const [, initialize, initialized, call, del] = legacy.seen
+      expect(initialize!.json.params.protocolVersion).toBe("2025-11-25")
+      expect(initialize!.headers["mcp-protocol-version"]).toBeUndefined()
+      const session = del!.headers["mcp-session-id"]
+      expect(session).toBeTypeOf("string")
+      for (const sent of [initialized, call, del]) {
+        expect(sent!.headers["mcp-session-id"]).toBe(session)
+        expect(sent!.headers["mcp-protocol-version"]).toBe("2025-11-25")
+      }
+      expect(call!.json.params._meta).toBeUndefined()
+      expect(yield* legacy.server.transport.sessionIds).toEqual([])
+
+      const before = legacy.seen.length
+      yield* OneShot.callTool(legacy.url, "echo", { text: "again" })
+      expect(methods(legacy.seen.slice(before))).toEqual(["initialize", "notifications/initialized", "tools/call", "DELETE"])
+    }))
+
+  live("the session is ended when the call fails", () =>
+    Effect.gen(function*() {
+      const legacy = yield* legacyServer
+      const error = yield* Effect.flip(OneShot.callTool(legacy.url, "fail", {}, { protocol: "2025-11-25" }))
+      expect(error).toMatchObject({ _tag: "RpcError", code: -32603 })
+      expect(methods(legacy.seen)).toEqual(["initialize", "notifications/initialized", "tools/call", "DELETE"])
+      expect(yield* legacy.server.transport.sessionIds).toEqual([])
+    }))
+
+  live("the session is ended when the call is interrupted, or times out", () =>
+    Effect.gen(function*() {
+      const legacy = yield* legacyServer
+      const fiber = yield* Effect.forkChild(OneShot.callTool(legacy.url, "slow", {}, { protocol: "2025-06-18" }))
+      yield* Deferred.await(legacy.server.probe.slowStarted)
+      yield* Fiber.interrupt(fiber)
+      expect(methods(legacy.seen)).toEqual(["initialize", "notifications/initialized", "tools/call", "DELETE"])
+      expect(legacy.seen[3]!.headers["mcp-protocol-version"]).toBe("2025-06-18")
+      expect(yield* legacy.server.transport.sessionIds).toEqual([])
+
+      const before = legacy.seen.length
+      const error = yield* Effect.flip(OneShot.callTool(legacy.url, "slow", {}, { protocol: "2025-11-25", timeout: "1 second" }))
+      expect(error).toMatchObject({ _tag: "RequestTimeout", method: "tools/call" })
+      expect(methods(legacy.seen.slice(before))).toEqual(["initialize", "notifications/initialized", "tools/call", "DELETE"])
+      expect(yield* legacy.server.transport.sessionIds).toEqual([])
+    }))
+
+  live("a cached session era that no longer holds: the server is probed again, stateless first", () =>
+    Effect.gen(function*() {
+      let modern = false
+      const server = yield* scripted((seen, res) => {
+        if (!modern) {
+          if (seen.json?.method === "initialize") {
+            return res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s1" })
+              .end(JSON.stringify(result(seen.json.id, { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "s", version: "1" } })))
+          }
+          if (seen.json?.method === "tools/call" && seen.headers["mcp-session-id"] === "s1") return modernEcho(seen, res)
+          if (seen.verb === "POST" && seen.json?.id === undefined) return res.writeHead(202).end()
+          if (seen.verb === "DELETE") return res.writeHead(200).end()
+          return res.writeHead(400).end("Bad Request: no session")
+        }
+        if (seen.headers["mcp-protocol-version"] !== "2026-07-28") {
+          return json(res, 400, rpcError(seen.json?.id ?? null, -32020, "MCP-Protocol-Version is required"))
+        }
+        return modernEcho(seen, res)
+      })
+      yield* OneShot.callTool(server.url, "echo", { text: "a" })
+      expect(methods(server.seen)).toEqual(["tools/call", "initialize", "notifications/initialized", "tools/call", "DELETE"])
+      modern = true
+      const before = server.seen.length
+      const got = yield* OneShot.callTool(server.url, "echo", { text: "b" })
+      expect(got.content).toEqual([{ type: "text", text: "echo b" }])
+      expect(methods(server.seen.slice(before))).toEqual(["initialize", "tools/call"])
+    }))
+})
