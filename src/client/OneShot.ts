@@ -49,6 +49,7 @@ import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import * as Http from "./internal/HttpExchange.ts"
 import * as SseReader from "./internal/SseReader.ts"
+import * as Negotiation from "./Negotiation.ts"
 
 // ---------------------------------------------------------------------------
 // Options and errors
@@ -194,11 +195,6 @@ const rpcErrorIn = (body: string): JsonRpc.JsonRpcErrorObject | undefined => {
   return decoded._tag === "Single" && decoded.message._tag === "Failure" ? decoded.message.message.error : undefined
 }
 
-const MODERN_CODES: ReadonlySet<number> = new Set([
-  JsonRpc.ErrorCode.HeaderMismatch,
-  JsonRpc.ErrorCode.MissingRequiredClientCapability,
-  JsonRpc.ErrorCode.UnsupportedProtocolVersion
-])
 
 const supportedIn = (error: JsonRpc.JsonRpcErrorObject): ReadonlyArray<string> => {
   const supported = (error.data as { supported?: unknown } | null | undefined)?.supported
@@ -230,19 +226,22 @@ export const decideFallback = (
   answer: { readonly status: number; readonly body: string },
   requested: string
 ): FallbackDecision => {
-  const { status } = answer
-  if (status < 400 || status >= 500 || status === 401 || status === 403) return STAY
-  const error = rpcErrorIn(answer.body)
-  if (error === undefined) return FALLBACK
-  if (error.code === JsonRpc.ErrorCode.UnsupportedProtocolVersion) {
-    const supported = supportedIn(error)
-    const other = ProtocolVersion.STATELESS.find((v) => v !== requested && supported.includes(v))
-    if (other !== undefined) return { _tag: "RetryWith", version: other }
-    return supported.some(ProtocolVersion.isSupported) ? FALLBACK : STAY
+  // The one classifier every client uses, so a one-shot call and McpClient never disagree.
+  const verdict = Negotiation.classify({
+    transport: "http",
+    requested,
+    // A later stateless date the caller asked for is spoken as this one is.
+    stateless: ProtocolVersion.isStateless(requested) ? undefined : [requested, ...ProtocolVersion.STATELESS],
+    outcome: Negotiation.ProbeOutcome.HttpStatus({ status: answer.status, body: answer.body })
+  })
+  switch (verdict._tag) {
+    case "Legacy":
+      return FALLBACK
+    case "RetryModern":
+      return { _tag: "RetryWith", version: verdict.version as ProtocolVersion.StatelessVersion }
+    default:
+      return STAY
   }
-  if (MODERN_CODES.has(error.code)) return STAY
-  if (status === 404 && error.code === JsonRpc.ErrorCode.MethodNotFound) return STAY
-  return FALLBACK
 }
 
 // ---------------------------------------------------------------------------
