@@ -170,7 +170,10 @@ export const make = (options: ModernOptions) => {
     const decodeRound = roundDecode(method, decode)
     const meta = options.meta(options.logLevel())
     const tool = method === "tools/call" && typeof params?.name === "string" ? params.name : undefined
-    const once = (extra: Params | undefined): Effect.Effect<Round<A>, McpClientError | ModernError> => {
+    // Suspended: the `Mcp-Param-*` headers are read when a round is sent, so a retry after a refresh sees the new list.
+    const once = (extra: Params | undefined): Effect.Effect<Round<A>, McpClientError | ModernError> =>
+      Effect.suspend(() => onceNow(extra))
+    const onceNow = (extra: Params | undefined): Effect.Effect<Round<A>, McpClientError | ModernError> => {
       const body: Params = {
         ...params,
         ...extra,
