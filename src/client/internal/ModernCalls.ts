@@ -168,12 +168,13 @@ export const make = (options: ModernOptions) => {
     decode: Decode<A>
   ): Effect.Effect<A, McpClientError | ModernError> => {
     const decodeRound = roundDecode(method, decode)
-    const meta = options.meta(options.logLevel())
     const tool = method === "tools/call" && typeof params?.name === "string" ? params.name : undefined
     // Suspended: the `Mcp-Param-*` headers are read when a round is sent, so a retry after a refresh sees the new list.
     const once = (extra: Params | undefined): Effect.Effect<Round<A>, McpClientError | ModernError> =>
       Effect.suspend(() => onceNow(extra))
     const onceNow = (extra: Params | undefined): Effect.Effect<Round<A>, McpClientError | ModernError> => {
+      // Read when sent, so that a call effect run again later carries the level set since.
+      const meta = options.meta(options.logLevel())
       const body: Params = {
         ...params,
         ...extra,
