@@ -5,6 +5,9 @@
  * (summary parsing, baseline) is checked on fixed text as well, so a failing
  * scenario cannot be misread as a pass.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option, Stream } from "effect"
@@ -12,7 +15,7 @@ import * as EverythingServer from "../../conformance/everything-server.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
-import { fromChecks, judge, parseSingle, parseSummary, readBaseline, serverScenarios } from "../../conformance/run-server.ts"
+import { fromChecks, judge, parseSingle, parseSummary, readBaseline, readResults, serverScenarios } from "../../conformance/run-server.ts"
 import { inScope, parseRequirements } from "../../conformance/requirements.ts"
 import { runSuite } from "./runSuite.ts"
 
@@ -56,6 +59,19 @@ describe("conformance runner: verdicts", () => {
     expect(fromChecks("c", [{ id: "content-type", status: "INFO" }])).toMatchObject({ failed: 1, problems: ["no successful check"] })
     expect(fromChecks("d", [{ id: "z", status: "SUCCESS" }, { id: "client-sse-retry-timing", status: "WARNING" }]).failed).toBe(0)
     expect(fromChecks("e", [{ id: "client-sse-retry-timing", status: "FAILURE" }]).failed).toBe(1)
+  })
+
+  it("finds saved checks of server scenarios (server-<name>-<time>) and client scenarios (<name>-<time>)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "conformance-results-"))
+    try {
+      for (const entry of ["server-ping-2026-12-01T17-21-19-694Z", "tools_call-2026-12-01T17-52-40-577Z"]) {
+        mkdirSync(join(dir, entry))
+        writeFileSync(join(dir, entry, "checks.json"), JSON.stringify([{ id: "x", status: "SUCCESS" }]))
+      }
+      expect(readResults(dir).map((r) => r.name).sort()).toEqual(["ping", "tools_call"])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it("the committed baseline expects no 2025-11-25 failure", () => {
