@@ -44,7 +44,15 @@ const scenarios: Record<string, (client: Client) => Effect.Effect<void, unknown>
   "elicitation-sep1034-client-defaults": (client) => callIfListed(client, "test_client_elicitation_defaults", {}),
   // The server ends the call's stream after a priming event carrying `retry`;
   // the transport must come back with Last-Event-ID after that delay.
-  "sse-retry": (client) => callIfListed(client, "test_reconnection", {})
+  "sse-retry": (client) => callIfListed(client, "test_reconnection", {}),
+  // The server compares the schema it gets back with the one it advertised: nothing may be lost in between.
+  "json-schema-2020-12-preservation": (client) =>
+    Effect.gen(function*() {
+      const tools = yield* client.listAllTools()
+      const focal = tools.find((t) => t.name === "json_schema_2020_12_tool")
+      if (focal === undefined) return yield* Effect.fail(new Error("the server lists no tool json_schema_2020_12_tool"))
+      yield* callIfListed(client, "json_schema_echo", { schema: focal.inputSchema })
+    })
 }
 
 const main = Effect.gen(function*() {

@@ -1,22 +1,28 @@
 /**
  * `npm run conformance`: runs the official MCP conformance suite against our
- * runtime and prints one line per suite, e.g. `server: 32 passed, 0 failed`.
+ * runtime, once per protocol revision's requirement list (`--requirements
+ * 2025-11-25`, `--requirements 2026-07-28`), and prints one line per suite
+ * and list, e.g. `server 2025-11-25: 33 passed, 0 failed`.
  *
  * - server: starts `everything-server` (in this process, 127.0.0.1, a free
- *   port) and runs `conformance server --url … --suite all` against it (the
- *   active scenarios plus the pending ones, which we pass as well).
+ *   port) and runs `conformance server --url … --requirements REV` against it.
  * - client: runs `conformance client --command "node
- *   conformance/everything-client.ts" --scenario NAME` for each client
- *   scenario in scope (see `clientScenarios`), when the example client exists.
+ *   conformance/everything-client.ts" --scenario NAME --spec-version REV` for
+ *   each client scenario of the list (the suite's test server speaks REV and
+ *   tells the client through `MCP_CONFORMANCE_PROTOCOL_VERSION`).
+ *
+ * Which scenarios are judged: those the list scores plus the ones it runs
+ * unscored as pending or added after its release; protocol extensions and the
+ * client's OAuth scenarios (`auth/*`) are left out (see `inScope`).
  *
  * A scenario fails when any of its saved checks (`-o DIR`) is a FAILURE or a
  * WARNING, or when none succeeded (see `fromChecks`). Every failure must be listed
- * in `conformance/baseline.json` with its reason; a listed scenario that now
- * passes is an error too, so the baseline cannot go stale. Exit code: 0 when
- * nothing unexpected happened, 1 otherwise.
+ * in `conformance/baseline.json` (per list and suite) with its reason; a listed
+ * scenario that now passes is an error too, so the baseline cannot go stale.
+ * Exit code: 0 when nothing unexpected happened, 1 otherwise.
  *
  * Flags: `--verbose` prints the suite's whole output; `--only server|client`
- * runs one suite; `--suite active|all|pending` (server, default all).
+ * runs one suite; `--requirements REV` runs one list (default: both).
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -27,6 +33,7 @@ import { Context, Effect, Layer, Option, Stream } from "effect"
 import { ChildProcess } from "effect/process"
 import * as HttpServerTransport from "../src/server/HttpServerTransport.ts"
 import * as EverythingServer from "./everything-server.ts"
+import { inScope, readRequirements, type Revision, revisions } from "./requirements.ts"
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, "..")
@@ -34,8 +41,13 @@ const conformanceBin = join(root, "node_modules/@modelcontextprotocol/conformanc
 const baselinePath = join(here, "baseline.json")
 const exampleClient = join(here, "everything-client.ts")
 
-/** The client scenarios in scope (issue 6); the OAuth ones (`auth/*`) are out of scope for now. */
-export const clientScenarios = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"] as const
+/** The client scenarios of a requirement list the runner judges (no OAuth, no extensions). */
+export const clientScenarios = (revision: Revision): ReadonlyArray<string> =>
+  inScope(readRequirements(revision), "client")
+
+/** The server scenarios of a requirement list the runner judges (no extensions). */
+export const serverScenarios = (revision: Revision): ReadonlyArray<string> =>
+  inScope(readRequirements(revision), "server")
 
 export interface ScenarioResult {
   readonly name: string
@@ -43,15 +55,22 @@ export interface ScenarioResult {
   readonly failed: number
 }
 
-export interface Baseline {
-  /** Scenario name → why it is expected to fail. */
+/** Expected failures of one requirement list: scenario name → why it is expected to fail. */
+export interface ListBaseline {
   readonly server: Readonly<Record<string, string>>
   readonly client: Readonly<Record<string, string>>
 }
 
+/** Expected failures per requirement list. */
+export type Baseline = Readonly<Record<Revision, ListBaseline>>
+
 export const readBaseline = (path = baselinePath): Baseline => {
-  const raw = JSON.parse(readFileSync(path, "utf8")) as Partial<Baseline>
-  return { server: raw.server ?? {}, client: raw.client ?? {} }
+  const raw = JSON.parse(readFileSync(path, "utf8")) as Partial<Record<Revision, Partial<ListBaseline>>>
+  const list = (revision: Revision): ListBaseline => ({
+    server: raw[revision]?.server ?? {},
+    client: raw[revision]?.client ?? {}
+  })
+  return { "2025-11-25": list("2025-11-25"), "2026-07-28": list("2026-07-28") }
 }
 
 // The suite's summary: `✓ name: 3 passed, 0 failed` (✗ when something failed).
@@ -111,8 +130,9 @@ export const fromChecks = (name: string, checks: ReadonlyArray<Check>): Scenario
  */
 const TOLERATED_WARNINGS: ReadonlySet<string> = new Set(["client-sse-retry-timing"])
 
-// `-o DIR` writes `DIR/<server|client>-<scenario>-<timestamp>/checks.json`.
-const RESULT_DIR = /^(?:server|client)-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/
+// `-o DIR` writes `DIR/server-<scenario>-<timestamp>/checks.json` for server
+// scenarios and `DIR/<scenario>-<timestamp>/checks.json` for client ones.
+const RESULT_DIR = /^(?:(?:server|client)-)?(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/
 
 /** Every scenario result saved under `dir`. */
 export const readResults = (dir: string): ReadonlyArray<ReturnType<typeof fromChecks>> =>
@@ -199,58 +219,67 @@ const tempDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 )
 
-/** The server suite against our example server, started here on a free loopback port. */
-export const serverSuite = (baseline: Baseline, suite = "all") =>
+/** The server scenarios of one requirement list against our example server, started here on a free loopback port. */
+export const serverSuite = (baseline: Baseline, revision: Revision) =>
   Effect.scoped(Effect.gen(function*() {
     const services = yield* Layer.build(EverythingServer.layer({ host: "127.0.0.1", port: 0 }))
     const transport = Context.get(services, HttpServerTransport.HttpServerTransport)
     const url = Option.getOrThrow(transport.url)
     const dir = yield* tempDir
-    const { output } = yield* runCli(["server", "--url", url, "--suite", suite, "-o", dir])
-    const saved = readResults(dir)
-    // Cross-check with the printed summary, so a scenario that saved nothing still counts.
-    const printed = parseSummary(output)
-    const missing = printed
-      .filter((p) => !saved.some((r) => r.name === p.name))
-      .map((p) => ({ name: p.name, passed: 0, failed: 1, problems: ["no saved checks"] }))
-    const expected = /Running \S+ suite \((\d+) scenarios\)/.exec(output)
+    const { output } = yield* runCli(["server", "--url", url, "--requirements", revision, "-o", dir])
+    const judged = serverScenarios(revision)
+    const saved = readResults(dir).filter((r) => judged.includes(r.name))
+    // A judged scenario that saved nothing (it crashed, or the suite skipped it) still counts.
+    const missing = judged
+      .filter((name) => !saved.some((r) => r.name === name))
+      .map((name) => ({ name, passed: 0, failed: 1, problems: ["no saved checks"] }))
     const results: Array<Detailed> = [...saved, ...missing]
-    if (expected === null || Number(expected[1]) !== results.length) {
-      results.push({ name: "(suite)", passed: 0, failed: 1, problems: [`expected ${expected?.[1] ?? "?"} scenarios, got ${results.length}`] })
-    }
-    return yield* report("server", results, output, baseline.server)
+    const expected = /Running requirements \S+ \((\d+) scenarios\)/.exec(output)
+    if (expected === null) results.push({ name: "(suite)", passed: 0, failed: 1, problems: ["the suite did not start the list"] })
+    return yield* report(`server ${revision}`, results, output, baseline[revision].server)
   }))
 
-/** The client scenarios in scope, each against our example client. */
-export const clientSuite = (baseline: Baseline) =>
+/** The client scenarios of one requirement list, each against our example client at that list's wire version. */
+export const clientSuite = (baseline: Baseline, revision: Revision) =>
   Effect.scoped(Effect.gen(function*() {
     const command = `${process.execPath} ${exampleClient}`
     const results: Array<Detailed> = []
     let output = ""
-    for (const scenario of clientScenarios) {
+    for (const scenario of clientScenarios(revision)) {
       const dir = yield* tempDir
-      const run = yield* runCli(["client", "--command", command, "--scenario", scenario, "-o", dir])
+      const run = yield* runCli(["client", "--command", command, "--scenario", scenario, "--spec-version", revision, "-o", dir])
       output += `\n=== ${scenario}\n${run.output}`
       const saved = readResults(dir).find((r) => r.name === scenario)
       if (saved === undefined) {
-        results.push({ ...parseSingle(scenario, run.output, run.exitCode), problems: ["no saved checks"] })
+        // The suite saves every scenario it runs, so nothing saved means it did not run to the end.
+        const printed = parseSingle(scenario, run.output, run.exitCode)
+        results.push({ ...printed, failed: Math.max(printed.failed, 1), problems: ["no saved checks"] })
       } else if (run.exitCode !== 0 && saved.failed === 0) {
         results.push({ ...saved, failed: 1, problems: [`the suite exited ${run.exitCode}`] })
       } else {
         results.push(saved)
       }
     }
-    return yield* report("client", results, output, baseline.client)
+    return yield* report(`client ${revision}`, results, output, baseline[revision].client)
   }))
 
 const main = Effect.gen(function*() {
   const baseline = readBaseline()
   const only = flagValue("only")
+  const requested = flagValue("requirements")
+  const lists = revisions.filter((r) => requested === undefined || r === requested)
+  if (lists.length === 0) {
+    process.stderr.write(`unknown requirement list ${requested}; known: ${revisions.join(", ")}\n`)
+    process.exitCode = 1
+    return
+  }
   let ok = true
-  if (only === undefined || only === "server") ok = (yield* serverSuite(baseline, flagValue("suite") ?? "all")) && ok
-  if (only === undefined || only === "client") {
-    if (existsSync(exampleClient)) ok = (yield* clientSuite(baseline)) && ok
-    else if (only === "client") ok = false
+  for (const revision of lists) {
+    if (only === undefined || only === "server") ok = (yield* serverSuite(baseline, revision)) && ok
+    if (only === undefined || only === "client") {
+      if (existsSync(exampleClient)) ok = (yield* clientSuite(baseline, revision)) && ok
+      else if (only === "client") ok = false
+    }
   }
   if (!ok) process.exitCode = 1
 }).pipe(Effect.provide(NodeServices.layer))

@@ -4,7 +4,11 @@ import { ChildProcess } from "effect/process"
 
 const runner = new URL("../../conformance/run-server.ts", import.meta.url).pathname
 
-/** Runs `conformance/run-server.ts --only <suite>`: its exit code, its summary line, and its output when it failed. */
+/**
+ * Runs `conformance/run-server.ts --only <suite>` (both requirement lists): its
+ * exit code, its summary line per list (`"2025-11-25"` → `server 2025-11-25:
+ * …`), and its output when it failed.
+ */
 export const runSuite = (suite: "server" | "client") =>
   Effect.scoped(Effect.gen(function*() {
     const handle = yield* ChildProcess.make(process.execPath, [runner, "--only", suite], { forceKillAfter: "2 seconds" })
@@ -13,6 +17,10 @@ export const runSuite = (suite: "server" | "client") =>
       handle.stderr.pipe(Stream.decodeText(), Stream.mkString)
     ], { concurrency: 2 })
     const code = Number(yield* handle.exitCode)
-    const line = stdout.split("\n").find((l) => l.startsWith(`${suite}:`))
-    return { code, line, output: code === 0 ? "" : stdout + stderr }
+    const lines: Record<string, string> = {}
+    for (const line of stdout.split("\n")) {
+      const m = new RegExp(`^${suite} (\\S+): `).exec(line)
+      if (m !== null) lines[m[1]!] = line
+    }
+    return { code, lines, output: code === 0 ? "" : stdout + stderr }
   })).pipe(Effect.provide(NodeServices.layer))

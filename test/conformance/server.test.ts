@@ -5,6 +5,9 @@
  * (summary parsing, baseline) is checked on fixed text as well, so a failing
  * scenario cannot be misread as a pass.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option, Stream } from "effect"
@@ -12,7 +15,8 @@ import * as EverythingServer from "../../conformance/everything-server.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
-import { fromChecks, judge, parseSingle, parseSummary, readBaseline } from "../../conformance/run-server.ts"
+import { fromChecks, judge, parseSingle, parseSummary, readBaseline, readResults, serverScenarios } from "../../conformance/run-server.ts"
+import { inScope, parseRequirements } from "../../conformance/requirements.ts"
 import { runSuite } from "./runSuite.ts"
 
 describe("conformance runner: verdicts", () => {
@@ -57,20 +61,93 @@ describe("conformance runner: verdicts", () => {
     expect(fromChecks("e", [{ id: "client-sse-retry-timing", status: "FAILURE" }]).failed).toBe(1)
   })
 
-  it("the committed baseline lists no expected failure", () => {
+  it("finds saved checks of server scenarios (server-<name>-<time>) and client scenarios (<name>-<time>)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "conformance-results-"))
+    try {
+      for (const entry of ["server-ping-2026-12-01T17-21-19-694Z", "tools_call-2026-12-01T17-52-40-577Z"]) {
+        mkdirSync(join(dir, entry))
+        writeFileSync(join(dir, entry, "checks.json"), JSON.stringify([{ id: "x", status: "SUCCESS" }]))
+      }
+      expect(readResults(dir).map((r) => r.name).sort()).toEqual(["ping", "tools_call"])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it("the committed baseline expects no 2025-11-25 failure", () => {
     const baseline = readBaseline()
-    expect(baseline.server).toEqual({})
-    expect(baseline.client).toEqual({})
+    expect(baseline["2025-11-25"]).toEqual({ server: {}, client: {} })
+  })
+})
+
+describe("conformance runner: requirement lists", () => {
+  const text = [
+    "# comment",
+    "server:",
+    "  - server-stateless",
+    "  - tools-list",
+    "",
+    "client:",
+    "  - tools_call",
+    "  - auth/metadata-default",
+    "",
+    "not_scored:",
+    "  - scenario: auth/dpop",
+    "    leg: client",
+    "    reason: extension",
+    "  - scenario: json-schema-2020-12-preservation",
+    "    leg: client",
+    "    reason: added-after-release",
+    "  - scenario: tasks-lifecycle",
+    "    leg: server",
+    "    reason: extension",
+    "    note: >-",
+    "      pending against the reference fixture",
+    "  - scenario: http-header-validation",
+    "    leg: server",
+    "    reason: pending"
+  ].join("\n")
+
+  it("reads the scored lists and the unscored entries with their leg and reason", () => {
+    const list = parseRequirements("2026-07-28", text)
+    expect(list.server).toEqual(["server-stateless", "tools-list"])
+    expect(list.client).toEqual(["tools_call", "auth/metadata-default"])
+    expect(list.notScored).toEqual([
+      { scenario: "auth/dpop", leg: "client", reason: "extension" },
+      { scenario: "json-schema-2020-12-preservation", leg: "client", reason: "added-after-release" },
+      { scenario: "tasks-lifecycle", leg: "server", reason: "extension" },
+      { scenario: "http-header-validation", leg: "server", reason: "pending" }
+    ])
+  })
+
+  it("judges scored and pending scenarios, never extensions, and no OAuth scenario of the client", () => {
+    const list = parseRequirements("2026-07-28", text)
+    expect(inScope(list, "server")).toEqual(["server-stateless", "tools-list", "http-header-validation"])
+    expect(inScope(list, "client")).toEqual(["tools_call", "json-schema-2020-12-preservation"])
+  })
+
+  it("finds both installed lists", () => {
+    expect(serverScenarios("2025-11-25")).toContain("server-initialize")
+    expect(serverScenarios("2026-07-28")).toContain("server-stateless")
+    expect(serverScenarios("2026-07-28")).not.toContain("server-initialize")
   })
 })
 
 describe("conformance: server suite", () => {
-  it.live("every scenario passes against conformance/everything-server.ts", () =>
+  it.live("every 2025-11-25 scenario passes against conformance/everything-server.ts; the 2026-07-28 list fails only as the baseline says", () =>
     Effect.gen(function*() {
       const run = yield* runSuite("server")
-      expect(run).toEqual({ code: 0, line: expect.stringMatching(/^server: \d+ passed, 0 failed$/), output: "" })
-      // The active suite (30) plus the pending one (2) of conformance 0.1.16.
-      expect(Number(/^server: (\d+)/.exec(run.line!)![1])).toBeGreaterThanOrEqual(32)
+      const judged = serverScenarios("2025-11-25").length
+      expect(run).toEqual({
+        code: 0,
+        lines: {
+          "2025-11-25": `server 2025-11-25: ${judged} passed, 0 failed`,
+          "2026-07-28": expect.stringMatching(/^server 2026-07-28: \d+ passed, \d+ failed/)
+        },
+        output: ""
+      })
+      // The 30 scenarios the list scores plus the 3 it runs unscored (pending, added after its release).
+      expect(judged).toBeGreaterThanOrEqual(33)
     }), { timeout: 180_000 })
 })
 
