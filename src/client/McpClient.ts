@@ -231,6 +231,12 @@ export interface McpClientShape {
   readonly health: SubscriptionRef.SubscriptionRef<KeepAlive.Health>
 
   readonly ping: (options?: CallOptions) => Effect.Effect<void, McpClientError>
+  /**
+   * Stateless era: the server's `server/discover` result, reused for the
+   * `ttlMs` it allows (unless `cache: false`). In the handshake era it fails
+   * with `CapabilityNotSupported`: the `initialize` result says the same.
+   */
+  readonly discover: (options?: CallOptions) => Effect.Effect<DiscoverResult, McpClientError>
 
   readonly listTools: (params?: PageParams, options?: CallOptions) => Effect.Effect<McpSchema.ListToolsResult, McpClientError>
   /** Every tool, page after page. */
@@ -686,6 +692,14 @@ export const fromTransport = Effect.fnUntraced(function*(
       cache.set("server/discover", raw, (raw as { ttlMs?: unknown }).ttlMs)
       return Effect.succeed(raw as DiscoverResult)
     })
+  if (modernEra) cache.set("server/discover", discovered, (discovered as { ttlMs?: unknown } | undefined)?.ttlMs)
+  const discoverCached = (o?: CallOptions): Effect.Effect<DiscoverResult, McpClientError> =>
+    !modernEra
+      ? Effect.fail(new CapabilityNotSupported({ method: "server/discover", capability: "2026-07-28", peer: "server" }))
+      : Effect.suspend(() => {
+        const hit = cache.get("server/discover") as DiscoverResult | undefined
+        return hit !== undefined ? Effect.succeed(hit) : discoverNow(o)
+      })
   const ping: (o?: CallOptions) => Effect.Effect<void, McpClientError> = modernEra
     ? (o) => Effect.asVoid(discoverNow(o))
     : (() => {
@@ -775,6 +789,7 @@ export const fromTransport = Effect.fnUntraced(function*(
     },
     health,
     ping,
+    discover: discoverCached,
     listTools: tools.list,
     tools: tools.all,
     listAllTools: tools.collect,

@@ -69,6 +69,18 @@ describe("McpClient in the stateless era", () => {
         expect(yield* client.connection.pendingCount).toBe(0)
       }))
 
+    it.effect("discover() reuses the discovery for its ttlMs; cache: false asks again", () =>
+      Effect.gen(function*() {
+        const { client, script } = yield* connect(modern(), { listen: false })
+        const d = yield* client.discover()
+        expect(d.supportedVersions).toEqual(["2026-07-28"])
+        expect(script.seen.filter((s) => s.method === "server/discover")).toHaveLength(1)
+        const off = modern()
+        const { client: uncached } = yield* connect(off, { listen: false, cache: false })
+        yield* uncached.discover()
+        expect(off.seen.filter((s) => s.method === "server/discover")).toHaveLength(2)
+      }))
+
     it.effect("ping is a discovery in the stateless era", () =>
       Effect.gen(function*() {
         const { client, script } = yield* connect()
