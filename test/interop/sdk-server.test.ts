@@ -375,9 +375,11 @@ describe("interop: McpClient against the official SDK's McpServer", () => {
         )
         expect(yield* selected!).toBe("sse")
         expect(client.connection.kind).toBe("sse")
-        // The probe: POST initialize to the SSE URL, refused; then the GET that opened the session.
+        // The era probe (POST server/discover) and then POST initialize to the SSE URL, both refused;
+        // then the GET that opened the session.
+        expect(client.era).toBe("legacy")
         const http = peer.events.all().filter((e) => /^(GET|POST) \/sse/.test(e))
-        expect(http.slice(0, 2)).toEqual(["POST /sse", "GET /sse"])
+        expect(http.slice(0, 3)).toEqual(["POST /sse", "POST /sse", "GET /sse"])
         yield* scenario(client, peer.events, saw, FULL)
 
         yield* close
