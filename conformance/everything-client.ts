@@ -1,24 +1,29 @@
 /**
  * The example client the official conformance suite (client side) runs:
  * built on our `McpClient` over `StreamableHttpClientTransport`. The suite
- * starts a test server, sets `MCP_CONFORMANCE_SCENARIO` and appends the
- * server's URL as the last argument:
+ * starts a test server, sets `MCP_CONFORMANCE_SCENARIO` (and
+ * `MCP_CONFORMANCE_PROTOCOL_VERSION`, sometimes `MCP_CONFORMANCE_CONTEXT`)
+ * and appends the server's URL as the last argument:
  *
  *   MCP_CONFORMANCE_SCENARIO=tools_call npx node conformance/everything-client.ts http://localhost:PORT/mcp
  *
- * Every scenario connects (handshake), lists the tools, does what the
- * scenario is about, and closes the session. Exit code 0 when the client saw
- * no error; the suite judges the rest from what it observed on the wire.
+ * The client speaks the revision the suite names (a handshake revision runs
+ * `initialize`, 2026-07-28 is stateless), or negotiates when none is named.
+ * Every scenario lists the tools and does what the scenario is about; all
+ * the protocol work (headers, `_meta`, retries, input rounds) is the
+ * library's. Exit code 0 when the client saw no error; the suite judges the
+ * rest from what it observed on the wire.
  */
 import { NodeHttpClient, NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import * as McpClient from "../src/client/McpClient.ts"
 import * as StreamableHttpClientTransport from "../src/client/StreamableHttpClientTransport.ts"
+import * as ProtocolVersion from "../src/ProtocolVersion.ts"
 
 type Client = McpClient.McpClient["Service"]
 
 /** SEP-1034: a form the user accepts unchanged gets every field's default. */
-const acceptWithDefaults = (params: McpClient.ElicitParams): Effect.Effect<McpClient.ElicitResult> => {
+const acceptWithDefaults = (params: McpClient.ElicitParams): McpClient.ElicitResult => {
   const properties = (params.requestedSchema?.properties ?? {}) as Record<string, { readonly default?: unknown }>
   const content: Record<string, string | number | boolean | ReadonlyArray<string>> = {}
   for (const [name, field] of Object.entries(properties)) {
@@ -26,48 +31,150 @@ const acceptWithDefaults = (params: McpClient.ElicitParams): Effect.Effect<McpCl
     if (typeof d === "string" || typeof d === "number" || typeof d === "boolean") content[name] = d
     else if (Array.isArray(d) && d.every((x) => typeof x === "string")) content[name] = d
   }
-  return Effect.succeed({ action: "accept", content })
+  return { action: "accept", content }
 }
 
-const callIfListed = (client: Client, name: string, args: Record<string, unknown>) =>
+/**
+ * What a scenario does once connected; `onElicit` runs before an elicitation
+ * is answered (the input-round scenario makes an unrelated call there).
+ */
+interface Scenario {
+  readonly run: (client: Client) => Effect.Effect<void, unknown>
+  readonly onElicit?: (client: Client, params: McpClient.ElicitParams) => Effect.Effect<void, unknown>
+}
+
+const listed = (client: Client, name: string) =>
   Effect.gen(function*() {
     const tools = yield* client.listAllTools()
     if (!tools.some((t) => t.name === name)) return yield* Effect.fail(new Error(`the server lists no tool ${name}`))
+    return tools
+  })
+
+const call = (client: Client, name: string, args: Record<string, unknown>) =>
+  Effect.gen(function*() {
     const result = yield* client.callTool({ name, arguments: args })
     yield* Effect.logInfo(`${name}: ${JSON.stringify(result.content)}`)
   })
 
-const scenarios: Record<string, (client: Client) => Effect.Effect<void, unknown>> = {
-  // The handshake is the scenario; its server declares no capabilities, so there may be nothing to list.
-  "initialize": (client) => client.serverCapabilities.tools === undefined ? Effect.void : Effect.asVoid(client.listAllTools()),
-  "tools_call": (client) => callIfListed(client, "add_numbers", { a: 5, b: 3 }),
-  "elicitation-sep1034-client-defaults": (client) => callIfListed(client, "test_client_elicitation_defaults", {}),
-  // The server ends the call's stream after a priming event carrying `retry`;
-  // the transport must come back with Last-Event-ID after that delay.
-  "sse-retry": (client) => callIfListed(client, "test_reconnection", {}),
-  // The server compares the schema it gets back with the one it advertised: nothing may be lost in between.
-  "json-schema-2020-12-preservation": (client) =>
-    Effect.gen(function*() {
-      const tools = yield* client.listAllTools()
-      const focal = tools.find((t) => t.name === "json_schema_2020_12_tool")
-      if (focal === undefined) return yield* Effect.fail(new Error("the server lists no tool json_schema_2020_12_tool"))
-      yield* callIfListed(client, "json_schema_echo", { schema: focal.inputSchema })
-    })
+const callIfListed = (client: Client, name: string, args: Record<string, unknown>) =>
+  Effect.andThen(listed(client, name), call(client, name, args))
+
+/** The calls `MCP_CONFORMANCE_CONTEXT.toolCalls` asks for. */
+const contextToolCalls = (): ReadonlyArray<{ readonly name: string; readonly arguments: Record<string, unknown> }> => {
+  const raw = process.env.MCP_CONFORMANCE_CONTEXT
+  if (raw === undefined) return []
+  const context = JSON.parse(raw) as { toolCalls?: ReadonlyArray<{ name: string; arguments?: Record<string, unknown> }> }
+  return (context.toolCalls ?? []).map((c) => ({ name: c.name, arguments: c.arguments ?? {} }))
 }
 
+/** Calls made while the first round of `test_mrtr_echo_state` waits for its answer. */
+let unrelatedCalled = false
+
+const scenarios: Record<string, Scenario> = {
+  // The handshake is the scenario; its server declares no capabilities, so there may be nothing to list.
+  "initialize": {
+    run: (client) => client.serverCapabilities.tools === undefined ? Effect.void : Effect.asVoid(client.listAllTools())
+  },
+  "tools_call": { run: (client) => callIfListed(client, "add_numbers", { a: 5, b: 3 }) },
+  "elicitation-sep1034-client-defaults": { run: (client) => callIfListed(client, "test_client_elicitation_defaults", {}) },
+  // The server ends the call's stream after a priming event carrying `retry`;
+  // the transport must come back with Last-Event-ID after that delay.
+  "sse-retry": { run: (client) => callIfListed(client, "test_reconnection", {}) },
+  // The server compares the schema it gets back with the one it advertised: nothing may be lost in between.
+  "json-schema-2020-12-preservation": {
+    run: (client) =>
+      Effect.gen(function*() {
+        const tools = yield* listed(client, "json_schema_echo")
+        const focal = tools.find((t) => t.name === "json_schema_2020_12_tool")
+        if (focal === undefined) return yield* Effect.fail(new Error("the server lists no tool json_schema_2020_12_tool"))
+        yield* call(client, "json_schema_echo", { schema: focal.inputSchema })
+      })
+  },
+  // The server refuses the first request (the discovery) with -32022 and the client retries it. The
+  // server declares no capabilities, so there is nothing to list: a ping (a discovery) is one more request.
+  "request-metadata": {
+    run: (client) => client.serverCapabilities.tools === undefined ? client.ping() : Effect.asVoid(client.listAllTools())
+  },
+  // Input rounds: the elicitation is answered by `handlers.elicit`, and an
+  // unrelated call goes out between the first round and its retry.
+  "sep-2322-client-request-state": {
+    run: (client) =>
+      Effect.gen(function*() {
+        yield* listed(client, "test_mrtr_echo_state")
+        yield* call(client, "test_mrtr_echo_state", {})
+        yield* call(client, "test_mrtr_no_state", {})
+        yield* call(client, "test_mrtr_no_result_type", {})
+      }),
+    onElicit: (client) =>
+      Effect.suspend(() => {
+        if (unrelatedCalled) return Effect.void
+        unrelatedCalled = true
+        return call(client, "test_mrtr_unrelated", {})
+      })
+  },
+  // Every method with a routing header, once each.
+  "http-standard-headers": {
+    run: (client) =>
+      Effect.gen(function*() {
+        const tools = yield* client.listAllTools()
+        for (const tool of tools) yield* call(client, tool.name, {})
+        const resources = yield* client.listAllResources()
+        for (const resource of resources) yield* client.readResource(resource.uri)
+        const prompts = yield* client.listAllPrompts()
+        for (const prompt of prompts) yield* client.getPrompt({ name: prompt.name })
+      })
+  },
+  "http-custom-headers": {
+    run: (client) =>
+      Effect.gen(function*() {
+        yield* client.listAllTools()
+        for (const c of contextToolCalls()) yield* call(client, c.name, c.arguments)
+      })
+  },
+  // The listing leaves out the tools whose x-mcp-header annotations are invalid: every tool kept is called.
+  "http-invalid-tool-headers": {
+    run: (client) =>
+      Effect.gen(function*() {
+        const tools = yield* listed(client, "valid_tool")
+        for (const tool of tools) yield* call(client, tool.name, { region: "us-west1" })
+      })
+  },
+  // A `$ref` to a network URI must never be fetched: listing the tools is the whole scenario.
+  "json-schema-ref-no-deref": {
+    run: (client) =>
+      Effect.gen(function*() {
+        const tools = yield* listed(client, "lookup_user")
+        yield* Effect.logInfo(`lookup_user schema: ${JSON.stringify(tools.find((t) => t.name === "lookup_user")?.inputSchema)}`)
+      })
+  }
+}
+
+/** The revision the suite names, or negotiation when it names none (or one we do not speak). */
+const protocolOf = (named: string | undefined): "auto" | ProtocolVersion.AnyVersion =>
+ProtocolVersion.isKnown(named) ? named : "auto"
+
 const main = Effect.gen(function*() {
-  const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? ""
+  const name = process.env.MCP_CONFORMANCE_SCENARIO ?? ""
   const url = process.argv[process.argv.length - 1]
-  const run = scenarios[scenario]
-  if (run === undefined) return yield* Effect.fail(new Error(`unknown scenario: ${scenario || "(MCP_CONFORMANCE_SCENARIO unset)"}`))
+  const scenario = scenarios[name]
+  if (scenario === undefined) return yield* Effect.fail(new Error(`unknown scenario: ${name || "(MCP_CONFORMANCE_SCENARIO unset)"}`))
   if (url === undefined || !/^https?:\/\//.test(url)) return yield* Effect.fail(new Error("the server URL must be the last argument"))
+  const protocol = protocolOf(process.env.MCP_CONFORMANCE_PROTOCOL_VERSION)
   yield* Effect.scoped(Effect.gen(function*() {
-    // listen: servers may send their requests (elicitation here) on the standalone GET stream.
+    let connected: Client | undefined
+    const elicit = (params: McpClient.ElicitParams) =>
+      Effect.gen(function*() {
+        if (scenario.onElicit !== undefined && connected !== undefined) yield* Effect.orDie(scenario.onElicit(connected, params))
+        return acceptWithDefaults(params)
+      })
+    // listen: handshake-era servers may send their requests (elicitation here) on the standalone GET stream.
     const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url, listen: true }), {
+      protocol,
       clientInfo: { name: "effect-mcp-transport-conformance", version: "0.1.0" },
-      handlers: { elicit: acceptWithDefaults }
+      handlers: { elicit }
     })
-    yield* run(client)
+    connected = client
+    yield* scenario.run(client)
   }))
 }).pipe(Effect.provide(Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici)))
 

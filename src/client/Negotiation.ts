@@ -56,8 +56,9 @@ export const ProbeOutcome = Data.taggedEnum<ProbeOutcome>()
  * - `Modern`: the server is modern; use `version` (always one the client
  *   speaks). `discover` is the `DiscoverResult` when the probe got one.
  * - `RetryModern`: the server refused the requested revision (`-32022`) but
- *   supports `version`, another stateless revision the client speaks: probe
- *   again once with it. A second refusal is a failure, not another retry.
+ *   lists `version`, a stateless revision the client speaks (another one
+ *   when it lists one, else the refused one itself): probe again once with
+ *   it. A second refusal is a failure, not another retry.
  * - `Legacy`: the server is not modern; run the `initialize` handshake.
  *   `reason` says why, for logs.
  * - `Fail`: no fallback is safe (authorization needed, server error, no
@@ -257,16 +258,20 @@ const fromResult = (speaks: Speaks, result: unknown): Verdict => {
 }
 
 /**
- * A `-32022` refusal: retry with the newest other stateless revision the
- * server supports, run the handshake when it supports only handshake
- * revisions we speak, and fail otherwise (a server that lists the revision
- * it just refused gets no second try).
+ * A `-32022` refusal: retry with a stateless revision the server supports
+ * (the newest other one; the refused one when the server lists only that,
+ * since the spec has the client pick from `supported` and retry, and a
+ * refusal can be transient, e.g. a node behind a load balancer still being
+ * upgraded), run the handshake when it supports only handshake revisions we
+ * speak, and fail otherwise. The caller retries once, so a server that keeps
+ * refusing what it lists cannot loop the client.
  */
 const fromRefusal = (speaks: Speaks, data: unknown): Verdict => {
   const supported = (isRecord(data) ? strings(data.supported) : undefined) ?? []
   const found = common(speaks, supported)
   const other = found.modern.filter((v) => v !== speaks.requested)
   if (other.length > 0) return Verdict.RetryModern({ version: other[0]! })
+  if (found.modern.length > 0) return Verdict.RetryModern({ version: speaks.requested })
   if (found.modern.length === 0 && found.legacy.length > 0) {
     return Verdict.Legacy({ reason: `the server supports only handshake revisions (${found.legacy.join(", ")})` })
   }
@@ -311,9 +316,9 @@ const fromHttpStatus = (speaks: Speaks, status: number, body: string): Verdict =
  *
  * Both transports: a `DiscoverResult` means modern (the requested revision
  * if listed, else the newest common stateless one; only handshake revisions
- * → legacy; none in common → fail); `-32022` → retry with another stateless
- * revision from `data.supported`, or legacy when it lists only handshake
- * revisions, or fail; `-32020`/`-32021` → modern; any other JSON-RPC error →
+ * → legacy; none in common → fail); `-32022` → retry with a stateless
+ * revision from `data.supported` (another one first, else the refused one),
+ * or legacy when it lists only handshake revisions, or fail; `-32020`/`-32021` → modern; any other JSON-RPC error →
  * legacy.
  *
  * HTTP: a 4xx body is read before falling back; 404 with `-32601` is a

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Stream, SubscriptionRef } from "effect"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
+import * as JsonRpc from "../../src/JsonRpc.ts"
 import * as Negotiation from "../../src/client/Negotiation.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import { makeModern, type ModernOptions } from "../fixtures/modern-handler.ts"
@@ -140,6 +141,54 @@ describe("McpClient in the stateless era", () => {
         expect(client.era).toBe("modern")
         expect(script.seen.map((s) => s.method).slice(0, 2)).toEqual(["initialize", "server/discover"])
         expect(Negotiation.get(eraCache, "upgraded")?.era).toBe("modern")
+      }))
+
+    /** A server that refuses its first `count` requests with -32022 although it lists the version asked for. */
+    const refusingFirst = (count: number) => {
+      const script = modern()
+      let refused = 0
+      const handler: typeof script.handler = (message, ctx) => {
+        if (!("id" in message) || refused >= count) return script.handler(message, ctx)
+        refused++
+        script.seen.push({ method: message.method, params: (message.params ?? {}) as Record<string, unknown> })
+        const requested = ((message.params as { _meta?: Record<string, unknown> } | undefined)?._meta ?? {})[META_VERSION]
+        return Effect.succeed(
+          JsonRpc.failure(message.id, -32022, "Unsupported protocol version", { supported: ["2026-07-28"], requested })
+        )
+      }
+      return { ...script, handler }
+    }
+
+    for (const protocol of ["auto", "2026-07-28"] as const) {
+      it.effect(`(${protocol}) a -32022 listing the version asked for is retried once with it, under a new id`, () =>
+        Effect.gen(function*() {
+          const script = refusingFirst(1)
+          const ids: Array<unknown> = []
+          const pair = yield* InMemoryTransport.makePair((message, ctx) => {
+            if ("id" in message) ids.push(message.id)
+            return script.handler(message, ctx)
+          })
+          const client = yield* McpClient.fromTransport(pair.client, { protocol, listen: false })
+          expect(client.era).toBe("modern")
+          expect(client.protocolVersion).toBe("2026-07-28")
+          yield* client.listTools()
+          expect(script.seen.map((s) => s.method)).toEqual(["server/discover", "server/discover", "tools/list"])
+          expect(script.seen.map((s) => (s.params._meta as Record<string, unknown>)[META_VERSION])).toEqual([
+            "2026-07-28",
+            "2026-07-28",
+            "2026-07-28"
+          ])
+          expect(ids[1]).not.toEqual(ids[0])
+        }))
+    }
+
+    it.effect("a server that refuses the version it lists twice fails with UnsupportedProtocolVersion after one retry", () =>
+      Effect.gen(function*() {
+        const script = refusingFirst(10)
+        const pair = yield* InMemoryTransport.makePair(script.handler)
+        const error = yield* Effect.flip(McpClient.fromTransport(pair.client, { protocol: "2026-07-28" }))
+        expect(error).toMatchObject({ _tag: "UnsupportedProtocolVersion", supported: ["2026-07-28"] })
+        expect(script.seen.map((s) => s.method)).toEqual(["server/discover", "server/discover"])
       }))
 
     it.effect("-32022 naming only versions we do not speak is UnsupportedProtocolVersion with what the server supports", () =>

@@ -112,8 +112,13 @@ describe("classify: -32022 UnsupportedProtocolVersion", () => {
       "2027-01-01",
       MODERN
     ], { _tag: "RetryModern", version: "2028-01-01" }],
-    ["only the requested one (the server contradicts itself) → no second try", { supported: [MODERN] }, undefined, {
-      _tag: "Fail"
+    ["only the requested one → retry it (the caller retries once)", { supported: [MODERN] }, undefined, {
+      _tag: "RetryModern",
+      version: MODERN
+    }],
+    ["the requested one and another → the other", { supported: [MODERN, "2027-01-01"] }, TWO, {
+      _tag: "RetryModern",
+      version: "2027-01-01"
     }],
     ["only handshake revisions we speak → handshake", { supported: ["2025-11-25"] }, undefined, { _tag: "Legacy" }],
     ["a stateless and a handshake one → retry beats the handshake", { supported: ["2027-01-01", "2025-11-25"] }, TWO, {
@@ -463,7 +468,18 @@ describe("classify: properties", () => {
     if (verdict._tag === "Modern" || verdict._tag === "RetryModern") {
       expect(c.speaks.stateless).toContain(verdict.version)
     }
-    if (verdict._tag === "RetryModern") expect(verdict.version).not.toBe(c.speaks.requested)
+    if (verdict._tag === "RetryModern" && verdict.version === c.speaks.requested) {
+      // The refused revision is asked for again only when the server lists no other one we speak.
+      const error = c.outcome._tag === "RpcError"
+        ? c.outcome
+        : c.outcome._tag === "HttpStatus"
+        ? Negotiation.rpcErrorFromHttpBody(c.outcome.body)
+        : undefined
+      const data = error?.data as { supported?: unknown } | undefined
+      const listed = Array.isArray(data?.supported) ? data.supported : []
+      expect(listed).toContain(c.speaks.requested)
+      expect(listed.filter((v) => v !== c.speaks.requested && c.speaks.stateless.includes(v))).toEqual([])
+    }
   }, runs)
 
   it.prop("401, 403, 5xx, an HTTP timeout and a transport failure never lead to the handshake", { c: caseArb }, ({ c }) => {

@@ -101,6 +101,31 @@ describe.each(httpClients)("McpClient over Streamable HTTP, stateless-era faults
         expect(posts(server)[0]!.headers["mcp-protocol-version"]).toBe(MODERN)
       }))
 
+    for (const protocol of ["auto", MODERN] as const) {
+      live(`${protocol}, the first request refused with 400 -32022 listing the version asked for: retried once with it`, () =>
+        Effect.gen(function*() {
+          const server = yield* Server.make
+          const modern = modernServer(() => [plainTool])
+          let refused = false
+          yield* server.setHandler((r, s) => {
+            if (refused || r.verb !== "POST") return modern(r, s)
+            refused = true
+            return Effect.succeed(Server.json({
+              jsonrpc: "2.0",
+              id: r.json.id,
+              error: { code: -32022, message: "Unsupported protocol version", data: { supported: [MODERN], requested: MODERN } }
+            }, { status: 400 }))
+          })
+          const client = yield* connect(server, { protocol })
+          expect(client.era).toBe("modern")
+          yield* client.listTools()
+          const sent = posts(server)
+          expect(sent.map((p) => [p.json.method, p.headers["mcp-protocol-version"], p.json.params._meta["io.modelcontextprotocol/protocolVersion"]]))
+            .toEqual([["server/discover", MODERN, MODERN], ["server/discover", MODERN, MODERN], ["tools/list", MODERN, MODERN]])
+          expect(sent[1]!.json.id).not.toEqual(sent[0]!.json.id)
+        }))
+    }
+
     live("auto, a discovery answer: the stateless era, and nothing but POSTs with the routing headers", () =>
       Effect.gen(function*() {
         const server = yield* Server.make
