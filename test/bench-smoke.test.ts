@@ -40,6 +40,10 @@ const expected: Record<string, { readonly impls: ReadonlyArray<string>; readonly
     impls: ["raw", "ours", "sdk"],
     variants: ["client heap (200)", "server heap (200)", "server first call → all answered (200)"]
   },
+  "stateless-http": {
+    impls: ["ours", "ours-auto", "sdk2", "effect-ai", "fetch"],
+    variants: ["minimal tools/call c32"]
+  },
   "cold-start": {
     impls: ["raw", "ours", "ours-mcp", "sdk", "effect-ai"],
     variants: ["process start → first result", "import", "open → first result", "teardown"]

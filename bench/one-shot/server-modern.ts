@@ -3,7 +3,9 @@
  * the one-shot workload until our own server speaks it: every POST is one
  * request, answered with one JSON body (`--mode json`) or a one-event SSE
  * stream (`--mode sse`); `tools/call` gets a complete result, `tools/list`
- * the one tool. No validation, no limits.
+ * the one tool, `server/discover` this revision and the tools capability (so
+ * that clients which discover first, as the stateless-http workload's do,
+ * can use it too). No validation, no limits.
  *
  *   node bench/one-shot/server-modern.ts [--mode json|sse]
  */
@@ -15,7 +17,22 @@ reportPeakRssOnExit()
 const sse = modeFlag() === "sse"
 const SERVER_INFO = { "io.modelcontextprotocol/serverInfo": { name: "bench-modern", version: "1.0.0" } }
 const TOOL_RESULT = { content: [{ type: "text", text: "ok" }], resultType: "complete", _meta: SERVER_INFO }
-const LIST_RESULT = { tools: [{ name: "echo", inputSchema: { type: "object" } }], resultType: "complete", _meta: SERVER_INFO }
+const LIST_RESULT = {
+  tools: [{ name: "echo", inputSchema: { type: "object" } }],
+  resultType: "complete",
+  ttlMs: 0,
+  cacheScope: "private",
+  _meta: SERVER_INFO
+}
+const DISCOVER_RESULT = {
+  supportedVersions: ["2026-07-28"],
+  capabilities: { tools: {} },
+  resultType: "complete",
+  ttlMs: 0,
+  cacheScope: "private",
+  _meta: SERVER_INFO
+}
+const RESULTS: Record<string, unknown> = { "tools/call": TOOL_RESULT, "tools/list": LIST_RESULT, "server/discover": DISCOVER_RESULT }
 
 const http = createServer((req, res) => {
   if (req.method !== "POST") {
@@ -31,12 +48,13 @@ const http = createServer((req, res) => {
       res.writeHead(202).end()
       return
     }
+    const result = msg.method === undefined ? undefined : RESULTS[msg.method]
     const json = JSON.stringify(
-      msg.method === "tools/call" || msg.method === "tools/list"
-        ? { jsonrpc: "2.0", id: msg.id, result: msg.method === "tools/call" ? TOOL_RESULT : LIST_RESULT }
+      result !== undefined
+        ? { jsonrpc: "2.0", id: msg.id, result }
         : { jsonrpc: "2.0", id: msg.id, error: { code: -32601, message: "Method not found" } }
     )
-    const status = msg.method === "tools/call" || msg.method === "tools/list" ? 200 : 404
+    const status = result !== undefined ? 200 : 404
     if (sse) res.writeHead(status, { "content-type": "text/event-stream", "cache-control": "no-cache" }).end(`event: message\ndata: ${json}\n\n`)
     else res.writeHead(status, { "content-type": "application/json" }).end(json)
   })

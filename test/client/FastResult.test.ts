@@ -82,7 +82,7 @@ const result = Arbitrary.all({
   blocks: Arbitrary.array(block, { maxLength: 3 }),
   structured: pick([...times(6, "absent"), "object", "number", "null", "undefined"]),
   isError: pick([...times(6, "absent"), "true", "false", "string", "undefined"]),
-  meta: pick([...times(8, "absent"), "object", "string"]),
+  meta: pick([...times(8, "absent"), "object", "object", "server-info", "empty", "null", "array", "proto-key", "string"]),
   extra: Arbitrary.schema(Schema.Boolean)
 }).pipe(Arbitrary.map((r): unknown => {
   if (r.top === "null") return null
@@ -105,7 +105,21 @@ const result = Arbitrary.all({
       ? null
       : undefined
   }
-  if (r.meta !== "absent") out._meta = r.meta === "object" ? { trace: "t" } : "m"
+  if (r.meta !== "absent") {
+    out._meta = r.meta === "object"
+      ? { trace: "t", n: r.blocks.length }
+      : r.meta === "server-info"
+      ? { "io.modelcontextprotocol/serverInfo": { name: "peer", version: "1.0.0" } }
+      : r.meta === "empty"
+      ? {}
+      : r.meta === "null"
+      ? null
+      : r.meta === "array"
+      ? ["m"]
+      : r.meta === "proto-key"
+      ? JSON.parse(`{"__proto__": {"polluted": true}, "k": 1}`)
+      : "m"
+  }
   return out
 }))
 
@@ -238,5 +252,18 @@ describe("FastResult", () => {
         const error = yield* Effect.flip((yield* McpClient.fromTransport(bad.client)).ping())
         expect(error).toMatchObject({ _tag: "InvalidPayload", method: "ping" })
       }))
+  })
+})
+
+describe("FastResult on the stateless revision", () => {
+  it("answers a result with resultType and the server's identity in _meta without the Schema", () => {
+    const raw = JSON.parse(
+      `{"content":[{"type":"text","text":"echo: hi"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"peer","version":"2.4.0"}}}`
+    )
+    const fast = FastResult.callToolResult(raw)
+    expect(fast).toBeInstanceOf(McpSchema.CallToolResult)
+    const slow = decodeCallTool(raw)
+    expect(Exit.isSuccess(slow) && shape(slow.value)).toEqual(shape(fast))
+    expect(fast?._meta).not.toBe(raw._meta)
   })
 })

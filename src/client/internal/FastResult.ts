@@ -23,12 +23,31 @@ const isPlainObject = (u: unknown): u is Record<string, unknown> =>
 const CallToolResultProto: object = McpSchema.CallToolResult.prototype
 
 /**
+ * A copy of a result's `_meta` as the Schema's record decoding makes it (a
+ * fresh object, same keys in the same order, values as they are), or
+ * `undefined` when the Schema should look at it.
+ */
+const metaCopy = (meta: unknown): Record<string, unknown> | undefined => {
+  // `__proto__` as an own key (JSON.parse makes one) would set the copy's prototype if assigned.
+  if (!isPlainObject(meta) || hasOwn(meta, "__proto__")) return undefined
+  const out: Record<string, unknown> = {}
+  for (const key in meta) out[key] = meta[key]
+  return out
+}
+
+/**
  * `CallToolResult` whose content is text blocks only (`{ type: "text", text }`),
- * with optional `structuredContent` and `isError`. Unknown fields are dropped,
- * as the Schema does.
+ * with optional `_meta` (an object: every result of the stateless revision
+ * carries one), `structuredContent` and `isError`. Unknown fields (such as
+ * that revision's `resultType`) are dropped, as the Schema does.
  */
 export const callToolResult = (raw: unknown): McpSchema.CallToolResult | undefined => {
-  if (!isPlainObject(raw) || hasOwn(raw, "_meta") || !hasOwn(raw, "content")) return undefined
+  if (!isPlainObject(raw) || !hasOwn(raw, "content")) return undefined
+  let meta: Record<string, unknown> | undefined
+  if (hasOwn(raw, "_meta")) {
+    meta = metaCopy(raw._meta)
+    if (meta === undefined) return undefined
+  }
   const content = raw.content
   if (!Array.isArray(content)) return undefined
   const n = content.length
@@ -41,7 +60,14 @@ export const callToolResult = (raw: unknown): McpSchema.CallToolResult | undefin
     ) return undefined
     blocks[i] = { type: "text", text: block.text }
   }
-  const out = Object.create(CallToolResultProto) as { content: unknown; structuredContent?: unknown; isError?: boolean }
+  const out = Object.create(CallToolResultProto) as {
+    _meta?: unknown
+    content: unknown
+    structuredContent?: unknown
+    isError?: boolean
+  }
+  // The Schema's field order: `_meta` first.
+  if (meta !== undefined) out._meta = meta
   out.content = blocks
   if (hasOwn(raw, "structuredContent")) {
     const structured = raw.structuredContent
