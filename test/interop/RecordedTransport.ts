@@ -10,14 +10,15 @@ export const recorded = <E, R>(
   transport: Effect.Effect<ClientTransport.ClientTransportShape, E, R>,
   sent: Array<string>
 ) =>
-  Effect.map(transport, (t): ClientTransport.ClientTransportShape => ({
-    ...t,
-    request: (method, params, options) =>
+  Effect.map(transport, (t): ClientTransport.ClientTransportShape => {
+    const request: ClientTransport.ClientTransportShape["request"] = (method, params, options) =>
       Effect.suspend(() => {
         sent.push(method)
         return t.request(method, params, options)
       })
-  }))
+    // A proxy, not a copy: some transports' members are getters (FromConfig's `kind` follows its fallback).
+    return new Proxy(t, { get: (target, key) => key === "request" ? request : Reflect.get(target, key, target) })
+  })
 
 /** The requests up to and including the first `initialize`: in `auto` against a handshake server, the probe and it. */
 export const beforeHandshake = (sent: ReadonlyArray<string>): ReadonlyArray<string> =>
