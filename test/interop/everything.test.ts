@@ -4,6 +4,8 @@
  * basics) and test/client/http/Everything.test.ts (raw transports) leave out:
  * - its `sse` mode (legacy HTTP+SSE) through McpClient, directly and through
  *   FromConfig's probe;
+ * - the era: in `auto` the client probes once with `server/discover`, then
+ *   runs the handshake (server-everything predates the stateless revision);
  * - over Streamable HTTP: resource subscriptions and their updates on the
  *   standalone GET stream, roots with `roots/list_changed`, cancellation, and
  *   the session's DELETE; FromConfig `type: "sse"` keeping Streamable HTTP.
@@ -19,6 +21,7 @@ import * as McpClient from "../../src/client/McpClient.ts"
 import * as SseClientTransport from "../../src/client/SseClientTransport.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
 import * as Everything from "../client/http/EverythingServer.ts"
+import { beforeHandshake, recorded } from "./RecordedTransport.ts"
 
 const Env = Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici)
 
@@ -51,13 +54,20 @@ const makeOptions = (roots: Array<McpClient.Root>): McpClient.McpClientOptions =
   }
 })
 
+/**
+ * McpClient in `auto`, in its own scope. server-everything speaks only the
+ * handshake era: the client must settle on it after exactly one probe.
+ */
 const connect = <E, R>(
   transport: Effect.Effect<ClientTransport.ClientTransportShape, E, R | Scope.Scope>,
   options: McpClient.McpClientOptions
 ) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const client = yield* McpClient.connect(transport, options).pipe(Scope.provide(scope))
+    const sent: Array<string> = []
+    const client = yield* McpClient.connect(recorded(transport, sent), options).pipe(Scope.provide(scope))
+    expect(client.era).toBe("legacy")
+    expect(beforeHandshake(sent)).toEqual(["server/discover", "initialize"])
     return { client, close: Scope.close(scope, Exit.void) }
   })
 

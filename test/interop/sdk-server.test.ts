@@ -6,7 +6,8 @@
  * FromConfig's probe). Every mode runs the same scenario; where the SDK's mode
  * cannot carry something (progress in JSON mode, server requests and
  * standalone notifications in stateless mode) the test asserts what happens
- * instead.
+ * instead. In `auto` every mode ends in the handshake era after one
+ * `server/discover` probe.
  *
  * The peer is test/fixtures/sdk-mcp-server.ts; what it observes arrives as
  * events (in-process for HTTP, on stderr for stdio).
@@ -23,6 +24,7 @@ import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
 import { INSTRUCTIONS, SERVER_INFO } from "../fixtures/sdk-mcp-server.ts"
 import { isAlive } from "../fixtures/stdio-helpers.ts"
+import { beforeHandshake, recorded } from "./RecordedTransport.ts"
 import { type Events, makeEvents, serveHttp } from "./SdkPeer.ts"
 
 const Env = Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici)
@@ -225,14 +227,21 @@ const scenario = (client: Client, events: Events, saw: Array<string>, mode: Mode
     yield* notifications(client, mode)
   })
 
-/** McpClient in its own scope, so the test can close it and then look at the server. */
+/**
+ * McpClient in `auto`, in its own scope, so the test can close it and then
+ * look at the server. The SDK 1.x server speaks only the handshake era: the
+ * client must settle on it after exactly one probe.
+ */
 const connect = <E, R>(
   transport: Effect.Effect<ClientTransport.ClientTransportShape, E, R | Scope.Scope>,
   options: McpClient.McpClientOptions
 ) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const client = yield* McpClient.connect(transport, options).pipe(Scope.provide(scope))
+    const sent: Array<string> = []
+    const client = yield* McpClient.connect(recorded(transport, sent), options).pipe(Scope.provide(scope))
+    expect(client.era).toBe("legacy")
+    expect(beforeHandshake(sent)).toEqual(["server/discover", "initialize"])
     return { client, close: Scope.close(scope, Exit.void) }
   })
 
@@ -305,6 +314,9 @@ describe("interop: McpClient against the official SDK's McpServer", () => {
         const sessionId = (yield* http!.sessionId)!
         expect(sessionId).toMatch(/^[0-9a-f-]{36}$/)
         yield* peer.events.waitFor((e) => e === `session:${sessionId}`)
+        // On the wire: the refused probe, then the initialize that opened the session.
+        const all = peer.events.all()
+        expect(all.slice(0, all.indexOf(`session:${sessionId}`))).toEqual(["POST /mcp", "POST /mcp"])
         // The standalone stream is open before anything depends on it.
         yield* peer.events.waitFor((e) => e === "GET /mcp")
         yield* scenario(client, peer.events, saw, mode)
@@ -375,8 +387,8 @@ describe("interop: McpClient against the official SDK's McpServer", () => {
         )
         expect(yield* selected!).toBe("sse")
         expect(client.connection.kind).toBe("sse")
-        // The era probe (POST server/discover) and then POST initialize to the SSE URL, both refused;
-        // then the GET that opened the session.
+        // The era probe (server/discover) and the transport's probe (initialize) are both POSTed to the SSE URL
+        // and refused; then the GET that opened the session, where initialize is sent again.
         expect(client.era).toBe("legacy")
         const http = peer.events.all().filter((e) => /^(GET|POST) \/sse/.test(e))
         expect(http.slice(0, 3)).toEqual(["POST /sse", "POST /sse", "GET /sse"])
@@ -396,6 +408,7 @@ describe("interop: McpClient against the official SDK's McpServer", () => {
           { clientInfo: CLIENT_INFO }
         )
         expect(yield* selected!).toBe("streamable-http")
+        expect(client.era).toBe("legacy")
         expect(textOf(yield* client.callTool({ name: "echo", arguments: { text: "kept" } }))).toBe("kept")
         // Progress written just before the result still arrives before it (no extra hop in front of McpClient).
         for (let i = 0; i < 5; i++) {
