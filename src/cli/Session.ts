@@ -134,6 +134,10 @@ export const open = (
     const client = yield* McpClient.fromTransport(transport, {
       clientInfo: CLIENT_INFO,
       protocol: options.protocol ?? "auto",
+      // `protocol` picks the era; the revision `initialize` asks for is its own option.
+      ...(options.protocol !== undefined && ProtocolVersion.isSupported(options.protocol)
+        ? { protocolVersion: options.protocol }
+        : {}),
       eraKey: eraKeyOf(target),
       // The commands need answers only: no stateless-era listen stream for list changes.
       listen: false,
