@@ -129,7 +129,7 @@ const hint = (field: Field): string => {
  */
 export class InputRequired extends Data.TaggedError("InputRequired")<{
   readonly question: string
-  /** The fields still without an answer. */
+  /** The fields it takes to answer: the required ones without an answer, or (none required) all of them. */
   readonly missing: ReadonlyArray<string>
 }> {
   override get message(): string {
@@ -257,7 +257,9 @@ export const make = (options: Options): Effect.Effect<ServerQuestions> =>
         const covered = Object.keys(given).length > 0 && missing.every((f) => !f.required)
         if (covered) return { action: "accept", content: given }
         if (!options.interactive) {
-          return yield* giveUp(new InputRequired({ question: params.message, missing: missing.map((f) => f.name) }))
+          // The required fields are what it takes; a form without any needs at least one of its fields.
+          const needed = missing.some((f) => f.required) ? missing.filter((f) => f.required) : missing
+          return yield* giveUp(new InputRequired({ question: params.message, missing: needed.map((f) => f.name) }))
         }
         const content = yield* terminal.withPermit(promptFields(params, fields, given))
         return content === undefined ? { action: "decline" } : { action: "accept", content }

@@ -196,7 +196,7 @@ describe.concurrent("call in the stateless era", () => {
     expect(r.code).toBe(6)
     const lines = stderrLines(r.stderr)
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toContain("the server asks \"A short survey\" (fields: age, size, colors)")
+    expect(lines[0]).toContain("the server asks \"A short survey\" (fields: age) and stdin is not a terminal: run the command in a terminal to answer it, or give --answer age=…")
   }, TIMEOUT)
 
   it("an --answer that does not fit its field, or is not field=value, is a usage error (exit 2)", async () => {
