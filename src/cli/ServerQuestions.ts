@@ -157,7 +157,9 @@ const ask = (prompt: string): Effect.Effect<string | undefined> =>
       resume(Effect.succeed(answer))
     }
     // In raw mode Ctrl-C reaches readline, not the process: hand it on, so the call is cancelled as usual.
+    // Closing would read as Ctrl-D (decline): the question stays unanswered until the call is cancelled.
     rl.on("SIGINT", () => {
+      settled = true
       rl.close()
       process.kill(process.pid, "SIGINT")
     })

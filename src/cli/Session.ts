@@ -115,9 +115,6 @@ export interface OpenOptions {
   readonly handlers?: McpClient.ServerRequestHandlers | undefined
 }
 
-/** The stateless-era probe's default bound on stdio, which a shorter `--connect-timeout` lowers. */
-const STDIO_PROBE_TIMEOUT = Duration.seconds(5)
-
 export const CLIENT_INFO = { name: Output.PROGRAM, version: VERSION }
 
 /** Connects and runs the handshake; failures are `ConnectError` (exit 3, or 5 when it timed out). */
@@ -144,9 +141,9 @@ export const open = (
       handlers: options.handlers,
       requestTimeout: options.timeout,
       initializeTimeout: options.connectTimeout,
-      probeTimeout: target._tag === "Url"
-        ? options.connectTimeout
-        : Duration.min(STDIO_PROBE_TIMEOUT, options.connectTimeout)
+      // The connect timeout, not McpClient's 5 s on stdio: a spawned server's start-up counts
+      // against the probe, and a slow start (npx, a cold interpreter) must not read as "no discovery".
+      probeTimeout: options.connectTimeout
     })
     const selected = yield* transport.selected
     return { client, target, transport: selected }

@@ -239,6 +239,14 @@ describe.concurrent("call in the stateless era", () => {
     // The fixture answers a declined form without a name.
     expect(r.stdout).toContain("hello ? (state state-for-round1)")
   }, TIMEOUT)
+
+  it.skipIf(!hasScript)("in a terminal: Ctrl-C cancels the call and exits 130, without answering", async () => {
+    const cli = inTerminal(["call", "ask_name", ...MODERN])
+    await answerAt(cli, "name [string]: ", "\x03")
+    const r = await cli.exit
+    expect(r.code).toBe(130)
+    expect(r.stdout).not.toContain("hello")
+  }, TIMEOUT)
 })
 
 describe.concurrent("call's questions in the handshake era", () => {

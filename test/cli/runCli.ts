@@ -74,15 +74,16 @@ export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}):
     changed()
   })
   const killer = setTimeout(() => child.kill("SIGKILL"), options.killAfterMs ?? 100_000)
+  // Set before the waiters are told of the close, so that one still waiting fails at once.
+  let exited = false
   const exit = new Promise<CliResult>((resolve) => {
     child.on("close", (code, signal) => {
       clearTimeout(killer)
+      exited = true
       resolve({ code, signal, stdout, stderr })
       changed()
     })
   })
-  let exited = false
-  void exit.then(() => (exited = true))
   const waitFor = (text: string | RegExp, stream: "stdout" | "stderr" = "stderr") =>
     new Promise<void>((resolve, reject) => {
       const check = () => {
