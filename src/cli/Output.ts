@@ -60,6 +60,8 @@ export const ExitCode = {
   Rpc: 4,
   /** A request (or the handshake) timed out. */
   Timeout: 5,
+  /** The server asked a question (elicitation) that could not be answered: stdin is not a terminal and `--answer` did not cover it. */
+  InputRequired: 6,
   /** Interrupted (SIGINT / SIGTERM), after teardown. */
   Interrupted: 130
 } as const
@@ -84,9 +86,12 @@ export class UsageError extends Data.TaggedError("UsageError")<{ readonly messag
 export class ConnectError extends Data.TaggedError("ConnectError")<{
   readonly target: string
   readonly cause: unknown
+  /** What the user might do about it, appended to the message. */
+  readonly hint?: string | undefined
 }> {
   override get message(): string {
-    return `cannot connect to ${this.target}: ${messageOf(this.cause)}`
+    const hint = this.hint === undefined ? "" : ` (${this.hint})`
+    return `cannot connect to ${this.target}: ${messageOf(this.cause)}${hint}`
   }
 }
 
@@ -131,6 +136,7 @@ export const exitCodeOf = (error: unknown): number => {
   if (CONNECTION.has(tag)) return ExitCode.Connect
   if (tag === "RpcError") return ExitCode.Rpc
   if (tag === "RequestTimeout" || tag === "TimeoutError") return ExitCode.Timeout
+  if (tag === "InputRequired") return ExitCode.InputRequired
   return ExitCode.Failure
 }
 
@@ -228,9 +234,13 @@ export const run = <A, E, R>(
     )
   })
 
-/** Wraps the connect phase so its failures read "cannot connect to …" and exit 3 (5 on timeout). */
-export const connecting = (target: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, ConnectError, R> =>
-  Effect.mapError(effect, (cause) => new ConnectError({ target, cause }))
+/**
+ * Wraps the connect phase so its failures read "cannot connect to …" and
+ * exit 3 (5 on timeout); `hint` may add advice for a failure it recognises.
+ */
+export const connecting = (target: string, hint?: (cause: unknown) => string | undefined) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, ConnectError, R> =>
+  Effect.mapError(effect, (cause) => new ConnectError({ target, cause, hint: hint?.(cause) }))
 
 // ---------------------------------------------------------------------------
 // Printing

@@ -14,7 +14,9 @@ import { Flag } from "effect/cli"
 import type { HttpClient } from "effect/http"
 import type { ChildProcessSpawner } from "effect/process"
 import * as McpClient from "../client/McpClient.ts"
+import * as Negotiation from "../client/Negotiation.ts"
 import type { Selected } from "../client/fromConfig.ts"
+import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as Output from "./Output.ts"
 import * as Target from "./Target.ts"
 
@@ -60,6 +62,39 @@ export const connectTimeoutFlag = Flag.String("connect-timeout").pipe(
   Flag.filterMap(parseDuration, (text) => `expected a duration such as 500ms, 10s or 2m, got "${text}"`)
 )
 
+/** What `--protocol` accepts: `auto` or a revision we speak. */
+export type Protocol = "auto" | ProtocolVersion.AnyVersion
+
+const parseProtocol = (text: string): Option.Option<Protocol> => {
+  const value = text.trim()
+  return value === "auto" || ProtocolVersion.isKnown(value) ? Option.some(value) : Option.none()
+}
+
+/** `--protocol`: which era and revision to speak (`auto` negotiates). */
+export const protocolFlag = Flag.String("protocol").pipe(
+  Flag.withDescription(
+    `auto (try the stateless revision, fall back to the initialize handshake) or a revision to pin: ${
+      ProtocolVersion.ALL.join(", ")
+    }. Default auto`
+  ),
+  Flag.withDefault("auto"),
+  Flag.filterMap(
+    parseProtocol,
+    () => `auto or one of ${ProtocolVersion.ALL.join(", ")}`
+  )
+)
+
+/** The server's identity in the process-wide era cache, as McpManager keys it. */
+export const eraKeyOf = (target: Target.Target): string =>
+  Target.Target.$match(target, {
+    Url: ({ url }) => Negotiation.identityOfHttp(url),
+    Command: ({ args, command }) => Negotiation.identityOfStdio(command, args)
+  })
+
+/** How the era and revision the session speaks read: `modern (2026-07-28, stateless)`, `legacy (2025-11-25)`. */
+export const describeEra = (era: ProtocolVersion.Era, version: string): string =>
+  era === "modern" ? `modern (${version}, stateless)` : `legacy (${version})`
+
 export interface Session {
   readonly client: McpClient.McpClientShape
   readonly target: Target.Target
@@ -74,6 +109,10 @@ export interface OpenOptions {
   readonly connectTimeout: Duration.Duration
   /** Open the standalone GET stream on Streamable HTTP. Default false: our commands need only answers. */
   readonly listen?: boolean | undefined
+  /** `auto` (default) or a pinned revision. */
+  readonly protocol?: Protocol | undefined
+  /** Answers for the server's requests (elicitation); default none. */
+  readonly handlers?: McpClient.ServerRequestHandlers | undefined
 }
 
 export const CLIENT_INFO = { name: Output.PROGRAM, version: VERSION }
@@ -91,9 +130,34 @@ export const open = (
     const transport = yield* Target.connect(target, { timeout: options.timeout, listen: options.listen ?? false })
     const client = yield* McpClient.fromTransport(transport, {
       clientInfo: CLIENT_INFO,
+      protocol: options.protocol ?? "auto",
+      // `protocol` picks the era; the revision `initialize` asks for is its own option.
+      ...(options.protocol !== undefined && ProtocolVersion.isSupported(options.protocol)
+        ? { protocolVersion: options.protocol }
+        : {}),
+      eraKey: eraKeyOf(target),
+      // The commands need answers only: no stateless-era listen stream for list changes.
+      listen: false,
+      handlers: options.handlers,
       requestTimeout: options.timeout,
-      initializeTimeout: options.connectTimeout
+      initializeTimeout: options.connectTimeout,
+      // The connect timeout, not McpClient's 5 s on stdio: a spawned server's start-up counts
+      // against the probe, and a slow start (npx, a cold interpreter) must not read as "no discovery".
+      probeTimeout: options.connectTimeout
     })
     const selected = yield* transport.selected
     return { client, target, transport: selected }
-  }).pipe(Output.connecting(Target.describe(target)))
+  }).pipe(
+    Output.connecting(
+      Target.describe(target),
+      options.protocol === undefined || options.protocol === "auto" ? undefined : pinnedHint(options.protocol)
+    )
+  )
+
+/** Said after a refusal when the revision was pinned: the server may well speak another era. */
+const pinnedHint = (protocol: ProtocolVersion.AnyVersion) => (cause: unknown): string | undefined => {
+  const tag = typeof cause === "object" && cause !== null ? (cause as { _tag?: unknown })._tag : undefined
+  if (!["RpcError", "HttpError", "InvalidPayload", "UnsupportedProtocolVersion"].includes(String(tag))) return undefined
+  const era = ProtocolVersion.isStateless(protocol) ? "the stateless era" : "the initialize handshake"
+  return `the server refused --protocol ${protocol} (${era}); try --protocol auto`
+}

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { ExitCode, exitCodeOf } from "../../src/cli/Output.ts"
+import { InputRequired } from "../../src/cli/ServerQuestions.ts"
 import { HttpError, RedirectRefused } from "../../src/McpError.ts"
 
 describe("exitCodeOf", () => {
@@ -19,5 +20,10 @@ describe("exitCodeOf", () => {
     expect(exitCodeOf(new HttpError({ status: 500, body: "" }))).toBe(
       ExitCode.Connect
     )
+  })
+
+  it("a question the command could not answer has its own code, 6", () => {
+    expect(exitCodeOf(new InputRequired({ question: "Your name?", missing: ["name"] }))).toBe(ExitCode.InputRequired)
+    expect(ExitCode.InputRequired).toBe(6)
   })
 })

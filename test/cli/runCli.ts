@@ -37,6 +37,8 @@ export interface CliOptions {
   readonly env?: Record<string, string> | undefined
   /** Run this command line instead of `node dist/cli/main.js <args>` (e.g. under `script` for a terminal). */
   readonly command?: ReadonlyArray<string> | undefined
+  /** A pipe for the CLI's stdin (`child.stdin`) instead of none, to type into a terminal under `script`. Default false. */
+  readonly stdin?: boolean | undefined
   /** Kill the CLI (SIGKILL) if it has not exited by then; the test then fails on the result. Default 100 s (the machine may be heavily loaded). */
   readonly killAfterMs?: number | undefined
 }
@@ -57,7 +59,7 @@ export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}):
   const child = spawn(file!, rest, {
     cwd: ROOT,
     env: { ...process.env, ...options.env },
-    stdio: ["ignore", "pipe", "pipe"]
+    stdio: [options.stdin === true ? "pipe" : "ignore", "pipe", "pipe"]
   })
   let stdout = ""
   let stderr = ""
@@ -72,15 +74,16 @@ export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}):
     changed()
   })
   const killer = setTimeout(() => child.kill("SIGKILL"), options.killAfterMs ?? 100_000)
+  // Set before the waiters are told of the close, so that one still waiting fails at once.
+  let exited = false
   const exit = new Promise<CliResult>((resolve) => {
     child.on("close", (code, signal) => {
       clearTimeout(killer)
+      exited = true
       resolve({ code, signal, stdout, stderr })
       changed()
     })
   })
-  let exited = false
-  void exit.then(() => (exited = true))
   const waitFor = (text: string | RegExp, stream: "stdout" | "stderr" = "stderr") =>
     new Promise<void>((resolve, reject) => {
       const check = () => {

@@ -7,6 +7,11 @@
  * Ctrl-C interrupts the call; the transport then sends
  * `notifications/cancelled` for it, the scope closes (child stopped, HTTP
  * session deleted) and the runtime exits with 130.
+ *
+ * The server's questions during the call (form elicitation, in either era)
+ * are answered from `--answer field=value` and the terminal
+ * (ServerQuestions); one that cannot be answered cancels the call the same
+ * way and exits with 6.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -14,6 +19,7 @@ import type * as McpSchema from "effect/ai/McpSchema"
 import { Argument, Command, Flag } from "effect/cli"
 import type { Progress } from "../../client/McpClient.ts"
 import * as Output from "../Output.ts"
+import * as ServerQuestions from "../ServerQuestions.ts"
 import * as Session from "../Session.ts"
 import * as Target from "../Target.ts"
 
@@ -30,6 +36,20 @@ export const parseValue = (text: string): unknown => {
     return text
   }
 }
+
+/** `--answer` values by field name; a repeated field keeps the last value. */
+export const parseAnswers = (
+  pairs: ReadonlyArray<string>
+): Effect.Effect<Record<string, string>, Output.UsageError> =>
+  Effect.gen(function*() {
+    const answers: Record<string, string> = {}
+    for (const pair of pairs) {
+      const eq = pair.indexOf("=")
+      if (eq <= 0) return yield* new Output.UsageError({ message: `--answer expects field=value, got "${pair}"` })
+      answers[pair.slice(0, eq)] = pair.slice(eq + 1)
+    }
+    return answers
+  })
 
 /** `--args` first, then each key=value over it. */
 export const buildArguments = (
@@ -152,21 +172,40 @@ export const command = Command.make(
       "60s",
       "How long the call may go without an answer or a progress notification"
     ),
-    connectTimeout: Session.connectTimeoutFlag
+    answer: Flag.String("answer").pipe(
+      Flag.withDescription(
+        "Answer a field the server asks for during the call (form elicitation) without the terminal; repeatable"
+      ),
+      Flag.withMetavar("field=value"),
+      Flag.atLeast(0)
+    ),
+    connectTimeout: Session.connectTimeoutFlag,
+    protocol: Session.protocolFlag
   },
-  ({ args, connectTimeout, timeout, words }) =>
+  ({ answer, args, connectTimeout, protocol, timeout, words }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
       const json = yield* Output.Json
       const { rest, target } = yield* Target.fromArgs(words)
       const [name, ...pairs] = rest
       if (name === undefined) return yield* new Output.UsageError({ message: "no tool name given (call [url] <tool> [key=value …])" })
       const toolArguments = yield* buildArguments(args, pairs)
-      const session = yield* Session.open(target, { timeout, connectTimeout, listen: true })
+      const questions = yield* ServerQuestions.make({
+        answers: yield* parseAnswers(answer),
+        interactive: process.stdin.isTTY === true
+      })
+      const session = yield* Session.open(target, {
+        timeout,
+        connectTimeout,
+        listen: true,
+        protocol,
+        handlers: questions.handlers
+      })
       const progress = progressReporter(process.stderr.isTTY === true)
+      // An unanswerable question leaves its handler waiting; the call is cancelled in its favour.
       const result = yield* session.client.callTool(
         { name, arguments: toolArguments },
         { timeout, onProgress: progress.update }
-      ).pipe(Effect.ensuring(progress.done))
+      ).pipe(Effect.raceFirst(questions.unanswered), Effect.ensuring(progress.done))
       if (json) yield* Output.json(result)
       else {
         const text = renderResult(result)
@@ -181,6 +220,7 @@ export const command = Command.make(
   Command.withDescription("Call a tool and print its result; progress is shown on stderr, Ctrl-C cancels the call"),
   Command.withExamples([
     { command: "effect-mcp-transport call http://127.0.0.1:8421/mcp add a=1 b=2", description: "Arguments as key=value (JSON values)" },
-    { command: "effect-mcp-transport call echo --args '{\"text\":\"hi\"}' -- node server.js", description: "A stdio server" }
+    { command: "effect-mcp-transport call echo --args '{\"text\":\"hi\"}' -- node server.js", description: "A stdio server" },
+    { command: "effect-mcp-transport call book --answer date=2026-08-01 --answer seats=2 -- node server.js", description: "Answer the server's form without a terminal" }
   ])
 )

@@ -8,7 +8,8 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type * as McpSchema from "effect/ai/McpSchema"
 import { Argument, Command } from "effect/cli"
-import type { McpClientShape } from "../../client/McpClient.ts"
+import type { DiscoverResult, McpClientShape } from "../../client/McpClient.ts"
+import type * as ProtocolVersion from "../../ProtocolVersion.ts"
 import * as Output from "../Output.ts"
 import * as Session from "../Session.ts"
 import * as Target from "../Target.ts"
@@ -16,6 +17,10 @@ import * as Target from "../Target.ts"
 export interface Inspection {
   readonly server: McpSchema.Implementation
   readonly protocolVersion: string
+  /** `modern` (stateless, `server/discover`) or `legacy` (the `initialize` handshake). */
+  readonly era: ProtocolVersion.Era
+  /** Stateless era: the `server/discover` result as the server sent it (absent in the handshake era). */
+  readonly discover?: DiscoverResult | undefined
   readonly transport: string
   readonly capabilities: McpSchema.ServerCapabilities
   readonly instructions?: string | undefined
@@ -46,6 +51,8 @@ export const gather = (session: Session.Session): Effect.Effect<Inspection, unkn
     return {
       server: client.serverInfo,
       protocolVersion: client.protocolVersion,
+      era: client.era,
+      discover: client.discoverResult,
       transport: session.transport,
       capabilities: caps,
       instructions: client.instructions,
@@ -82,14 +89,32 @@ const section = <A>(
 ): Array<string> =>
   items === undefined ? [] : ["", `${title} (${items.length})`, ...(items.length === 0 ? ["  (none)"] : table(items.map(row)))]
 
+/** The discovery's cache hints: `ttl 60000 ms, public`, or `none`. */
+const describeCacheHints = (d: DiscoverResult): string => {
+  const parts = [
+    ...(d.ttlMs === undefined ? [] : [`ttl ${d.ttlMs} ms`]),
+    ...(d.cacheScope === undefined ? [] : [d.cacheScope])
+  ]
+  return parts.length === 0 ? "none" : parts.join(", ")
+}
+
 /** The human-readable report. */
 export const render = (i: Inspection): string => {
   const lines = [
     `Server:        ${i.server.name} ${i.server.version}`,
     `Protocol:      ${i.protocolVersion}`,
+    `Era:           ${Session.describeEra(i.era, i.protocolVersion)}`
+  ]
+  if (i.discover !== undefined) {
+    lines.push(
+      `Supported:     ${i.discover.supportedVersions.join(", ")}`,
+      `Cache hints:   ${describeCacheHints(i.discover)}`
+    )
+  }
+  lines.push(
     `Transport:     ${i.transport}`,
     `Capabilities:  ${describeCapabilities(i.capabilities)}`
-  ]
+  )
   if (i.instructions !== undefined && i.instructions !== "") lines.push(`Instructions:  ${firstLine(i.instructions)}`)
   lines.push(
     ...section("Tools", i.tools, (t) => [t.name, firstLine(t.description)]),
@@ -111,18 +136,19 @@ export const command = Command.make(
       Argument.optional
     ),
     timeout: Session.timeoutFlag("30s", "Timeout of each list request"),
-    connectTimeout: Session.connectTimeoutFlag
+    connectTimeout: Session.connectTimeoutFlag,
+    protocol: Session.protocolFlag
   },
-  ({ connectTimeout, timeout, url }) =>
+  ({ connectTimeout, protocol, timeout, url }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
       const { target } = yield* Target.fromArgs(Option.toArray(url))
-      const session = yield* Session.open(target, { timeout, connectTimeout })
+      const session = yield* Session.open(target, { timeout, connectTimeout, protocol })
       const inspection = yield* gather(session)
       const json = yield* Output.Json
       yield* json ? Output.json(inspection) : Output.line(render(inspection))
     })))
 ).pipe(
-  Command.withDescription("Connect, run the handshake, and list what the server offers"),
+  Command.withDescription("Connect (discovery or handshake), show the era and protocol, and list what the server offers"),
   Command.withExamples([
     { command: "effect-mcp-transport inspect http://127.0.0.1:8421/mcp", description: "A Streamable HTTP server" },
     { command: "effect-mcp-transport inspect --json -- npx -y @modelcontextprotocol/server-everything", description: "A stdio server, as JSON" }

@@ -68,13 +68,14 @@ export const command = Command.make(
       Flag.filter((n) => n >= 0, (n) => `expected a non-negative interval, got ${n}`)
     ),
     timeout: Session.timeoutFlag("10s", "Timeout of each ping"),
-    connectTimeout: Session.connectTimeoutFlag
+    connectTimeout: Session.connectTimeoutFlag,
+    protocol: Session.protocolFlag
   },
-  ({ connectTimeout, count, interval, timeout, url }) =>
+  ({ connectTimeout, count, interval, protocol, timeout, url }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
       const json = yield* Output.Json
       const { target } = yield* Target.fromArgs(Option.toArray(url))
-      const session = yield* Session.open(target, { timeout, connectTimeout })
+      const session = yield* Session.open(target, { timeout, connectTimeout, protocol })
       const samples: Array<number> = []
       const errors: Array<string> = []
       let firstFailure: unknown = undefined
