@@ -32,6 +32,8 @@ import {
   type InvalidPayload,
   type NotifyError,
   type RequestError,
+  RequestTimeout,
+  RpcError,
   UnsupportedProtocolVersion
 } from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
@@ -407,7 +409,8 @@ export const fromTransport = Effect.fnUntraced(function*(
   yield* transport.setRequestHandler(ServerRequests.serve(options.handlers ?? {}))
 
   // --- the era: a pinned revision, a cached verdict, or the probe
-  const requested = options.protocolVersion ?? ProtocolVersion.LATEST
+  const requested = options.protocolVersion ??
+    (options.protocol !== undefined && ProtocolVersion.isSupported(options.protocol) ? options.protocol : ProtocolVersion.LATEST)
   const capabilities = clientCapabilities(options)
   const clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO
   const protocol = options.protocol ?? "auto"
@@ -450,11 +453,14 @@ export const fromTransport = Effect.fnUntraced(function*(
    * speak) and returns the verdict, or the probe's own failure when there is
    * nothing to fall back to (401/403, 5xx, no answer over HTTP, a dead process).
    */
-  const probe = (pinned: boolean): Effect.Effect<{ verdict: Negotiation.Verdict }, HandshakeError> =>
+  const probe = (
+    pinned: boolean,
+    timeout: Duration.Input = pinned ? requestTimeout : probeTimeout
+  ): Effect.Effect<{ verdict: Negotiation.Verdict; timedOut: boolean }, HandshakeError> =>
     Effect.gen(function*() {
       let version = statelessVersion
       for (let attempt = 0;; attempt++) {
-        const exit = yield* Effect.exit(discover(version, pinned ? requestTimeout : probeTimeout))
+        const exit = yield* Effect.exit(discover(version, timeout))
         if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause)
         const verdict = Negotiation.classify({
           transport: overHttp ? "http" : "stdio",
@@ -470,19 +476,20 @@ export const fromTransport = Effect.fnUntraced(function*(
           const error = Cause.squash(exit.cause)
           return yield* Effect.fail((ModernCalls.typedError("server/discover", error) ?? error) as HandshakeError)
         }
-        return { verdict }
+        const timedOut = Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof RequestTimeout
+        return { verdict, timedOut }
       }
     })
 
   /** The probe's verdict as the era to speak, or the failure to report. */
-  const decide = Effect.gen(function*() {
-    const { verdict } = yield* probe(initialEra === "modern" && protocol !== "auto")
+  const decide = (timeout?: Duration.Input) => Effect.gen(function*() {
+    const { timedOut, verdict } = yield* probe(initialEra === "modern" && protocol !== "auto", timeout)
     switch (verdict._tag) {
       case "Modern":
         statelessVersion = verdict.version
-        return { era: "modern" as const, discovered: verdict.discover }
+        return { era: "modern" as const, discovered: verdict.discover, timedOut }
       case "Legacy":
-        return { era: "legacy" as const, discovered: undefined }
+        return { era: "legacy" as const, discovered: undefined, timedOut }
       default: {
         if (verdict._tag === "Fail" && verdict.error instanceof UnsupportedProtocolVersion) return yield* verdict.error
         return yield* new UnsupportedProtocolVersion({ requested: statelessVersion, supported: ProtocolVersion.ALL })
@@ -546,7 +553,7 @@ export const fromTransport = Effect.fnUntraced(function*(
       ["RpcError", "HttpError", "InvalidPayload"].includes((refusal as { _tag?: string })._tag ?? "")
     ) {
       Negotiation.invalidate(eraCache, options.eraKey!)
-      const decided = yield* decide
+      const decided = yield* decide()
       era = decided.era
       discovered = decided.discovered
       established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
@@ -554,10 +561,28 @@ export const fromTransport = Effect.fnUntraced(function*(
       established = yield* attempt
     }
   } else {
-    const decided = yield* decide
-    era = decided.era
-    discovered = decided.discovered
-    established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
+    let decided = yield* decide()
+    if (decided.era === "legacy" && decided.timedOut) {
+      // No answer in `probeTimeout` counts as a handshake server; a stateless
+      // server that was only slow to start refuses the handshake with an
+      // answer, and is then given the whole request timeout to answer the probe.
+      const attempt = yield* Effect.exit(handshake)
+      if (Exit.isSuccess(attempt)) {
+        era = "legacy"
+        established = attempt.value
+      } else if (Cause.squash(attempt.cause) instanceof RpcError) {
+        decided = yield* decide(requestTimeout)
+        era = decided.era
+        discovered = decided.discovered
+        established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
+      } else {
+        return yield* Effect.failCause(attempt.cause)
+      }
+    } else {
+      era = decided.era
+      discovered = decided.discovered
+      established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
+    }
   }
   const { init, version, schemas } = established
   if (options.eraKey !== undefined && protocol === "auto") {

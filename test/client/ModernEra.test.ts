@@ -90,6 +90,35 @@ describe("McpClient in the stateless era", () => {
         expect(script.seen.map((s) => s.method)).not.toContain("ping")
       }))
 
+    it.live("a stateless server too slow for the probe refuses the handshake, and is then probed with the whole request timeout", () =>
+      Effect.gen(function*() {
+        const script = modern()
+        let discovers = 0
+        const pair = yield* InMemoryTransport.makePair((m, ctx) =>
+          m.method === "server/discover" && discovers++ === 0
+            ? Effect.andThen(Effect.sleep("300 millis"), script.handler(m, ctx))
+            : script.handler(m, ctx)
+        )
+        const client = yield* McpClient.fromTransport(pair.client, { probeTimeout: "50 millis", listen: false })
+        expect(client.era).toBe("modern")
+        expect(discovers).toBe(2)
+        // Between the two probes: the handshake, which the stateless server refused.
+        expect(script.seen.map((s) => s.method).slice(0, 2)).toEqual(["initialize", "server/discover"])
+      }))
+
+    it.effect("a pinned handshake revision is the one initialize asks for", () =>
+      Effect.gen(function*() {
+        const handle = yield* McpServer.toHandler(makeServer())
+        const asked: Array<unknown> = []
+        const pair = yield* InMemoryTransport.makePair((m, ctx) => {
+          if (m.method === "initialize") asked.push((m.params as { protocolVersion?: unknown }).protocolVersion)
+          return handle.handler(m, ctx)
+        })
+        const client = yield* McpClient.fromTransport(pair.client, { protocol: "2025-06-18" })
+        expect(asked).toEqual(["2025-06-18"])
+        expect(client.protocolVersion).toBe("2025-06-18")
+      }))
+
     it.effect("a pinned handshake revision never probes", () =>
       Effect.gen(function*() {
         const handle = yield* McpServer.toHandler(makeServer())
