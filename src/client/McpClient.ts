@@ -119,7 +119,7 @@ export interface McpClientOptions {
   /**
    * The server's identity in the era cache (an origin, a command line): with
    * it, a later client of the same server skips the probe. Default: none
-   * (each client probes); `fromConfig` and `McpManager` set it.
+   * (each client probes); `McpManager` and the CLI set it.
    */
   readonly eraKey?: string | undefined
   /** Where eras are remembered (default: the process-wide `Negotiation.global`). */
