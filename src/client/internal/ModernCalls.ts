@@ -12,13 +12,14 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as JsonRpc from "../../JsonRpc.ts"
 import {
-  HeaderMismatch,
+  type HeaderMismatch,
   InvalidPayload,
-  MissingClientCapability,
+  type MissingClientCapability,
   RpcError,
   TooManyInputRounds,
-  UnsupportedProtocolVersion
+  type UnsupportedProtocolVersion
 } from "../../McpError.ts"
+import * as Negotiation from "../Negotiation.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import type { RequestHandler } from "../ClientTransport.ts"
 import type { CallEngine, CallOptions, Decode, McpClientError } from "./McpCallEngine.ts"
@@ -65,51 +66,16 @@ type Round<A> = { readonly [INPUT]: InputRequired } | { readonly value: A }
 
 /**
  * The typed error a JSON-RPC error of the stateless era stands for, whether
- * it came as a JSON-RPC error or (over HTTP) as the body of a 4xx answer.
+ * it came as a JSON-RPC error or (over HTTP) as the body of a 4xx answer;
+ * `undefined` leaves the error as it is.
  */
 export const typedError = (method: string, error: unknown): McpClientError | ModernError | undefined => {
-  let rpc: { code: number; message: string; data?: unknown } | undefined
-  if (error instanceof RpcError) rpc = { code: error.code, message: error.rpcMessage, data: error.data }
-  else if (typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "HttpError") {
-    rpc = rpcErrorInBody((error as { body: string }).body)
-    if (rpc === undefined) return undefined
-    if (rpc.code !== -32020 && rpc.code !== -32021 && rpc.code !== -32022) {
-      return new RpcError({ code: rpc.code, rpcMessage: rpc.message, data: rpc.data, method })
-    }
-  }
+  if (error instanceof RpcError) return Negotiation.modernError(error.code, error.data, method, error.rpcMessage)
+  if (typeof error !== "object" || error === null || (error as { _tag?: unknown })._tag !== "HttpError") return undefined
+  const rpc = Negotiation.rpcErrorFromHttpBody((error as { body: string }).body)
   if (rpc === undefined) return undefined
-  const data = (typeof rpc.data === "object" && rpc.data !== null ? rpc.data : {}) as Record<string, unknown>
-  switch (rpc.code) {
-    case -32020:
-      return new HeaderMismatch({ method, rpcMessage: rpc.message, data: rpc.data })
-    case -32021:
-      return new MissingClientCapability({
-        method,
-        rpcMessage: rpc.message,
-        requiredCapabilities: (typeof data.requiredCapabilities === "object" && data.requiredCapabilities !== null
-          ? data.requiredCapabilities
-          : {}) as Record<string, unknown>
-      })
-    case -32022:
-      return new UnsupportedProtocolVersion({
-        requested: typeof data.requested === "string" ? data.requested : "",
-        supported: Array.isArray(data.supported) ? data.supported.filter((v): v is string => typeof v === "string") : []
-      })
-  }
-  return undefined
-}
-
-/** A JSON-RPC error object in an HTTP error body, if the body is one. */
-export const rpcErrorInBody = (body: string): { code: number; message: string; data?: unknown } | undefined => {
-  if (body.length === 0 || body.trimStart()[0] !== "{") return undefined
-  try {
-    const parsed = JSON.parse(body) as { error?: { code?: unknown; message?: unknown; data?: unknown } }
-    const error = parsed.error
-    if (typeof error !== "object" || error === null || typeof error.code !== "number") return undefined
-    return { code: error.code, message: typeof error.message === "string" ? error.message : "", data: error.data }
-  } catch {
-    return undefined
-  }
+  return Negotiation.modernError(rpc.code, rpc.data, method, rpc.message) ??
+    new RpcError({ code: rpc.code, rpcMessage: rpc.message, data: rpc.data, method })
 }
 
 /** Whether a header mismatch is about the `Mcp-Param-*` headers (then a fresh tool list may fix it). */
