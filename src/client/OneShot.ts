@@ -196,11 +196,6 @@ const rpcErrorIn = (body: string): JsonRpc.JsonRpcErrorObject | undefined => {
 }
 
 
-const supportedIn = (error: JsonRpc.JsonRpcErrorObject): ReadonlyArray<string> => {
-  const supported = (error.data as { supported?: unknown } | null | undefined)?.supported
-  return Array.isArray(supported) ? supported.filter((v): v is string => typeof v === "string") : []
-}
-
 /**
  * Decides, from the HTTP answer to a stateless request that was not 2xx,
  * whether the server is of the session era. Only a 4xx other than 401 and
@@ -510,25 +505,14 @@ const readAnswer = (
   })
 }
 
-/** A JSON-RPC error as the typed error that says what went wrong. */
+/** A JSON-RPC error as the typed error that says what went wrong (the stateless era's codes read as McpClient reads them). */
 const rpcFailure = (error: JsonRpc.JsonRpcErrorObject, request: JsonRpc.JsonRpcRequest, version: string) => {
-  const method = request.method
-  switch (error.code) {
-    case JsonRpc.ErrorCode.HeaderMismatch:
-      return new HeaderMismatch({ method, rpcMessage: error.message, data: error.data })
-    case JsonRpc.ErrorCode.MissingRequiredClientCapability: {
-      const required = (error.data as { requiredCapabilities?: unknown } | null | undefined)?.requiredCapabilities
-      return new MissingClientCapability({
-        method,
-        rpcMessage: error.message,
-        requiredCapabilities: typeof required === "object" && required !== null ? required as Record<string, unknown> : {}
-      })
-    }
-    case JsonRpc.ErrorCode.UnsupportedProtocolVersion:
-      return new UnsupportedProtocolVersion({ requested: version, supported: supportedIn(error) })
-    default:
-      return RpcError.fromObject(error, method, request.id)
-  }
+  const typed = Negotiation.modernError(error.code, error.data, request.method, error.message)
+  if (typed === undefined) return RpcError.fromObject(error, request.method, request.id)
+  // The version this call asked for, whatever the server says it was asked.
+  return typed._tag === "UnsupportedProtocolVersion"
+    ? new UnsupportedProtocolVersion({ requested: version, supported: typed.supported })
+    : typed
 }
 
 const nextRequest = (context: Context, method: string, params: unknown): JsonRpc.JsonRpcRequest => {
