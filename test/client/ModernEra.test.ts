@@ -21,6 +21,14 @@ const textOf = (result: { readonly content: ReadonlyArray<unknown> }) =>
 
 const META_VERSION = "io.modelcontextprotocol/protocolVersion"
 
+/** Our server serves both eras; without the stateless `_meta` it sees a request as a handshake-era server would. */
+const handshakeOnly = <M extends { readonly params?: unknown }>(m: M): M => {
+  const params = m.params as { _meta?: Record<string, unknown> } | undefined
+  if (params?._meta === undefined || !(META_VERSION in params._meta)) return m
+  const { [META_VERSION]: _, ...rest } = params._meta
+  return { ...m, params: { ...params, _meta: rest } }
+}
+
 describe("McpClient in the stateless era", () => {
   describe("discovery and metadata", () => {
     it.effect("auto picks the stateless era from server/discover; nothing like initialize is sent", () =>
@@ -95,7 +103,7 @@ describe("McpClient in the stateless era", () => {
         const seen: Array<string> = []
         const pair = yield* InMemoryTransport.makePair((m, ctx) => {
           seen.push(m.method)
-          return handle.handler(m, ctx)
+          return handle.handler(handshakeOnly(m), ctx)
         })
         const client = yield* McpClient.fromTransport(pair.client, { protocol: "2025-11-25" })
         expect(client.era).toBe("legacy")
@@ -108,7 +116,7 @@ describe("McpClient in the stateless era", () => {
         const seen: Array<string> = []
         const pair = yield* InMemoryTransport.makePair((m, ctx) => {
           seen.push(m.method)
-          return handle.handler(m, ctx)
+          return handle.handler(handshakeOnly(m), ctx)
         })
         const eraCache = Negotiation.make()
         const client = yield* McpClient.fromTransport(pair.client, { eraKey: "fixture", eraCache })
@@ -124,7 +132,7 @@ describe("McpClient in the stateless era", () => {
         const seen2: Array<string> = []
         const pair2 = yield* InMemoryTransport.makePair((m, ctx) => {
           seen2.push(m.method)
-          return handle2.handler(m, ctx)
+          return handle2.handler(handshakeOnly(m), ctx)
         })
         yield* McpClient.fromTransport(pair2.client, { eraKey: "fixture", eraCache })
         expect(seen2[0]).toBe("initialize")
