@@ -318,6 +318,25 @@ export class TooManyInputRounds extends Data.TaggedError("TooManyInputRounds")<{
 }
 
 /**
+ * The server tried to send the client a request (sampling, elicitation,
+ * roots, or any other) where no such request can travel: while serving a
+ * request of the stateless era, or on a connection of that era, where
+ * servers never start requests. Nothing was sent.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class ClientRequestUnavailable extends Data.TaggedError("ClientRequestUnavailable")<{
+  readonly method: string
+  /** Why no request can be sent, e.g. "the request being served is of the stateless era (2026-07-28)". */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Cannot send ${this.method} to the client: ${this.reason}; nothing was sent`
+  }
+}
+
+/**
  * What a request can fail with on any transport.
  *
  * @since 0.1.0

@@ -79,6 +79,79 @@ export const requestMeta = (meta: ClientMeta): Record<string, unknown> => {
 }
 
 /**
+ * What a server reads from a request's `_meta`: `Absent` when it names no
+ * protocol version (a request of the handshake era), `Invalid` when it does
+ * but a required field is missing or has the wrong type (`-32602`), `Valid`
+ * with the client's metadata otherwise. The version is not checked here:
+ * whether the server speaks it is the server's call (`-32022`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ReadMeta =
+  | { readonly _tag: "Absent" }
+  | { readonly _tag: "Invalid"; readonly missing: ReadonlyArray<string> }
+  | { readonly _tag: "Valid"; readonly meta: ClientMeta }
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const ABSENT: ReadMeta = { _tag: "Absent" }
+
+/**
+ * Reads the stateless era's metadata from a request's params: the
+ * protocol version key decides whether the request is of that era at all.
+ *
+ * @example
+ * ```ts
+ * import * as RequestMeta from "effect-mcp-transport/RequestMeta"
+ *
+ * RequestMeta.readMeta({ _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28" } })
+ * // { _tag: "Invalid", missing: ["io.modelcontextprotocol/clientCapabilities"] }
+ * RequestMeta.readMeta({ name: "echo" }) // { _tag: "Absent" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category parsing
+ */
+export const readMeta = (params: unknown): ReadMeta => {
+  if (!isObject(params) || !isObject(params._meta) || !(MetaKey.protocolVersion in params._meta)) return ABSENT
+  const meta = params._meta
+  const version = meta[MetaKey.protocolVersion]
+  const capabilities = meta[MetaKey.clientCapabilities]
+  const clientInfo = meta[MetaKey.clientInfo]
+  const logLevel = meta[MetaKey.logLevel]
+  const missing: Array<string> = []
+  if (typeof version !== "string") missing.push(MetaKey.protocolVersion)
+  if (!isObject(capabilities)) missing.push(MetaKey.clientCapabilities)
+  const infoValid = clientInfo === undefined ||
+    (isObject(clientInfo) && typeof clientInfo.name === "string" && typeof clientInfo.version === "string")
+  if (!infoValid) missing.push(MetaKey.clientInfo)
+  if (logLevel !== undefined && typeof logLevel !== "string") missing.push(MetaKey.logLevel)
+  if (missing.length > 0) return { _tag: "Invalid", missing }
+  return {
+    _tag: "Valid",
+    meta: {
+      protocolVersion: version as string,
+      clientCapabilities: capabilities as Record<string, unknown>,
+      clientInfo: clientInfo as ClientMeta["clientInfo"],
+      logLevel: logLevel as string | undefined
+    }
+  }
+}
+
+/**
+ * The `_meta` of a notification on a listen stream: the given one (if any)
+ * with the subscription id added.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const withSubscriptionId = (meta: unknown, subscriptionId: string | number): Record<string, unknown> => ({
+  ...(isObject(meta) ? meta : {}),
+  [MetaKey.subscriptionId]: subscriptionId
+})
+
+/**
  * The methods whose `Mcp-Name` header is required, and the body field it mirrors.
  *
  * @since 0.2.0

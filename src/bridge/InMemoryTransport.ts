@@ -191,6 +191,7 @@ export const makePair = Effect.fnUntraced(function*<R>(
     send: serverSend,
     allowBatch: options.allowBatch ?? true,
     maxBatchSize: options.maxBatchSize,
+    decideEra: true,
     defaultRequestTimeoutMs: options.serverRequestTimeoutMs
   })
   const dispatch = yield* ServerDispatch.make({

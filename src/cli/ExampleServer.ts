@@ -52,7 +52,15 @@ export type ServerEvent =
 export interface ExampleServerOptions {
   /** File to append event lines to. Default: the `EFFECT_MCP_EXAMPLE_EVENTS` variable, read at each event. */
   readonly events?: string | undefined
+  /**
+   * Also serve the stateless era over stdio (`McpServer`'s `stateless`).
+   * Default: the `EFFECT_MCP_EXAMPLE_STATELESS` variable is `1`; otherwise off.
+   */
+  readonly stateless?: boolean | undefined
 }
+
+/** The variable that turns the stateless era on when `stateless` is not given. */
+export const STATELESS_ENV = "EFFECT_MCP_EXAMPLE_STATELESS"
 
 const eventsFile = (options: ExampleServerOptions): string | undefined => {
   const file = options.events ?? process.env[EVENTS_ENV]
@@ -245,6 +253,7 @@ const CompleteParams = Schema.Struct({
 export const make = (options: ExampleServerOptions = {}): McpServer.McpServer =>
   McpServer.make({
     serverInfo: SERVER_INFO,
+    stateless: options.stateless ?? process.env[STATELESS_ENV] === "1",
     instructions: "An example server: echo, add and countdown (progress, cancellable) tools, a README resource and a greet prompt."
   }).pipe(
     McpServer.method("tools/list", {}, () => Effect.succeed({ tools: tools.map((t) => t.definition) })),

@@ -12,7 +12,7 @@
  */
 import type * as Effect from "effect/Effect"
 import type * as JsonRpc from "../JsonRpc.ts"
-import type { RequestError, TransportClosed } from "../McpError.ts"
+import type { ClientRequestUnavailable, RequestError, TransportClosed } from "../McpError.ts"
 
 /**
  * What a handler can do besides answering: learn which session and request it
@@ -31,12 +31,16 @@ export interface HandlerContext {
    * HTTP it travels on that request's stream (progress, logging).
    */
   readonly notify: (method: string, params?: unknown) => Effect.Effect<void, TransportClosed>
-  /** Sends a request to the client (sampling, elicitation, roots) and waits for its result. */
+  /**
+   * Sends a request to the client (sampling, elicitation, roots) and waits
+   * for its result. On a connection of the stateless era (its first request
+   * carried 2026-07-28 `_meta`) it fails at once with `ClientRequestUnavailable`.
+   */
   readonly request: (
     method: string,
     params?: unknown,
     options?: { readonly timeoutMs?: number | undefined }
-  ) => Effect.Effect<unknown, RequestError>
+  ) => Effect.Effect<unknown, RequestError | ClientRequestUnavailable>
   /**
    * Streamable HTTP only (absent elsewhere): ends the connection currently
    * carrying this request's SSE stream without ending the stream, so the
@@ -65,7 +69,17 @@ export interface HandlerContext {
  * @since 0.1.0
  * @category models
  */
-export type Handler<R = never> = (
-  message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification,
-  context: HandlerContext
-) => Effect.Effect<JsonRpc.JsonRpcResponse | null, unknown, R>
+export type Handler<R = never> =
+  & ((
+    message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification,
+    context: HandlerContext
+  ) => Effect.Effect<JsonRpc.JsonRpcResponse | null, unknown, R>)
+  & {
+    /**
+     * Ends the handler's long-lived requests (an open `subscriptions/listen`)
+     * with their final replies. Stream transports (stdio, the in-memory pair)
+     * run it when they stop taking input, before they wait for the requests
+     * in flight. Optional; a plain function is a handler too.
+     */
+    readonly shutdown?: Effect.Effect<void> | undefined
+  }

@@ -19,8 +19,16 @@ import * as Schema from "effect/Schema"
 import type * as McpSchema from "effect/ai/McpSchema"
 import { pipeArguments } from "effect/Pipeable"
 import * as JsonRpc from "../JsonRpc.ts"
-import { CapabilityNotSupported, InvalidPayload, type RequestError } from "../McpError.ts"
+import {
+  CapabilityNotSupported,
+  ClientRequestUnavailable,
+  InvalidPayload,
+  type RequestError,
+  RpcError
+} from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
+import * as RequestMeta from "../RequestMeta.ts"
+import * as Subscriptions from "./internal/Subscriptions.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Router from "./Router.ts"
 import type { Implementation } from "../Implementation.ts"
@@ -68,7 +76,36 @@ export interface McpServerOptions {
   readonly notInitializedCode?: number | undefined
   /** Timeout of requests the server sends the client (sampling, elicitation, roots), default 60 s. */
   readonly clientRequestTimeoutMs?: number | undefined
+  /**
+   * The cache hints of the `server/discover` result (stateless era): how
+   * long a client may reuse it (`ttlMs`, default 60 000) and who may share
+   * a cached copy (`cacheScope`, default `"private"`: the runtime cannot
+   * tell whether the instructions depend on who asks).
+   */
+  readonly discovery?: {
+    readonly ttlMs?: number | undefined
+    readonly cacheScope?: "public" | "private" | undefined
+  } | undefined
+  /**
+   * Also serve the stateless era (2026-07-28) next to the handshake: a
+   * request whose `_meta` names a stateless revision is served on its own
+   * (`server/discover`, `subscriptions/listen`, per-request capabilities).
+   * Default `false` for now: over HTTP the stateless era is not routed yet,
+   * and a handler's asks of the client (elicitation, sampling, roots) have
+   * no stateless form yet (they fail with `ClientRequestUnavailable`), so a
+   * dual-era client (`McpClient` in `auto`) is better served by the
+   * handshake until both are in. Over stdio and in memory `true` serves both.
+   */
+  readonly stateless?: boolean | undefined
 }
+
+/**
+ * The default `discovery.ttlMs`: one minute.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const DEFAULT_DISCOVERY_TTL_MS = 60_000
 
 /**
  * The default `notInitializedCode`: -32002, the code most MCP clients expect for a request sent before initialization.
@@ -85,10 +122,11 @@ export const DEFAULT_NOT_INITIALIZED_CODE = -32002
  * @since 0.1.0
  * @category models
  */
-export type ClientCallError = RequestError | CapabilityNotSupported | InvalidPayload
+export type ClientCallError = RequestError | CapabilityNotSupported | InvalidPayload | ClientRequestUnavailable
 
 /**
- * What the server learned about the client at `initialize`.
+ * What the server learned about the client at `initialize`, or (stateless
+ * era, `era: "modern"`) from the `_meta` of the request being served.
  *
  * @since 0.1.0
  * @category models
@@ -96,10 +134,12 @@ export type ClientCallError = RequestError | CapabilityNotSupported | InvalidPay
 export interface SessionInfo {
   readonly sessionId: string | undefined
   readonly phase: "initializing" | "ready"
-  readonly protocolVersion: ProtocolVersion.ProtocolVersion
+  /** `"modern"` while serving a request of the stateless era: nothing here outlives that request. */
+  readonly era: ProtocolVersion.Era
+  readonly protocolVersion: ProtocolVersion.AnyVersion
   readonly clientInfo: Implementation
   readonly clientCapabilities: Readonly<Record<string, unknown>>
-  /** The client's `logging/setLevel`, if it sent one. */
+  /** The client's `logging/setLevel`, if it sent one; stateless era: the request's `_meta` log level. */
   readonly logLevel: McpSchema.LoggingLevel | undefined
 }
 
@@ -146,15 +186,23 @@ export interface RequestContext extends SessionContext {
     progress: number,
     options?: { readonly total?: number | undefined; readonly message?: string | undefined }
   ) => Effect.Effect<void>
-  /** Sends `notifications/message` when `level` is at or above the client's `logging/setLevel`. Best effort. */
+  /**
+   * Sends `notifications/message` when `level` is at or above the client's
+   * `logging/setLevel`; in the stateless era only when the request asked for
+   * a log level, and from that level up. Best effort.
+   */
   readonly log: (level: McpSchema.LoggingLevel, data: unknown, logger?: string) => Effect.Effect<void>
-  /** `sampling/createMessage`; fails with `CapabilityNotSupported` (nothing sent) unless the client declared sampling. */
+  /**
+   * `sampling/createMessage`; fails with `CapabilityNotSupported` (nothing
+   * sent) unless the client declared sampling, and at once with
+   * `ClientRequestUnavailable` while serving a request of the stateless era.
+   */
   readonly sample: (params: SamplingRequest) => Effect.Effect<McpSchema.CreateMessageResult, ClientCallError>
   /** `elicitation/create`; needs the client's elicitation capability (and its `url` mode for URL requests). */
   readonly elicit: (params: ElicitRequest) => Effect.Effect<McpSchema.ElicitResult, ClientCallError>
   /** `roots/list`; needs the client's roots capability. */
   readonly listRoots: Effect.Effect<ReadonlyArray<McpSchema.Root>, ClientCallError>
-  /** Any request to the client, unchecked. */
+  /** Any request to the client, unchecked (stateless era: fails at once with `ClientRequestUnavailable`). */
   readonly request: HandlerContext["request"]
 }
 
@@ -327,6 +375,37 @@ const decodeSampling = lazyDecoder((m) => m.CreateMessageResult)
 const decodeElicit = lazyDecoder((m) => m.ElicitResult)
 const decodeRoots = lazyDecoder((m) => m.ListRootsResult)
 const severity = (level: McpSchema.LoggingLevel): number => LEVELS.indexOf(level)
+const isLevel = (level: string): level is McpSchema.LoggingLevel => (LEVELS as ReadonlyArray<string>).includes(level)
+
+/** Methods the stateless era removed: a request of that era naming one gets -32601, handler or not. */
+const REMOVED_IN_STATELESS: ReadonlySet<string> = new Set([
+  "ping",
+  "logging/setLevel",
+  "resources/subscribe",
+  "resources/unsubscribe"
+])
+
+const UNKNOWN_CLIENT: Implementation = { name: "unknown", version: "unknown" }
+
+/** Stateless requests have no handshake to wait for. */
+const NOT_AWAITED: Deferred.Deferred<void> = Deferred.makeUnsafe()
+
+/** A path like `elicitation.url` as the nested object `-32021` names: `{ elicitation: { url: {} } }`. */
+const capabilityObject = (path: string): Record<string, unknown> =>
+  path.split(".").reduceRight<Record<string, unknown>>((inner, key) => ({ [key]: inner }), {})
+
+/**
+ * A handler that let a client capability error escape answers -32021
+ * (stateless era): the client learns which capability to declare.
+ */
+const missingCapability = (error: unknown): RpcError | undefined =>
+  error instanceof CapabilityNotSupported && error.peer === "client"
+    ? new RpcError({
+      code: JsonRpc.ErrorCode.MissingRequiredClientCapability,
+      rpcMessage: `Missing required client capability: ${error.capability}`,
+      data: { requiredCapabilities: capabilityObject(error.capability) }
+    })
+    : undefined
 
 /**
  * Negotiation per the spec: the client's revision when we speak it, else our newest.
@@ -339,7 +418,8 @@ export const negotiate = (requested: string): ProtocolVersion.ProtocolVersion =>
 
 interface Session {
   phase: "initializing" | "ready"
-  protocolVersion: ProtocolVersion.ProtocolVersion
+  readonly era: ProtocolVersion.Era
+  protocolVersion: ProtocolVersion.AnyVersion
   clientInfo: Implementation
   clientCapabilities: Readonly<Record<string, unknown>>
   logLevel: McpSchema.LoggingLevel | undefined
@@ -360,8 +440,18 @@ export interface ServerHandle<R> {
   readonly handler: Handler<R>
   /** Sessions that sent `initialize` and were not forgotten. */
   readonly sessions: Effect.Effect<ReadonlyArray<SessionInfo>>
-  /** Sends a notification to every initialized session (e.g. `notifications/tools/list_changed`). Best effort. */
+  /**
+   * Sends a notification to every initialized session (e.g.
+   * `notifications/tools/list_changed`), and a change notification to every
+   * open `subscriptions/listen` that asked for its kind. Best effort.
+   */
   readonly notifyAll: (method: string, params?: unknown) => Effect.Effect<void>
+  /**
+   * Ends every open `subscriptions/listen` (stateless era) with its final
+   * `complete` result, and answers later ones with an error: a graceful
+   * shutdown. Stream transports run it themselves when their input ends.
+   */
+  readonly shutdown: Effect.Effect<void>
   /** Drops a session's state (call it when a transport session ends). */
   readonly forgetSession: (sessionId: string | undefined) => Effect.Effect<void>
   /**
@@ -376,6 +466,7 @@ const sessionKey = (id: string | undefined) => id ?? ""
 const info = (sessionId: string | undefined, s: Session): SessionInfo => ({
   sessionId,
   phase: s.phase,
+  era: s.era,
   protocolVersion: s.protocolVersion,
   clientInfo: s.clientInfo,
   clientCapabilities: s.clientCapabilities,
@@ -415,6 +506,14 @@ class LiveSessionContext implements SessionContext {
   }
 }
 
+/**
+ * Servers of the stateless era never start requests; asking the client
+ * through `input_required` results is not built yet, so an ask fails at
+ * once rather than wait for an answer that cannot come.
+ */
+const statelessAsk = (method: string) =>
+  new ClientRequestUnavailable({ method, reason: "the request being served is of the stateless era (2026-07-28)" })
+
 const clientHas = (session: Session, path: ReadonlyArray<string>): boolean => {
   let node: unknown = session.clientCapabilities
   for (const key of path) {
@@ -445,7 +544,7 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
   }
 
   get request(): HandlerContext["request"] {
-    return this.hctx.request
+    return this.state.era === "modern" ? (method) => Effect.fail(statelessAsk(method)) : this.hctx.request
   }
 
   #callClient<A>(
@@ -454,11 +553,14 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
     params: unknown,
     decode: (u: unknown) => Effect.Effect<A, Schema.SchemaError>
   ): Effect.Effect<A, ClientCallError> {
-    return clientHas(this.state, capability)
-      ? this.hctx.request(method, params, { timeoutMs: this.#timeoutMs }).pipe(
+    if (!clientHas(this.state, capability)) {
+      return Effect.fail(new CapabilityNotSupported({ method, capability: capability.join("."), peer: "client" }))
+    }
+    return this.state.era === "modern"
+      ? Effect.fail(statelessAsk(method))
+      : this.hctx.request(method, params, { timeoutMs: this.#timeoutMs }).pipe(
         Effect.flatMap((raw) => Effect.mapError(decode(raw), invalidResult(method)))
       )
-      : Effect.fail(new CapabilityNotSupported({ method, capability: capability.join("."), peer: "client" }))
   }
 
   get progress(): RequestContext["progress"] {
@@ -475,7 +577,10 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
   get log(): RequestContext["log"] {
     return (this.#made ??= {}).log ??= (level, data, logger) => {
       const threshold = this.state.logLevel
-      if (threshold !== undefined && severity(level) < severity(threshold)) return Effect.void
+      // The stateless era sends no log messages unless the request asked for them.
+      if (threshold === undefined ? this.state.era === "modern" : severity(level) < severity(threshold)) {
+        return Effect.void
+      }
       return Effect.ignore(
         this.hctx.notify("notifications/message", logger === undefined ? { level, data } : { level, logger, data })
       )
@@ -512,6 +617,7 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
 export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>> =>
   Effect.sync(() => {
     const options = server.options
+    const stateless = options.stateless === true
     const declared = capabilities(server)
     const enforce = options.enforceInitialized ?? true
     const notInitializedCode = options.notInitializedCode ?? DEFAULT_NOT_INITIALIZED_CODE
@@ -522,6 +628,17 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     const graceFor = (sessionId: string | undefined): Duration.Duration =>
       explicitGrace ?? (sessionId === undefined ? Duration.zero : Duration.seconds(1))
     const sessions = new Map<string, Session>()
+    const subscriptions = Subscriptions.make()
+    const serverInfoMeta = { [RequestMeta.MetaKey.serverInfo]: options.serverInfo }
+    const discoverResult: Record<string, unknown> = {
+      resultType: "complete",
+      supportedVersions: [...ProtocolVersion.STATELESS],
+      capabilities: declared,
+      ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
+      ttlMs: options.discovery?.ttlMs ?? DEFAULT_DISCOVERY_TTL_MS,
+      cacheScope: options.discovery?.cacheScope ?? "private",
+      _meta: serverInfoMeta
+    }
 
     const initializeResult = (version: ProtocolVersion.ProtocolVersion) => {
       const result: Record<string, unknown> = {
@@ -535,6 +652,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
 
     const anonymousSession = (): Session => ({
       phase: "ready",
+      era: "legacy",
       protocolVersion: ProtocolVersion.LATEST,
       clientInfo: { name: "unknown", version: "unknown" },
       clientCapabilities: {},
@@ -553,6 +671,12 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       request: JsonRpc.JsonRpcRequest,
       hctx: HandlerContext
     ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+      // A request carrying the stateless era's metadata is served on its own;
+      // `initialize` always starts a handshake-era session.
+      if (stateless && request.method !== "initialize") {
+        const read = RequestMeta.readMeta(request.params)
+        if (read._tag !== "Absent") return serveStateless(request, hctx, read)
+      }
       const key = sessionKey(hctx.sessionId)
       switch (request.method) {
         case "initialize":
@@ -564,6 +688,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
                 // A repeated initialize starts the session over.
                 sessions.set(key, {
                   phase: "initializing",
+                  era: "legacy",
                   protocolVersion: version,
                   clientInfo: p.clientInfo,
                   clientCapabilities: p.capabilities ?? {},
@@ -599,6 +724,81 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       }
       // Without enforcement a request may come with no session at all (stateless HTTP).
       return serve(request, hctx, known ?? anonymousSession())
+    }
+
+    /** The stateless era: everything the request needs comes with it; nothing is read from or kept in `sessions`. */
+    const serveStateless = (
+      request: JsonRpc.JsonRpcRequest,
+      hctx: HandlerContext,
+      read: Exclude<RequestMeta.ReadMeta, { _tag: "Absent" }>
+    ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+      if (read._tag === "Invalid") {
+        return Effect.succeed(
+          JsonRpc.failure(request.id, JsonRpc.ErrorCode.InvalidParams, `Missing or invalid _meta fields: ${read.missing.join(", ")}`, {
+            missing: read.missing
+          })
+        )
+      }
+      const meta = read.meta
+      if (!ProtocolVersion.isStateless(meta.protocolVersion)) {
+        return Effect.succeed(
+          JsonRpc.failure(request.id, JsonRpc.ErrorCode.UnsupportedProtocolVersion, "Unsupported protocol version", {
+            supported: [...ProtocolVersion.STATELESS],
+            requested: meta.protocolVersion
+          })
+        )
+      }
+      if (meta.logLevel !== undefined && !isLevel(meta.logLevel)) {
+        return Effect.succeed(
+          JsonRpc.failure(request.id, JsonRpc.ErrorCode.InvalidParams, `Unknown log level: ${meta.logLevel}`, {
+            levels: LEVELS
+          })
+        )
+      }
+      if (REMOVED_IN_STATELESS.has(request.method)) {
+        return Effect.succeed(JsonRpc.methodNotFound(request.id, request.method))
+      }
+      switch (request.method) {
+        case "server/discover":
+          return Effect.succeed(JsonRpc.success(request.id, discoverResult))
+        case "subscriptions/listen": {
+          const params = request.params as Record<string, unknown>
+          const held = subscriptions.hold(
+            request.id,
+            Subscriptions.agree(params.notifications, declared),
+            hctx.notify
+          )
+          if (held === undefined) {
+            return Effect.succeed(JsonRpc.failure(request.id, JsonRpc.ErrorCode.InternalError, "The server is shutting down"))
+          }
+          return Effect.as(
+            held,
+            JsonRpc.success(request.id, {
+              resultType: "complete",
+              _meta: { ...serverInfoMeta, [RequestMeta.MetaKey.subscriptionId]: request.id }
+            })
+          )
+        }
+      }
+      const session: Session = {
+        phase: "ready",
+        era: "modern",
+        protocolVersion: meta.protocolVersion,
+        clientInfo: meta.clientInfo ?? UNKNOWN_CLIENT,
+        clientCapabilities: meta.clientCapabilities,
+        logLevel: meta.logLevel as McpSchema.LoggingLevel | undefined,
+        channel: undefined,
+        initialized: NOT_AWAITED
+      }
+      return Router.dispatch(server.router, request, requestContext(request, hctx, session), missingCapability).pipe(
+        Effect.map((response) => "result" in response ? JsonRpc.success(response.id, statelessResult(response.result)) : response)
+      )
+    }
+
+    /** `resultType` (unless the handler chose one) and the server's identity in `_meta`. */
+    const statelessResult = (result: unknown): Record<string, unknown> => {
+      const r = isRecord(result) ? result : {}
+      return { resultType: "complete", ...r, _meta: { ...serverInfoMeta, ...(isRecord(r._meta) ? r._meta : {}) } }
     }
 
     const serve = (
@@ -637,8 +837,11 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       return Effect.as(Router.dispatchNotification(server.notificationRouter, n, sessionContext(hctx, session)), null)
     }
 
-    const handler: Handler<R> = (message, hctx) =>
-      "id" in message ? onRequest(message, hctx) : onNotification(message, hctx)
+    const handler: Handler<R> = Object.assign(
+      (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, hctx: HandlerContext) =>
+        "id" in message ? onRequest(message, hctx) : onNotification(message, hctx),
+      { shutdown: subscriptions.endAll }
+    )
 
     return {
       handler,
@@ -648,7 +851,8 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
           Array.from(sessions.values()),
           (s) => (s.phase === "ready" && s.channel !== undefined ? Effect.ignore(s.channel.notify(method, params)) : Effect.void),
           { discard: true }
-        ),
+        ).pipe(Effect.andThen(subscriptions.publish(method, params))),
+      shutdown: subscriptions.endAll,
       forgetSession: (sessionId) => Effect.sync(() => void sessions.delete(sessionKey(sessionId))),
       retainSessions: (sessionIds) =>
         Effect.sync(() => {

@@ -158,7 +158,9 @@ export const invalidParams = (id: JsonRpc.RequestId, error: Schema.SchemaError):
 export const dispatch = <Ctx, R>(
   router: Router<Ctx, R>,
   request: JsonRpc.JsonRpcRequest,
-  context: Ctx
+  context: Ctx,
+  /** Turns a handler's other failures into an error reply (`undefined`: -32603). */
+  toRpcError?: ((error: unknown) => RpcError | undefined) | undefined
 ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
   const route = router.requests.get(request.method)
   if (route === undefined) return Effect.succeed(JsonRpc.methodNotFound(request.id, request.method))
@@ -172,8 +174,11 @@ export const dispatch = <Ctx, R>(
           Effect.catchCause((cause) => {
             if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
             const failure = cause.reasons.find((r) => r._tag === "Fail")
-            if (failure !== undefined && failure._tag === "Fail" && failure.error instanceof RpcError) {
-              const e = failure.error
+            const mapped = failure !== undefined && failure._tag === "Fail"
+              ? failure.error instanceof RpcError ? failure.error : toRpcError?.(failure.error)
+              : undefined
+            if (mapped !== undefined) {
+              const e = mapped
               return Effect.succeed(JsonRpc.failure(request.id, e.code, e.rpcMessage, e.data))
             }
             return Effect.succeed(JsonRpc.internalError(request.id))

@@ -296,6 +296,7 @@ const makeServer = Effect.fnUntraced(function*<R>(
     send,
     allowBatch: options.allowBatch ?? true,
     maxBatchSize: options.maxBatchSize,
+    decideEra: true,
     defaultRequestTimeoutMs: clientTimeout,
     onHandlerError: (message, cause) =>
       Effect.logWarning(`stdio server: handler for ${message.method} failed; answering -32603`, cause)
@@ -333,6 +334,8 @@ const makeServer = Effect.fnUntraced(function*<R>(
     Effect.gen(function*() {
       // The client can no longer answer requests we sent it.
       yield* session.closeOutgoing(reason)
+      // Long-lived requests (open listens) end with their final replies instead of running out the grace period.
+      if (handler.shutdown !== undefined) yield* handler.shutdown
       const finished = yield* dispatch.drain(grace)
       if (!finished) {
         yield* Effect.logWarning(

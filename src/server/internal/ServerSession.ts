@@ -14,7 +14,8 @@ import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../../JsonRpc.ts"
-import { type RequestError, TransportClosed, truncate } from "../../McpError.ts"
+import { ClientRequestUnavailable, type RequestError, TransportClosed, truncate } from "../../McpError.ts"
+import * as RequestMeta from "../../RequestMeta.ts"
 import type { Handler, HandlerContext } from "../Handler.ts"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as Correlation from "../../internal/Correlation.ts"
@@ -38,6 +39,11 @@ export interface ServerSessionOptions<R> {
    */
   readonly sendFor?: ((requestId: JsonRpc.RequestId) => (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, TransportClosed>) | undefined
   readonly defaultRequestTimeoutMs?: number | undefined
+  /**
+   * Whether the session is one connection whose first request decides its
+   * era (stdio, the in-memory pair). HTTP decides per request instead.
+   */
+  readonly decideEra?: boolean | undefined
   /**
    * Transport-specific extras for the context of one request (HTTP adds
    * `closeSseStream`). Merged over the base context.
@@ -106,7 +112,7 @@ type CallClient = (
   params: unknown,
   send: Send,
   options: { readonly timeoutMs?: number | undefined } | undefined
-) => Effect.Effect<unknown, RequestError>
+) => Effect.Effect<unknown, RequestError | ClientRequestUnavailable>
 
 /**
  * The context a handler gets. One is built for every request, and most
@@ -157,8 +163,25 @@ export const make = Effect.fnUntraced(function*<R>(
       options.send(JsonRpc.notification("notifications/cancelled", { requestId: id, reason })).pipe(Effect.ignore)
   })
 
+  /**
+   * The connection's era, decided by its first request: 2026-07-28 `_meta`
+   * makes it stateless, anything else the handshake era; an `initialize`
+   * later switches it to the handshake era (a dual-era client falling back).
+   * A stateless connection never carries requests from the server.
+   */
+  let era: "undecided" | "legacy" | "modern" = "undecided"
+  const observe = (request: JsonRpc.JsonRpcRequest): void => {
+    if (options.decideEra !== true) return
+    if (request.method === "initialize") era = "legacy"
+    else if (era === "undecided") era = RequestMeta.readMeta(request.params)._tag === "Absent" ? "legacy" : "modern"
+  }
+
   const callClient: CallClient = (method, params, send, o) =>
-    correlation.call(method, params, send, { timeoutMs: o?.timeoutMs ?? options.defaultRequestTimeoutMs ?? 60_000 })
+    era === "modern"
+      ? Effect.fail(
+        new ClientRequestUnavailable({ method, reason: "the connection speaks the stateless era (2026-07-28)" })
+      )
+      : correlation.call(method, params, send, { timeoutMs: o?.timeoutMs ?? options.defaultRequestTimeoutMs ?? 60_000 })
 
   const context: HandlerContext = new LiveHandlerContext(options.sessionId, undefined, options.send, callClient, undefined)
 
@@ -233,6 +256,7 @@ export const make = Effect.fnUntraced(function*<R>(
     switch (classified._tag) {
       case "Request": {
         const request = classified.message
+        observe(request)
         // Started at once: the handler runs now, not on the scheduler's next turn.
         // A second request with the id of one still running gets no reply.
         const run = serving.run(request.id, runHandler(request, requestContext(request))).pipe(
@@ -271,6 +295,7 @@ export const make = Effect.fnUntraced(function*<R>(
     request: JsonRpc.JsonRpcRequest,
     onReply: (reply: JsonRpc.JsonRpcResponse) => Effect.Effect<void>
   ): Effect.Effect<void> => {
+    observe(request)
     // A second request with the id of one still running gets no reply, as in `handleMessage`.
     if (serving.has(request.id)) {
       return Effect.flatMap(handleMessage({ _tag: "Request", message: request }), (r) => r === null ? Effect.void : onReply(r))
