@@ -562,7 +562,8 @@ const INPUT_METHODS: ReadonlySet<string> = new Set(["sampling/createMessage", "e
  * the same asks in the same order, so each finds the answer recorded for it.
  * An ask with no answer yet is recorded as pending and stops the handler by
  * interruption (a failure it could catch would let it go on without the
- * answer); asks made concurrently before it stops are asked together.
+ * answer). It yields once before it stops, so that asks made concurrently
+ * (`Effect.all` with concurrency) are recorded too and asked in one round.
  */
 class Rounds {
   #next = 0
@@ -576,7 +577,7 @@ class Rounds {
       const key = `ask-${this.#next++}`
       if (Object.hasOwn(this.answers, key)) return Effect.succeed(this.answers[key])
       this.pending.set(key, { method, params: params ?? {} })
-      return Effect.interrupt
+      return Effect.andThen(Effect.yieldNow, Effect.interrupt)
     })
   }
 }
