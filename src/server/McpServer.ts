@@ -227,15 +227,23 @@ export interface RequestContext extends SessionContext {
   readonly log: (level: McpSchema.LoggingLevel, data: unknown, logger?: string) => Effect.Effect<void>
   /**
    * `sampling/createMessage`; fails with `CapabilityNotSupported` (nothing
-   * sent) unless the client declared sampling, and at once with
-   * `ClientRequestUnavailable` while serving a request of the stateless era.
+   * sent) unless the client declared sampling. In the stateless era it is an
+   * `input_required` round in `tools/call`, `resources/read` and
+   * `prompts/get` (the handler runs again from the start with the answer:
+   * keep it deterministic up to its asks), and fails at once with
+   * `ClientRequestUnavailable` elsewhere.
    */
   readonly sample: (params: SamplingRequest) => Effect.Effect<McpSchema.CreateMessageResult, ClientCallError>
   /** `elicitation/create`; needs the client's elicitation capability (and its `url` mode for URL requests). */
   readonly elicit: (params: ElicitRequest) => Effect.Effect<McpSchema.ElicitResult, ClientCallError>
   /** `roots/list`; needs the client's roots capability. */
   readonly listRoots: Effect.Effect<ReadonlyArray<McpSchema.Root>, ClientCallError>
-  /** Any request to the client, unchecked (stateless era: fails at once with `ClientRequestUnavailable`). */
+  /**
+   * Any request to the client, unchecked. Stateless era: an `input_required`
+   * round for `sampling/createMessage`, `elicitation/create` and
+   * `roots/list` where `sample` would be one; anything else fails at once
+   * with `ClientRequestUnavailable`.
+   */
   readonly request: HandlerContext["request"]
 }
 
