@@ -6,6 +6,8 @@
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
+import { Client as Sdk2Client } from "@modelcontextprotocol/client"
+import { StdioClientTransport as Sdk2StdioClientTransport } from "@modelcontextprotocol/client/stdio"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
@@ -238,4 +240,27 @@ describe("asks in the stateless era over stdio", () => {
         expect(JSON.parse(textOf(yield* client.callTool({ name: "runs" })))).toEqual({ onboard: 4 })
       }
     }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 30_000)
+  it.live("the SDK v2 client pinned to 2026-07-28 answers the same rounds with its own handlers", () =>
+    Effect.promise(async () => {
+      const client = new Sdk2Client({ name: "sdk2", version: "1.0.0" }, {
+        capabilities: { elicitation: { form: {} }, sampling: {}, roots: {} },
+        versionNegotiation: { mode: { pin: "2026-07-28" } }
+      })
+      client.setRequestHandler("elicitation/create", async () => ({ action: "accept", content: { name: "Grace" } }))
+      client.setRequestHandler("sampling/createMessage", async (request) => ({
+        role: "assistant",
+        model: "test",
+        content: { type: "text", text: `Hi! (${(request.params.messages[0]!.content as { text: string }).text})` }
+      }))
+      client.setRequestHandler("roots/list", async () => ({ roots: [{ uri: "file:///r" }] }))
+      await client.connect(new Sdk2StdioClientTransport({ command: process.execPath, args: [fixture], stderr: "pipe" }))
+      try {
+        const result = await client.callTool({ name: "onboard" })
+        expect((result.content as Array<{ text: string }>)[0]!.text).toBe("Hi! (Greet Grace) [file:///r]")
+        const runs = await client.callTool({ name: "runs" })
+        expect(JSON.parse((runs.content as Array<{ text: string }>)[0]!.text)).toEqual({ onboard: 4 })
+      } finally {
+        await client.close()
+      }
+    }), 30_000)
 })
