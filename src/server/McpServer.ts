@@ -933,8 +933,9 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
         // The handler sees the request as the client first sent it.
         const ownRequest = JsonRpc.request(request.id, request.method, own) as JsonRpc.JsonRpcRequest
         const ctx = new LiveRequestContext(ownRequest, hctx, session, timeoutMs, rounds)
-        const inputRequired = (): JsonRpc.JsonRpcResponse => {
-          const token = RequestState.issue(stateConfig, binding, { answers, asked: Array.from(rounds.pending.keys()) }, now)
+        // Read the clock again: the state's lifetime starts when it is issued, however long the handler ran.
+        const inputRequired = Effect.map(Clock.currentTimeMillis, (issuedAt): JsonRpc.JsonRpcResponse => {
+          const token = RequestState.issue(stateConfig, binding, { answers, asked: Array.from(rounds.pending.keys()) }, issuedAt)
           if (token === undefined) {
             return JsonRpc.failure(
               request.id,
@@ -948,15 +949,13 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
             requestState: token,
             _meta: serverInfoMeta
           })
-        }
+        })
         return Router.dispatch(server.router, ownRequest, ctx, missingCapability).pipe(
           Effect.matchCauseEffect({
             onFailure: (cause) =>
-              rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause)
-                ? Effect.succeed(inputRequired())
-                : Effect.failCause(cause),
+              rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause) ? inputRequired : Effect.failCause(cause),
             // A handler that caught its ask's interruption still lacks the answer.
-            onSuccess: (response) => Effect.succeed(rounds.pending.size > 0 ? inputRequired() : completeResponse(response))
+            onSuccess: (response) => rounds.pending.size > 0 ? inputRequired : Effect.succeed(completeResponse(response))
           })
         )
       })

@@ -174,6 +174,19 @@ describe("asks in the stateless era: input_required", () => {
       expect((yield* retry({ requestState: state })).rpcMessage).toContain("expired")
     }))
 
+  it.effect("answers that would outgrow requestStateMaxBytes end the call with -32603 instead of a state the server would refuse", () =>
+    Effect.gen(function*() {
+      const { pair } = yield* pairOf({ requestStateMaxBytes: 400 })
+      const first = yield* round(pair.client, { name: "onboard" })
+      expect(first.requestState.length).toBeLessThanOrEqual(400)
+      const outgrown = yield* errorOf(pair.client, "tools/call", {
+        name: "onboard",
+        requestState: first.requestState,
+        inputResponses: { "ask-0": { action: "accept", content: { name: "x".repeat(1_000) } } }
+      })
+      expect(outgrown).toMatchObject({ code: -32603, rpcMessage: expect.stringContaining("400 bytes") })
+    }))
+
   it.effect("a state is signed with the server's key: another key refuses it, a shared key accepts it", () =>
     Effect.gen(function*() {
       const a = yield* pairOf({ requestStateKey: "shared" })
