@@ -48,6 +48,12 @@ export interface HandlerContext {
    * what it missed (SSE polling, 2025-11-25). The request keeps running.
    */
   readonly closeSseStream?: (() => Effect.Effect<void>) | undefined
+  /**
+   * The id of the principal the transport authenticated the message as
+   * (HTTP with an `authenticate` hook); absent where there is none (stdio,
+   * in-memory). `McpServer` binds the stateless era's `requestState` to it.
+   */
+  readonly principal?: string | undefined
 }
 
 /**

@@ -11,6 +11,8 @@
  * session of an HTTP server; on stdio and in-memory (no session id) one
  * handle serves one connection, so build one handle per connection there.
  */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -28,6 +30,7 @@ import {
 } from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
+import * as RequestState from "./internal/RequestState.ts"
 import * as Subscriptions from "./internal/Subscriptions.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Router from "./Router.ts"
@@ -90,14 +93,44 @@ export interface McpServerOptions {
    * Also serve the stateless era (2026-07-28) next to the handshake: a
    * request whose `_meta` names a stateless revision is served on its own
    * (`server/discover`, `subscriptions/listen`, per-request capabilities).
-   * Default `false` for now: over HTTP the stateless era is not routed yet,
-   * and a handler's asks of the client (elicitation, sampling, roots) have
-   * no stateless form yet (they fail with `ClientRequestUnavailable`), so a
-   * dual-era client (`McpClient` in `auto`) is better served by the
-   * handshake until both are in. Over stdio and in memory `true` serves both.
+   * A handler's asks of the client (elicitation, sampling, roots) become
+   * `input_required` results there, and the client's retry runs the handler
+   * again with the answers (see `requestStateKey`). Default `false` for now:
+   * over HTTP the stateless era is not routed yet. Over stdio and in memory
+   * `true` serves both.
    */
   readonly stateless?: boolean | undefined
+  /**
+   * The HMAC-SHA256 key that signs the `requestState` of `input_required`
+   * results (stateless era), so a client can neither forge one nor move one
+   * to another request. Default: a random key made once per process, so
+   * several server processes behind one endpoint need a shared key here.
+   */
+  readonly requestStateKey?: string | Uint8Array | undefined
+  /** How long a `requestState` may be brought back, default 10 minutes. */
+  readonly requestStateTtl?: Duration.Input | undefined
+  /**
+   * The largest `requestState` the server issues or accepts (it carries the
+   * client's answers of every round so far), default 256 KiB.
+   */
+  readonly requestStateMaxBytes?: number | undefined
 }
+
+/**
+ * The default `requestStateTtl`: 10 minutes.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const DEFAULT_REQUEST_STATE_TTL_MS = 600_000
+
+/**
+ * The default `requestStateMaxBytes`: 256 KiB.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const DEFAULT_REQUEST_STATE_MAX_BYTES = 262_144
 
 /**
  * The default `discovery.ttlMs`: one minute.
@@ -194,15 +227,23 @@ export interface RequestContext extends SessionContext {
   readonly log: (level: McpSchema.LoggingLevel, data: unknown, logger?: string) => Effect.Effect<void>
   /**
    * `sampling/createMessage`; fails with `CapabilityNotSupported` (nothing
-   * sent) unless the client declared sampling, and at once with
-   * `ClientRequestUnavailable` while serving a request of the stateless era.
+   * sent) unless the client declared sampling. In the stateless era it is an
+   * `input_required` round in `tools/call`, `resources/read` and
+   * `prompts/get` (the handler runs again from the start with the answer:
+   * keep it deterministic up to its asks), and fails at once with
+   * `ClientRequestUnavailable` elsewhere.
    */
   readonly sample: (params: SamplingRequest) => Effect.Effect<McpSchema.CreateMessageResult, ClientCallError>
   /** `elicitation/create`; needs the client's elicitation capability (and its `url` mode for URL requests). */
   readonly elicit: (params: ElicitRequest) => Effect.Effect<McpSchema.ElicitResult, ClientCallError>
   /** `roots/list`; needs the client's roots capability. */
   readonly listRoots: Effect.Effect<ReadonlyArray<McpSchema.Root>, ClientCallError>
-  /** Any request to the client, unchecked (stateless era: fails at once with `ClientRequestUnavailable`). */
+  /**
+   * Any request to the client, unchecked. Stateless era: an `input_required`
+   * round for `sampling/createMessage`, `elicitation/create` and
+   * `roots/list` where `sample` would be one; anything else fails at once
+   * with `ClientRequestUnavailable`.
+   */
   readonly request: HandlerContext["request"]
 }
 
@@ -507,12 +548,47 @@ class LiveSessionContext implements SessionContext {
 }
 
 /**
- * Servers of the stateless era never start requests; asking the client
- * through `input_required` results is not built yet, so an ask fails at
- * once rather than wait for an answer that cannot come.
+ * Servers of the stateless era never start requests. Outside the methods
+ * that may answer `input_required`, an ask fails at once rather than wait
+ * for an answer that cannot come.
  */
 const statelessAsk = (method: string) =>
-  new ClientRequestUnavailable({ method, reason: "the request being served is of the stateless era (2026-07-28)" })
+  new ClientRequestUnavailable({
+    method,
+    reason: "the request being served is of the stateless era (2026-07-28) and cannot answer input_required"
+  })
+
+/** The methods whose handlers may ask the client through `input_required` results (stateless era). */
+const MULTI_ROUND: ReadonlySet<string> = new Set(["tools/call", "resources/read", "prompts/get"])
+
+/** What an `input_required` result may ask for. */
+const INPUT_METHODS: ReadonlySet<string> = new Set(["sampling/createMessage", "elicitation/create", "roots/list"])
+
+/**
+ * The asks of one run of a handler in a multi-round request. Asks are keyed
+ * by their order in the run (`ask-0`, `ask-1`…): the run after a retry makes
+ * the same asks in the same order, so each finds the answer recorded for it.
+ * An ask with no answer yet is recorded as pending and stops the handler by
+ * interruption (a failure it could catch would let it go on without the
+ * answer). It yields once before it stops, so that asks made concurrently
+ * (`Effect.all` with concurrency) are recorded too and asked in one round.
+ */
+class Rounds {
+  #next = 0
+  readonly pending = new Map<string, { readonly method: string; readonly params: unknown }>()
+  readonly answers: Readonly<Record<string, unknown>>
+  constructor(answers: Readonly<Record<string, unknown>>) {
+    this.answers = answers
+  }
+  ask(method: string, params: unknown): Effect.Effect<unknown> {
+    return Effect.suspend(() => {
+      const key = `ask-${this.#next++}`
+      if (Object.hasOwn(this.answers, key)) return Effect.succeed(this.answers[key])
+      this.pending.set(key, { method, params: params ?? {} })
+      return Effect.andThen(Effect.yieldNow, Effect.interrupt)
+    })
+  }
+}
 
 const clientHas = (session: Session, path: ReadonlyArray<string>): boolean => {
   let node: unknown = session.clientCapabilities
@@ -533,18 +609,29 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
   readonly requestId: JsonRpc.RequestId
   readonly progressToken: string | number | undefined
   readonly #timeoutMs: number
+  readonly #rounds: Rounds | undefined
   // The capabilities made so far (most requests make none).
   #made: { -readonly [K in "progress" | "log" | "sample" | "elicit" | "listRoots"]?: RequestContext[K] } | undefined
 
-  constructor(request: JsonRpc.JsonRpcRequest, hctx: HandlerContext, state: Session, timeoutMs: number) {
+  constructor(
+    request: JsonRpc.JsonRpcRequest,
+    hctx: HandlerContext,
+    state: Session,
+    timeoutMs: number,
+    rounds?: Rounds | undefined
+  ) {
     super(hctx, state)
     this.requestId = request.id
     this.progressToken = progressTokenOf(request.params)
     this.#timeoutMs = timeoutMs
+    this.#rounds = rounds
   }
 
   get request(): HandlerContext["request"] {
-    return this.state.era === "modern" ? (method) => Effect.fail(statelessAsk(method)) : this.hctx.request
+    if (this.state.era !== "modern") return this.hctx.request
+    const rounds = this.#rounds
+    return (method, params) =>
+      rounds !== undefined && INPUT_METHODS.has(method) ? rounds.ask(method, params) : Effect.fail(statelessAsk(method))
   }
 
   #callClient<A>(
@@ -556,11 +643,12 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
     if (!clientHas(this.state, capability)) {
       return Effect.fail(new CapabilityNotSupported({ method, capability: capability.join("."), peer: "client" }))
     }
-    return this.state.era === "modern"
-      ? Effect.fail(statelessAsk(method))
-      : this.hctx.request(method, params, { timeoutMs: this.#timeoutMs }).pipe(
-        Effect.flatMap((raw) => Effect.mapError(decode(raw), invalidResult(method)))
-      )
+    const asked = this.state.era !== "modern"
+      ? this.hctx.request(method, params, { timeoutMs: this.#timeoutMs })
+      : this.#rounds !== undefined
+      ? this.#rounds.ask(method, params)
+      : Effect.fail(statelessAsk(method))
+    return Effect.flatMap(asked, (raw) => Effect.mapError(decode(raw), invalidResult(method)))
   }
 
   get progress(): RequestContext["progress"] {
@@ -630,6 +718,13 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     const sessions = new Map<string, Session>()
     const subscriptions = Subscriptions.make()
     const serverInfoMeta = { [RequestMeta.MetaKey.serverInfo]: options.serverInfo }
+    const stateConfig: RequestState.Config = {
+      key: options.requestStateKey === undefined ? RequestState.defaultKey() : RequestState.keyFrom(options.requestStateKey),
+      ttlMs: options.requestStateTtl === undefined
+        ? DEFAULT_REQUEST_STATE_TTL_MS
+        : Duration.toMillis(Duration.fromInputUnsafe(options.requestStateTtl)),
+      maxBytes: options.requestStateMaxBytes ?? DEFAULT_REQUEST_STATE_MAX_BYTES
+    }
     const discoverResult: Record<string, unknown> = {
       resultType: "complete",
       supportedVersions: [...ProtocolVersion.STATELESS],
@@ -790,10 +885,80 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
         channel: undefined,
         initialized: NOT_AWAITED
       }
+      if (MULTI_ROUND.has(request.method) && isRecord(request.params)) {
+        return serveRounds(request, request.params, hctx, session)
+      }
       return Router.dispatch(server.router, request, requestContext(request, hctx, session), missingCapability).pipe(
-        Effect.map((response) => "result" in response ? JsonRpc.success(response.id, statelessResult(response.result)) : response)
+        Effect.map(completeResponse)
       )
     }
+
+    const completeResponse = (response: JsonRpc.JsonRpcResponse): JsonRpc.JsonRpcResponse =>
+      "result" in response ? JsonRpc.success(response.id, statelessResult(response.result)) : response
+
+    /**
+     * A request that may answer `input_required`: the handler runs from the
+     * start with the answers recorded so far; its first ask with no answer
+     * stops it, and the request is answered with what it asked and a signed
+     * state holding the answers, for the client's retry.
+     */
+    const serveRounds = (
+      request: JsonRpc.JsonRpcRequest,
+      params: Record<string, unknown>,
+      hctx: HandlerContext,
+      session: Session
+    ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const { inputResponses, requestState, ...own } = params
+        const binding: RequestState.Binding = {
+          method: request.method,
+          name: String((request.method === "resources/read" ? params.uri : params.name) ?? ""),
+          digest: RequestState.digestParams(params),
+          principal: hctx.principal
+        }
+        let answers: Record<string, unknown> = {}
+        if (requestState !== undefined) {
+          const verified = RequestState.verify(stateConfig, binding, requestState, now)
+          if (verified._tag === "Invalid") {
+            return Effect.succeed(JsonRpc.failure(request.id, JsonRpc.ErrorCode.InvalidParams, `Invalid requestState: ${verified.reason}`))
+          }
+          // Only the keys asked last round are taken from the client; the rest came signed.
+          answers = { ...verified.state.answers }
+          const responses = isRecord(inputResponses) ? inputResponses : {}
+          for (const key of verified.state.asked) {
+            if (Object.hasOwn(responses, key) && responses[key] !== undefined) answers[key] = responses[key]
+          }
+        }
+        const rounds = new Rounds(answers)
+        // The handler sees the request as the client first sent it.
+        const ownRequest = JsonRpc.request(request.id, request.method, own) as JsonRpc.JsonRpcRequest
+        const ctx = new LiveRequestContext(ownRequest, hctx, session, timeoutMs, rounds)
+        // Read the clock again: the state's lifetime starts when it is issued, however long the handler ran.
+        const inputRequired = Effect.map(Clock.currentTimeMillis, (issuedAt): JsonRpc.JsonRpcResponse => {
+          const token = RequestState.issue(stateConfig, binding, { answers, asked: Array.from(rounds.pending.keys()) }, issuedAt)
+          if (token === undefined) {
+            return JsonRpc.failure(
+              request.id,
+              JsonRpc.ErrorCode.InternalError,
+              `The answers of this request outgrew the requestState bound (${stateConfig.maxBytes} bytes)`
+            )
+          }
+          return JsonRpc.success(request.id, {
+            resultType: "input_required",
+            inputRequests: Object.fromEntries(rounds.pending),
+            requestState: token,
+            _meta: serverInfoMeta
+          })
+        })
+        return Router.dispatch(server.router, ownRequest, ctx, missingCapability).pipe(
+          Effect.matchCauseEffect({
+            onFailure: (cause) =>
+              rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause) ? inputRequired : Effect.failCause(cause),
+            // A handler that caught its ask's interruption still lacks the answer.
+            onSuccess: (response) => rounds.pending.size > 0 ? inputRequired : Effect.succeed(completeResponse(response))
+          })
+        )
+      })
 
     /** `resultType` (unless the handler chose one) and the server's identity in `_meta`. */
     const statelessResult = (result: unknown): Record<string, unknown> => {

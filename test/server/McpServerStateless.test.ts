@@ -27,6 +27,11 @@ const server = McpServer.make({
 }).pipe(
   McpServer.method("tools/list", {}, () => Effect.succeed({ tools: [{ name: "caps", inputSchema: { type: "object" } }] })),
   McpServer.method("resources/read", {}, () => Effect.succeed({ contents: [] })),
+  McpServer.method("completion/complete", {}, (_, ctx) =>
+    Effect.match(ctx.sample({ messages: [], maxTokens: 1 }), {
+      onFailure: (e) => ({ completion: { values: [e._tag] } }),
+      onSuccess: () => ({ completion: { values: ["answered"] } })
+    })),
   McpServer.method("tools/call", {}, (params, ctx) =>
     Effect.gen(function*() {
       const text = (t: string) => ({ content: [{ type: "text", text: t }] })
@@ -159,14 +164,22 @@ describe("McpServer in the stateless era (2026-07-28)", () => {
       checkSpec("LoggingMessageNotification", logs[0])
     }))
 
-  it.effect("asking the client during a stateless request fails at once: ClientRequestUnavailable, or -32021 without the capability", () =>
+  it.effect("asking the client during a stateless request: input_required on tools/call, ClientRequestUnavailable at once elsewhere, -32021 without the capability", () =>
     Effect.gen(function*() {
       const { pair } = yield* pairOf
-      const asked = yield* pair.client.request("tools/call", {
-        name: "ask",
-        _meta: meta({ [RequestMeta.MetaKey.clientCapabilities]: { sampling: {} } })
+      const sampling = meta({ [RequestMeta.MetaKey.clientCapabilities]: { sampling: {} } })
+      const asked = yield* pair.client.request("tools/call", { name: "ask", _meta: sampling })
+      expect(asked).toMatchObject({
+        resultType: "input_required",
+        inputRequests: { "ask-0": { method: "sampling/createMessage", params: { messages: [], maxTokens: 1 } } }
       })
-      expect((asked as { content: Array<{ text: string }> }).content[0]!.text).toBe("ClientRequestUnavailable")
+      checkSpec("InputRequiredResult", asked)
+      const completed = yield* pair.client.request("completion/complete", {
+        ref: { type: "ref/prompt", name: "p" },
+        argument: { name: "a", value: "" },
+        _meta: sampling
+      })
+      expect((completed as { completion: { values: Array<string> } }).completion.values).toEqual(["ClientRequestUnavailable"])
       const refused = rpcErrorOf(yield* Effect.flip(pair.client.request("tools/call", { name: "ask_uncaught", _meta: meta() })))
       expect(refused).toMatchObject({ code: -32021, data: { requiredCapabilities: { elicitation: {} } } })
     }))
