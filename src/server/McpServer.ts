@@ -90,11 +90,11 @@ export interface McpServerOptions {
    * Also serve the stateless era (2026-07-28) next to the handshake: a
    * request whose `_meta` names a stateless revision is served on its own
    * (`server/discover`, `subscriptions/listen`, per-request capabilities).
-   * Default `false` for now: over HTTP the stateless era is not routed yet,
-   * and a handler's asks of the client (elicitation, sampling, roots) have
-   * no stateless form yet (they fail with `ClientRequestUnavailable`), so a
-   * dual-era client (`McpClient` in `auto`) is better served by the
-   * handshake until both are in. Over stdio and in memory `true` serves both.
+   * Default `false` for now: a handler's asks of the client (elicitation,
+   * sampling, roots) have no stateless form yet (they fail with
+   * `ClientRequestUnavailable`), so a dual-era client (`McpClient` in
+   * `auto`) is better served by the handshake until it is in. `true` serves
+   * both over stdio, in memory and over Streamable HTTP.
    */
   readonly stateless?: boolean | undefined
 }
