@@ -38,7 +38,8 @@ const text = (t: string) => ({ content: [{ type: "text", text: t }] })
 /** The server every test mounts; `hang` reports its interruption to `interrupted`. */
 const makeServer = (interrupted: Deferred.Deferred<void>, stateless = true) =>
   McpServer.make({ serverInfo: { name: "dual-http", version: "1.0.0" }, capabilities: { tools: {} }, stateless }).pipe(
-    McpServer.method("tools/list", {}, () => Effect.succeed({ tools })),
+    // The cache hints 2026-07-28 requires on list results (the SDK v2 client checks them).
+    McpServer.method("tools/list", {}, () => Effect.succeed({ tools, ttlMs: 0, cacheScope: "private" })),
     McpServer.method("tools/call", {}, (params, ctx) => {
       const p = params as { name: string; arguments?: Record<string, unknown> }
       switch (p.name) {
@@ -299,5 +300,26 @@ describe("Streamable HTTP: both eras on one endpoint", () => {
       const allowed = (res.headers.get("access-control-allow-headers") ?? "").toLowerCase().split(/,\s*/)
       expect(allowed).toEqual(expect.arrayContaining(["mcp-method", "mcp-name", "mcp-param-region"]))
       expect(allowed).not.toContain("x-other")
+    })))
+})
+
+describe("Streamable HTTP both eras: the official SDK v2 client", () => {
+  it.live("pinned to 2026-07-28 (no session made) and in its default negotiation, it calls a tool with an x-mcp-header parameter", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { transport, url } = yield* serveDual()
+      const { Client: Sdk2Client, StreamableHTTPClientTransport: Sdk2Transport } = yield* Effect.promise(() =>
+        import("@modelcontextprotocol/client")
+      )
+      for (const [pinned, options] of [[true, { versionNegotiation: { mode: { pin: MODERN } } }], [false, {}]] as const) {
+        const client = new Sdk2Client({ name: "sdk2", version: "1.0.0" }, options as never)
+        yield* Effect.promise(() => client.connect(new Sdk2Transport(new URL(url))))
+        // It learns which arguments go in headers from tools/list (and does not list again after a -32020).
+        yield* Effect.promise(() => client.listTools())
+        const called = yield* Effect.promise(() => client.callTool({ name: "region_echo", arguments: { region: "ap", count: 2 } }))
+        expect(called.content).toEqual([{ type: "text", text: "region: ap" }])
+        // Pinned, it is served statelessly; in its default negotiation it may take the handshake.
+        if (pinned) expect(yield* transport.sessionIds).toEqual([])
+        yield* Effect.promise(() => client.close())
+      }
     })))
 })
