@@ -323,3 +323,28 @@ describe("Streamable HTTP both eras: the official SDK v2 client", () => {
       }
     })))
 })
+
+describe("Streamable HTTP both eras: McpServer's tool schemas", () => {
+  it.live("the Mcp-Param-* check follows the tool list again after notifyAll(tools/list_changed)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      let marked = false
+      const schema = () => ({
+        type: "object",
+        properties: { zone: marked ? { type: "string", "x-mcp-header": "Zone" } : { type: "string" } }
+      })
+      const server = McpServer.make({ serverInfo: { name: "dyn", version: "1.0.0" }, stateless: true }).pipe(
+        McpServer.method("tools/list", {}, () => Effect.sync(() => ({ tools: [{ name: "dyn", inputSchema: schema() }] }))),
+        McpServer.method("tools/call", {}, () => Effect.succeed(text("ok")))
+      )
+      const handle = yield* McpServer.toHandler(server)
+      const context = yield* Layer.build(HttpServerTransport.layer(handle.handler, { port: 0 }))
+      const url = Option.getOrThrow(Context.get(context, HttpServerTransport.HttpServerTransport).url)
+      const m = modern("tools/call", { name: "dyn", arguments: { zone: "z1" } })
+      const status = () => Effect.promise(() => post(url, m.body, m.headers).then((r) => r.status))
+      expect(yield* status()).toBe(200)
+      marked = true
+      expect(yield* status()).toBe(200)
+      yield* handle.notifyAll("notifications/tools/list_changed")
+      expect(yield* status()).toBe(400)
+    })))
+})
