@@ -152,6 +152,22 @@ export const withSubscriptionId = (meta: unknown, subscriptionId: string | numbe
 })
 
 /**
+ * Requests the stateless era removed (answered -32601; on Streamable HTTP
+ * with status 404): the handshake, `ping`, `logging/setLevel` and the
+ * per-resource subscriptions (replaced by `subscriptions/listen`).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const REMOVED_METHODS: ReadonlySet<string> = new Set([
+  "initialize",
+  "ping",
+  "logging/setLevel",
+  "resources/subscribe",
+  "resources/unsubscribe"
+])
+
+/**
  * The methods whose `Mcp-Name` header is required, and the body field it mirrors.
  *
  * @since 0.2.0

@@ -88,4 +88,17 @@ export type Handler<R = never> =
      * in flight. Optional; a plain function is a handler too.
      */
     readonly shutdown?: Effect.Effect<void> | undefined
+    /**
+     * Whether the handler serves requests of the stateless era (2026-07-28)
+     * on their own, with no session: the HTTP transport then routes such
+     * requests to it without a session. Optional (absent: handshake era only).
+     */
+    readonly stateless?: boolean | undefined
+    /**
+     * The `inputSchema` of a tool as `tools/list` lists it (`undefined` for
+     * an unknown tool): the HTTP transport reads its `x-mcp-header`
+     * parameters to check a stateless `tools/call`'s `Mcp-Param-*` headers.
+     * Optional (absent: those headers are not checked).
+     */
+    readonly toolInputSchema?: ((name: string) => Effect.Effect<unknown, never, R>) | undefined
   }

@@ -133,7 +133,14 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     maxBufferedBytes: config.maxBufferedBytesPerStream,
     keepAliveMs: config.keepAliveMs
   })
-  const env: Env = { config, sessions, store, lists }
+  const env: Env = {
+    config,
+    sessions,
+    store,
+    lists,
+    handler: handler as Handler<never>,
+    services: services as Context.Context<never>
+  }
   const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
 
   yield* router.add("POST", config.path, authed(StreamableHttp.post(env)))

@@ -95,9 +95,11 @@ export interface McpServerOptions {
    * (`server/discover`, `subscriptions/listen`, per-request capabilities).
    * A handler's asks of the client (elicitation, sampling, roots) become
    * `input_required` results there, and the client's retry runs the handler
-   * again with the answers (see `requestStateKey`). Default `false` for now:
-   * over HTTP the stateless era is not routed yet. Over stdio and in memory
-   * `true` serves both.
+   * again with the answers (see `requestStateKey`). `true` serves both eras
+   * over stdio, in memory and over Streamable HTTP. Default `false` for now,
+   * so that servers keep serving dual-era clients the handshake until the
+   * stateless era's remaining parts (cache hints on list results, the
+   * bridge) are in.
    */
   readonly stateless?: boolean | undefined
   /**
@@ -417,14 +419,6 @@ const decodeElicit = lazyDecoder((m) => m.ElicitResult)
 const decodeRoots = lazyDecoder((m) => m.ListRootsResult)
 const severity = (level: McpSchema.LoggingLevel): number => LEVELS.indexOf(level)
 const isLevel = (level: string): level is McpSchema.LoggingLevel => (LEVELS as ReadonlyArray<string>).includes(level)
-
-/** Methods the stateless era removed: a request of that era naming one gets -32601, handler or not. */
-const REMOVED_IN_STATELESS: ReadonlySet<string> = new Set([
-  "ping",
-  "logging/setLevel",
-  "resources/subscribe",
-  "resources/unsubscribe"
-])
 
 const UNKNOWN_CLIENT: Implementation = { name: "unknown", version: "unknown" }
 
@@ -850,7 +844,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
           })
         )
       }
-      if (REMOVED_IN_STATELESS.has(request.method)) {
+      if (RequestMeta.REMOVED_METHODS.has(request.method)) {
         return Effect.succeed(JsonRpc.methodNotFound(request.id, request.method))
       }
       switch (request.method) {
@@ -1002,21 +996,72 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       return Effect.as(Router.dispatchNotification(server.notificationRouter, n, sessionContext(hctx, session)), null)
     }
 
+    // The tools as `tools/list` lists them, read when a stateless `tools/call`
+    // needs its header parameters checked; listed again after a list change.
+    let toolSchemas: Map<string, unknown> | undefined
+    const quietContext: HandlerContext = {
+      sessionId: undefined,
+      requestId: undefined,
+      notify: () => Effect.void,
+      request: (method) => Effect.fail(statelessAsk(method))
+    }
+    const listTools = Effect.gen(function*() {
+      const found = new Map<string, unknown>()
+      let cursor: unknown = undefined
+      // A bounded walk: a tools/list whose cursors never end cannot hold a request forever.
+      for (let page = 0; page < 100; page++) {
+        const request: JsonRpc.JsonRpcRequest = {
+          jsonrpc: "2.0",
+          id: `tool-schemas-${page}`,
+          method: "tools/list",
+          params: {
+            ...(cursor === undefined ? {} : { cursor }),
+            _meta: RequestMeta.requestMeta({ protocolVersion: ProtocolVersion.LATEST_STATELESS, clientCapabilities: {} })
+          }
+        }
+        const meta = RequestMeta.readMeta(request.params)
+        if (meta._tag !== "Valid") break
+        const reply = yield* serveStateless(request, quietContext, meta)
+        if (!("result" in reply) || !isRecord(reply.result)) break
+        const tools = reply.result.tools
+        if (Array.isArray(tools)) {
+          for (const tool of tools) {
+            if (isRecord(tool) && typeof tool.name === "string") found.set(tool.name, tool.inputSchema)
+          }
+        }
+        cursor = reply.result.nextCursor
+        if (typeof cursor !== "string") break
+      }
+      return found
+    })
+    const toolInputSchema = (name: string): Effect.Effect<unknown, never, R> =>
+      Effect.suspend(() =>
+        toolSchemas !== undefined
+          ? Effect.succeed(toolSchemas.get(name))
+          : Effect.map(listTools, (found) => (toolSchemas = found).get(name))
+      )
+
     const handler: Handler<R> = Object.assign(
       (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, hctx: HandlerContext) =>
         "id" in message ? onRequest(message, hctx) : onNotification(message, hctx),
-      { shutdown: subscriptions.endAll }
+      {
+        shutdown: subscriptions.endAll,
+        stateless,
+        ...(stateless && server.router.requests.has("tools/list") ? { toolInputSchema } : {})
+      }
     )
 
     return {
       handler,
       sessions: Effect.sync(() => Array.from(sessions, ([key, s]) => info(key === "" ? undefined : key, s))),
       notifyAll: (method, params) =>
-        Effect.forEach(
+        Effect.sync(() => {
+          if (method === "notifications/tools/list_changed") toolSchemas = undefined
+        }).pipe(Effect.andThen(Effect.forEach(
           Array.from(sessions.values()),
           (s) => (s.phase === "ready" && s.channel !== undefined ? Effect.ignore(s.channel.notify(method, params)) : Effect.void),
           { discard: true }
-        ).pipe(Effect.andThen(subscriptions.publish(method, params))),
+        ).pipe(Effect.andThen(subscriptions.publish(method, params))))),
       shutdown: subscriptions.endAll,
       forgetSession: (sessionId) => Effect.sync(() => void sessions.delete(sessionKey(sessionId))),
       retainSessions: (sessionIds) =>

@@ -59,13 +59,25 @@ export interface Options {
   readonly sessionlessPost?: "reject" | "serve" | undefined
   /** Whether GET opens the session's standalone SSE stream (else 405). Default `true`. */
   readonly standaloneStream?: boolean | undefined
+  /**
+   * Which protocol eras the endpoint serves. `both`: a POST whose
+   * `MCP-Protocol-Version` names a stateless revision (2026-07-28 on) is
+   * served on its own, without a session, when the handler serves that era
+   * (`McpServer` with `stateless: true`); everything else (`initialize`, a
+   * session id, an older or absent version header) goes to the sessions.
+   * `modern`: stateless requests only; GET and DELETE answer 405, session
+   * ids and `Last-Event-ID` are ignored, the legacy HTTP+SSE endpoints are
+   * off unless `legacySse` says otherwise. `legacy`: the handshake era only.
+   * Default `both`.
+   */
+  readonly eras?: "both" | "modern" | "legacy" | undefined
   /** Revisions accepted in `MCP-Protocol-Version`. Default: every revision this runtime speaks. */
   readonly protocolVersions?: ReadonlyArray<string> | undefined
   /** The `GET /mcp/events` broadcast stream and `GET /mcp/health`. Default `true`. */
   readonly eventsAndHealth?: boolean | undefined
   readonly eventsPath?: HttpRouter.PathInput | undefined
   readonly healthPath?: HttpRouter.PathInput | undefined
-  /** The 2024-11-05 HTTP+SSE endpoints. Default `true`. */
+  /** The 2024-11-05 HTTP+SSE endpoints. Default `true` (`false` with `eras: "modern"`). */
   readonly legacySse?: boolean | undefined
   readonly legacySsePath?: HttpRouter.PathInput | undefined
   readonly legacyMessagesPath?: HttpRouter.PathInput | undefined
@@ -188,6 +200,9 @@ export interface Resolved {
   readonly sessionlessPost: "reject" | "serve"
   readonly standaloneStream: boolean
   readonly protocolVersions: ReadonlyArray<string>
+  readonly eras: "both" | "modern" | "legacy"
+  /** The stateless revisions served (those of `protocolVersions`, or all this runtime speaks). */
+  readonly statelessVersions: ReadonlyArray<string>
   readonly eventsAndHealth: boolean
   readonly eventsPath: HttpRouter.PathInput
   readonly healthPath: HttpRouter.PathInput
@@ -309,10 +324,14 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     sessionlessPost: o.sessionlessPost ?? "reject",
     standaloneStream: o.standaloneStream ?? true,
     protocolVersions: o.protocolVersions ?? ProtocolVersion.SUPPORTED,
+    eras: o.eras ?? "both",
+    statelessVersions: o.protocolVersions === undefined
+      ? ProtocolVersion.STATELESS
+      : ProtocolVersion.STATELESS.filter((v) => o.protocolVersions!.includes(v)),
     eventsAndHealth: o.eventsAndHealth ?? true,
     eventsPath: o.eventsPath ?? defaults.eventsPath,
     healthPath: o.healthPath ?? defaults.healthPath,
-    legacySse: o.legacySse ?? true,
+    legacySse: o.legacySse ?? (o.eras !== "modern"),
     legacySsePath: o.legacySsePath ?? defaults.legacySsePath,
     legacyMessagesPath: o.legacyMessagesPath ?? defaults.legacyMessagesPath,
     notFound: o.notFound ?? standalone,

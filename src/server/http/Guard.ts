@@ -4,6 +4,7 @@
  * -32603 (never a stack trace) when something inside fails unexpectedly.
  */
 import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
@@ -11,6 +12,7 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { EventStoreShape } from "../EventStore.ts"
+import type { Handler } from "../Handler.ts"
 import type { Resolved } from "./Config.ts"
 import * as Security from "./Security.ts"
 import type { Sessions } from "./Sessions.ts"
@@ -20,6 +22,10 @@ export interface Env {
   readonly sessions: Sessions
   readonly store: EventStoreShape
   readonly lists: Security.AllowLists
+  /** The handler, for stateless-era requests (the sessions hold it for the rest). */
+  readonly handler: Handler<never>
+  /** What the handler runs with. */
+  readonly services: Context.Context<never>
 }
 
 export type Route = (
@@ -79,6 +85,11 @@ export const preflight = (env: Env): Route => (request) =>
     if (!allowed) return withHeaders(Security.invalid(403, "Forbidden: Origin not allowed"), Security.corsHeaders(origin, false))
     return HttpServerResponse.empty({
       status: 204,
-      headers: Security.preflightHeaders(origin, allowed, env.config.corsMaxAge)
+      headers: Security.preflightHeaders(
+        origin,
+        allowed,
+        env.config.corsMaxAge,
+        request.headers["access-control-request-headers"]
+      )
     })
   })

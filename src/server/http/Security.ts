@@ -9,6 +9,7 @@ import type * as Effect from "effect/Effect"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
+import * as RequestMeta from "../../RequestMeta.ts"
 
 /**
  * Who the authentication hook says is calling. Sessions are bound to `id`:
@@ -161,9 +162,25 @@ export const isOriginAllowed = (lists: AllowLists, origin: string | undefined): 
 // CORS
 
 export const allowedMethods = "GET, POST, DELETE, OPTIONS"
-export const allowedHeaders = "Content-Type, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+export const allowedHeaders =
+  "Content-Type, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
 // Retry-After: a browser client told to come back later can read when.
-export const exposedHeaders = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After"
+export const exposedHeaders = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After, Mcp-Method, Mcp-Name"
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+
+/**
+ * `Access-Control-Allow-Headers` for one preflight: the fixed list plus the
+ * `Mcp-Param-*` headers the browser asks for (a wildcard there would allow
+ * every header, and `*` is not honoured with credentials).
+ */
+export const allowedHeadersFor = (requested: string | undefined): string => {
+  if (requested === undefined) return allowedHeaders
+  const params = requested.split(",")
+    .map((h) => h.trim())
+    .filter((h) => h.toLowerCase().startsWith(RequestMeta.Header.paramPrefix) && TOKEN.test(h))
+  return params.length === 0 ? allowedHeaders : `${allowedHeaders}, ${params.join(", ")}`
+}
 
 /** Headers added to every answer; the allow-origin ones only for an allowed `Origin`. */
 export const corsHeaders = (origin: string | undefined, allowed: boolean): Record<string, string> =>
@@ -175,12 +192,17 @@ export const corsHeaders = (origin: string | undefined, allowed: boolean): Recor
       "access-control-expose-headers": exposedHeaders
     }
 
-export const preflightHeaders = (origin: string | undefined, allowed: boolean, maxAgeSeconds: number) =>
+export const preflightHeaders = (
+  origin: string | undefined,
+  allowed: boolean,
+  maxAgeSeconds: number,
+  requestedHeaders?: string | undefined
+) =>
   origin === undefined || !allowed
     ? corsHeaders(origin, allowed)
     : {
       ...corsHeaders(origin, allowed),
       "access-control-allow-methods": allowedMethods,
-      "access-control-allow-headers": allowedHeaders,
+      "access-control-allow-headers": allowedHeadersFor(requestedHeaders),
       "access-control-max-age": String(maxAgeSeconds)
     }

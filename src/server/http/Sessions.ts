@@ -159,6 +159,8 @@ export interface Stats {
   readonly bufferedBytes: number
   /** SSE connections dropped so far because their client fell too far behind (broadcast listeners aside). */
   readonly streamsDropped: number
+  /** Handlers running for stateless-era requests (each ends with its HTTP exchange at the latest). */
+  readonly statelessRequests: number
 }
 
 export interface Sessions {
@@ -196,6 +198,14 @@ export interface Sessions {
     wanted: number
   ) => Effect.Effect<Grant, never, Scope.Scope>
   readonly stats: Effect.Effect<Stats>
+  /** A stream for one stateless-era request: no session, no store (nothing to resume), the transport's keep-alive. */
+  readonly requestStream: Effect.Effect<OutStream.OutStream>
+  /**
+   * Runs a stateless-era request's handler in the current request scope: it
+   * is interrupted when that scope closes (the answer was written, or the
+   * client went away), and counted in `stats` while it runs.
+   */
+  readonly runStateless: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<Fiber.Fiber<A, E>, never, Scope.Scope>
   readonly list: () => ReadonlyArray<Session>
   /** Completes when no request is being answered and no stream is open. */
   readonly awaitNoStreams: Effect.Effect<void>
@@ -558,6 +568,27 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   yield* Effect.addFinalizer(() => closeAll)
 
+  let statelessRequests = 0
+  const requestStream = Effect.suspend(() =>
+    OutStream.make({
+      streamId: streamId(),
+      store: undefined,
+      keepAlive,
+      maxBufferedBytes: config.maxBufferedBytes,
+      onDropped
+    })
+  )
+  const runStateless = <A, E>(effect: Effect.Effect<A, E>) =>
+    Effect.uninterruptible(Effect.suspend(() => {
+      statelessRequests++
+      return Effect.forkScoped(Effect.ensuring(
+        Effect.interruptible(effect),
+        Effect.sync(() => {
+          statelessRequests--
+        })
+      ))
+    }))
+
   const stats = Effect.gen(function*() {
     let inFlight = 0
     let workSize = 0
@@ -578,7 +609,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       work: workSize,
       storedEvents: yield* config.store.size,
       bufferedBytes,
-      streamsDropped
+      streamsDropped,
+      statelessRequests
     }
   })
 
@@ -592,6 +624,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     enter,
     enterSlots,
     stats,
+    requestStream,
+    runStateless,
     list: all,
     awaitNoStreams: noStreams.await
   } satisfies Sessions

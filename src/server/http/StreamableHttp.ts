@@ -3,6 +3,9 @@
  * client messages, GET opens (or resumes) a server-to-client SSE stream,
  * DELETE ends the session.
  *
+ * A POST of the stateless era (2026-07-28) is served on its own, without a
+ * session (see StatelessPost), when the endpoint's `eras` allow it.
+ *
  * The same path also serves a plain `POST /mcp`: a single message or
  * a batch answered with JSON. Batches are accepted where a revision allows
  * them (a 2025-03-26 session, or a request without a session that names no
@@ -22,6 +25,7 @@ import * as SessionAdmission from "./SessionAdmission.ts"
 import { completesHandshake, isRefused, runHoldingSlots, type Session } from "./Sessions.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
+import * as StatelessPost from "./StatelessPost.ts"
 
 const SESSION_HEADER = "mcp-session-id"
 
@@ -56,6 +60,12 @@ const lookup = (env: Env, request: HttpServerRequest.HttpServerRequest, principa
 const missingSession = () => Security.invalid(400, "Bad Request: Mcp-Session-Id header is required")
 const unknownSession = () => Security.invalid(404, "Session not found")
 
+/** A stateless endpoint has neither the standalone stream nor sessions to end. */
+const modernOnly = () =>
+  Security.invalid(405, "Method Not Allowed: this endpoint serves protocol revision 2026-07-28 over POST only", {
+    allow: "POST"
+  })
+
 const isInitialize = (m: JsonRpc.Classified) => m._tag === "Request" && m.message.method === "initialize"
 
 const negotiatedVersion = (reply: JsonRpc.JsonRpcResponse): string | undefined => {
@@ -74,6 +84,8 @@ export const post = (env: Env): Guarded => (request, principal) =>
     if (!accepts.json && !accepts.sse) {
       return Security.invalid(406, "Not Acceptable: Accept must include application/json or text/event-stream")
     }
+    // Before any session rule: a stateless request carries no session, and a session id on it means nothing.
+    if (StatelessPost.routes(env, request)) return yield* StatelessPost.post(env, request, principal, accepts)
     const versionError = badVersion(env, request)
     if (Option.isSome(versionError)) return versionError.value
 
@@ -230,6 +242,7 @@ const jsonAnswer = (json: string, headers: Record<string, string>) =>
 export const get = (env: Env): Guarded => (request, principal) =>
   Effect.gen(function*() {
     const { config, sessions, store } = env
+    if (config.eras === "modern") return modernOnly()
     if (!config.stateful || !config.standaloneStream) {
       return Security.invalid(405, "Method Not Allowed: this server offers no standalone SSE stream", {
         allow: config.stateful ? "POST, DELETE" : "POST"
@@ -283,6 +296,7 @@ export const get = (env: Env): Guarded => (request, principal) =>
 
 export const del = (env: Env): Guarded => (request, principal) =>
   Effect.gen(function*() {
+    if (env.config.eras === "modern") return modernOnly()
     if (!env.config.stateful) {
       return Security.invalid(405, "Method Not Allowed: stateless server has no sessions", { allow: "POST" })
     }

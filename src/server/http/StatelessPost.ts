@@ -1,0 +1,156 @@
+/**
+ * A POST of the stateless era (2026-07-28) on the Streamable HTTP endpoint:
+ * one message, checked against its headers (see MetaHeaders), answered by
+ * the handler on its own, with no session. The answer is JSON unless the
+ * handler sends notifications while it works (then an SSE stream for this
+ * request alone, without event ids: nothing is resumable in this era).
+ *
+ * The handler runs in the HTTP exchange's scope, so the exchange ending
+ * ends it: a client that closes the response stream cancels its request
+ * (the era's rule), and nothing more is written for it.
+ */
+import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as JsonRpc from "../../JsonRpc.ts"
+import { ClientRequestUnavailable } from "../../McpError.ts"
+import * as RequestMeta from "../../RequestMeta.ts"
+import type { HandlerContext } from "../Handler.ts"
+import type { Env } from "./Guard.ts"
+import * as MetaHeaders from "./MetaHeaders.ts"
+import * as RequestBody from "./RequestBody.ts"
+import type * as Security from "./Security.ts"
+import * as SlotRefusal from "./SlotRefusal.ts"
+import * as SseWire from "./SseWire.ts"
+
+/** Whether this POST is served statelessly (the endpoint's eras, the handler's and the version header decide). */
+export const routes = (env: Env, request: HttpServerRequest.HttpServerRequest): boolean => {
+  switch (env.config.eras) {
+    case "legacy":
+      return false
+    case "modern":
+      return true
+    case "both":
+      return env.handler.stateless === true &&
+        MetaHeaders.isStatelessVersion(request.headers[RequestMeta.Header.protocolVersion])
+  }
+}
+
+const answer = (id: JsonRpc.RequestId | null, rejection: MetaHeaders.Rejection) =>
+  HttpServerResponse.jsonUnsafe(JsonRpc.failure(id, rejection.code, rejection.message, rejection.data), {
+    status: rejection.status
+  })
+
+const invalid = (id: JsonRpc.RequestId | null, message: string) =>
+  answer(id, { status: 400, code: JsonRpc.ErrorCode.InvalidRequest, message })
+
+const unavailable = (method: string) =>
+  new ClientRequestUnavailable({ method, reason: "the request being served is of the stateless era (2026-07-28)" })
+
+export const post = (
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal,
+  accepts: RequestBody.Accepts
+) =>
+  Effect.gen(function*() {
+    const { config, sessions } = env
+    const body = yield* Effect.result(RequestBody.read(request, config.maxBodyBytes))
+    if (body._tag === "Failure") {
+      return body.failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(body.failure) : RequestBody.unreadable()
+    }
+    const decoded = JsonRpc.decode(body.success)
+    if (decoded._tag === "ParseError") {
+      return answer(null, { status: 400, code: JsonRpc.ErrorCode.ParseError, message: "Parse error", data: decoded.reason })
+    }
+    if (decoded._tag === "Batch") {
+      return invalid(null, "Invalid Request: protocol revision 2026-07-28 takes one message per POST, not a batch")
+    }
+    const classified = decoded.message
+    switch (classified._tag) {
+      case "Invalid":
+        return invalid(classified.id, `Invalid Request: ${classified.reason}`)
+      case "Success":
+      case "Failure":
+        return invalid(null, "Invalid Request: a client sends no responses in protocol revision 2026-07-28")
+    }
+    const message = classified.message
+    const version = request.headers[RequestMeta.Header.protocolVersion]
+    if (!MetaHeaders.isStatelessVersion(version)) {
+      return answer("id" in message ? message.id : null, MetaHeaders.notStateless(version, message, config.statelessVersions))
+    }
+
+    const run = <A, E>(effect: Effect.Effect<A, E>) =>
+      effect.pipe(Effect.updateContext((_: Context.Context<never>) => env.services))
+
+    if (classified._tag === "Notification") {
+      const hctx: HandlerContext = {
+        sessionId: undefined,
+        requestId: undefined,
+        notify: () => Effect.void,
+        request: (method) => Effect.fail(unavailable(method))
+      }
+      yield* Effect.ignore(run(Effect.suspend(() => env.handler(classified.message, hctx))))
+      return HttpServerResponse.empty({ status: 202 })
+    }
+
+    const rpc = classified.message
+    const rejected = MetaHeaders.checkRequest(request.headers, rpc, config.statelessVersions)
+    if (rejected !== undefined) return answer(rpc.id, rejected)
+    const schemaOf = env.handler.toolInputSchema
+    if (rpc.method === "tools/call" && schemaOf !== undefined) {
+      const params = rpc.params as { readonly name?: unknown; readonly arguments?: unknown }
+      if (typeof params.name === "string") {
+        const schema = yield* run(schemaOf(params.name))
+        const mismatch = MetaHeaders.checkParams(request.headers, schema, params.arguments)
+        if (mismatch !== undefined) return answer(rpc.id, mismatch)
+      }
+    }
+
+    const grant = yield* sessions.enterSlots(principal.id, undefined, 1)
+    if (grant.granted === 0) return SlotRefusal.response(grant.short!)
+    const out = yield* sessions.requestStream
+    yield* Effect.addFinalizer(() => out.close)
+    const hctx: HandlerContext = {
+      sessionId: undefined,
+      requestId: rpc.id,
+      // A JSON-only client reads the answer alone.
+      notify: (method, params) =>
+        accepts.sse
+          ? Effect.asVoid(out.offer(params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }))
+          : Effect.void,
+      request: (method) => Effect.fail(unavailable(method))
+    }
+    const work = Effect.suspend(() => env.handler(rpc, hctx)).pipe(
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.as(
+            Effect.logWarning(`MCP handler failed on ${rpc.method}`, Cause.pretty(cause)),
+            JsonRpc.failure(rpc.id, JsonRpc.ErrorCode.InternalError, "Internal error")
+          )
+      ),
+      Effect.flatMap((reply) => reply === null ? Effect.void : out.offer(reply)),
+      Effect.ensuring(out.end)
+    )
+    yield* sessions.runStateless(run(work))
+
+    const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
+    if (streams) {
+      return SseWire.response(
+        out.attach({ priming: false, retryMs: undefined, lastEventId: undefined, cut: SseWire.cutter(request) }),
+        {}
+      )
+    }
+    const replies = yield* out.takeQueued
+    const reply = replies.find((q) => "id" in q.message && !("method" in q.message))
+    if (reply === undefined) return HttpServerResponse.empty({ status: 202 })
+    const status = MetaHeaders.statusOf(reply.message as JsonRpc.JsonRpcResponse)
+    // Errors keep their status (a client tells the eras apart by it), so they go as JSON.
+    if (status === 200 && (!accepts.json || config.responseMode === "sse")) {
+      return SseWire.whole(SseWire.event(reply.json), {})
+    }
+    return HttpServerResponse.text(reply.json, { status, contentType: "application/json" })
+  })
