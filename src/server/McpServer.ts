@@ -90,6 +90,16 @@ export interface McpServerOptions {
     readonly cacheScope?: "public" | "private" | undefined
   } | undefined
   /**
+   * The cache hints of list results and `resources/read` in the stateless
+   * era, where the revision requires them, unless the handler's result has
+   * its own: `ttlMs` (default 0: stale at once, so clients ask again) and
+   * `cacheScope` (default `"private"`).
+   */
+  readonly resultCache?: {
+    readonly ttlMs?: number | undefined
+    readonly cacheScope?: "public" | "private" | undefined
+  } | undefined
+  /**
    * Also serve the stateless era (2026-07-28) next to the handshake: a
    * request whose `_meta` names a stateless revision is served on its own
    * (`server/discover`, `subscriptions/listen`, per-request capabilities).
@@ -98,8 +108,8 @@ export interface McpServerOptions {
    * again with the answers (see `requestStateKey`). `true` serves both eras
    * over stdio, in memory and over Streamable HTTP. Default `false` for now,
    * so that servers keep serving dual-era clients the handshake until the
-   * stateless era's remaining parts (cache hints on list results, the
-   * bridge) are in.
+   * stateless era's remaining parts (the bridge across eras, the revision's
+   * conformance scenarios) are in.
    */
   readonly stateless?: boolean | undefined
   /**
@@ -553,6 +563,15 @@ const statelessAsk = (method: string) =>
   })
 
 /** The methods whose handlers may ask the client through `input_required` results (stateless era). */
+/** The stateless era's results that must carry cache hints (`CacheableResult`). */
+const CACHEABLE: ReadonlySet<string> = new Set([
+  "tools/list",
+  "prompts/list",
+  "resources/list",
+  "resources/templates/list",
+  "resources/read"
+])
+
 const MULTI_ROUND: ReadonlySet<string> = new Set(["tools/call", "resources/read", "prompts/get"])
 
 /** What an `input_required` result may ask for. */
@@ -712,6 +731,10 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     const sessions = new Map<string, Session>()
     const subscriptions = Subscriptions.make()
     const serverInfoMeta = { [RequestMeta.MetaKey.serverInfo]: options.serverInfo }
+    const resultCacheHints = {
+      ttlMs: options.resultCache?.ttlMs ?? 0,
+      cacheScope: options.resultCache?.cacheScope ?? "private"
+    }
     const stateConfig: RequestState.Config = {
       key: options.requestStateKey === undefined ? RequestState.defaultKey() : RequestState.keyFrom(options.requestStateKey),
       ttlMs: options.requestStateTtl === undefined
@@ -883,12 +906,12 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
         return serveRounds(request, request.params, hctx, session)
       }
       return Router.dispatch(server.router, request, requestContext(request, hctx, session), missingCapability).pipe(
-        Effect.map(completeResponse)
+        Effect.map((response) => completeResponse(request.method, response))
       )
     }
 
-    const completeResponse = (response: JsonRpc.JsonRpcResponse): JsonRpc.JsonRpcResponse =>
-      "result" in response ? JsonRpc.success(response.id, statelessResult(response.result)) : response
+    const completeResponse = (method: string, response: JsonRpc.JsonRpcResponse): JsonRpc.JsonRpcResponse =>
+      "result" in response ? JsonRpc.success(response.id, statelessResult(method, response.result)) : response
 
     /**
      * A request that may answer `input_required`: the handler runs from the
@@ -949,15 +972,22 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
             onFailure: (cause) =>
               rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause) ? inputRequired : Effect.failCause(cause),
             // A handler that caught its ask's interruption still lacks the answer.
-            onSuccess: (response) => rounds.pending.size > 0 ? inputRequired : Effect.succeed(completeResponse(response))
+            onSuccess: (response) => rounds.pending.size > 0 ? inputRequired : Effect.succeed(completeResponse(request.method, response))
           })
         )
       })
 
-    /** `resultType` (unless the handler chose one) and the server's identity in `_meta`. */
-    const statelessResult = (result: unknown): Record<string, unknown> => {
+    /**
+     * `resultType` (unless the handler chose one), the server's identity in
+     * `_meta`, and on the results the revision makes cacheable (lists and
+     * `resources/read`) the `resultCache` hints unless the handler gave its own.
+     */
+    const statelessResult = (method: string, result: unknown): Record<string, unknown> => {
       const r = isRecord(result) ? result : {}
-      return { resultType: "complete", ...r, _meta: { ...serverInfoMeta, ...(isRecord(r._meta) ? r._meta : {}) } }
+      const meta = { ...serverInfoMeta, ...(isRecord(r._meta) ? r._meta : {}) }
+      return CACHEABLE.has(method)
+        ? { resultType: "complete", ...resultCacheHints, ...r, _meta: meta }
+        : { resultType: "complete", ...r, _meta: meta }
     }
 
     const serve = (

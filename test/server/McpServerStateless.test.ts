@@ -85,6 +85,46 @@ const checkSpec = (definition: string, value: unknown) => {
 const rpcErrorOf = (e: unknown) => e as { _tag: string; code: number; data?: unknown }
 
 describe("McpServer in the stateless era (2026-07-28)", () => {
+  it.effect("list results and resources/read carry the cache hints the revision requires; a handler's own win", () =>
+    Effect.gen(function*() {
+      const { pair, wire } = yield* pairOf
+      const client = yield* McpClient.fromTransport(pair.client, { protocol: "2026-07-28", listen: false })
+      yield* client.listTools()
+      yield* client.readResource("test://x")
+      const results = wire.filter((m) => "result" in m).map((m) => m.result as Record<string, unknown>)
+      const listed = results.find((r) => "tools" in r)!
+      expect(listed).toMatchObject({ ttlMs: 0, cacheScope: "private", resultType: "complete" })
+      checkSpec("ListToolsResult", listed)
+      const read = results.find((r) => "contents" in r)!
+      expect(read).toMatchObject({ ttlMs: 0, cacheScope: "private" })
+      checkSpec("ReadResourceResult", read)
+
+      const cached = McpServer.make({
+        serverInfo: SERVER_INFO,
+        capabilities: { tools: {} },
+        stateless: true,
+        resultCache: { ttlMs: 30_000, cacheScope: "public" }
+      }).pipe(
+        McpServer.method("tools/list", {}, () => Effect.succeed({ tools: [], ttlMs: 5 }))
+      )
+      const handle = yield* McpServer.toHandler(cached)
+      const seen: Array<unknown> = []
+      const pair2 = yield* InMemoryTransport.makePair(handle.handler, {
+        interceptor: {
+          transmit: (direction, text, deliver) => {
+            if (direction === "server-to-client") seen.push(JSON.parse(text))
+            return deliver(text)
+          }
+        }
+      })
+      const client2 = yield* McpClient.fromTransport(pair2.client, { protocol: "2026-07-28", listen: false })
+      yield* client2.listTools()
+      const own = (seen as Array<Record<string, unknown>>).map((m) => m.result as Record<string, unknown> | undefined)
+        .find((r) => r !== undefined && "tools" in r)!
+      // The handler's ttlMs wins; the server's cacheScope fills what it left out.
+      expect(own).toMatchObject({ ttlMs: 5, cacheScope: "public" })
+    }))
+
   it.effect("our client in auto and pinned modes gets the stateless era; discover and results are as the schema says; no session kept", () =>
     Effect.gen(function*() {
       for (const protocol of ["auto", "2026-07-28"] as const) {
