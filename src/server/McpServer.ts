@@ -60,8 +60,9 @@ export interface McpServerOptions {
   readonly capabilities?: Readonly<Record<string, unknown>> | undefined
   /**
    * Reject requests other than `ping` and `initialize` until the client sent
-   * `notifications/initialized` (default true). Turn off for stateless HTTP,
-   * where requests carry no session.
+   * `notifications/initialized` (default true). Sessionless HTTP POSTs
+   * (`HandlerContext.ephemeral`) are never held to it: no record of their
+   * client is kept.
    */
   readonly enforceInitialized?: boolean | undefined
   /**
