@@ -54,6 +54,15 @@ export interface HandlerContext {
    * in-memory). `McpServer` binds the stateless era's `requestState` to it.
    */
   readonly principal?: string | undefined
+  /**
+   * True when the message came on its own, with no connection or session
+   * behind it (a sessionless POST of the handshake era on HTTP): nothing
+   * learned from it may outlive it, and the client cannot answer a request
+   * from the server, so `request` fails at once with
+   * `ClientRequestUnavailable`. Absent elsewhere (stdio, the in-memory pair
+   * and HTTP sessions are connections).
+   */
+  readonly ephemeral?: boolean | undefined
 }
 
 /**

@@ -60,8 +60,9 @@ export interface McpServerOptions {
   readonly capabilities?: Readonly<Record<string, unknown>> | undefined
   /**
    * Reject requests other than `ping` and `initialize` until the client sent
-   * `notifications/initialized` (default true). Turn off for stateless HTTP,
-   * where requests carry no session.
+   * `notifications/initialized` (default true). Sessionless HTTP POSTs
+   * (`HandlerContext.ephemeral`) are never held to it: no record of their
+   * client is kept.
    */
   readonly enforceInitialized?: boolean | undefined
   /**
@@ -562,6 +563,16 @@ const statelessAsk = (method: string) =>
     reason: "the request being served is of the stateless era (2026-07-28) and cannot answer input_required"
   })
 
+/**
+ * A sessionless HTTP POST of the handshake era is served on its own: the
+ * client's answer would come in another POST, which nothing routes back.
+ */
+const sessionlessAsk = (method: string) =>
+  new ClientRequestUnavailable({
+    method,
+    reason: "the request being served came in an HTTP POST without a session, which no answer can reach"
+  })
+
 /** The methods whose handlers may ask the client through `input_required` results (stateless era). */
 /** The stateless era's results that must carry cache hints (`CacheableResult`). */
 const CACHEABLE: ReadonlySet<string> = new Set([
@@ -641,6 +652,7 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
   }
 
   get request(): HandlerContext["request"] {
+    if (this.hctx.ephemeral === true) return (method) => Effect.fail(sessionlessAsk(method))
     if (this.state.era !== "modern") return this.hctx.request
     const rounds = this.#rounds
     return (method, params) =>
@@ -653,6 +665,8 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
     params: unknown,
     decode: (u: unknown) => Effect.Effect<A, Schema.SchemaError>
   ): Effect.Effect<A, ClientCallError> {
+    // Checked first: the capabilities this client declared at its own initialize are unknown here.
+    if (this.hctx.ephemeral === true) return Effect.fail(sessionlessAsk(method))
     if (!clientHas(this.state, capability)) {
       return Effect.fail(new CapabilityNotSupported({ method, capability: capability.join("."), peer: "client" }))
     }
@@ -789,6 +803,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
         const read = RequestMeta.readMeta(request.params)
         if (read._tag !== "Absent") return serveStateless(request, hctx, read)
       }
+      if (hctx.ephemeral === true) return serveEphemeral(request, hctx)
       const key = sessionKey(hctx.sessionId)
       switch (request.method) {
         case "initialize":
@@ -836,6 +851,31 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       }
       // Without enforcement a request may come with no session at all (stateless HTTP).
       return serve(request, hctx, known ?? anonymousSession())
+    }
+
+    /**
+     * A sessionless POST of the handshake era: no connection to keep a
+     * record for, and other clients' POSTs come the same way, so nothing is
+     * read from or kept in `sessions`. `initialize` is answered and
+     * forgotten; anything else is served as initialized, with no client
+     * capabilities known.
+     */
+    const serveEphemeral = (
+      request: JsonRpc.JsonRpcRequest,
+      hctx: HandlerContext
+    ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+      switch (request.method) {
+        case "initialize":
+          return decodeInitialize(request.params ?? {}).pipe(
+            Effect.match({
+              onFailure: (e) => Router.invalidParams(request.id, e),
+              onSuccess: (p) => JsonRpc.success(request.id, initializeResult(negotiate(p.protocolVersion)))
+            })
+          )
+        case "ping":
+          return Effect.succeed(JsonRpc.success(request.id, {}))
+      }
+      return serve(request, hctx, anonymousSession())
     }
 
     /** The stateless era: everything the request needs comes with it; nothing is read from or kept in `sessions`. */
@@ -1016,6 +1056,9 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       n: JsonRpc.JsonRpcNotification,
       hctx: HandlerContext
     ): Effect.Effect<null, never, R> => {
+      if (hctx.ephemeral === true) {
+        return Effect.as(Router.dispatchNotification(server.notificationRouter, n, sessionContext(hctx, anonymousSession())), null)
+      }
       const session = sessions.get(sessionKey(hctx.sessionId))
       if (session === undefined) return Effect.succeed(null)
       if (n.method === "notifications/initialized" && session.phase === "initializing") {

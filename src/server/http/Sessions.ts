@@ -439,6 +439,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         send,
         sendFor,
         sessionId: id,
+        ephemeral: kind === "ephemeral",
         defaultRequestTimeoutMs: config.requestTimeoutMs,
         // Separate POSTs race: a cancel may arrive before the request it cancels.
         earlyCancels: {},

@@ -29,6 +29,12 @@ export interface ServerSessionOptions<R> {
   /** Writes a server-initiated message (notification, request) to the client. */
   readonly send: (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, TransportClosed>
   readonly sessionId?: string | undefined
+  /**
+   * Whether the session lives for one HTTP exchange only (a sessionless
+   * POST): its contexts say so, and a request to the client fails at once,
+   * since no later POST can carry the answer back to this session.
+   */
+  readonly ephemeral?: boolean | undefined
   /** Whether a JSON array frame is accepted (2025-03-26 allows batches; later revisions do not). */
   readonly allowBatch?: boolean | undefined
   /** Entries a batch may hold; a longer one gets a single -32600 and none of it runs. Default 100. */
@@ -106,6 +112,8 @@ export interface ServerSession {
   readonly closeOutgoing: (error: TransportClosed) => Effect.Effect<void>
 }
 
+const SESSIONLESS_REASON = "the request came in a POST without a session, so no answer could reach it"
+
 type Send = (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, TransportClosed>
 type CallClient = (
   method: string,
@@ -123,6 +131,7 @@ class LiveHandlerContext implements HandlerContext {
   readonly sessionId: string | undefined
   readonly requestId: JsonRpc.RequestId | undefined
   readonly closeSseStream: HandlerContext["closeSseStream"]
+  readonly ephemeral: boolean | undefined
   readonly #send: Send
   readonly #call: CallClient
   #notify: HandlerContext["notify"] | undefined
@@ -133,11 +142,13 @@ class LiveHandlerContext implements HandlerContext {
     requestId: JsonRpc.RequestId | undefined,
     send: Send,
     call: CallClient,
-    closeSseStream: HandlerContext["closeSseStream"]
+    closeSseStream: HandlerContext["closeSseStream"],
+    ephemeral: boolean | undefined
   ) {
     this.sessionId = sessionId
     this.requestId = requestId
     this.closeSseStream = closeSseStream
+    this.ephemeral = ephemeral
     this.#send = send
     this.#call = call
   }
@@ -176,14 +187,17 @@ export const make = Effect.fnUntraced(function*<R>(
     else if (era === "undecided") era = RequestMeta.readMeta(request.params)._tag === "Absent" ? "legacy" : "modern"
   }
 
+  const ephemeral = options.ephemeral === true ? true : undefined
   const callClient: CallClient = (method, params, send, o) =>
     era === "modern"
       ? Effect.fail(
         new ClientRequestUnavailable({ method, reason: "the connection speaks the stateless era (2026-07-28)" })
       )
+      : ephemeral
+      ? Effect.fail(new ClientRequestUnavailable({ method, reason: SESSIONLESS_REASON }))
       : correlation.call(method, params, send, { timeoutMs: o?.timeoutMs ?? options.defaultRequestTimeoutMs ?? 60_000 })
 
-  const context: HandlerContext = new LiveHandlerContext(options.sessionId, undefined, options.send, callClient, undefined)
+  const context: HandlerContext = new LiveHandlerContext(options.sessionId, undefined, options.send, callClient, undefined, ephemeral)
 
   // id → when its cancel arrived; Map order is arrival order, so the oldest go first.
   const earlyCancels = new Map<JsonRpc.RequestId, number>()
@@ -249,7 +263,8 @@ export const make = Effect.fnUntraced(function*<R>(
       request.id,
       options.sendFor?.(request.id) ?? options.send,
       callClient,
-      options.extendContext?.(request.id).closeSseStream
+      options.extendContext?.(request.id).closeSseStream,
+      ephemeral
     )
 
   const handleMessage = (classified: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
