@@ -145,10 +145,10 @@ describe("interop: McpClient ↔ HttpServerTransport + McpServer", { timeout: 60
         yield* client.ping()
         yield* progressCall(client)
 
-        // The request reaches the client, but the client's answer (its own POST) has no session to be
-        // routed to, so the server's call can only time out (README: "cannot be answered").
+        // The client's answer (its own POST) would have no session to be routed to, so the server's
+        // request fails at once instead of being sent and timing out.
         const raw = yield* client.callTool({ name: "roots-raw", arguments: { timeoutMs: 300 } })
-        expect(textOf(raw)).toBe("failed RequestTimeout")
+        expect(textOf(raw)).toBe("failed ClientRequestUnavailable")
 
         yield* cancelCall(client, server)
 
