@@ -47,3 +47,30 @@ export const drive = async (
   const sorted = Array.from(latencies).sort((a, b) => a - b)
   return { rps: (total / elapsed) * 1000, p50: percentile(sorted, 50), p99: percentile(sorted, 99) }
 }
+
+/**
+ * The end of every client process of the HTTP workloads: warm up, measure
+ * `total` calls with this process's CPU time and peak RSS, close, print one
+ * JSON line (`Result` of bench/http/run-client.ts) and exit.
+ */
+export const measureAndExit = async (
+  run: (n: number) => Promise<RunResult>,
+  close: () => Promise<void>,
+  job: { readonly warmup: number; readonly total: number }
+): Promise<never> => {
+  if (job.warmup > 0) await run(job.warmup)
+  const cpu0 = process.cpuUsage()
+  const t0 = performance.now()
+  const measured = await run(job.total)
+  const elapsed = performance.now() - t0
+  const cpu = process.cpuUsage(cpu0)
+  await close()
+  const result = {
+    ...measured,
+    cpuUs: (cpu.user + cpu.system) / job.total,
+    msPerCall: elapsed / job.total,
+    peakRss: process.resourceUsage().maxRSS * 1024
+  }
+  process.stdout.write(JSON.stringify(result) + "\n")
+  process.exit(0)
+}

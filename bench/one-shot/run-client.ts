@@ -11,9 +11,8 @@
  *   the first `data:` line; against a session-era server the four requests a
  *   call needs (initialize, notifications/initialized, the call, DELETE)
  */
-import type { Result } from "../http/run-client.ts"
 import { loadOneShot } from "../our-modules.ts"
-import { drive } from "../stats.ts"
+import { drive, measureAndExit } from "../stats.ts"
 
 export interface Job {
   readonly client: "one-shot" | "hand-written fetch"
@@ -102,18 +101,4 @@ if (job.client === "one-shot") {
   const call = handWritten(job)
   run = (n) => drive(call, n, job.concurrency)
 }
-if (job.warmup > 0) await run(job.warmup)
-const cpu0 = process.cpuUsage()
-const t0 = performance.now()
-const measured = await run(job.total)
-const elapsed = performance.now() - t0
-const cpu = process.cpuUsage(cpu0)
-await close()
-const result: Result = {
-  ...measured,
-  cpuUs: (cpu.user + cpu.system) / job.total,
-  msPerCall: elapsed / job.total,
-  peakRss: process.resourceUsage().maxRSS * 1024
-}
-process.stdout.write(JSON.stringify(result) + "\n")
-process.exit(0)
+await measureAndExit(run, close, job)

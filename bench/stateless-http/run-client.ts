@@ -17,9 +17,8 @@
  * - `fetch`: a hand-written `fetch` client sending the same `_meta` and
  *   headers, reading `res.json()`: the server's ceiling, not a peer
  */
-import type { Result } from "../http/run-client.ts"
 import { loadMcpClient, loadStreamableHttpClientTransport } from "../our-modules.ts"
-import { drive, type RunResult } from "../stats.ts"
+import { drive, measureAndExit, type RunResult } from "../stats.ts"
 
 export type StatelessClient = "ours" | "ours-auto" | "sdk2" | "effect-ai" | "fetch"
 
@@ -147,18 +146,4 @@ const runner = job.client === "ours" || job.client === "ours-auto"
   : job.client === "effect-ai"
   ? await effectAi(job)
   : handWritten(job)
-if (job.warmup > 0) await runner.run(job.warmup)
-const cpu0 = process.cpuUsage()
-const t0 = performance.now()
-const measured = await runner.run(job.total)
-const elapsed = performance.now() - t0
-const cpu = process.cpuUsage(cpu0)
-await runner.close()
-const result: Result = {
-  ...measured,
-  cpuUs: (cpu.user + cpu.system) / job.total,
-  msPerCall: elapsed / job.total,
-  peakRss: process.resourceUsage().maxRSS * 1024
-}
-process.stdout.write(JSON.stringify(result) + "\n")
-process.exit(0)
+await measureAndExit(runner.run, runner.close, job)
