@@ -638,19 +638,17 @@ export const fromTransport = Effect.fnUntraced(function*(
   /** A list page, reused for the `ttlMs` the server allowed (stateless era). */
   const cachedPage = <P>(method: string, decode: McpCallEngine.Decode<P>) => {
     if (!modernEra || options.cache === false) return typed(method, decode)
+    // The page is kept under the cursor that asked for it, for the `ttlMs` its own result allows.
     const withTtl = typed(method, (raw) =>
-      Effect.map(decode(raw), (value) => {
-        cache.set(`${method} ${(raw as { nextCursor?: unknown }).nextCursor ?? ""}`, value, (raw as { ttlMs?: unknown }).ttlMs)
-        return value
-      }))
+      Effect.map(decode(raw), (value) => ({ value, ttlMs: (raw as { ttlMs?: unknown }).ttlMs })))
     return (params: Readonly<Record<string, unknown>> | undefined, callOptions?: CallOptions) =>
       Effect.suspend(() => {
         const key = `${method} ${params?.cursor ?? ""}`
         const hit = cache.get(key) as P | undefined
         if (hit !== undefined) return Effect.succeed(hit)
-        return Effect.map(withTtl(params, callOptions), (value) => {
-          cache.set(key, value, undefined)
-          return value
+        return Effect.map(withTtl(params, callOptions), (page) => {
+          cache.set(key, page.value, page.ttlMs)
+          return page.value
         })
       })
   }

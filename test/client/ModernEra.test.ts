@@ -311,6 +311,17 @@ describe("McpClient in the stateless era", () => {
         expect(off.seen.filter((s) => s.method === "tools/list")).toHaveLength(2)
       }))
 
+    it.effect("each page is kept under the cursor that asked for it", () =>
+      Effect.gen(function*() {
+        const script = modern({ toolsTtlMs: 60_000, pagedTools: true })
+        const { client } = yield* connect(script, { listen: false })
+        const first = (yield* client.listAllTools()).map((t) => t.name)
+        const second = (yield* client.listAllTools()).map((t) => t.name)
+        expect(new Set(first).size).toBe(first.length)
+        expect(second).toEqual(first)
+        expect(script.seen.filter((s) => s.method === "tools/list")).toHaveLength(2)
+      }))
+
     it.effect("without ttlMs nothing is kept", () =>
       Effect.gen(function*() {
         const script = modern()
