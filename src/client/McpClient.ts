@@ -419,8 +419,9 @@ export const fromTransport = Effect.fnUntraced(function*(
   const cached = protocol === "auto" && options.eraKey !== undefined
     ? Negotiation.get(eraCache, options.eraKey)
     : undefined
+  // The HTTP+SSE transport belongs to the handshake era: nothing to probe there.
   const initialEra: ProtocolVersion.Era | "auto" = protocol === "auto"
-    ? cached?.era ?? "auto"
+    ? transport.kind === "sse" ? "legacy" : cached?.era ?? "auto"
     : ProtocolVersion.eraOf(protocol)
   let statelessVersion: string = protocol !== "auto" && ProtocolVersion.isStateless(protocol)
     ? protocol

@@ -107,10 +107,10 @@ export interface McpServerOptions {
    * A handler's asks of the client (elicitation, sampling, roots) become
    * `input_required` results there, and the client's retry runs the handler
    * again with the answers (see `requestStateKey`). `true` serves both eras
-   * over stdio, in memory and over Streamable HTTP. Default `false` for now,
-   * so that servers keep serving dual-era clients the handshake until the
-   * stateless era's remaining parts (the bridge across eras, the revision's
-   * conformance scenarios) are in.
+   * over stdio, in memory and over Streamable HTTP. Default `true`: a client
+   * that speaks both eras gets the stateless one; `false` serves the
+   * handshake only (a stateless request is then refused as an unsupported
+   * revision, and the client falls back to `initialize`).
    */
   readonly stateless?: boolean | undefined
   /**
@@ -732,7 +732,7 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
 export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>> =>
   Effect.sync(() => {
     const options = server.options
-    const stateless = options.stateless === true
+    const stateless = options.stateless !== false
     const declared = capabilities(server)
     const enforce = options.enforceInitialized ?? true
     const notInitializedCode = options.notInitializedCode ?? DEFAULT_NOT_INITIALIZED_CODE

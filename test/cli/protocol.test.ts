@@ -13,7 +13,7 @@ import { beforeAll, describe, expect, it } from "vitest"
 import { ensureBuilt, MAIN, NODE, runCli, startCli } from "./runCli.ts"
 
 const MODERN = ["--", NODE, path.resolve(import.meta.dirname, "../fixtures/scripted-modern-stdio-server.ts")]
-const LEGACY = ["--", NODE, path.resolve(import.meta.dirname, "../fixtures/router-stdio-server.ts")]
+const LEGACY = ["--", NODE, path.resolve(import.meta.dirname, "../fixtures/router-stdio-server.ts"), "--handshake-only"]
 const TIMEOUT = 120_000
 
 beforeAll(ensureBuilt)
@@ -106,7 +106,7 @@ describe.concurrent("--protocol", () => {
     expect(r.stdout).toBe("")
     const lines = stderrLines(r.stderr)
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/^effect-mcp-transport: cannot connect to .*router-stdio-server\.ts: MCP error -32002: /)
+    expect(lines[0]).toMatch(/^effect-mcp-transport: cannot connect to .*router-stdio-server\.ts --handshake-only: MCP error -32002: /)
     expect(lines[0]).toContain("(the server refused --protocol 2026-07-28 (the stateless era); try --protocol auto)")
   }, TIMEOUT)
 

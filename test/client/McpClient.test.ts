@@ -44,7 +44,8 @@ const inMemory = (
     const handle = yield* McpServer.toHandler(server)
     const rec = recording(wrap(handle.handler))
     const pair = yield* InMemoryTransport.makePair(rec.handler)
-    const client = yield* McpClient.fromTransport(pair.client, options)
+    // This file covers the handshake era (the server speaks both): ModernEra.test.ts covers the stateless one.
+    const client = yield* McpClient.fromTransport(pair.client, { protocol: "2025-11-25", ...options })
     return { client, pair, handle, seen: rec.seen }
   })
 
@@ -114,7 +115,8 @@ describe("McpClient", () => {
               : reply)
         const captured = yield* Ref.make<ClientTransportShape | undefined>(undefined)
         const error = yield* McpClient.connect(
-          Effect.tap(InMemoryTransport.make(forced), (t) => Ref.set(captured, t))
+          Effect.tap(InMemoryTransport.make(forced), (t) => Ref.set(captured, t)),
+          { protocol: "2025-11-25" }
         ).pipe(Effect.flip)
         expect(error._tag).toBe("UnsupportedProtocolVersion")
         if (error._tag !== "UnsupportedProtocolVersion") return
@@ -595,7 +597,8 @@ describe("McpClient", () => {
         const pids: Array<number> = []
         const error = yield* McpClient.connect(
           Effect.tap(StdioClientTransport.make(stdioFixture(["--force-version", "2099-01-01"])), (t) =>
-            Effect.sync(() => void pids.push(t.pid)))
+            Effect.sync(() => void pids.push(t.pid))),
+          { protocol: "2025-11-25" }
         ).pipe(Effect.scoped, Effect.flip)
         expect(error).toMatchObject({ _tag: "UnsupportedProtocolVersion", received: "2099-01-01" })
         expect(isAlive(pids[0]!)).toBe(false)
@@ -604,6 +607,7 @@ describe("McpClient", () => {
     it.live("a server that never answers initialize: the handshake times out", () =>
       Effect.gen(function*() {
         const error = yield* McpClient.connect(StdioClientTransport.make(stdioFixture(["--mute-initialize"])), {
+          protocol: "2025-11-25",
           initializeTimeout: "300 millis"
         }).pipe(Effect.scoped, Effect.flip)
         expect(error).toMatchObject({ _tag: "RequestTimeout", method: "initialize" })

@@ -35,9 +35,11 @@ const stdioFactory: McpManager.TransportFactory<SpawnError, ChildProcessSpawner.
     })
     : Effect.die("stdio only in these tests")
 
+/** The handshake era: these tests restore sessions (log level, subscriptions) and fake handshake faults. */
 const fixtureEntry = (name: string, flags: ReadonlyArray<string> = []) => ({
   command: process.execPath,
-  args: [fixturePath, "--name", name, ...flags]
+  args: [fixturePath, "--name", name, ...flags],
+  protocol: "2025-11-25" as const
 })
 
 /**
@@ -58,7 +60,11 @@ const inMemoryServers = (
       opened++
       return pair.client
     })
-  const config = { mcpServers: Object.fromEntries(Object.keys(definitions).map((n) => [n, { command: "in-memory" }])) }
+  const config = {
+    mcpServers: Object.fromEntries(
+      Object.keys(definitions).map((n) => [n, { command: "in-memory", protocol: "2025-11-25" as const }])
+    )
+  }
   return { factory, config, pairs, opened: () => opened }
 }
 
@@ -485,7 +491,7 @@ describe("McpManager", () => {
         const services = yield* Layer.build(HttpServerTransport.layer(handle.handler, { port: 0 }))
         const server = Context.get(services, HttpServerTransport.HttpServerTransport)
         const manager = yield* McpManager.make({
-          config: { mcpServers: { remote: { type: "http", url: Option.getOrThrow(server.url) } } },
+          config: { mcpServers: { remote: { type: "http", url: Option.getOrThrow(server.url), protocol: "2025-11-25" } } },
           // Without the standalone stream only a call can discover the expiry: this test is about that call.
           transport: (_, config) =>
             Config.isStdio(config)
@@ -529,7 +535,7 @@ describe("McpManager", () => {
         const services = yield* Layer.build(HttpServerTransport.layer(handle.handler, { port: 0 }))
         const server = Context.get(services, HttpServerTransport.HttpServerTransport)
         const manager = yield* McpManager.make({
-          config: { mcpServers: { remote: { type: "http", url: Option.getOrThrow(server.url) } } },
+          config: { mcpServers: { remote: { type: "http", url: Option.getOrThrow(server.url), protocol: "2025-11-25" } } },
           reconnectSchedule: Schedule.spaced("1 hour")
         })
         yield* manager.setLoggingLevel("remote", "alert")

@@ -134,7 +134,7 @@ describe("McpClient in the stateless era", () => {
 
     it.effect("auto falls back to the handshake with a server of the handshake era, and the verdict is cached", () =>
       Effect.gen(function*() {
-        const handle = yield* McpServer.toHandler(makeServer())
+        const handle = yield* McpServer.toHandler(makeServer({ stateless: false }))
         const seen: Array<string> = []
         const pair = yield* InMemoryTransport.makePair((m, ctx) => {
           seen.push(m.method)

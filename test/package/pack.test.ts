@@ -146,8 +146,9 @@ const program = Effect.gen(function*() {
   const decoded = JsonRpc.decode(JSON.stringify(JsonRpc.request(1, "ping")))
   yield* Console.log(JSON.stringify({
     server: client.serverInfo.name,
+    era: client.era,
     protocolVersion: client.protocolVersion,
-    supported: ProtocolVersion.isSupported(client.protocolVersion),
+    supported: ProtocolVersion.isKnown(client.protocolVersion),
     tools: tools.map((tool) => tool.name),
     structured: result.structuredContent,
     content: result.content,
@@ -252,7 +253,8 @@ describe("the packed package installed into a fresh project", () => {
     timings.push(`program ${result.seconds.toFixed(1)} s`)
     expect(JSON.parse(result.stdout.trim())).toEqual({
       server: "packed-adder",
-      protocolVersion: "2025-11-25",
+      era: "modern",
+      protocolVersion: "2026-07-28",
       supported: true,
       tools: ["add"],
       structured: { sum: 5 },

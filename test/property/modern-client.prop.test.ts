@@ -313,6 +313,8 @@ describe("McpClient stateless era: settlement (real stdio child)", () => {
               args: [serverPath, `--pid-file=${pids}`],
               shutdown: { gracePeriod: "50 millis", killAfter: "100 millis" }
             }).pipe(Scope.provide(scope))
+            // The short request timeout is for the faults, not for a child still loading on a busy machine.
+            for (let i = 0; i < 3000 && readPids(pids).length === 0; i++) yield* Effect.sleep("10 millis")
             const client = yield* McpClient.fromTransport(transport, {
               protocol: MODERN,
               listen: plan.listen,

@@ -458,6 +458,7 @@ describe("McpServer (server-side lifecycle)", () => {
       Effect.gen(function*() {
         const { url } = yield* httpServer
         const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), {
+          protocol: "2025-11-25",
           handlers: {
             createMessage: () =>
               Effect.succeed({ role: "assistant" as const, model: "m", content: { type: "text" as const, text: "sampled" } }),
