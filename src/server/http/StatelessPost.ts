@@ -84,11 +84,14 @@ export const post = (
 
     const run = <A, E>(effect: Effect.Effect<A, E>) =>
       effect.pipe(Effect.updateContext((_: Context.Context<never>) => env.services))
+    // What a requestState is bound to: without it, a state one principal was issued replays for any other.
+    const principalId = config.authenticate === undefined ? undefined : principal.id
 
     if (classified._tag === "Notification") {
       const hctx: HandlerContext = {
         sessionId: undefined,
         requestId: undefined,
+        principal: principalId,
         notify: () => Effect.void,
         request: (method) => Effect.fail(unavailable(method))
       }
@@ -116,6 +119,7 @@ export const post = (
     const hctx: HandlerContext = {
       sessionId: undefined,
       requestId: rpc.id,
+      principal: principalId,
       // A JSON-only client reads the answer alone.
       notify: (method, params) =>
         accepts.sse
