@@ -9,6 +9,9 @@
  * (elicitation, sampling: answered by the client's handlers, in 2026 through
  * the input_required round trip), a tool error, an unknown tool, and a
  * cancelled call whose handler the server interrupts.
+ *
+ * Then the SDK 1.x client (2025 era, a session) and the v2 client pinned to
+ * 2026-07-28 (no session) on one endpoint at the same time.
  */
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
@@ -19,6 +22,9 @@ import {
   type VersionNegotiationMode
 } from "@modelcontextprotocol/client"
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio"
+import { Client as Sdk1Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport as Sdk1HttpTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Exit, Scope } from "effect"
 import * as Catalogue from "../fixtures/peers/catalogue.ts"
 import { FAIL_TEXT, type OurHttpServer, sampledText, SERVER_INFO, serveHttp } from "../fixtures/peers/our-server.ts"
@@ -87,7 +93,7 @@ const transportFor = (transport: Transport) =>
 export const droppedProgress = (errors: ReadonlyArray<Error>) =>
   errors.filter((e) => e.message.includes("progress notification for an unknown token")).length
 
-const scenario = async (client: Client, mode: Mode, key: string, errors: ReadonlyArray<Error>, sent: Sent) => {
+const scenario = async (client: Client, mode: Mode, key: string, errors: ReadonlyArray<Error>, sent?: Sent) => {
   const era = mode === "legacy" ? "legacy" : "modern"
   expect(client.getProtocolEra()).toBe(era)
   expect(client.getNegotiatedProtocolVersion()).toBe(era === "modern" ? "2026-07-28" : "2025-11-25")
@@ -122,17 +128,19 @@ const scenario = async (client: Client, mode: Mode, key: string, errors: Readonl
 
   // Asking the client: a server-to-client request in 2025, an input_required round trip in 2026; either
   // way the client's own handlers answer.
-  const before = sent.length
+  const before = sent?.length ?? 0
   expect(textOf(await client.callTool({ name: "ask_name" }))).toBe(Catalogue.helloText("Ada"))
   expect(textOf(await client.callTool({ name: "ask_sample" }))).toBe(sampledText("hi Ada"))
-  const asking = sent.slice(before)
-  if (era === "modern") {
-    // Each call went out twice, the retry carrying the answer; the client never answered a request.
-    expect(asking.map((m) => m.kind)).toEqual(["tools/call", "tools/call", "tools/call", "tools/call"])
-    expect(asking[1]!.params?.inputResponses).toBeDefined()
-    expect(asking[3]!.params?.inputResponses).toBeDefined()
-  } else {
-    expect(asking.map((m) => m.kind)).toEqual(["tools/call", "response", "tools/call", "response"])
+  if (sent !== undefined) {
+    const asking = sent.slice(before)
+    if (era === "modern") {
+      // Each call went out twice, the retry carrying the answer; the client never answered a request.
+      expect(asking.map((m) => m.kind)).toEqual(["tools/call", "tools/call", "tools/call", "tools/call"])
+      expect(asking[1]!.params?.inputResponses).toBeDefined()
+      expect(asking[3]!.params?.inputResponses).toBeDefined()
+    } else {
+      expect(asking.map((m) => m.kind)).toEqual(["tools/call", "response", "tools/call", "response"])
+    }
   }
 
   const failed = await client.callTool({ name: "fail" })
@@ -175,4 +183,81 @@ describe("interop: the SDK v2 client against our server (both eras)", { timeout:
         }
       }))
   }
+})
+
+/** The 1.x client's share of the concurrent test: the 2025 scenario over its session. */
+const sdk1Scenario = async (client: Sdk1Client, key: string, errors: ReadonlyArray<Error>) => {
+  const { tools } = await client.listTools()
+  expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(["echo", "ask_name", "hang"]))
+  expect(textOf(await client.callTool({ name: "echo", arguments: { text: "one" } }))).toBe(Catalogue.echoText("one"))
+  const progress: Array<number> = []
+  const slow = await client.callTool({ name: "slow", arguments: { ms: 30 } }, undefined, {
+    onprogress: (p) => void progress.push(p.progress)
+  })
+  expect(textOf(slow)).toBe("slept 30 ms")
+  // The same microtask ordering as in v2 (see the scenario above).
+  expect(progress).toEqual([1, 2, 3].slice(0, progress.length))
+  expect(progress.length + droppedProgress(errors)).toBe(Catalogue.SLOW_STEPS)
+  const read = await client.readResource({ uri: Catalogue.HELLO_URI })
+  expect(read.contents).toEqual([{ uri: Catalogue.HELLO_URI, mimeType: "text/plain", text: Catalogue.HELLO_TEXT }])
+  const prompt = await client.getPrompt({ name: "greet", arguments: { name: "Bo" } })
+  expect(prompt.messages).toEqual([{ role: "user", content: { type: "text", text: Catalogue.greetText("Bo") } }])
+  expect(textOf(await client.callTool({ name: "ask_name" }))).toBe(Catalogue.helloText("Bo"))
+  expect(textOf(await client.callTool({ name: "ask_sample" }))).toBe(sampledText("hi Bo"))
+  const failed = await client.callTool({ name: "fail" })
+  expect(failed.isError).toBe(true)
+  const abort = new AbortController()
+  const hang = client.callTool({ name: "hang", arguments: { key } }, undefined, { signal: abort.signal })
+  hang.catch(() => undefined)
+  await client.callTool({ name: "await_hang", arguments: { key, state: "started" } })
+  abort.abort("enough")
+  await expect(hang).rejects.toThrow()
+  expect(textOf(await client.callTool({ name: "await_hang", arguments: { key, state: "interrupted" } }))).toBe(
+    `${key}: interrupted`
+  )
+}
+
+describe("interop: the SDK 1.x and v2 clients on one endpoint at once", { timeout: 60_000 }, () => {
+  it.live("1.x (2025-11-25, a session) and v2 pinned to 2026-07-28 (no session) both succeed concurrently", () =>
+    Effect.gen(function*() {
+      // Its own endpoint, so the session count is this test's alone.
+      const server = yield* serveHttp()
+      const sessions = () => Effect.runPromise(Effect.map(server.transport.stats, (s) => s.sessions))
+      yield* Effect.promise(async () => {
+        const sdk1 = new Sdk1Client({ name: "sdk1-peer", version: "1.32.2" }, {
+          capabilities: { elicitation: {}, sampling: {} }
+        })
+        sdk1.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { name: "Bo" } }))
+        sdk1.setRequestHandler(CreateMessageRequestSchema, async () => ({
+          model: "test-model",
+          role: "assistant",
+          content: { type: "text", text: "hi Bo" }
+        }))
+        const sdk1Errors: Array<Error> = []
+        sdk1.onerror = (e) => void sdk1Errors.push(e)
+        const v2 = makeSdk2Client({ pin: "2026-07-28" })
+        const v2Errors: Array<Error> = []
+        v2.onerror = (e) => void v2Errors.push(e)
+        const v2Transport = new StreamableHTTPClientTransport(new URL(server.url))
+        const sdk1Transport = new Sdk1HttpTransport(new URL(server.url))
+        try {
+          await Promise.all([v2.connect(v2Transport), sdk1.connect(sdk1Transport)])
+          expect(v2.getProtocolEra()).toBe("modern")
+          expect(sdk1.getServerVersion()).toMatchObject(SERVER_INFO)
+          expect(sdk1Transport.sessionId).toBeDefined()
+          expect(v2Transport.sessionId).toBeUndefined()
+          expect(await sessions()).toBe(1)
+          await Promise.all([
+            scenario(v2, "2026-07-28", "both-v2", v2Errors),
+            sdk1Scenario(sdk1, "both-sdk1", sdk1Errors)
+          ])
+          // The v2 client's stateless requests opened none.
+          expect(await sessions()).toBe(1)
+          await sdk1Transport.terminateSession()
+          expect(await sessions()).toBe(0)
+        } finally {
+          await Promise.all([v2.close(), sdk1.close()])
+        }
+      })
+    }).pipe(Effect.scoped))
 })
