@@ -14,8 +14,11 @@ import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Scope } from "effect"
 import * as McpClient from "effect/ai/McpClient"
+import type * as McpClientError from "effect/ai/McpClientError"
 import * as McpProtocol from "effect/ai/McpProtocol"
+import type * as HttpClient from "effect/http/HttpClient"
 import * as ChildProcess from "effect/process/ChildProcess"
+import type * as ChildProcessSpawner from "effect/process/ChildProcessSpawner"
 import * as Schema from "effect/Schema"
 import * as Catalogue from "../fixtures/peers/catalogue.ts"
 import { FAIL_TEXT, type OurHttpServer, SERVER_INFO, serveHttp } from "../fixtures/peers/our-server.ts"
@@ -37,7 +40,14 @@ afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
 const protocolOf = (revision: Revision) =>
   revision === "2026-07-28" ? McpProtocol.v2026_07_28 : McpProtocol.v2025_11_25
 
-const transportOf = (transport: Transport, revision: Revision) =>
+const transportOf = (
+  transport: Transport,
+  revision: Revision
+): Effect.Effect<
+  McpClient.Transport,
+  McpClientError.McpClientError,
+  Scope.Scope | HttpClient.HttpClient | ChildProcessSpawner.ChildProcessSpawner
+> =>
   transport === "http"
     ? McpClient.http({ url: http.url, protocol: protocolOf(revision) })
     : McpClient.stdio({

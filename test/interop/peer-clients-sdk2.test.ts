@@ -44,8 +44,8 @@ beforeAll(async () => {
 })
 afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
 
-const textOf = (result: { readonly content?: ReadonlyArray<unknown> }) =>
-  (result.content ?? []).map((c) => (c as { text?: string }).text ?? "").join("")
+const textOf = (result: object) =>
+  ((result as { content?: ReadonlyArray<{ text?: string }> }).content ?? []).map((c) => c.text ?? "").join("")
 
 /** A v2 client that answers elicitation (`name: Ada`) and sampling (`hi Ada`). */
 export const makeSdk2Client = (mode: VersionNegotiationMode) => {
@@ -177,7 +177,10 @@ describe("interop: the SDK v2 client against our server (both eras)", { timeout:
           await client.connect(recordSends(transportFor(transport), sent))
           // The handshake happens in the 2025 era only (over stdio, `auto` probes on a sibling process).
           expect(sent.some((m) => m.kind === "initialize")).toBe(mode === "legacy")
+          if (transport === "http" && mode !== "legacy") expect(sent[0]?.kind).toBe("server/discover")
           await scenario(client, mode, `sdk2-${transport}-${mode}`, errors, sent)
+          // A 2026 HTTP request is cancelled by closing its stream; everywhere else by notifications/cancelled.
+          expect(sent.some((m) => m.kind === "notifications/cancelled")).toBe(transport === "stdio" || mode === "legacy")
         } finally {
           await client.close()
         }
