@@ -94,6 +94,15 @@ const scenario = (transport: Transport, revision: Revision) =>
     const read = yield* client.readResource({ uri: Catalogue.HELLO_URI })
     expect(read.contents).toEqual([{ uri: Catalogue.HELLO_URI, mimeType: "text/plain", text: Catalogue.HELLO_TEXT }])
 
+    // An unknown resource, as our server sends it: -32002 in the handshake era; 2026-07-28 retired that
+    // code for -32602 (the handler says -32002 once for both eras).
+    const missing = yield* Effect.exit(client.readResource({ uri: "test://missing" }))
+    expect(reasonOf(missing)).toMatchObject({
+      _tag: "ProtocolError",
+      code: revision === "2026-07-28" ? -32602 : -32002,
+      data: { uri: "test://missing" }
+    })
+
     const prompts = yield* client.listPrompts()
     const greet = prompts.find((p) => p.name === "greet")!
     const prompt = yield* client.getPrompt({ prompt: greet, arguments: { name: "Ada" } })

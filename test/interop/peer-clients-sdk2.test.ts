@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import {
   Client,
   type JSONRPCMessage,
+  ResourceNotFoundError,
   StreamableHTTPClientTransport,
   type VersionNegotiationMode
 } from "@modelcontextprotocol/client"
@@ -122,6 +123,12 @@ const scenario = async (client: Client, mode: Mode, key: string, errors: Readonl
 
   const read = await client.readResource({ uri: Catalogue.HELLO_URI })
   expect(read.contents).toEqual([{ uri: Catalogue.HELLO_URI, mimeType: "text/plain", text: Catalogue.HELLO_TEXT }])
+
+  // An unknown resource: our server sends -32002 in the handshake era and -32602 in 2026-07-28 (which
+  // retired -32002); the client makes either its ResourceNotFoundError, with the 2026 code.
+  const missing = await client.readResource({ uri: "test://missing" }).then(() => undefined, (e: unknown) => e)
+  expect(missing).toBeInstanceOf(ResourceNotFoundError)
+  expect(missing).toMatchObject({ code: -32602, data: { uri: "test://missing" } })
 
   const prompt = await client.getPrompt({ name: "greet", arguments: { name: "Ada" } })
   expect(prompt.messages).toEqual([{ role: "user", content: { type: "text", text: Catalogue.greetText("Ada") } }])
