@@ -31,6 +31,7 @@ import {
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import * as RequestState from "./internal/RequestState.ts"
+import * as RetiredCodes from "./internal/RetiredCodes.ts"
 import * as Subscriptions from "./internal/Subscriptions.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Router from "./Router.ts"
@@ -951,7 +952,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     }
 
     const completeResponse = (method: string, response: JsonRpc.JsonRpcResponse): JsonRpc.JsonRpcResponse =>
-      "result" in response ? JsonRpc.success(response.id, statelessResult(method, response.result)) : response
+      "result" in response ? JsonRpc.success(response.id, statelessResult(method, response.result)) : RetiredCodes.toStateless(response)
 
     /**
      * A request that may answer `input_required`: the handler runs from the
