@@ -84,13 +84,16 @@ export const post = (
 
     const run = <A, E>(effect: Effect.Effect<A, E>) =>
       effect.pipe(Effect.updateContext((_: Context.Context<never>) => env.services))
+    // Only a principal the hook named: the anonymous fallback names no one.
+    const who = config.authenticate === undefined ? {} : { principal: principal.id }
 
     if (classified._tag === "Notification") {
       const hctx: HandlerContext = {
         sessionId: undefined,
         requestId: undefined,
         notify: () => Effect.void,
-        request: (method) => Effect.fail(unavailable(method))
+        request: (method) => Effect.fail(unavailable(method)),
+        ...who
       }
       yield* Effect.ignore(run(Effect.suspend(() => env.handler(classified.message, hctx))))
       return HttpServerResponse.empty({ status: 202 })
@@ -121,7 +124,8 @@ export const post = (
         accepts.sse
           ? Effect.asVoid(out.offer(params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }))
           : Effect.void,
-      request: (method) => Effect.fail(unavailable(method))
+      request: (method) => Effect.fail(unavailable(method)),
+      ...who
     }
     const work = Effect.suspend(() => env.handler(rpc, hctx)).pipe(
       Effect.catchCause((cause) =>
