@@ -3,7 +3,8 @@
  * small tools (one of them long-running, with progress and cancellation), two
  * resources, a prompt with completion, and logging, built on `McpServer` and
  * served on `StdioServerTransport` (`runStdio`) or `HttpServerTransport`
- * (`layerHttp`).
+ * (`layerHttp`), in both protocol eras (the stateless 2026-07-28 and the
+ * initialize handshake) unless `eras` restricts it.
  *
  * Test hook: when `EFFECT_MCP_EXAMPLE_EVENTS` names a file (or `events` is
  * given), one JSON line per event is appended to it, synchronously, so a test
@@ -32,6 +33,7 @@ import { RpcError, type TransportClosed } from "../McpError.ts"
 import type * as HttpServerTransport from "../server/HttpServerTransport.ts"
 import * as McpServer from "../server/McpServer.ts"
 import * as StdioServerTransport from "../server/StdioServerTransport.ts"
+import * as Eras from "./Eras.ts"
 
 export const EVENTS_ENV = "EFFECT_MCP_EXAMPLE_EVENTS"
 
@@ -53,14 +55,12 @@ export interface ExampleServerOptions {
   /** File to append event lines to. Default: the `EFFECT_MCP_EXAMPLE_EVENTS` variable, read at each event. */
   readonly events?: string | undefined
   /**
-   * Also serve the stateless era over stdio (`McpServer`'s `stateless`).
-   * Default: the `EFFECT_MCP_EXAMPLE_STATELESS` variable is `1`; otherwise off.
+   * Which protocol eras to serve, on every transport: `both` (the stateless
+   * era 2026-07-28 next to the initialize handshake), `modern` or `legacy`.
+   * Default `both`.
    */
-  readonly stateless?: boolean | undefined
+  readonly eras?: Eras.Eras | undefined
 }
-
-/** The variable that turns the stateless era on when `stateless` is not given. */
-export const STATELESS_ENV = "EFFECT_MCP_EXAMPLE_STATELESS"
 
 const eventsFile = (options: ExampleServerOptions): string | undefined => {
   const file = options.events ?? process.env[EVENTS_ENV]
@@ -253,7 +253,7 @@ const CompleteParams = Schema.Struct({
 export const make = (options: ExampleServerOptions = {}): McpServer.McpServer =>
   McpServer.make({
     serverInfo: SERVER_INFO,
-    stateless: options.stateless ?? process.env[STATELESS_ENV] === "1",
+    stateless: Eras.servesModern(options.eras ?? Eras.DEFAULT),
     instructions: "An example server: echo, add and countdown (progress, cancellable) tools, a README resource and a greet prompt."
   }).pipe(
     McpServer.method("tools/list", {}, () => Effect.succeed({ tools: tools.map((t) => t.definition) })),
@@ -298,8 +298,10 @@ export const runStdio = (
 ): Effect.Effect<TransportClosed, StdioServerTransport.StdioAlreadyServing, Stdio.Stdio> =>
   Effect.gen(function*() {
     const handle = yield* McpServer.toHandler(make(options))
+    // Over HTTP the transport's `eras` keeps the handshake out; a stream has no such layer.
+    const handler = options.eras === "modern" ? Eras.modernOnly(handle.handler) : handle.handler
     yield* recordEvent(options, { event: "listening", transport: "stdio" })
-    return yield* StdioServerTransport.run(handle.handler, options)
+    return yield* StdioServerTransport.run(handler, options)
   }).pipe(Effect.ensuring(recordEvent(options, { event: "stopped", transport: "stdio" })))
 
 export interface HttpOptions extends ExampleServerOptions, HttpServerTransport.Options {}
@@ -326,6 +328,7 @@ export const layerHttp = (
         Http.layer(handle.handler, {
           ...options,
           host: options.host ?? "127.0.0.1",
+          eras: options.eras ?? Eras.DEFAULT,
           // Ended sessions leave no state behind in the router.
           onSessionEnd: (id) =>
             Effect.andThen(handle.forgetSession(id), options.onSessionEnd === undefined ? Effect.void : options.onSessionEnd(id))

@@ -1,14 +1,17 @@
 /**
  * `npm start`: the main job on the embedded default. Starts the example
- * server twice, over Streamable HTTP in this process (127.0.0.1, a free
- * port) and over stdio as a child process, then through each transport:
- * connects with `McpClient`, inspects it (server info, protocol version,
- * tools), calls `countdown` with progress, and prints a summary table.
+ * server (both protocol eras) over Streamable HTTP in this process
+ * (127.0.0.1, a free port) and over stdio as two child processes, then
+ * drives it with `McpClient` once per transport and era: the handshake era
+ * (pinned to 2025-11-25) and the stateless era (`protocol: "auto"`, which
+ * finds 2026-07-28). Each run connects, inspects (server info, protocol
+ * version, tools), calls `countdown` with progress; then a summary table.
  *
  * Everything belongs to a scope: the HTTP session is deleted and the server
- * stopped, the child's stdin is closed and the child has exited before the
- * table is printed; the program checks both. Exit 0 on success; otherwise
- * one line on stderr (`npm start: …`) and exit 1.
+ * stopped, each child's stdin is closed and the child has exited before the
+ * table is printed; the program checks each (and that the stateless era
+ * left no HTTP session behind). Exit 0 on success; otherwise one line on
+ * stderr (`npm start: …`) and exit 1.
  *
  * Run: npx node src/cli/start.ts   (or node dist/cli/start.js after a build)
  */
@@ -36,22 +39,32 @@ import * as StreamableHttpClientTransport from "../client/StreamableHttpClientTr
 import * as HttpServerTransport from "../server/HttpServerTransport.ts"
 import * as ExampleServer from "./ExampleServer.ts"
 
-/** The countdown each transport runs: 5 steps of 100 ms. */
+/** The countdown each run calls: 5 steps of 100 ms. */
 export const STEPS = 5
 export const INTERVAL_MS = 100
 
 class StartError extends Data.TaggedError("StartError")<{ readonly message: string }> {}
 
+/** The two eras each transport is driven in: the handshake pinned, the stateless era found by `auto`. */
+export const ERAS = {
+  handshake: { protocol: "2025-11-25", expected: "legacy" },
+  stateless: { protocol: "auto", expected: "modern" }
+} as const satisfies Record<string, { protocol: McpClient.McpClientOptions["protocol"]; expected: string }>
+
+export type Era = keyof typeof ERAS
+
 export interface Row {
   readonly transport: "http" | "stdio"
-  readonly handshakeMs: number
+  readonly era: Era
+  readonly protocol: string
+  readonly connectMs: number
   readonly tools: number
   readonly callMs: number
   readonly progress: number
   readonly result: string
 }
 
-// The child runs the same kind of file as this one: .ts from the repository, .js from dist.
+// The children run the same kind of file as this one: .ts from the repository, .js from dist.
 // EFFECT_MCP_START_STDIO_ENTRY replaces it (the tests use it to see a failing run).
 const stdioEntry = process.env.EFFECT_MCP_START_STDIO_ENTRY ??
   fileURLToPath(new URL(`./example-server-stdio${extname(fileURLToPath(import.meta.url))}`, import.meta.url))
@@ -63,16 +76,23 @@ const since = (start: number) => Math.round(performance.now() - start)
 const textOf = (result: McpSchema.CallToolResult) =>
   result.content.map((c) => (c.type === "text" ? c.text : `<${c.type}>`)).join("")
 
-/** Handshake, inspect, countdown with progress, over one transport; closed with the scope. */
-const exercise = <E, R>(transport: Row["transport"], connect: Effect.Effect<ClientTransportShape, E, R>) =>
+/** Connect, inspect, countdown with progress, over one transport in one era; closed with the scope. */
+const exercise = <E, R>(transport: Row["transport"], era: Era, connect: Effect.Effect<ClientTransportShape, E, R>) =>
   Effect.gen(function*() {
+    const tag = `[${transport} ${era}]`
     const started = performance.now()
-    const client = yield* McpClient.connect(connect, { clientInfo: { name: "effect-mcp-start", version: "0.1.0" } })
-    const handshakeMs = since(started)
+    const client = yield* McpClient.connect(connect, {
+      clientInfo: { name: "effect-mcp-start", version: "0.1.0" },
+      protocol: ERAS[era].protocol
+    })
+    const connectMs = since(started)
+    if (client.era !== ERAS[era].expected) {
+      return yield* new StartError({ message: `${transport}: expected the ${era} era, got protocol ${client.protocolVersion}` })
+    }
     const tools = yield* client.listAllTools()
     const info = client.serverInfo
-    yield* out(`[${transport}] ${info.name} ${info.version}, protocol ${client.protocolVersion}, handshake ${handshakeMs} ms`)
-    yield* out(`[${transport}] tools: ${tools.map((t) => t.name).join(", ")}`)
+    yield* out(`${tag} ${info.name} ${info.version}, protocol ${client.protocolVersion}, connected in ${connectMs} ms`)
+    yield* out(`${tag} tools: ${tools.map((t) => t.name).join(", ")}`)
     let progress = 0
     const callStarted = performance.now()
     const result = yield* client.callTool(
@@ -82,21 +102,32 @@ const exercise = <E, R>(transport: Row["transport"], connect: Effect.Effect<Clie
         onProgress: (p) => {
           progress++
           const of = p.total === undefined ? "" : `/${p.total}`
-          return out(`[${transport}] progress ${p.progress}${of}${p.message === undefined ? "" : `  ${p.message}`}`)
+          return out(`${tag} progress ${p.progress}${of}${p.message === undefined ? "" : `  ${p.message}`}`)
         }
       }
     )
     const callMs = since(callStarted)
     const text = textOf(result)
-    if (result.isError === true) return yield* new StartError({ message: `${transport}: countdown failed: ${text}` })
+    if (result.isError === true) return yield* new StartError({ message: `${transport} ${era}: countdown failed: ${text}` })
     if (progress !== STEPS) {
-      return yield* new StartError({ message: `${transport}: expected ${STEPS} progress notifications, got ${progress}` })
+      return yield* new StartError({
+        message: `${transport} ${era}: expected ${STEPS} progress notifications, got ${progress}`
+      })
     }
-    yield* out(`[${transport}] result: ${text} (${callMs} ms)`)
-    return { transport, handshakeMs, tools: tools.length, callMs, progress, result: text } satisfies Row
+    yield* out(`${tag} result: ${text} (${callMs} ms)`)
+    return {
+      transport,
+      era,
+      protocol: client.protocolVersion,
+      connectMs,
+      tools: tools.length,
+      callMs,
+      progress,
+      result: text
+    } satisfies Row
   }).pipe(Effect.scoped)
 
-/** The example server over HTTP in this process, for the life of the scope. */
+/** The example server over HTTP in this process, for the life of the scope: one run per era. */
 const overHttp = Effect.gen(function*() {
   const services = yield* Layer.build(ExampleServer.layerHttp({ host: "127.0.0.1", port: 0 }))
   const server = Context.get(services, HttpServerTransport.HttpServerTransport)
@@ -105,37 +136,43 @@ const overHttp = Effect.gen(function*() {
     onSome: Effect.succeed
   })
   yield* out(`[http] example server listening on ${url}`)
-  const row = yield* exercise("http", StreamableHttpClientTransport.make({ url }))
-  // The client's scope is closed: its DELETE must have ended the session.
-  const left = yield* server.sessionIds
-  if (left.length > 0) return yield* new StartError({ message: `http: ${left.length} session(s) still open after the client closed` })
-  return row
+  const rows: Array<Row> = []
+  for (const era of ["handshake", "stateless"] as const) {
+    rows.push(yield* exercise("http", era, StreamableHttpClientTransport.make({ url })))
+    // The client's scope is closed: its DELETE must have ended the session (the stateless era opens none).
+    const left = yield* server.sessionIds
+    if (left.length > 0) {
+      return yield* new StartError({ message: `http ${era}: ${left.length} session(s) still open after the client closed` })
+    }
+  }
+  return rows
 }).pipe(Effect.scoped)
 
 /**
  * Spawns the example server on stdio now, in a scope of its own, so that the
- * child starts up while the HTTP run goes on.
+ * child starts up while the HTTP runs go on.
  */
-const spawnStdio = Effect.gen(function*() {
-  const scope = yield* Scope.fork(yield* Effect.scope)
-  yield* out(`[stdio] spawning ${process.execPath} ${stdioEntry}`)
-  const transport = yield* StdioClientTransport.make({
-    command: process.execPath,
-    args: [stdioEntry],
-    shutdown: { gracePeriod: "2 seconds" }
-  }).pipe(Scope.provide(scope))
-  yield* out(`[stdio] child pid ${transport.pid}`)
-  return { transport, scope }
-})
-
-/** The stdio run over the child spawned earlier; the child is gone when this completes. */
-const overStdio = (child: Effect.Success<typeof spawnStdio>) =>
+const spawnStdio = (era: Era) =>
   Effect.gen(function*() {
-    const row = yield* exercise("stdio", Effect.succeed(child.transport))
+    const scope = yield* Scope.fork(yield* Effect.scope)
+    yield* out(`[stdio ${era}] spawning ${process.execPath} ${stdioEntry}`)
+    const transport = yield* StdioClientTransport.make({
+      command: process.execPath,
+      args: [stdioEntry],
+      shutdown: { gracePeriod: "2 seconds" }
+    }).pipe(Scope.provide(scope))
+    yield* out(`[stdio ${era}] child pid ${transport.pid}`)
+    return { era, transport, scope }
+  })
+
+/** The stdio run over a child spawned earlier; the child is gone when this completes. */
+const overStdio = (child: Effect.Success<ReturnType<typeof spawnStdio>>) =>
+  Effect.gen(function*() {
+    const row = yield* exercise("stdio", child.era, Effect.succeed(child.transport))
     // Closing stdin ends the server; the transport waits for the exit (SIGTERM after the grace period).
     yield* Scope.close(child.scope, Exit.void)
     if (isAlive(child.transport.pid)) {
-      return yield* new StartError({ message: `stdio: child ${child.transport.pid} still running` })
+      return yield* new StartError({ message: `stdio ${child.era}: child ${child.transport.pid} still running` })
     }
     return row
   })
@@ -152,8 +189,17 @@ const isAlive = (pid: number): boolean => {
 const pad = (s: string, n: number) => s.padEnd(n)
 
 export const table = (rows: ReadonlyArray<Row>): ReadonlyArray<string> => {
-  const header = ["transport", "handshake", "tools", "call", "progress", "result"]
-  const cells = rows.map((r) => [r.transport, `${r.handshakeMs} ms`, String(r.tools), `${r.callMs} ms`, String(r.progress), r.result])
+  const header = ["transport", "era", "protocol", "connect", "tools", "call", "progress", "result"]
+  const cells = rows.map((r) => [
+    r.transport,
+    r.era,
+    r.protocol,
+    `${r.connectMs} ms`,
+    String(r.tools),
+    `${r.callMs} ms`,
+    String(r.progress),
+    r.result
+  ])
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)))
   const line = (c: ReadonlyArray<string>) => c.map((v, i) => (i === c.length - 1 ? v : pad(v, widths[i]!))).join("  ")
   return [line(header), ...cells.map(line)]
@@ -161,13 +207,16 @@ export const table = (rows: ReadonlyArray<Row>): ReadonlyArray<string> => {
 
 export const main = Effect.gen(function*() {
   const started = performance.now()
-  const child = yield* spawnStdio
+  const children = [yield* spawnStdio("handshake"), yield* spawnStdio("stateless")]
   const http = yield* overHttp
-  const stdio = yield* overStdio(child)
+  const stdio: Array<Row> = []
+  for (const child of children) stdio.push(yield* overStdio(child))
   yield* out("")
-  for (const l of table([http, stdio])) yield* out(l)
+  for (const l of table([...http, ...stdio])) yield* out(l)
   yield* out("")
-  yield* out(`ok: both transports torn down (HTTP session deleted, server stopped, child exited) in ${since(started)} ms total`)
+  yield* out(
+    `ok: both transports in both eras torn down (HTTP session deleted, server stopped, children exited) in ${since(started)} ms total`
+  )
 }).pipe(Effect.scoped)
 
 const fail = (cause: Cause.Cause<unknown>) =>

@@ -39,7 +39,11 @@ describe.concurrent("effect-mcp-transport call", () => {
   it("takes --args JSON (key=value laid over it) and --json prints the raw result", async () => {
     const r = await runCli(["call", "echo", "--args", '{"text":"from --args","x":1}', "text=hello world", "--json", ...exampleServer])
     expect(r.code).toBe(0)
-    expect(JSON.parse(r.stdout)).toEqual({ content: [{ type: "text", text: "hello world" }] })
+    // The stateless era's raw result (the example server serves it; `call` finds it by default) names the server.
+    expect(JSON.parse(r.stdout)).toEqual({
+      content: [{ type: "text", text: "hello world" }],
+      _meta: { "io.modelcontextprotocol/serverInfo": { name: "effect-mcp-example", title: "effect-mcp-transport example server", version: "0.1.0" } }
+    })
   }, TIMEOUT)
 
   it("keeps a value that is not JSON as a string", async () => {

@@ -130,7 +130,8 @@ describe("ExampleServer", () => {
         expect(readEvents(events)[0]).toEqual({ event: "listening", transport: "http", url, pid: process.pid })
 
         yield* Effect.scoped(Effect.gen(function*() {
-          const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }))
+          // The handshake era, for its session (the example server serves both eras).
+          const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2025-11-25" })
           let steps = 0
           const result = yield* client.callTool(
             { name: "countdown", arguments: { steps: 2, intervalMs: 5 } },

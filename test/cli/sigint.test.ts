@@ -58,7 +58,8 @@ describe.concurrent("Ctrl-C during effect-mcp-transport call", () => {
   }, TIMEOUT)
 
   it("cancels over Streamable HTTP and deletes the session", async () => {
-    const cli = startCli(["call", http.url, "countdown", "steps=1000", "intervalMs=50"])
+    // The handshake era, which has a session to delete (the example server serves both eras).
+    const cli = startCli(["call", http.url, "countdown", "steps=1000", "intervalMs=50", "--protocol", "2025-11-25"])
     await cli.waitFor("progress: 1/1000")
     expect(await http.sessionIds()).toHaveLength(1)
     cli.child.kill("SIGINT")

@@ -23,32 +23,44 @@ const runStart = (env: Record<string, string> = {}) =>
   )
 
 describe("npm start", () => {
-  it.live("runs the example server over HTTP and stdio, calls countdown with progress, prints the summary, cleans up", () =>
+  it.live("runs the example server over HTTP and stdio in both eras, calls countdown with progress, prints the summary, cleans up", () =>
     Effect.gen(function*() {
       const { code, stderr, stdout } = yield* runStart()
       expect(stderr).toBe("")
       expect(code).toBe(0)
       const lines = stdout.split("\n")
 
-      // Both transports: handshake and inspection, five progress lines, the result.
+      // Each transport in each era: connection and inspection, five progress lines, the result.
+      const protocols = { handshake: "2025-11-25", stateless: "2026-07-28" }
       for (const transport of ["http", "stdio"]) {
-        expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^\\[${transport}\\] effect-mcp-example 0\\.1\\.0, protocol \\d{4}-\\d{2}-\\d{2}, handshake \\d+ ms$`)))
-        expect(lines).toContain(`[${transport}] tools: echo, add, countdown`)
-        const progress = lines.filter((l) => l.startsWith(`[${transport}] progress `))
-        expect(progress).toEqual([1, 2, 3, 4, 5].map((i) => `[${transport}] progress ${i}/5  step ${i} of 5, ${5 - i} to go`))
+        for (const [era, protocol] of Object.entries(protocols)) {
+          const tag = `[${transport} ${era}]`
+          expect(lines).toContainEqual(
+            expect.stringMatching(new RegExp(`^\\[${transport} ${era}\\] effect-mcp-example 0\\.1\\.0, protocol ${protocol}, connected in \\d+ ms$`))
+          )
+          expect(lines).toContain(`${tag} tools: echo, add, countdown`)
+          const progress = lines.filter((l) => l.startsWith(`${tag} progress `))
+          expect(progress).toEqual([1, 2, 3, 4, 5].map((i) => `${tag} progress ${i}/5  step ${i} of 5, ${5 - i} to go`))
+        }
       }
 
-      // The table: a header and one row per transport.
-      const header = lines.findIndex((l) => /^transport\s+handshake\s+tools\s+call\s+progress\s+result$/.test(l))
+      // The table: a header and one row per transport and era, the era and its protocol shown.
+      const header = lines.findIndex((l) => /^transport\s+era\s+protocol\s+connect\s+tools\s+call\s+progress\s+result$/.test(l))
       expect(header).toBeGreaterThanOrEqual(0)
-      expect(lines[header + 1]).toMatch(/^http\s+\d+ ms\s+3\s+\d+ ms\s+5\s+countdown finished after 5 steps$/)
-      expect(lines[header + 2]).toMatch(/^stdio\s+\d+ ms\s+3\s+\d+ ms\s+5\s+countdown finished after 5 steps$/)
-      expect(stdout).toMatch(/^ok: both transports torn down/m)
+      const row = (transport: string, era: string, protocol: string) =>
+        new RegExp(`^${transport}\\s+${era}\\s+${protocol}\\s+\\d+ ms\\s+3\\s+\\d+ ms\\s+5\\s+countdown finished after 5 steps$`)
+      expect(lines.slice(header + 1, header + 5)).toEqual([
+        expect.stringMatching(row("http", "handshake", "2025-11-25")),
+        expect.stringMatching(row("http", "stateless", "2026-07-28")),
+        expect.stringMatching(row("stdio", "handshake", "2025-11-25")),
+        expect.stringMatching(row("stdio", "stateless", "2026-07-28"))
+      ])
+      expect(stdout).toMatch(/^ok: both transports in both eras torn down/m)
 
-      // The stdio child is gone.
-      const pid = Number(/^\[stdio\] child pid (\d+)$/m.exec(stdout)?.[1])
-      expect(pid).toBeGreaterThan(0)
-      expect(isAlive(pid)).toBe(false)
+      // Both stdio children are gone.
+      const pids = [...stdout.matchAll(/^\[stdio (?:handshake|stateless)\] child pid (\d+)$/gm)].map((m) => Number(m[1]))
+      expect(pids).toHaveLength(2)
+      for (const pid of pids) expect(isAlive(pid)).toBe(false)
     }), 90_000)
 
   it.live("a failure is one line on stderr and exit 1", () =>

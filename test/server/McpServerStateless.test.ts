@@ -306,8 +306,8 @@ describe("the example server over stdio, both eras", () => {
       const client = yield* McpClient.connect(
         StdioClientTransport.make({
           command: process.execPath,
-          args: [main, "serve", "--stdio"],
-          env: { ...process.env, EFFECT_MCP_EXAMPLE_EVENTS: events, EFFECT_MCP_EXAMPLE_STATELESS: "1" } as Record<string, string>
+          args: [main, "serve", "--stdio", "--eras", "both"],
+          env: { ...process.env, EFFECT_MCP_EXAMPLE_EVENTS: events } as Record<string, string>
         }),
         { protocol: "2026-07-28" }
       )
@@ -327,8 +327,8 @@ describe("the example server over stdio, both eras", () => {
     Effect.promise(async () => {
       const transport = new SdkStdioClientTransport({
         command: process.execPath,
-        args: [main, "serve", "--stdio"],
-        env: { ...process.env, EFFECT_MCP_EXAMPLE_STATELESS: "1" } as Record<string, string>,
+        args: [main, "serve", "--stdio", "--eras", "both"],
+        env: { ...process.env } as Record<string, string>,
         stderr: "pipe"
       })
       const client = new Client({ name: "sdk-legacy", version: "1.0.0" }, { capabilities: {} })

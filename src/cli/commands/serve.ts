@@ -1,13 +1,17 @@
 /**
- * `effect-mcp-transport serve [--stdio | --http [--port 8421] [--host 127.0.0.1]]`:
+ * `effect-mcp-transport serve [--stdio | --http [--port 8421] [--host 127.0.0.1]] [--eras both|modern|legacy]`:
  * runs the example server (ExampleServer.ts) on our server transports.
  *
+ * - `--eras` (default `both`): the stateless era (2026-07-28) next to the
+ *   initialize handshake (2024-11-05 to 2025-11-25) on either transport, or
+ *   one of them alone. At start it says which on stderr, with the URL for
+ *   `--http` (`serving stdio (eras: …)`, `listening URL (eras: …)`).
  * - `--stdio` (the default): frames on stdin/stdout and nothing else on
  *   stdout; ends with exit 0 when stdin ends.
  * - `--http`: Streamable HTTP at `http://HOST:PORT/mcp` (plus legacy SSE and
  *   the broadcast events and health endpoints); once the port is bound it prints
- *   `listening http://HOST:PORT/mcp` on stderr (with `--json`, a JSON
- *   document `{"transport":"http","url":…}` on stdout instead). `--port 0`
+ *   `listening http://HOST:PORT/mcp (eras: …)` on stderr (with `--json`, a JSON
+ *   document `{"transport":"http","url":…,"eras":…}` on stdout instead). `--port 0`
  *   picks a free port.
  *
  * SIGINT or SIGTERM stop either mode cleanly: running calls are interrupted,
@@ -20,21 +24,22 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Command, Flag } from "effect/cli"
 import * as HttpServerTransport from "../../server/HttpServerTransport.ts"
+import * as Eras from "../Eras.ts"
 import * as ExampleServer from "../ExampleServer.ts"
 import * as ListenFlags from "../ListenFlags.ts"
 import * as Output from "../Output.ts"
 
 export const { DEFAULT_HOST, DEFAULT_PORT } = ListenFlags
 
-const serveHttp = (host: string, port: number) =>
+const serveHttp = (host: string, port: number, eras: Eras.Eras) =>
   Effect.gen(function*() {
     const json = yield* Output.Json
     const announce = Layer.effectDiscard(Effect.gen(function*() {
       const transport = yield* HttpServerTransport.HttpServerTransport
       const url = Option.getOrElse(transport.url, () => `http://${host}:${port}/mcp`)
-      yield* json ? Output.json({ transport: "http", url }) : Output.note(`listening ${url}`)
+      yield* json ? Output.json({ transport: "http", url, eras }) : Output.note(`listening ${url} (eras: ${Eras.describe(eras)})`)
     }))
-    return yield* Layer.launch(announce.pipe(Layer.provideMerge(ExampleServer.layerHttp({ host, port })))).pipe(
+    return yield* Layer.launch(announce.pipe(Layer.provideMerge(ExampleServer.layerHttp({ host, port, eras })))).pipe(
       Effect.catchTag("ServeError", (e) => Effect.fail(new ListenError({ host, port, cause: e.cause })))
     )
   })
@@ -63,18 +68,22 @@ export const command = Command.make(
       Flag.withDefault(false)
     ),
     port: ListenFlags.port,
-    host: ListenFlags.host
+    host: ListenFlags.host,
+    eras: Eras.flag
   },
-  ({ host, http, port, stdio }) =>
+  ({ eras, host, http, port, stdio }) =>
     Output.run(Effect.gen(function*() {
       if (http && stdio) return yield* new Output.UsageError({ message: "give either --stdio or --http, not both" })
       if (!http) {
         if (Option.isSome(port) || Option.isSome(host)) {
           return yield* new Output.UsageError({ message: "--port and --host need --http" })
         }
-        yield* ExampleServer.runStdio()
+        yield* Output.note(`serving stdio (eras: ${Eras.describe(eras)})`)
+        yield* ExampleServer.runStdio({ eras })
         return
       }
-      return yield* serveHttp(Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT))
+      return yield* serveHttp(Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras)
     }))
-).pipe(Command.withDescription("Run the example MCP server (echo, add, countdown) over stdio or Streamable HTTP"))
+).pipe(Command.withDescription(
+  "Run the example MCP server (echo, add, countdown) over stdio or Streamable HTTP, in both protocol eras unless --eras says otherwise"
+))
