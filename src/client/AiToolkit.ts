@@ -122,6 +122,17 @@ export class McpOrigin extends Context.Service<McpOrigin, {
 }>()("effect-mcp-transport/AiToolkit/McpOrigin") {}
 
 /**
+ * Where a tool built here comes from (its `McpOrigin`); `undefined` for any other tool.
+ *
+ * @since 0.2.0
+ * @category getters
+ */
+export const originOf = (tool: Tool.Any): McpOrigin["Service"] | undefined => {
+  const origin = Context.getOption(tool.annotations as Context.Context<McpOrigin>, McpOrigin)
+  return origin._tag === "Some" ? origin.value : undefined
+}
+
+/**
  * A progress notification of a tool call the model made.
  *
  * @since 0.2.0
@@ -193,8 +204,11 @@ export const modelName = (name: string): string => name.replace(/[^a-zA-Z0-9_-]/
 
 const text = (value: string): Prompt.ToolModelOutputPart => Prompt.textPart({ text: value })
 
-const file = (mediaType: string, data: string, fileName?: string): Prompt.ToolModelOutputPart =>
-  Prompt.filePart(fileName === undefined ? { mediaType, data } : { mediaType, data, fileName })
+/** Binary content arrives decoded (bytes); a peer's raw base64 text is passed on as it is. */
+const file = (mediaType: string, raw: unknown, fileName?: string): Prompt.ToolModelOutputPart => {
+  const data = raw instanceof Uint8Array ? raw : String(raw)
+  return Prompt.filePart(fileName === undefined ? { mediaType, data } : { mediaType, data, fileName })
+}
 
 type Block = { readonly type?: unknown } & Record<string, unknown>
 
@@ -204,12 +218,12 @@ const blockOutput = (block: Block): Prompt.ToolModelOutputPart => {
       return text(String(block.text))
     case "image":
     case "audio":
-      return file(String(block.mimeType), String(block.data))
+      return file(String(block.mimeType), block.data)
     case "resource": {
       const resource = (block.resource ?? {}) as Record<string, unknown>
       return typeof resource.text === "string"
         ? text(resource.text)
-        : file(String(resource.mimeType ?? "application/octet-stream"), String(resource.blob), String(resource.uri))
+        : file(String(resource.mimeType ?? "application/octet-stream"), resource.blob, String(resource.uri))
     }
     case "resource_link":
       return text(`${String(block.title ?? block.name)}: ${String(block.uri)}`)
@@ -403,14 +417,13 @@ export const toLayer = (
 ): Layer.Layer<Tool.HandlersFor<McpTools>> => {
   const handlers: Record<string, ReturnType<typeof makeHandler>> = {}
   for (const [name, tool] of Object.entries(toolkit.tools)) {
-    const origin = Context.getOption(tool.annotations, McpOrigin)
-    if (origin._tag === "None") continue
-    const mcpTool = { name: origin.value.tool } as McpSchema.Tool
+    const origin = originOf(tool)
+    if (origin === undefined) continue
     handlers[name] = makeHandler({
       name,
       server: undefined,
-      tool: mcpTool,
-      call: (args, o) => client.callTool({ name: origin.value.tool, arguments: args }, o)
+      tool: { name: origin.tool } as McpSchema.Tool,
+      call: (args, o) => client.callTool({ name: origin.tool, arguments: args }, o)
     }, options)
   }
   return toolkit.toLayer(handlers as never)
