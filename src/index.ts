@@ -145,6 +145,13 @@ export * as ServerNotification from "./client/ServerNotification.ts"
  */
 export * as McpManager from "./client/McpManager.ts"
 /**
+ * The tools of MCP servers (one client, or every server of a manager) as an `effect/ai` toolkit a `LanguageModel` can call.
+ *
+ * @since 0.2.0
+ * @category modules
+ */
+export * as AiToolkit from "./client/AiToolkit.ts"
+/**
  * The server side of the MCP lifecycle, as a `Handler` any server transport can mount (stdio, in-memory, HTTP).
  *
  * @since 0.1.0

@@ -76,3 +76,10 @@ export * as ServerNotification from "./ServerNotification.ts"
  * @category modules
  */
 export * as McpManager from "./McpManager.ts"
+/**
+ * The tools of MCP servers (one client, or every server of a manager) as an `effect/ai` toolkit a `LanguageModel` can call.
+ *
+ * @since 0.2.0
+ * @category modules
+ */
+export * as AiToolkit from "./AiToolkit.ts"
