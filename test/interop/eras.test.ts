@@ -121,6 +121,8 @@ const connectRow = (row: Row) =>
     const client = yield* McpClient.connect(recorded(transport, sent), {
       clientInfo: { name: "eras-interop", version: "1.0.0" },
       protocol: row.protocol,
+      // A peer still loading on a busy machine is not a server that ignores the probe.
+      probeTimeout: "60 seconds",
       // Over HTTP the stateless era listens only when asked; the handshake era's GET stream is the transport's.
       listen: true,
       handlers: {

@@ -246,7 +246,8 @@ describe("asks in the stateless era over stdio", () => {
       for (const protocol of ["2026-07-28", "auto"] as const) {
         const client = yield* McpClient.connect(
           StdioClientTransport.make({ command: process.execPath, args: [fixture, "--key", "k"] }),
-          { protocol, handlers, listen: false }
+          // A child still loading on a busy machine is not a server that ignores the probe.
+          { protocol, handlers, listen: false, probeTimeout: "60 seconds" }
         )
         expect(client.era).toBe("modern")
         expect(textOf(yield* client.callTool({ name: "onboard" }))).toBe("Hello! (Greet Ada) [file:///a, file:///b]")
