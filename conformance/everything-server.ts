@@ -16,7 +16,8 @@
 import { fileURLToPath } from "node:url"
 import { NodeRuntime } from "@effect/platform-node"
 import { Context, type Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
-import { RpcError } from "../src/McpError.ts"
+import type * as McpSchema from "effect/ai/McpSchema"
+import { CapabilityNotSupported, ClientRequestUnavailable, RpcError } from "../src/McpError.ts"
 import * as HttpServerTransport from "../src/server/HttpServerTransport.ts"
 import type { Handler, HandlerContext } from "../src/server/Handler.ts"
 import * as McpServer from "../src/server/McpServer.ts"
@@ -28,6 +29,13 @@ import * as McpServer from "../src/server/McpServer.ts"
  * that needs it.
  */
 class TransportCall extends Context.Service<TransportCall, HandlerContext>()("conformance/TransportCall") {}
+
+/**
+ * Tells every client of a list change: the sessions of the handshake era and
+ * the `subscriptions/listen` streams of the stateless era (`notifyAll` of the
+ * handle, which exists only once the definition is mounted).
+ */
+class ListChanges extends Context.Service<ListChanges, (method: string) => Effect.Effect<void>>()("conformance/ListChanges") {}
 
 // ---------------------------------------------------------------------------
 // Fixed payloads
@@ -68,7 +76,7 @@ interface Tool {
   readonly name: string
   readonly description: string
   readonly inputSchema: Record<string, unknown>
-  readonly run: (args: Args, ctx: McpServer.RequestContext) => Effect.Effect<ToolResult, unknown, TransportCall>
+  readonly run: (args: Args, ctx: McpServer.RequestContext) => Effect.Effect<ToolResult, unknown, TransportCall | ListChanges>
 }
 
 const tools: ReadonlyArray<Tool> = [
@@ -250,13 +258,29 @@ const tools: ReadonlyArray<Tool> = [
   {
     name: "json_schema_2020_12_tool",
     description: "Tool with JSON Schema 2020-12 features",
+    // Every keyword family a server must pass through untouched: dialect, $defs with an $anchor,
+    // $ref, composition (allOf/anyOf), conditionals (if/then/else), additionalProperties.
     inputSchema: {
       $schema: "https://json-schema.org/draft/2020-12/schema",
       type: "object",
       $defs: {
-        address: { type: "object", properties: { street: { type: "string" }, city: { type: "string" } } }
+        address: {
+          $anchor: "addressDef",
+          type: "object",
+          properties: { street: { type: "string" }, city: { type: "string" } }
+        }
       },
-      properties: { name: { type: "string" }, address: { $ref: "#/$defs/address" } },
+      properties: {
+        name: { type: "string" },
+        address: { $ref: "#/$defs/address" },
+        contactMethod: { type: "string", enum: ["phone", "email"] },
+        phone: { type: "string" },
+        email: { type: "string" }
+      },
+      allOf: [{ anyOf: [{ required: ["phone"] }, { required: ["email"] }] }],
+      if: { properties: { contactMethod: { const: "phone" } }, required: ["contactMethod"] },
+      then: { required: ["phone"] },
+      else: { required: ["email"] },
       additionalProperties: false
     },
     run: (args) => Effect.succeed(toolText(`Received ${JSON.stringify(args)}`))
@@ -278,13 +302,189 @@ const tools: ReadonlyArray<Tool> = [
   }
 ]
 
+// ---------------------------------------------------------------------------
+// Stateless era (2026-07-28): input_required rounds, capability checks,
+// logging without a level, list changes, Mcp-Param headers
+
+const NAME_FORM = {
+  message: "What is your name?",
+  requestedSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] }
+} as const
+
+const answerField = (answer: McpSchema.ElicitResult, field: string): string =>
+  answer.action === "accept" ? String(answer.content?.[field] ?? "") : `(${answer.action})`
+
+const sampleText = (result: McpSchema.CreateMessageResult): string => {
+  const blocks = Array.isArray(result.content) ? result.content : [result.content]
+  return blocks.map((b: any) => (b.type === "text" ? b.text : `[${b.type}]`)).join("")
+}
+
+const GREETING_REQUEST: McpServer.SamplingRequest = {
+  messages: [{ role: "user", content: { type: "text", text: "Say hello." } }],
+  maxTokens: 50
+}
+
+/** Whether the tool list holds `test_dynamic_tool` (and the prompt list `test_dynamic_prompt`); flipped by the trigger tools. */
+let dynamicTool = false
+let dynamicPrompt = false
+
+const statelessTools: ReadonlyArray<Tool> = [
+  {
+    name: "test_input_required_result_elicitation",
+    description: "Asks for a name under the input key user_name, then greets",
+    inputSchema: noArgs,
+    run: (_, ctx) =>
+      Effect.map(McpServer.inputKey("user_name")(ctx.elicit(NAME_FORM)), (a) => toolText(`Hello, ${answerField(a, "name")}!`))
+  },
+  {
+    name: "test_input_required_result_sampling",
+    description: "Asks the client's LLM for a greeting",
+    inputSchema: noArgs,
+    run: (_, ctx) => Effect.map(ctx.sample(GREETING_REQUEST), (r) => toolText(`LLM said: ${sampleText(r)}`))
+  },
+  {
+    name: "test_input_required_result_list_roots",
+    description: "Asks for the client's roots",
+    inputSchema: noArgs,
+    run: (_, ctx) => Effect.map(ctx.listRoots, (roots) => toolText(`Roots: ${roots.map((r) => r.uri).join(", ")}`))
+  },
+  {
+    name: "test_input_required_result_request_state",
+    description: "Asks for a name; the retry's signed requestState is checked before the answer is used",
+    inputSchema: noArgs,
+    // The runtime refuses a state that fails its check, so an answer reaching here came with a valid one.
+    run: (_, ctx) => Effect.map(ctx.elicit(NAME_FORM), (a) => toolText(`state-ok: hello ${answerField(a, "name")}`))
+  },
+  {
+    name: "test_input_required_result_multiple_inputs",
+    description: "Asks for a name, an LLM greeting and the roots at once",
+    inputSchema: noArgs,
+    run: (_, ctx) =>
+      Effect.map(
+        Effect.all([ctx.elicit(NAME_FORM), ctx.sample(GREETING_REQUEST), ctx.listRoots], { concurrency: "unbounded" }),
+        ([answer, greeting, roots]) =>
+          toolText(`${sampleText(greeting)} ${answerField(answer, "name")} (${roots.length} roots)`)
+      )
+  },
+  {
+    name: "test_input_required_result_multi_round",
+    description: "Asks for a name, then for a colour, in two rounds",
+    inputSchema: noArgs,
+    run: (_, ctx) =>
+      Effect.gen(function*() {
+        const name = yield* McpServer.inputKey("step1")(ctx.elicit({ ...NAME_FORM, message: "Step 1: What is your name?" }))
+        const colour = yield* McpServer.inputKey("step2")(ctx.elicit({
+          message: "Step 2: What is your favorite color?",
+          requestedSchema: { type: "object", properties: { color: { type: "string" } }, required: ["color"] }
+        }))
+        return toolText(`${answerField(name, "name")} likes ${answerField(colour, "color")}`)
+      })
+  },
+  {
+    name: "test_input_required_result_tampered_state",
+    description: "Asks for a confirmation; a retry with an altered requestState is refused",
+    inputSchema: noArgs,
+    run: (_, ctx) =>
+      Effect.map(
+        ctx.elicit({ message: "Confirm?", requestedSchema: { type: "object", properties: { ok: { type: "boolean" } } } }),
+        (a) => toolText(`confirmed: ${a.action}`)
+      )
+  },
+  {
+    name: "test_input_required_result_capabilities",
+    description: "Asks only through the capabilities the request declares (elicitation, sampling)",
+    inputSchema: noArgs,
+    run: (_, ctx) => {
+      const declared = ctx.session.clientCapabilities
+      const asks: Array<Effect.Effect<string, McpServer.ClientCallError>> = []
+      if (declared.elicitation !== undefined) asks.push(Effect.map(ctx.elicit(NAME_FORM), (a) => `name ${answerField(a, "name")}`))
+      if (declared.sampling !== undefined) asks.push(Effect.map(ctx.sample(GREETING_REQUEST), (r) => `LLM ${sampleText(r)}`))
+      return Effect.map(
+        Effect.all(asks, { concurrency: "unbounded" }),
+        (parts) => toolText(parts.length === 0 ? "nothing to ask" : parts.join("; "))
+      )
+    }
+  },
+  {
+    name: "test_missing_capability",
+    description: "Needs the sampling capability: without it the call fails with -32021",
+    inputSchema: noArgs,
+    run: (_, ctx) => Effect.map(ctx.sample(GREETING_REQUEST), (r) => toolText(`LLM said: ${sampleText(r)}`))
+  },
+  {
+    name: "test_streaming_elicitation",
+    description: "Reports progress, then asks for a name (stateless era: an input_required result, never a request)",
+    inputSchema: noArgs,
+    run: (_, ctx) =>
+      Effect.gen(function*() {
+        yield* ctx.progress(0, { total: 1, message: "asking for a name" })
+        const answer = yield* ctx.elicit(NAME_FORM)
+        return toolText(`Hello, ${answerField(answer, "name")}!`)
+      })
+  },
+  {
+    name: "test_logging_tool",
+    description: "Logs at info level while it runs (sent only to a request that set a log level)",
+    inputSchema: noArgs,
+    run: (_, ctx) =>
+      Effect.gen(function*() {
+        yield* ctx.log("info", "Logging tool started")
+        yield* ctx.log("warning", "Logging tool halfway")
+        yield* ctx.log("info", "Logging tool finished")
+        return toolText("Logging tool completed")
+      })
+  },
+  {
+    name: "test_trigger_tool_change",
+    description: "Adds or removes test_dynamic_tool and announces the tool list change",
+    inputSchema: noArgs,
+    run: () =>
+      Effect.gen(function*() {
+        dynamicTool = !dynamicTool
+        yield* (yield* ListChanges)("notifications/tools/list_changed")
+        return toolText(`test_dynamic_tool ${dynamicTool ? "added" : "removed"}`)
+      })
+  },
+  {
+    name: "test_trigger_prompt_change",
+    description: "Adds or removes test_dynamic_prompt and announces the prompt list change",
+    inputSchema: noArgs,
+    run: () =>
+      Effect.gen(function*() {
+        dynamicPrompt = !dynamicPrompt
+        yield* (yield* ListChanges)("notifications/prompts/list_changed")
+        return toolText(`test_dynamic_prompt ${dynamicPrompt ? "added" : "removed"}`)
+      })
+  },
+  {
+    name: "test_header_param",
+    description: "Echoes its region, which an HTTP client also sends as the Mcp-Param-Region header",
+    inputSchema: {
+      type: "object",
+      properties: { region: { type: "string", description: "Where to run", "x-mcp-header": "Region" } },
+      required: ["region"]
+    },
+    run: (args) => Effect.succeed(toolText(`region: ${String(args.region)}`))
+  }
+]
+
+const dynamicToolDef: Tool = {
+  name: "test_dynamic_tool",
+  description: "Present while test_trigger_tool_change has added it",
+  inputSchema: noArgs,
+  run: () => Effect.succeed(toolText("dynamic tool"))
+}
+
+const listedTools = (): ReadonlyArray<Tool> => dynamicTool ? [...allTools, dynamicToolDef] : allTools
+
 // The suite's schemas (enumNames, oneOf, anyOf) are wider than the typed
 // elicitation params, so the request goes out as it is written here.
 const elicitAndReport = (ctx: McpServer.RequestContext, label: string, params: Record<string, unknown>) =>
   Effect.map(ctx.elicit(params as McpServer.ElicitRequest), (r) =>
     toolText(`${label}: action=${r.action}, content=${JSON.stringify("content" in r ? r.content ?? {} : {})}`))
 
-const toolsByName = new Map(tools.map((t) => [t.name, t]))
+const allTools: ReadonlyArray<Tool> = [...tools, ...statelessTools]
+const findTool = (name: string): Tool | undefined => listedTools().find((t) => t.name === name)
 
 const CallParams = Schema.Struct({
   name: Schema.String,
@@ -312,7 +512,14 @@ const TEMPLATE = /^test:\/\/template\/([^/]+)\/data$/
 /** Bumped by the server every `watchedInterval`; subscribers hear of each change. */
 let watchedVersion = 0
 
-const readResource = (uri: string): Effect.Effect<Record<string, unknown>, RpcError> => {
+/**
+ * An unknown resource: -32002 in the handshake era (2025-11-25), -32602
+ * Invalid params in the stateless era (SEP-2164); `data.uri` in both.
+ */
+const resourceNotFound = (uri: string, era: string) =>
+  new RpcError({ code: era === "modern" ? -32602 : -32002, rpcMessage: "Resource not found", data: { uri } })
+
+const readResource = (uri: string, era: string): Effect.Effect<Record<string, unknown>, RpcError> => {
   switch (uri) {
     case "test://static-text":
       return Effect.succeed({ uri, mimeType: "text/plain", text: "This is the content of the static text resource." })
@@ -332,7 +539,7 @@ const readResource = (uri: string): Effect.Effect<Record<string, unknown>, RpcEr
       text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` })
     })
   }
-  return Effect.fail(new RpcError({ code: -32002, rpcMessage: "Resource not found", data: { uri } }))
+  return Effect.fail(resourceNotFound(uri, era))
 }
 
 const prompts = [
@@ -350,15 +557,24 @@ const prompts = [
     description: "A prompt that embeds a resource",
     arguments: [{ name: "resourceUri", description: "URI of the resource to embed", required: true }]
   },
-  { name: "test_prompt_with_image", description: "A prompt with an image" }
+  { name: "test_prompt_with_image", description: "A prompt with an image" },
+  { name: "test_input_required_result_prompt", description: "A prompt that first asks the user for context" }
 ]
+
+const dynamicPromptDef = { name: "test_dynamic_prompt", description: "Present while test_trigger_prompt_change has added it" }
+
+const listedPrompts = () => dynamicPrompt ? [...prompts, dynamicPromptDef] : prompts
 
 const GetPromptParams = Schema.Struct({
   name: Schema.String,
   arguments: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
 })
 
-const getPrompt = (name: string, args: Readonly<Record<string, string>>): Effect.Effect<unknown, RpcError> => {
+const getPrompt = (
+  name: string,
+  args: Readonly<Record<string, string>>,
+  ctx: McpServer.RequestContext
+): Effect.Effect<unknown, RpcError | McpServer.ClientCallError> => {
   const user = (content: unknown) => ({ role: "user", content })
   const missing = (arg: string) =>
     Effect.fail(new RpcError({ code: -32602, rpcMessage: `Missing required argument: ${arg}` }))
@@ -382,6 +598,17 @@ const getPrompt = (name: string, args: Readonly<Record<string, string>>): Effect
           user(text("Please process the embedded resource above."))
         ]
       })
+    case "test_input_required_result_prompt":
+      return Effect.map(
+        ctx.elicit({
+          message: "What context should the prompt use?",
+          requestedSchema: { type: "object", properties: { context: { type: "string" } }, required: ["context"] }
+        }),
+        (answer) => ({ messages: [user(text(`Use this context: ${answerField(answer, "context")}`))] })
+      )
+    case "test_dynamic_prompt":
+      if (dynamicPrompt) return Effect.succeed({ messages: [user(text("The dynamic prompt."))] })
+      break
     case "test_prompt_with_image":
       return Effect.succeed({
         messages: [user({ type: "image", data: PNG, mimeType: "image/png" }), user(text("Please analyze the image above."))]
@@ -419,30 +646,39 @@ const subsOf = (sessionId: string | undefined) => {
 
 export const definition = McpServer.make({
   serverInfo: { name: "effect-mcp-transport-everything", version: "0.1.0" },
-  instructions: "The conformance suite's example server, built on effect-mcp-transport."
+  // Both eras: the handshake (2025-11-25 and before) and the stateless era (2026-07-28).
+  stateless: true,
+  instructions: "The conformance suite's example server, built on effect-mcp-transport.",
+  // The trigger tools change both lists and announce it.
+  capabilities: { tools: { listChanged: true }, prompts: { listChanged: true } }
 }).pipe(
   McpServer.method("tools/list", {}, () =>
-    Effect.succeed({ tools: tools.map(({ description, inputSchema, name }) => ({ name, description, inputSchema })) })),
+    Effect.sync(() => ({
+      tools: listedTools().map(({ description, inputSchema, name }) => ({ name, description, inputSchema }))
+    }))),
   McpServer.method("tools/call", { params: CallParams }, (p, ctx) => {
-    const tool = toolsByName.get(p.name)
+    const tool = findTool(p.name)
     if (tool === undefined) return Effect.fail(new RpcError({ code: -32602, rpcMessage: `Unknown tool: ${p.name}` }))
-    // A tool that fails reports it in the result (isError), not as a protocol error.
+    // A tool that fails reports it in the result (isError), not as a protocol error; a capability
+    // the client did not declare is the request's error (-32021), so that one goes through.
     return tool.run(p.arguments ?? {}, ctx).pipe(
       Effect.catch((e) =>
-        Effect.succeed({ isError: true, content: [text(`Tool ${p.name} failed: ${describe(e)}`)] })
+        e instanceof CapabilityNotSupported
+          ? Effect.fail(e)
+          : Effect.succeed({ isError: true, content: [text(`Tool ${p.name} failed: ${describe(e)}`)] })
       )
     )
   }),
   McpServer.method("resources/list", {}, () => Effect.succeed({ resources })),
   McpServer.method("resources/templates/list", {}, () => Effect.succeed({ resourceTemplates: templates })),
-  McpServer.method("resources/read", { params: UriParams }, ({ uri }) =>
-    Effect.map(readResource(uri), (c) => ({ contents: [c] }))),
+  McpServer.method("resources/read", { params: UriParams }, ({ uri }, ctx) =>
+    Effect.map(readResource(uri, ctx.session.era), (c) => ({ contents: [c] }))),
   McpServer.method("resources/subscribe", { params: UriParams }, ({ uri }, ctx) =>
     Effect.sync(() => void subsOf(ctx.sessionId).add(uri))),
   McpServer.method("resources/unsubscribe", { params: UriParams }, ({ uri }, ctx) =>
     Effect.sync(() => void subsOf(ctx.sessionId).delete(uri))),
-  McpServer.method("prompts/list", {}, () => Effect.succeed({ prompts })),
-  McpServer.method("prompts/get", { params: GetPromptParams }, (p) => getPrompt(p.name, p.arguments ?? {})),
+  McpServer.method("prompts/list", {}, () => Effect.sync(() => ({ prompts: listedPrompts() }))),
+  McpServer.method("prompts/get", { params: GetPromptParams }, (p, ctx) => getPrompt(p.name, p.arguments ?? {}, ctx)),
   McpServer.method("completion/complete", { params: CompleteParams }, ({ argument }) => {
     const values = (completions[argument.name] ?? []).filter((v) => v.startsWith(argument.value))
     return Effect.succeed({ completion: { values, total: values.length, hasMore: false } })
@@ -461,6 +697,14 @@ export interface ServerOptions {
 
 const WATCHED = "test://watched-resource"
 
+/** The context of the server's own reads (the tool schemas): no client to talk to. */
+const quietCall: HandlerContext = {
+  sessionId: undefined,
+  requestId: undefined,
+  notify: () => Effect.void,
+  request: (method) => Effect.fail(new ClientRequestUnavailable({ method, reason: "the server is reading its own tool list" }))
+}
+
 /**
  * The server as a layer. Besides serving, it changes the watched resource
  * now and then and tells the sessions subscribed to it
@@ -470,8 +714,20 @@ const WATCHED = "test://watched-resource"
 export const layer = (options?: ServerOptions) =>
   Layer.unwrap(Effect.gen(function*() {
     const handle = yield* McpServer.toHandler(definition)
-    const handler: Handler = (message, context) =>
-      handle.handler(message, context).pipe(Effect.provideService(TransportCall, context))
+    const announce = (method: string) => handle.notifyAll(method)
+    const serve = <A, E>(effect: Effect.Effect<A, E, TransportCall | ListChanges>, context: HandlerContext) =>
+      effect.pipe(Effect.provideService(TransportCall, context), Effect.provideService(ListChanges, announce))
+    const schemaOf = handle.handler.toolInputSchema
+    // The wrapper keeps what the transport reads off the handler: the eras it serves, the tool
+    // schemas behind the Mcp-Param-* header checks, and the end of open subscriptions.
+    const handler: Handler = Object.assign(
+      (message: Parameters<Handler>[0], context: HandlerContext) => serve(handle.handler(message, context), context),
+      {
+        stateless: handle.handler.stateless,
+        shutdown: handle.handler.shutdown,
+        ...(schemaOf === undefined ? {} : { toolInputSchema: (name: string) => serve(schemaOf(name), quietCall) })
+      }
+    )
     const background = Layer.effectDiscard(Effect.gen(function*() {
       const transport = yield* HttpServerTransport.HttpServerTransport
       const prune = Effect.flatMap(transport.sessionIds, (ids) =>

@@ -32,6 +32,7 @@ import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import * as RequestState from "./internal/RequestState.ts"
 import * as RetiredCodes from "./internal/RetiredCodes.ts"
+import { InputKey, Rounds } from "./internal/Rounds.ts"
 import * as Subscriptions from "./internal/Subscriptions.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Router from "./Router.ts"
@@ -590,30 +591,34 @@ const MULTI_ROUND: ReadonlySet<string> = new Set(["tools/call", "resources/read"
 const INPUT_METHODS: ReadonlySet<string> = new Set(["sampling/createMessage", "elicitation/create", "roots/list"])
 
 /**
- * The asks of one run of a handler in a multi-round request. Asks are keyed
- * by their order in the run (`ask-0`, `ask-1`…): the run after a retry makes
- * the same asks in the same order, so each finds the answer recorded for it.
- * An ask with no answer yet is recorded as pending and stops the handler by
- * interruption (a failure it could catch would let it go on without the
- * answer). It yields once before it stops, so that asks made concurrently
- * (`Effect.all` with concurrency) are recorded too and asked in one round.
+ * Names the `input_required` ask made inside `effect` (stateless era): its
+ * key in `inputRequests` and `inputResponses` is `key` instead of its
+ * position among the unnamed asks (`ask-0`, `ask-1`…). For protocols or
+ * clients that expect a fixed key. A key names one ask of a request: two asks
+ * under one key are a defect. Ignored in the handshake era, where an ask is a
+ * request to the client.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import * as McpServer from "effect-mcp-transport/server/McpServer"
+ *
+ * const server = McpServer.make({ serverInfo: { name: "greeter", version: "1.0.0" }, stateless: true }).pipe(
+ *   McpServer.method("tools/call", {}, (_params, ctx) =>
+ *     ctx.elicit({ message: "Your name?", requestedSchema: { type: "object", properties: { name: { type: "string" } } } }).pipe(
+ *       McpServer.inputKey("user_name"),
+ *       Effect.map((answer) => ({ content: [{ type: "text", text: `Hello, ${String(answer.content?.name)}` }] }))
+ *     ))
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
  */
-class Rounds {
-  #next = 0
-  readonly pending = new Map<string, { readonly method: string; readonly params: unknown }>()
-  readonly answers: Readonly<Record<string, unknown>>
-  constructor(answers: Readonly<Record<string, unknown>>) {
-    this.answers = answers
-  }
-  ask(method: string, params: unknown): Effect.Effect<unknown> {
-    return Effect.suspend(() => {
-      const key = `ask-${this.#next++}`
-      if (Object.hasOwn(this.answers, key)) return Effect.succeed(this.answers[key])
-      this.pending.set(key, { method, params: params ?? {} })
-      return Effect.andThen(Effect.yieldNow, Effect.interrupt)
-    })
-  }
-}
+export const inputKey = (key: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.provideService(effect, InputKey, key)
+
+const succeedRaw = (raw: unknown) => Effect.succeed(raw)
 
 const clientHas = (session: Session, path: ReadonlyArray<string>): boolean => {
   let node: unknown = session.clientCapabilities
@@ -657,7 +662,7 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
     if (this.state.era !== "modern") return this.hctx.request
     const rounds = this.#rounds
     return (method, params) =>
-      rounds !== undefined && INPUT_METHODS.has(method) ? rounds.ask(method, params) : Effect.fail(statelessAsk(method))
+      rounds !== undefined && INPUT_METHODS.has(method) ? rounds.ask(method, params, succeedRaw) : Effect.fail(statelessAsk(method))
   }
 
   #callClient<A>(
@@ -671,12 +676,14 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
     if (!clientHas(this.state, capability)) {
       return Effect.fail(new CapabilityNotSupported({ method, capability: capability.join("."), peer: "client" }))
     }
-    const asked = this.state.era !== "modern"
-      ? this.hctx.request(method, params, { timeoutMs: this.#timeoutMs })
-      : this.#rounds !== undefined
-      ? this.#rounds.ask(method, params)
-      : Effect.fail(statelessAsk(method))
-    return Effect.flatMap(asked, (raw) => Effect.mapError(decode(raw), invalidResult(method)))
+    if (this.state.era !== "modern") {
+      return Effect.flatMap(
+        this.hctx.request(method, params, { timeoutMs: this.#timeoutMs }),
+        (raw) => Effect.mapError(decode(raw), invalidResult(method))
+      )
+    }
+    // A malformed answer is the client's mistake, answered for the request as a whole (see serveRounds).
+    return this.#rounds !== undefined ? this.#rounds.ask(method, params, decode) : Effect.fail(statelessAsk(method))
   }
 
   get progress(): RequestContext["progress"] {
@@ -975,7 +982,11 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
           principal: hctx.principal
         }
         let answers: Record<string, unknown> = {}
-        if (requestState !== undefined) {
+        if (requestState === undefined) {
+          // No state: nothing was asked before, so every answer comes from this request (a client
+          // retrying a server that issues no state); only those the run uses are carried on.
+          if (isRecord(inputResponses)) answers = { ...inputResponses }
+        } else {
           const verified = RequestState.verify(stateConfig, binding, requestState, now)
           if (verified._tag === "Invalid") {
             return Effect.succeed(JsonRpc.failure(request.id, JsonRpc.ErrorCode.InvalidParams, `Invalid requestState: ${verified.reason}`))
@@ -993,7 +1004,10 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
         const ctx = new LiveRequestContext(ownRequest, hctx, session, timeoutMs, rounds)
         // Read the clock again: the state's lifetime starts when it is issued, however long the handler ran.
         const inputRequired = Effect.map(Clock.currentTimeMillis, (issuedAt): JsonRpc.JsonRpcResponse => {
-          const token = RequestState.issue(stateConfig, binding, { answers, asked: Array.from(rounds.pending.keys()) }, issuedAt)
+          const carried = requestState === undefined
+            ? Object.fromEntries(Object.entries(answers).filter(([key]) => rounds.used.has(key)))
+            : answers
+          const token = RequestState.issue(stateConfig, binding, { answers: carried, asked: Array.from(rounds.pending.keys()) }, issuedAt)
           if (token === undefined) {
             return JsonRpc.failure(
               request.id,
@@ -1008,12 +1022,28 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
             _meta: serverInfoMeta
           })
         })
+        const invalidAnswer = (invalid: NonNullable<Rounds["invalid"]>) =>
+          Effect.succeed(JsonRpc.failure(
+            request.id,
+            JsonRpc.ErrorCode.InvalidParams,
+            `Invalid inputResponses: the answer to "${invalid.key}" is not a ${invalid.method} result`,
+            { key: invalid.key, reason: invalid.reason }
+          ))
         return Router.dispatch(server.router, ownRequest, ctx, missingCapability).pipe(
           Effect.matchCauseEffect({
             onFailure: (cause) =>
-              rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause) ? inputRequired : Effect.failCause(cause),
+              rounds.invalid !== undefined
+                ? invalidAnswer(rounds.invalid)
+                : rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause)
+                ? inputRequired
+                : Effect.failCause(cause),
             // A handler that caught its ask's interruption still lacks the answer.
-            onSuccess: (response) => rounds.pending.size > 0 ? inputRequired : Effect.succeed(completeResponse(request.method, response))
+            onSuccess: (response) =>
+              rounds.invalid !== undefined
+                ? invalidAnswer(rounds.invalid)
+                : rounds.pending.size > 0
+                ? inputRequired
+                : Effect.succeed(completeResponse(request.method, response))
           })
         )
       })

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Option, Stream } from "effect"
+import { Context, Effect, Fiber, Layer, Option, Stream, SubscriptionRef } from "effect"
 import * as EverythingServer from "../../conformance/everything-server.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
@@ -74,9 +74,10 @@ describe("conformance runner: verdicts", () => {
     }
   })
 
-  it("the committed baseline expects no 2025-11-25 failure", () => {
+  it("the committed baseline expects no 2025-11-25 failure and no 2026-07-28 server failure", () => {
     const baseline = readBaseline()
     expect(baseline["2025-11-25"]).toEqual({ server: {}, client: {} })
+    expect(baseline["2026-07-28"].server).toEqual({})
   })
 })
 
@@ -134,20 +135,23 @@ describe("conformance runner: requirement lists", () => {
 })
 
 describe("conformance: server suite", () => {
-  it.live("every 2025-11-25 scenario passes against conformance/everything-server.ts; the 2026-07-28 list fails only as the baseline says", () =>
+  it.live("every scenario of the 2025-11-25 and the 2026-07-28 list passes against conformance/everything-server.ts", () =>
     Effect.gen(function*() {
       const run = yield* runSuite("server")
-      const judged = serverScenarios("2025-11-25").length
+      const judged2025 = serverScenarios("2025-11-25").length
+      const judged2026 = serverScenarios("2026-07-28").length
       expect(run).toEqual({
         code: 0,
         lines: {
-          "2025-11-25": `server 2025-11-25: ${judged} passed, 0 failed`,
-          "2026-07-28": expect.stringMatching(/^server 2026-07-28: \d+ passed, \d+ failed/)
+          "2025-11-25": `server 2025-11-25: ${judged2025} passed, 0 failed`,
+          "2026-07-28": `server 2026-07-28: ${judged2026} passed, 0 failed`
         },
         output: ""
       })
-      // The 30 scenarios the list scores plus the 3 it runs unscored (pending, added after its release).
-      expect(judged).toBeGreaterThanOrEqual(33)
+      // 2025-11-25: the 30 scenarios the list scores plus the 3 it runs unscored (pending, added after its release).
+      expect(judged2025).toBeGreaterThanOrEqual(33)
+      // 2026-07-28: the 37 it scores plus the 3 pending ones; the tasks extension is not judged.
+      expect(judged2026).toBeGreaterThanOrEqual(40)
     }), { timeout: 180_000 })
 })
 
@@ -156,7 +160,8 @@ describe("everything-server: resource subscriptions", () => {
     Effect.scoped(Effect.gen(function*() {
       const services = yield* Layer.build(EverythingServer.layer({ port: 0, watchedInterval: "50 millis" }))
       const url = Option.getOrThrow(Context.get(services, HttpServerTransport.HttpServerTransport).url)
-      const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url, listen: true }))
+      // A session of the handshake era: the example server tells subscribed sessions, not listen streams.
+      const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url, listen: true }), { protocol: "2025-11-25" })
       // The change repeats, so a subscriber that starts listening a little late still hears one.
       const heard = yield* Effect.forkChild(Stream.runHead(client.resourceUpdated))
       yield* client.subscribeResource("test://watched-resource")
@@ -165,4 +170,42 @@ describe("everything-server: resource subscriptions", () => {
       const read = yield* client.readResource("test://watched-resource")
       expect(read.contents[0]).toMatchObject({ uri: "test://watched-resource", text: expect.stringMatching(/^Watched resource content, version \d+\.$/) })
     })).pipe(Effect.provide(Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici))), { timeout: 30_000 })
+})
+
+describe("everything-server: the stateless era", () => {
+  /** The example server on a free loopback port, for the length of the test. */
+  const serverUrl = Effect.map(
+    Layer.build(EverythingServer.layer({ port: 0 })),
+    (services) => Option.getOrThrow(Context.get(services, HttpServerTransport.HttpServerTransport).url)
+  )
+  const provided = Effect.provide(Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici))
+
+  it.live("test_trigger_tool_change changes tools/list and is heard on a subscriptions/listen stream", () =>
+    Effect.scoped(Effect.gen(function*() {
+        const url = yield* serverUrl
+        const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2026-07-28", listen: true })
+        expect(client.era).toBe("modern")
+        expect((yield* SubscriptionRef.get(client.subscription))._tag).toBe("Listening")
+        const heard = yield* Effect.forkChild(Stream.runHead(client.listChanged), { startImmediately: true })
+        yield* client.callTool({ name: "test_trigger_tool_change" })
+        expect(Option.map(yield* Fiber.join(heard), (n) => n._tag)).toEqual(Option.some("ToolListChanged"))
+        const listed = (yield* client.listTools()).tools.map((t) => t.name)
+        // Back as it was, for whoever lists next.
+        yield* client.callTool({ name: "test_trigger_tool_change" })
+        const after = (yield* client.listTools()).tools.map((t) => t.name)
+        expect([listed.includes("test_dynamic_tool"), after.includes("test_dynamic_tool")]).toEqual([true, false])
+      })).pipe(provided), { timeout: 30_000 })
+
+  it.live("an input_required tool is answered through the client's handlers; an unknown resource is -32602 there and -32002 in a 2025-11-25 session", () =>
+    Effect.scoped(Effect.gen(function*() {
+        const url = yield* serverUrl
+        const handlers = { elicit: () => Effect.succeed({ action: "accept", content: { name: "Ada" } } as const) }
+        const modern = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2026-07-28", handlers, listen: false })
+        const greeted = yield* modern.callTool({ name: "test_input_required_result_elicitation" })
+        expect(greeted.content).toEqual([{ type: "text", text: "Hello, Ada!" }])
+        const missing = "test://nowhere"
+        expect(yield* Effect.flip(modern.readResource(missing))).toMatchObject({ code: -32602, data: { uri: missing } })
+        const legacy = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2025-11-25" })
+        expect(yield* Effect.flip(legacy.readResource(missing))).toMatchObject({ code: -32002, data: { uri: missing } })
+      })).pipe(provided), { timeout: 30_000 })
 })

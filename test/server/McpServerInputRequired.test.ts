@@ -126,8 +126,8 @@ describe("asks in the stateless era: input_required", () => {
   it.effect("answers to keys not asked are ignored; a missing answer is asked again", () =>
     Effect.gen(function*() {
       const { pair } = yield* pairOf()
-      const first = yield* round(pair.client, { name: "counted", inputResponses: { "ask-0": { action: "decline" } } })
-      // Answers with no state are not taken: the ask is made.
+      const first = yield* round(pair.client, { name: "counted", inputResponses: { "ask-9": { action: "decline" } } })
+      // An answer to a key the handler does not ask is no answer: the ask is made.
       expect(first.resultType).toBe("input_required")
       const again = yield* round(pair.client, {
         name: "counted",
@@ -141,6 +141,97 @@ describe("asks in the stateless era: input_required", () => {
         inputResponses: { "ask-0": { action: "accept", content: { name: "Bo" } } }
       })
       expect(done).toMatchObject({ resultType: "complete", content: [{ text: "counted Bo" }] })
+    }))
+
+  it.effect("a call without requestState takes its inputResponses as the answers (a retry of a server that issues no state)", () =>
+    Effect.gen(function*() {
+      const { pair, runs } = yield* pairOf()
+      const done = yield* round(pair.client, {
+        name: "counted",
+        inputResponses: { "ask-0": { action: "accept", content: { name: "Bo" } }, extra: { action: "accept", content: {} } }
+      })
+      expect(done).toMatchObject({ resultType: "complete", content: [{ text: "counted Bo" }] })
+      expect(runs.counted).toBe(1)
+      // Answers given ahead carry on in the state with the next ask; keys the run did not use do not.
+      const partial = yield* round(pair.client, {
+        name: "onboard",
+        inputResponses: { "ask-0": { action: "accept", content: { name: "Bo" } }, extra: { action: "decline" } }
+      })
+      expect(Object.keys(partial.inputRequests)).toEqual(["ask-1"])
+      const next = yield* round(pair.client, {
+        name: "onboard",
+        requestState: partial.requestState,
+        inputResponses: { "ask-1": { role: "assistant", model: "m", content: { type: "text", text: "Hi" } } }
+      })
+      expect(next.inputRequests["ask-2"]).toMatchObject({ method: "roots/list" })
+      const nothingKept = yield* round(pair.client, {
+        name: "onboard",
+        requestState: next.requestState,
+        inputResponses: { "ask-2": { roots: [] }, extra: { action: "accept", content: {} } }
+      })
+      expect(nothingKept).toMatchObject({ resultType: "complete", content: [{ text: "Hi []" }] })
+    }))
+
+  it.effect("an answer that is not a result of the method asked is -32602 naming its key, with or without a state", () =>
+    Effect.gen(function*() {
+      const { pair } = yield* pairOf()
+      const bare = yield* errorOf(pair.client, "tools/call", { name: "counted", inputResponses: { "ask-0": 12345 } })
+      expect(bare).toMatchObject({
+        code: -32602,
+        rpcMessage: "Invalid inputResponses: the answer to \"ask-0\" is not a elicitation/create result",
+        data: { key: "ask-0" }
+      })
+      const first = yield* round(pair.client, { name: "onboard" })
+      const second = yield* round(pair.client, {
+        name: "onboard",
+        requestState: first.requestState,
+        inputResponses: { "ask-0": { action: "accept", content: { name: "Bo" } } }
+      })
+      const wrong = yield* errorOf(pair.client, "tools/call", {
+        name: "onboard",
+        requestState: second.requestState,
+        inputResponses: { "ask-1": { action: "accept" } }
+      })
+      expect(wrong).toMatchObject({ code: -32602, data: { key: "ask-1" } })
+      // Null answers are no answers at all: the ask is made again.
+      expect((yield* round(pair.client, { name: "counted", inputResponses: null })).resultType).toBe("input_required")
+    }))
+
+  it.effect("inputKey names an ask's key; the unnamed asks keep their positions; a key used twice is a defect", () =>
+    Effect.gen(function*() {
+      const form = { message: "?", requestedSchema: { type: "object" as const, properties: {} } }
+      const server = McpServer.make({ serverInfo: { name: "named", version: "1.0.0" }, stateless: true }).pipe(
+        McpServer.method("tools/call", {}, (params, ctx) =>
+          Effect.gen(function*() {
+            if ((params as { name: string }).name === "twice") {
+              yield* McpServer.inputKey("same")(ctx.elicit(form))
+              yield* McpServer.inputKey("same")(ctx.listRoots)
+            }
+            const first = yield* ctx.elicit(form).pipe(McpServer.inputKey("user_name"))
+            const [roots] = yield* Effect.all([ctx.listRoots, McpServer.inputKey("step2")(ctx.elicit(form))], {
+              concurrency: "unbounded"
+            })
+            return { content: [{ type: "text", text: `${first.action} ${roots.length}` }] }
+          }))
+      )
+      const handle = yield* McpServer.toHandler(server)
+      const pair = yield* InMemoryTransport.makePair(handle.handler)
+      const first = yield* round(pair.client, { name: "named" })
+      expect(Object.keys(first.inputRequests)).toEqual(["user_name"])
+      const second = yield* round(pair.client, {
+        name: "named",
+        requestState: first.requestState,
+        inputResponses: { user_name: { action: "decline" } }
+      })
+      expect(Object.keys(second.inputRequests).sort()).toEqual(["ask-0", "step2"])
+      const done = yield* round(pair.client, {
+        name: "named",
+        requestState: second.requestState,
+        inputResponses: { "ask-0": { roots: [{ uri: "file:///a" }] }, step2: { action: "cancel" } }
+      })
+      expect(done.content).toEqual([{ type: "text", text: "decline 1" }])
+      const twice = yield* errorOf(pair.client, "tools/call", { name: "twice", inputResponses: { same: { action: "decline" } } })
+      expect(twice.code).toBe(-32603)
     }))
 
   it.effect("a forged, tampered, replayed (other tool, other arguments), expired or oversized requestState is -32602", () =>
