@@ -165,8 +165,9 @@ let tokens = 0
 
 /**
  * The pool for the life of the scope: opens every connection and runs the
- * handshake on each before it returns (failing with `UpstreamUnavailable` if
- * the first one cannot be opened).
+ * handshake on each, all at once, before it returns (failing with
+ * `UpstreamUnavailable` if the first one cannot be opened; another that
+ * cannot is opened again when a request needs it).
  *
  * @since 0.2.0
  * @category constructors
@@ -336,8 +337,10 @@ export const make = Effect.fnUntraced(function*<E, R>(
       }))
 
   // The first connection's answer describes the server; the others open alongside.
-  const first = yield* Effect.flatMap(connectSlot(0), Deferred.await)
-  for (let index = 1; index < size; index++) yield* connectSlot(index)
+  const opening = yield* Effect.forEach(slots, (_, index) => connectSlot(index))
+  const first = yield* Deferred.await(opening[0]!)
+  // The others too (a failure there is retried when a request needs the connection).
+  yield* Effect.forEach(opening.slice(1), (ready) => Effect.exit(Deferred.await(ready)), { discard: true })
 
   return {
     init: first.init,
