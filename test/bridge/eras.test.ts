@@ -259,7 +259,7 @@ describe("bridge: a stateless-only stdio server behind a handshake front", { tim
         await client.connect(new StreamableHTTPClientTransport(new URL(url)))
         let started!: () => void
         const running = new Promise<void>((resolve) => (started = resolve))
-        const call = client.callTool({ name: "slow", arguments: { ms: 60_000 } }, undefined, {
+        const call = client.callTool({ name: "slow", arguments: { ms: 6_000 } }, undefined, {
           onprogress: () => started(),
           timeout: 60_000
         }).then(() => "finished", (e: Error) => e.message)
