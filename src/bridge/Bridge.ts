@@ -27,7 +27,6 @@
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -43,10 +42,15 @@ import type { HttpServer } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
 import type { ClientTransportShape } from "../client/ClientTransport.ts"
 import * as JsonRpc from "../JsonRpc.ts"
-import { type RequestError, RpcError, TransportClosed } from "../McpError.ts"
+import type * as ProtocolVersion from "../ProtocolVersion.ts"
+import { RpcError, TransportClosed } from "../McpError.ts"
 import type { Handler, HandlerContext } from "../server/Handler.ts"
 import * as HttpServerTransport from "../server/HttpServerTransport.ts"
 import * as StdioServerTransport from "../server/StdioServerTransport.ts"
+import * as EraFront from "./EraFront.ts"
+import { ErrorCode, firstLine, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
+
+export { ErrorCode, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
 
 // ---------------------------------------------------------------------------
 // Options, service, errors
@@ -76,18 +80,24 @@ export interface BridgeOptions<E = never, R = never> {
   readonly clientRequestTimeout?: Duration.Input | undefined
   /** Told when a session's upstream closes (`undefined`: the shared, sessionless upstream). */
   readonly onUpstreamClosed?: ((sessionId: string | undefined, error: TransportClosed) => Effect.Effect<void>) | undefined
-}
-
-/**
- * The upstream could not be connected (spawn failed, …); `cause` is the connector's error.
- *
- * @since 0.1.0
- * @category errors
- */
-export class UpstreamUnavailable extends Data.TaggedError("UpstreamUnavailable")<{ readonly cause: unknown }> {
-  override get message(): string {
-    return `Upstream server unavailable: ${describe(this.cause)}`
-  }
+  /**
+   * Which era the bridge serves in front. `"passthrough"` (default): none of
+   * its own, JSON-RPC crosses as it is and the two peers negotiate.
+   * `"stateless"`: a handshake-era upstream served to clients of the
+   * stateless era (2026-07-28) and of the handshake era, from a pool of
+   * upstream connections (`upstreamPool`). `"handshake"`: a stateless-era
+   * upstream served to handshake-era clients (`initialize`, sessions).
+   */
+  readonly front?: "passthrough" | "stateless" | "handshake" | undefined
+  /** `front: "stateless"`: how many upstream connections (processes) serve the requests. Default 1. */
+  readonly upstreamPool?: number | undefined
+  /** `front: "handshake"`: the era the upstream client speaks (`"auto"` negotiates). Default `"auto"`. */
+  readonly upstreamProtocol?: "auto" | ProtocolVersion.AnyVersion | undefined
+  /**
+   * `front: "stateless"`: signs `requestState`. Default: a random key per
+   * process; bridge processes behind one endpoint need a shared one.
+   */
+  readonly requestStateKey?: string | Uint8Array | undefined
 }
 
 /**
@@ -142,64 +152,6 @@ export interface BridgeShape {
  * @category services
  */
 export class Bridge extends Context.Service<Bridge, BridgeShape>()("effect-mcp-transport/Bridge") {}
-
-/**
- * Codes of the JSON-RPC errors the bridge itself answers with (the MCP SDKs use the same two).
- *
- * @since 0.1.0
- * @category utils
- */
-export const ErrorCode = {
-  /** The upstream connection is closed or could not be opened. */
-  UpstreamClosed: JsonRpc.ErrorCode.ConnectionClosed,
-  /** `requestTimeout` ran out. */
-  UpstreamTimeout: JsonRpc.ErrorCode.RequestTimeout,
-  /** Any other failure of the upstream transport (HTTP status, expired session, malformed answer…). */
-  UpstreamFailed: JsonRpc.ErrorCode.InternalError
-} as const
-
-const describe = (u: unknown): string =>
-  typeof u === "object" && u !== null && "message" in u && typeof u.message === "string" ? u.message : String(u)
-
-const firstLine = (text: string) => {
-  const nl = text.indexOf("\n")
-  return nl === -1 ? text : text.slice(0, nl)
-}
-
-/**
- * How a failed forwarded request is answered. A JSON-RPC error from the
- * peer is passed on unchanged; a transport failure gets a bridge code and a
- * one-line message naming it (no stderr or stack on the wire), with
- * `data: { bridge: <error tag> }`.
- *
- * @since 0.1.0
- * @category utils
- */
-export const toRpcError = (error: RequestError | UpstreamUnavailable): RpcError => {
-  switch (error._tag) {
-    case "RpcError":
-      return error
-    case "TransportClosed":
-    case "UpstreamUnavailable":
-      return new RpcError({
-        code: ErrorCode.UpstreamClosed,
-        rpcMessage: `Upstream server unavailable: ${firstLine(error._tag === "TransportClosed" ? error.message : describe(error.cause))}`,
-        data: { bridge: error._tag }
-      })
-    case "RequestTimeout":
-      return new RpcError({
-        code: ErrorCode.UpstreamTimeout,
-        rpcMessage: `Upstream ${error.message}`,
-        data: { bridge: error._tag }
-      })
-    default:
-      return new RpcError({
-        code: ErrorCode.UpstreamFailed,
-        rpcMessage: `Upstream error: ${firstLine(error.message)}`,
-        data: { bridge: error._tag }
-      })
-  }
-}
 
 // ---------------------------------------------------------------------------
 // One upstream per session
@@ -260,6 +212,15 @@ const toMillis = (input: Duration.Input | undefined): number => {
 export const make = Effect.fnUntraced(function*<E, R>(
   options: BridgeOptions<E, R>
 ): Effect.fn.Return<BridgeShape, never, Exclude<R, Scope.Scope> | Scope.Scope> {
+  if (options.front === "stateless" || options.front === "handshake") {
+    const front = yield* EraFront.make({ ...options, front: options.front })
+    return {
+      handler: front.handler,
+      endSession: front.endSession,
+      upstream: () => front.upstream,
+      upstreams: front.upstreams
+    }
+  }
   const bridgeScope = yield* Effect.scope
   const services = yield* Effect.context<Exclude<R, Scope.Scope>>()
   const entries = new Map<string, Entry>()
@@ -521,13 +482,16 @@ export const runStdio = <E, R>(
     const upstream = yield* bridge.upstream()
     const server = yield* StdioServerTransport.make(bridge.handler, stdio)
     let upstreamClosed: TransportClosed | undefined
-    yield* upstreamEnded(upstream).pipe(
-      Effect.flatMap((reason) => {
-        upstreamClosed = reason
-        return server.stop(reason)
-      }),
-      Effect.forkScoped
-    )
+    // A pool replaces a connection that closed: serving goes on.
+    if (options.front !== "stateless") {
+      yield* upstreamEnded(upstream).pipe(
+        Effect.flatMap((reason) => {
+          upstreamClosed = reason
+          return server.stop(reason)
+        }),
+        Effect.forkScoped
+      )
+    }
     const reason = yield* server.awaitDone
     return { side: reason === upstreamClosed ? "upstream" : "downstream", reason } satisfies StdioBridgeEnd
   }))

@@ -3,6 +3,7 @@
  * first) in a child process, real servers and clients on both sides.
  */
 import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope, Stream } from "effect"
@@ -13,6 +14,8 @@ import { MAIN, NODE, ensureBuilt, runCli, startCli } from "../cli/runCli.ts"
 import { isAlive } from "../fixtures/stdio-helpers.ts"
 import { serve } from "../interop/InteropServer.ts"
 import { eventually, routerServer, textOf } from "./helpers.ts"
+
+const handshakeOnly = fileURLToPath(new URL("./fixtures/handshake-only-server.ts", import.meta.url))
 
 describe("effect-mcp-transport bridge (built binary)", { timeout: 60_000 }, () => {
   it.live("--http -- <stdio server>: a client over HTTP reaches the child; SIGINT ends the bridge and the child", () =>
@@ -155,5 +158,43 @@ describe("effect-mcp-transport bridge (built binary)", { timeout: 60_000 }, () =
       expect(none.stderr).toMatch(/no server given/)
       const portWithStdio = await runCli(["bridge", "http://127.0.0.1:1/mcp", "--stdio", "--port", "1"])
       expect(portWithStdio.code).toBe(2)
+      const poolWithoutFront = await runCli(["bridge", "--http", "--upstream-pool", "2", "--", NODE, routerServer])
+      expect(poolWithoutFront.code).toBe(2)
+      expect(poolWithoutFront.stderr.trim()).toBe("effect-mcp-transport: --upstream-pool needs --front-era stateless")
     }))
+
+  it.live("--http --front-era stateless --upstream-pool 2: a client pinned to 2026-07-28 reaches a handshake-only server", () =>
+    Effect.gen(function*() {
+      const cli = startCli([
+        "bridge",
+        "--http",
+        "--port",
+        "0",
+        "--front-era",
+        "stateless",
+        "--upstream-pool",
+        "2",
+        "--",
+        NODE,
+        handshakeOnly
+      ])
+      yield* Effect.addFinalizer(() => Effect.sync(() => cli.child.kill("SIGKILL")))
+      yield* Effect.promise(() => cli.waitFor(/listening (http:\S+)/))
+      const url = /listening (http:\S+)/.exec(cli.stderr())![1]!
+      const scope = yield* Scope.make()
+      const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2026-07-28" }).pipe(
+        Scope.provide(scope)
+      )
+      expect(client.era).toBe("modern")
+      expect(client.serverInfo.name).toBe("handshake-only")
+      const pids = yield* Effect.forEach([1, 2], () =>
+        Effect.map(client.callTool({ name: "pid" }), (r) => (r.structuredContent as { pid: number }).pid))
+      expect(pids.every(isAlive)).toBe(true)
+
+      cli.child.kill("SIGINT")
+      const result = yield* Effect.promise(() => cli.exit)
+      expect(result.code).toBe(130)
+      expect(pids.some(isAlive)).toBe(false)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici)))
 })

@@ -13,6 +13,11 @@
  *
  * Either target works with either side (a URL over HTTP is a plain proxy);
  * those two are what the command is for.
+ *
+ * `--front-era` crosses protocol eras: `stateless` serves a handshake-era
+ * server to clients of 2026-07-28 (from `--upstream-pool N` upstream
+ * connections, default 1), `handshake` serves a stateless-era server to
+ * clients of the handshake; `passthrough` (default) forwards as it is.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -28,7 +33,19 @@ export const { DEFAULT_HOST, DEFAULT_PORT } = ListenFlags
 
 const connectTo = (target: Target.Target) => Target.connect(target, { listen: true })
 
-const serveHttp = (target: Target.Target, host: string, port: number) =>
+/** What `--front-era` and `--upstream-pool` add to the bridge's options. */
+interface EraFlags {
+  readonly front: "passthrough" | "stateless" | "handshake"
+  readonly upstreamPool: number | undefined
+}
+
+const optionsFor = (target: Target.Target, eras: EraFlags) => ({
+  connect: connectTo(target),
+  front: eras.front,
+  upstreamPool: eras.upstreamPool
+})
+
+const serveHttp = (target: Target.Target, host: string, port: number, eras: EraFlags) =>
   Effect.gen(function*() {
     const json = yield* Output.Json
     const announce = Layer.effectDiscard(Effect.gen(function*() {
@@ -39,13 +56,13 @@ const serveHttp = (target: Target.Target, host: string, port: number) =>
         : Output.note(`listening ${url} (bridging ${Target.describe(target)})`)
     }))
     return yield* Layer.launch(
-      announce.pipe(Layer.provideMerge(Bridge.layerHttp({ connect: connectTo(target) }, { host, port })))
+      announce.pipe(Layer.provideMerge(Bridge.layerHttp(optionsFor(target, eras), { host, port })))
     )
   })
 
-const serveStdio = (target: Target.Target) =>
+const serveStdio = (target: Target.Target, eras: EraFlags) =>
   Effect.gen(function*() {
-    const end = yield* Bridge.runStdio({ connect: connectTo(target) }).pipe(
+    const end = yield* Bridge.runStdio(optionsFor(target, eras)).pipe(
       Effect.catchTag("UpstreamUnavailable", (error) => Effect.fail(error.cause)),
       Output.connecting(Target.describe(target))
     )
@@ -71,9 +88,20 @@ export const command = Command.make(
       Flag.withDefault(false)
     ),
     port: ListenFlags.port,
-    host: ListenFlags.host
+    host: ListenFlags.host,
+    frontEra: Flag.Literals("front-era", ["passthrough", "stateless", "handshake"]).pipe(
+      Flag.withDescription(
+        "passthrough (default): forward as it is; stateless: serve a handshake-era server to 2026-07-28 clients; handshake: serve a stateless-era server to handshake-era clients"
+      ),
+      Flag.withDefault("passthrough" as const)
+    ),
+    upstreamPool: Flag.Int("upstream-pool").pipe(
+      Flag.withDescription("With --front-era stateless: upstream connections (processes) serving the requests. Default 1"),
+      Flag.filter((n) => n >= 1 && n <= 256, (n) => `expected a pool size between 1 and 256, got ${n}`),
+      Flag.optional
+    )
   },
-  ({ host, http, port, stdio, url }) =>
+  ({ frontEra, host, http, port, stdio, upstreamPool, url }) =>
     Output.run(Effect.gen(function*() {
       if (http === stdio) {
         return yield* new Output.UsageError({
@@ -83,15 +111,23 @@ export const command = Command.make(
       if (stdio && (Option.isSome(port) || Option.isSome(host))) {
         return yield* new Output.UsageError({ message: "--port and --host need --http" })
       }
+      if (Option.isSome(upstreamPool) && frontEra !== "stateless") {
+        return yield* new Output.UsageError({ message: "--upstream-pool needs --front-era stateless" })
+      }
+      const eras: EraFlags = { front: frontEra, upstreamPool: Option.getOrUndefined(upstreamPool) }
       const { target } = yield* Target.fromArgs(Option.toArray(url))
       return yield* http
-        ? serveHttp(target, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT))
-        : serveStdio(target)
+        ? serveHttp(target, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras)
+        : serveStdio(target, eras)
     }))
 ).pipe(
   Command.withDescription("Expose an MCP server over the other transport: a stdio server over HTTP, or a URL over stdio"),
   Command.withExamples([
     { command: "effect-mcp-transport bridge --http --port 8421 -- node server.js", description: "a stdio server at http://127.0.0.1:8421/mcp" },
-    { command: "effect-mcp-transport bridge https://example.com/mcp --stdio", description: "a remote server for a stdio-only client" }
+    { command: "effect-mcp-transport bridge https://example.com/mcp --stdio", description: "a remote server for a stdio-only client" },
+    {
+      command: "effect-mcp-transport bridge --http --front-era stateless --upstream-pool 4 -- node server.js",
+      description: "a handshake-era stdio server for 2026-07-28 clients, four processes behind one endpoint"
+    }
   ])
 )
