@@ -4,13 +4,16 @@
  * `held` tool waits on, and the control channel the driver (run.ts) talks
  * to over the IPC channel it starts the server with:
  * - `{ op: "cpu" }` → `{ user, system }` (µs, `process.cpuUsage()`), read
- *   inside the server so the figure is the server's own work
+ *   inside the server so the figure is the server's own work, and
+ *   `mainThread` (µs, the event loop's thread alone)
  * - `{ op: "memory" }` → `{ heapUsed, rss }` after two full GCs (the server
  *   runs with `--expose-gc`)
  * - `{ op: "arrived", n }` → `{ arrived }` once `n` calls of `held` wait
  * - `{ op: "release" }` → `{}` after every waiting `held` call is let go
  * Each request carries an `id` that its answer repeats.
  */
+
+import { readFileSync } from "node:fs"
 
 export const ECHO_SCHEMA = {
   type: "object",
@@ -42,6 +45,19 @@ const sampleMemory = () => {
   return { heapUsed, rss }
 }
 
+/**
+ * The main thread's own CPU time in µs (Linux `schedstat`, nanoseconds on
+ * CPU), NaN elsewhere: the part of the process's CPU that one request's
+ * turn on the event loop waits for; GC and I/O helper threads run beside it.
+ */
+const mainThreadUs = (): number => {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]) / 1000
+  } catch {
+    return Number.NaN
+  }
+}
+
 interface Command {
   readonly id: number
   readonly op: "cpu" | "memory" | "arrived" | "release"
@@ -55,7 +71,7 @@ export const installControl = (): void => {
   process.on("message", (command: Command) => {
     switch (command.op) {
       case "cpu":
-        return reply(command.id, process.cpuUsage())
+        return reply(command.id, { ...process.cpuUsage(), mainThread: mainThreadUs() })
       case "memory":
         return reply(command.id, sampleMemory())
       case "arrived": {

@@ -35,6 +35,8 @@ export interface Load extends RunResult {
   readonly concurrency: number
   /** server CPU µs per call over the measured window */
   readonly serverCpuUs: number
+  /** the server's main thread's CPU µs per call (the event loop alone; NaN off Linux) */
+  readonly mainThreadUs: number
   /** the driver's own CPU µs per call, for reference */
   readonly driverCpuUs: number
 }
@@ -45,6 +47,12 @@ export interface Measured {
   readonly idle: { readonly heapUsed: number; readonly rss: number }
   readonly loads: ReadonlyArray<Load>
   readonly inFlight: { readonly n: number; readonly heapKiB: number; readonly rssKiB: number }
+}
+
+interface Cpu {
+  readonly user: number
+  readonly system: number
+  readonly mainThread: number
 }
 
 const VERSION = "2026-07-28"
@@ -171,15 +179,16 @@ try {
     const total = Math.max(Math.round((job.total * c) / 32), Math.round(job.total / 4))
     await drive(echo(url, agent), Math.max(c * 4, Math.round(job.warmup / 4)), c)
     const driver0 = process.cpuUsage()
-    const cpu0 = await command<{ user: number; system: number }>(child, "cpu")
+    const cpu0 = await command<Cpu>(child, "cpu")
     const run = await drive(echo(url, agent), total, c)
-    const cpu1 = await command<{ user: number; system: number }>(child, "cpu")
+    const cpu1 = await command<Cpu>(child, "cpu")
     const driver = process.cpuUsage(driver0)
     agent.destroy()
     loads.push({
       ...run,
       concurrency: c,
       serverCpuUs: (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / total,
+      mainThreadUs: (cpu1.mainThread - cpu0.mainThread) / total,
       driverCpuUs: (driver.user + driver.system) / total
     })
   }
