@@ -11,7 +11,9 @@
  *
  * Per server and run, a fresh server process: req/s and the server's own
  * CPU µs per call (`process.cpuUsage()` read inside it over the measured
- * window) at each concurrency; memory of the idle server after start,
+ * window) at each concurrency, and of its main thread alone (Linux
+ * `schedstat`: the event loop's share, without GC and I/O helper threads);
+ * memory of the idle server after start,
  * warm-up and two full GCs; memory per in-flight call (N calls of a tool
  * that waits on a latch, heap and RSS above the idle figure ÷ N, after two
  * full GCs; each call holds its own socket, as the `minimal` row shows).
@@ -23,6 +25,7 @@
  * (calls measured at c32, default 2 000; c1 measures a quarter of that),
  * BENCH_STATELESS_SERVER_HOLD (calls in flight, default 500).
  */
+import { loadavg } from "node:os"
 import { envList, envNumber, interleave, mapLimited, runJsonLines, Samples, script } from "../child.ts"
 import { progress } from "../http/harness.ts"
 import type { Job, Measured } from "../stateless-server/run.ts"
@@ -45,6 +48,7 @@ export const workload: Workload = {
   name: "Stateless Streamable HTTP servers",
   targets,
   run: async ({ runs, smoke }) => {
+    const loadBefore = loadavg()
     const servers = envList("BENCH_STATELESS_SERVERS", smoke ? "ours,minimal" : SERVERS.join(","))
     for (const s of servers) if (!SERVERS.includes(s)) throw new Error(`unknown server ${s} (known: ${SERVERS.join(", ")})`)
     const concurrencies = envList("BENCH_STATELESS_SERVER_CONCURRENCY", "1,32").map(Number)
@@ -62,6 +66,7 @@ export const workload: Workload = {
         const variant = `tools/call c${load.concurrency}`
         samples.add(variant, server, "req/s", load.rps, { p50: load.p50, p99: load.p99 })
         samples.add(variant, server, "CPU µs/req", load.serverCpuUs)
+        samples.add(`${variant} main thread`, server, "CPU µs/req", load.mainThreadUs)
         progress(
           `stateless-server ${server} c${load.concurrency}: ${Math.round(load.rps)} req/s, ${
             Math.round(load.serverCpuUs)
@@ -74,6 +79,7 @@ export const workload: Workload = {
       samples.add(`in flight RSS (${m.inFlight.n})`, server, "KiB/req", m.inFlight.rssKiB)
       samples.add("start → listening", server, "ms", m.startMs)
     })
+    progress(`stateless-server: load average ${loadBefore.map((l) => l.toFixed(1)).join(" / ")} before, ${loadavg().map((l) => l.toFixed(1)).join(" / ")} after`)
     return samples.rows()
   }
 }
