@@ -64,7 +64,7 @@ const job = JSON.parse(process.argv[2]!) as Job
 // The server and its control channel
 
 /** Extra Node flags for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it. */
-const serverFlags = process.env.BENCH_SERVER_NODE_FLAGS?.split(" ").filter((f) => f.length > 0) ?? []
+const serverFlags = process.env.BENCH_STATELESS_SERVER_NODE_ARGS?.split(" ").filter((f) => f.length > 0) ?? []
 
 const startServer = (): Promise<{ child: ChildProcess; url: URL }> => {
   const child = spawn(process.execPath, ["--expose-gc", ...serverFlags, job.script], { stdio: ["ignore", "pipe", "inherit", "ipc"] })

@@ -20,10 +20,12 @@
  * Within a run the servers take turns, starting one further on each run, so
  * that changes in the machine's load fall on all of them alike.
  *
- * Environment: BENCH_STATELESS_SERVERS (ours,sdk2,effect-ai,minimal),
+ * Environment: BENCH_STATELESS_SERVER_IMPLS (ours,sdk2,effect-ai,minimal),
  * BENCH_STATELESS_SERVER_CONCURRENCY (1,32), BENCH_STATELESS_SERVER_TOTAL
  * (calls measured at c32, default 2 000; c1 measures a quarter of that),
- * BENCH_STATELESS_SERVER_HOLD (calls in flight, default 500).
+ * BENCH_STATELESS_SERVER_HOLD (calls in flight, default 500),
+ * BENCH_STATELESS_SERVER_NODE_ARGS (Node flags for the servers, e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
 import { loadavg } from "node:os"
 import { envList, envNumber, interleave, mapLimited, runJsonLines, Samples, script } from "../child.ts"
@@ -49,7 +51,7 @@ export const workload: Workload = {
   targets,
   run: async ({ runs, smoke }) => {
     const loadBefore = loadavg()
-    const servers = envList("BENCH_STATELESS_SERVERS", smoke ? "ours,minimal" : SERVERS.join(","))
+    const servers = envList("BENCH_STATELESS_SERVER_IMPLS", SERVERS.join(","))
     for (const s of servers) if (!SERVERS.includes(s)) throw new Error(`unknown server ${s} (known: ${SERVERS.join(", ")})`)
     const concurrencies = envList("BENCH_STATELESS_SERVER_CONCURRENCY", "1,32").map(Number)
     const total = smoke ? 64 : envNumber("BENCH_STATELESS_SERVER_TOTAL", 2_000)
