@@ -89,8 +89,9 @@ export const installControl = (): void => {
       }
     }
   })
-  // The IPC channel must not keep a stopped server alive.
+  // The IPC channel must not keep a stopped server alive, and a driver that dies takes its server with it.
   process.channel?.unref()
+  process.once("disconnect", () => process.exit(0))
 }
 
 /** The last line a server prints when it is ready: `listening <url>`. */
