@@ -44,6 +44,10 @@ const expected: Record<string, { readonly impls: ReadonlyArray<string>; readonly
     impls: ["ours", "ours-auto", "sdk2", "effect-ai", "fetch"],
     variants: ["minimal tools/call c32"]
   },
+  "stateless-server": {
+    impls: ["ours", "sdk2", "effect-ai", "minimal"],
+    variants: ["tools/call c1", "tools/call c32", "tools/call c32 main thread", "idle heap", "in flight heap (20)"]
+  },
   "cold-start": {
     impls: ["raw", "ours", "ours-mcp", "sdk", "effect-ai"],
     variants: ["process start → first result", "import", "open → first result", "teardown"]

@@ -975,10 +975,14 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const { inputResponses, requestState, ...own } = params
+        let digest: string | undefined
         const binding: RequestState.Binding = {
           method: request.method,
           name: String((request.method === "resources/read" ? params.uri : params.name) ?? ""),
-          digest: RequestState.digestParams(params),
+          // Hashed only when a state is checked or issued: most calls carry none and ask nothing.
+          get digest() {
+            return digest ??= RequestState.digestParams(params)
+          },
           principal: hctx.principal
         }
         let answers: Record<string, unknown> = {}
