@@ -218,8 +218,30 @@ const refTo = (name: string) => `#/$defs/${name.replace(/~/g, "~0").replace(/\//
 export const make = (schema: Schema.Top, options?: JsonSchemaOptions): JsonSchemaObject => {
   const source = options?.nonFinite === true ? schema : Schema.make(finiteNumbers(schema.ast))
   const document = Schema.toJsonSchemaDocument(source, { includeAnnotationKey })
-  const defs: Record<string, unknown> = { ...(tidy(document.definitions) as Record<string, unknown>) }
+  let defs: Record<string, unknown> = { ...(tidy(document.definitions) as Record<string, unknown>) }
   let root = tidy(document.schema) as Record<string, unknown>
+  // The rewrite above makes a named schema under `optionalKey` a node of its own, which Effect names
+  // `Name_1`: a definition equal to the one it was numbered after is that one.
+  const same = new Map<string, string>()
+  for (const [key, value] of Object.entries(defs)) {
+    const base = /^(.+)_\d+$/.exec(key)?.[1]
+    if (base !== undefined && base in defs && JSON.stringify(defs[base]) === JSON.stringify(value)) {
+      same.set(refTo(key), refTo(base))
+    }
+  }
+  if (same.size > 0) {
+    const relink = (node: unknown): unknown => {
+      if (Array.isArray(node)) return node.map(relink)
+      if (typeof node !== "object" || node === null) return node
+      return Object.fromEntries(Object.entries(node).map(([key, value]) =>
+        key === "$ref" && typeof value === "string" ? [key, same.get(value) ?? value] : [key, relink(value)]
+      ))
+    }
+    root = relink(root) as Record<string, unknown>
+    defs = Object.fromEntries(
+      Object.entries(defs).filter(([key]) => !same.has(refTo(key))).map(([key, value]) => [key, relink(value)])
+    )
+  }
   // A named or recursive root comes back as a bare $ref: inline it so the root says what it is.
   const only = Object.keys(root)
   if (only.length === 1 && typeof root.$ref === "string") {
