@@ -34,7 +34,9 @@ import * as RequestState from "./internal/RequestState.ts"
 import * as RetiredCodes from "./internal/RetiredCodes.ts"
 import { InputKey, Rounds } from "./internal/Rounds.ts"
 import * as Subscriptions from "./internal/Subscriptions.ts"
+import { duplicate } from "./DefinitionError.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
+import type { MethodName } from "./Methods.ts"
 import * as Router from "./Router.ts"
 import type { Implementation } from "../Implementation.ts"
 
@@ -335,16 +337,28 @@ export const make = (options: McpServerOptions): McpServer => build(options, Rou
  * handler's value to JSON. Fail with `RpcError` to choose the error reply;
  * any other failure or defect is answered -32603 with no details.
  *
+ * A name in one of MCP's namespaces must be an MCP method (a misspelt one
+ * does not compile); any other name is a custom method. A method registered
+ * twice, or one the definitions of `Tool`, `Resource` or `Prompt` already
+ * serve, throws a `DefinitionError`.
+ *
  * @since 0.1.0
  * @category schemas
  */
-export const method = <P extends Schema.Top = typeof Schema.Unknown, A extends Schema.Top = typeof Schema.Unknown, R2 = never>(
-  name: string,
+export const method = <
+  const M extends string,
+  P extends Schema.Top = typeof Schema.Unknown,
+  A extends Schema.Top = typeof Schema.Unknown,
+  R2 = never
+>(
+  name: MethodName<M>,
   schemas: Router.RouteSchemas<P, A>,
   handle: (params: P["Type"], context: RequestContext) => Effect.Effect<A["Type"], unknown, R2>
 ) =>
-<R>(self: McpServer<R>): McpServer<R | R2 | P["DecodingServices"] | A["EncodingServices"]> =>
-  build(self.options, Router.add(self.router, name, schemas, handle), self.notificationRouter)
+<R>(self: McpServer<R>): McpServer<R | R2 | P["DecodingServices"] | A["EncodingServices"]> => {
+  if (self.router.requests.has(name)) throw duplicate("method", name)
+  return build(self.options, Router.add(self.router, name, schemas, handle), self.notificationRouter)
+}
 
 /**
  * Registers a notification handler (e.g. `notifications/roots/list_changed`). Failures are dropped.

@@ -1,0 +1,277 @@
+/**
+ * Tools defined from Effect Schemas. `Tool.add` registers a tool on a
+ * server definition: its `inputSchema` (and `outputSchema` when it declares
+ * a `success` Schema) are generated as JSON Schema 2020-12 (see
+ * `JsonSchema`), `tools/list` lists it and `tools/call` dispatches to it by
+ * name. Arguments are decoded before the handler runs; arguments that do not
+ * decode are answered with a tool error (`isError: true`) that tells the
+ * model what to fix. A typed result is encoded (and so checked) by
+ * `success` and sent as `structuredContent` with a text copy; a failure the
+ * `failure` Schema accepts is sent as a tool error.
+ *
+ * @since 0.2.0
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
+import * as JsonRpc from "../JsonRpc.ts"
+import { RpcError } from "../McpError.ts"
+import * as RequestMeta from "../RequestMeta.ts"
+import { DefinitionError } from "./DefinitionError.ts"
+import * as Catalogue from "./internal/Catalogue.ts"
+import * as JsonSchema from "./JsonSchema.ts"
+import type { McpServer, RequestContext } from "./McpServer.ts"
+
+/**
+ * The behaviour hints of a tool (MCP `ToolAnnotations`); a client may show
+ * them, never trust them.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ToolAnnotations {
+  readonly title?: string | undefined
+  /** The tool does not change its environment. */
+  readonly readOnlyHint?: boolean | undefined
+  /** The tool may destroy or overwrite (meaningful when not read-only). */
+  readonly destructiveHint?: boolean | undefined
+  /** Calling it again with the same arguments changes nothing more. */
+  readonly idempotentHint?: boolean | undefined
+  /** The tool reaches outside a closed world (the web, other systems). */
+  readonly openWorldHint?: boolean | undefined
+}
+
+/**
+ * One block of a tool result's `content`, as MCP sends it (`text`, `image`,
+ * `audio`, `resource_link`, `resource`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ContentBlock {
+  readonly type: string
+  readonly [key: string]: unknown
+}
+
+/**
+ * What a handler of a tool with no `success` Schema returns: a string (sent
+ * as one text block) or a whole `CallToolResult`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ToolResult = string | {
+  readonly content: ReadonlyArray<ContentBlock>
+  readonly structuredContent?: { readonly [key: string]: unknown } | undefined
+  readonly isError?: boolean | undefined
+  readonly _meta?: { readonly [key: string]: unknown } | undefined
+}
+
+/**
+ * The parameters of a tool: the fields of its arguments object, or a Schema
+ * whose JSON form is an object.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Parameters = Schema.Struct.Fields | Schema.Top
+
+/**
+ * The Schema of `Parameters`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ParametersSchema<P extends Parameters> = P extends Schema.Top ? P
+  : P extends Schema.Struct.Fields ? Schema.Struct<P>
+  : never
+
+/**
+ * How a tool is described and checked.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ToolOptions<P extends Parameters, S extends Schema.Top, F extends Schema.Top> {
+  /** What the tool does, for the model. Default: none. */
+  readonly description?: string | undefined
+  /** A name for people. Default: none. */
+  readonly title?: string | undefined
+  /**
+   * The arguments: struct fields (`{ a: Schema.Number }`) or a Schema with an
+   * object root. Default: no arguments. Mark a parameter with
+   * `JsonSchema.header(name)` to have stateless-era HTTP clients mirror it
+   * into `Mcp-Param-{name}`.
+   */
+  readonly parameters?: P | undefined
+  /**
+   * The result's Schema. Given: the handler returns its type, sent as
+   * `structuredContent` (wrapped as `{ result }` when its JSON form is not an
+   * object) with a text copy, and listed as `outputSchema`. Default: the
+   * handler returns a `ToolResult`.
+   */
+  readonly success?: S | undefined
+  /**
+   * The Schema of the failures that are answers, not faults: a handler
+   * failure it accepts is sent as a tool error with its JSON as text.
+   * Default: none (every failure but `RpcError` is -32603).
+   */
+  readonly failure?: F | undefined
+  /** Behaviour hints. Default: none. */
+  readonly annotations?: ToolAnnotations | undefined
+  /** Sent as the tool's `_meta`. Default: none. */
+  readonly _meta?: { readonly [key: string]: unknown } | undefined
+  /** Numbers may be non-finite (see `JsonSchema.JsonSchemaOptions`). Default `false`. */
+  readonly nonFinite?: boolean | undefined
+}
+
+/**
+ * What a tool's handler succeeds with: `success`'s type, or a `ToolResult` without one.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Success<S extends Schema.Top> = [S] extends [never] ? ToolResult : S["Type"]
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const isEmptyStruct = (ast: SchemaAST.AST) =>
+  SchemaAST.isObjects(ast) && ast.encoding === undefined && ast.propertySignatures.length === 0 &&
+  ast.indexSignatures.length === 0
+
+const asText = (encoded: unknown): string => (typeof encoded === "string" ? encoded : JSON.stringify(encoded))
+
+const errorResult = (text: string) => ({ isError: true, content: [{ type: "text", text }] })
+
+const badResult = (name: string) =>
+  new RpcError({
+    code: JsonRpc.ErrorCode.InternalError,
+    rpcMessage: `Internal error: the result of tool ${JSON.stringify(name)} does not match its success schema`
+  })
+
+/**
+ * Registers a tool. Throws `DefinitionError` when the server already has a
+ * tool of that name, when the parameters' JSON form is not an object, or
+ * when an `x-mcp-header` annotation is not one MCP allows.
+ *
+ * The handler's failures: one the `failure` Schema accepts → a tool error
+ * result; `RpcError` → that error reply; anything else → -32603 with no
+ * details. An unknown tool name → -32602.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ * import * as McpServer from "effect-mcp-transport/server/McpServer"
+ * import * as Tool from "effect-mcp-transport/server/Tool"
+ *
+ * class DivisionByZero extends Schema.TaggedError<DivisionByZero>()("DivisionByZero", {}) {}
+ *
+ * const server = McpServer.make({ serverInfo: { name: "calc", version: "1.0.0" } }).pipe(
+ *   Tool.add("divide", {
+ *     description: "Divides a by b",
+ *     parameters: { a: Schema.Number, b: Schema.Number.annotate({ description: "not 0" }) },
+ *     success: Schema.Struct({ quotient: Schema.Number }),
+ *     failure: DivisionByZero,
+ *     annotations: { readOnlyHint: true }
+ *   }, ({ a, b }) => b === 0 ? Effect.fail(new DivisionByZero()) : Effect.succeed({ quotient: a / b }))
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category definitions
+ */
+export const add = <
+  const P extends Parameters = {},
+  S extends Schema.Top = never,
+  F extends Schema.Top = never,
+  E = never,
+  R2 = never
+>(
+  name: string,
+  options: ToolOptions<P, S, F>,
+  handler: (params: ParametersSchema<P>["Type"], context: RequestContext) => Effect.Effect<Success<S>, E, R2>
+) =>
+<R>(
+  server: McpServer<R>
+): McpServer<R | R2 | ParametersSchema<P>["DecodingServices"] | S["EncodingServices"] | F["EncodingServices"]> => {
+  const jsonOptions = { nonFinite: options.nonFinite }
+  const parameters: Schema.Top = options.parameters === undefined
+    ? Schema.Struct({})
+    : Schema.isSchema(options.parameters)
+    ? options.parameters
+    : Schema.Struct(options.parameters as Schema.Struct.Fields)
+  // Effect reads an empty struct as "any value but null"; a tool without arguments takes an empty object.
+  const inputSchema = isEmptyStruct(parameters.ast) ? { type: "object", properties: {} } : JsonSchema.make(parameters, jsonOptions)
+  if (inputSchema.type !== "object") {
+    throw new DefinitionError({
+      kind: "tool",
+      name,
+      reason: `has parameters whose JSON Schema is not an object (type: ${JSON.stringify(inputSchema.type)}): use struct fields or a Schema.Struct`
+    })
+  }
+  const headers = RequestMeta.headerParams(inputSchema)
+  if (headers._tag === "Invalid") throw new DefinitionError({ kind: "tool", name, reason: `has an invalid ${headers.reason}` })
+
+  let outputSchema: JsonSchema.JsonSchemaObject | undefined
+  let wrap = false
+  if (options.success !== undefined) {
+    const { $defs, ...schema } = JsonSchema.make(options.success, jsonOptions)
+    wrap = schema.type !== "object"
+    outputSchema = wrap
+      ? { type: "object", properties: { result: schema }, required: ["result"], ...($defs === undefined ? {} : { $defs }) }
+      : { ...schema, ...($defs === undefined ? {} : { $defs }) }
+  }
+
+  const definition: Record<string, unknown> = {
+    name,
+    ...(options.title === undefined ? {} : { title: options.title }),
+    ...(options.description === undefined ? {} : { description: options.description }),
+    inputSchema,
+    ...(outputSchema === undefined ? {} : { outputSchema }),
+    ...(options.annotations === undefined ? {} : { annotations: options.annotations }),
+    ...(options._meta === undefined ? {} : { _meta: options._meta })
+  }
+
+  const decodeArguments = Schema.decodeUnknownEffect(JsonSchema.codec(parameters, jsonOptions))
+  const encodeSuccess = options.success === undefined
+    ? undefined
+    : Schema.encodeUnknownEffect(JsonSchema.codec(options.success, jsonOptions))
+  const isFailure = options.failure === undefined ? undefined : Schema.is(options.failure)
+  const encodeFailure = options.failure === undefined
+    ? undefined
+    : Schema.encodeUnknownEffect(JsonSchema.codec(options.failure, jsonOptions))
+
+  const toResult = (value: unknown): Effect.Effect<Record<string, unknown>, RpcError, any> => {
+    if (encodeSuccess === undefined) {
+      return Effect.succeed(typeof value === "string" ? { content: [{ type: "text", text: value }] } : value as Record<string, unknown>)
+    }
+    return encodeSuccess(value).pipe(
+      Effect.mapError(() => badResult(name)),
+      Effect.map((encoded) => ({
+        content: [{ type: "text", text: asText(encoded) }],
+        structuredContent: wrap || !isRecord(encoded) ? { result: encoded } : encoded
+      }))
+    )
+  }
+
+  const call = (args: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> =>
+    decodeArguments(args).pipe(
+      Effect.matchEffect({
+        onFailure: (error) =>
+          Effect.succeed(errorResult(`Invalid arguments for tool ${JSON.stringify(name)}: ${error.message}`)),
+        onSuccess: (params) => {
+          const run = Effect.flatMap(Effect.suspend(() => handler(params as never, context)), toResult)
+          return isFailure === undefined || encodeFailure === undefined ? run : run.pipe(
+            Effect.catchIf(isFailure, (failure) =>
+              encodeFailure(failure).pipe(
+                Effect.mapError(() => badResult(name)),
+                Effect.map((encoded) => errorResult(asText(encoded)))
+              ))
+          )
+        }
+      })
+    )
+
+  return Catalogue.add(server, "tools", name, { definition, call }) as McpServer<any>
+}
