@@ -41,3 +41,10 @@ export * as McpServer from "./McpServer.ts"
  * @category modules
  */
 export * as Router from "./Router.ts"
+/**
+ * Middleware around every request a `McpServer` serves: authentication, rate limits, logging, services.
+ *
+ * @since 0.2.0
+ * @category modules
+ */
+export * as Middleware from "./Middleware.ts"
