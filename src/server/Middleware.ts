@@ -357,7 +357,7 @@ const nameOf = (message: JsonRpc.JsonRpcRequest): string | undefined => {
  * @since 0.2.0
  * @category utils
  */
-export const describe = (message: JsonRpc.JsonRpcRequest, context: HandlerContext, stateless: boolean): McpRequest => ({
+export const describeRequest = (message: JsonRpc.JsonRpcRequest, context: HandlerContext, stateless: boolean): McpRequest => ({
   method: message.method,
   id: message.id,
   name: nameOf(message),
@@ -433,15 +433,14 @@ export const requestSpan = <E, R>(
   }
   if (request.sessionId !== undefined) attributes["mcp.session.id"] = request.sessionId
   if (request.principal !== undefined) attributes["mcp.principal.id"] = request.principal
-  return effect.pipe(
-    Effect.onExit((exit) => {
-      const o = outcomeOf(exit)
-      return o.code === undefined
-        ? Effect.annotateCurrentSpan("mcp.outcome", o.outcome)
-        : Effect.annotateCurrentSpan({ "mcp.outcome": o.outcome, "rpc.jsonrpc.error_code": o.code })
-    }),
-    Effect.withSpan(`mcp ${title(request)}`, { kind: "server", attributes })
-  )
+  const annotated = Effect.onExit(effect, (exit) => {
+    const o = outcomeOf(exit)
+    return o.code === undefined
+      ? Effect.annotateCurrentSpan("mcp.outcome", o.outcome)
+      : Effect.annotateCurrentSpan({ "mcp.outcome": o.outcome, "rpc.jsonrpc.error_code": o.code })
+  })
+  // The stack of the call here names this module, never the server's code: not worth its cost per request.
+  return Effect.withSpan(annotated, `mcp ${title(request)}`, { kind: "server", attributes, captureStackTrace: false })
 }
 
 /**
@@ -477,7 +476,7 @@ export const compose = <R>(
   }
   const outer = app
   return (message, context) => {
-    const request = describe(message, context, stateless)
+    const request = describeRequest(message, context, stateless)
     return requestSpan(request, outer(request))
   }
 }
