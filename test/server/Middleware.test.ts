@@ -16,8 +16,8 @@ import type { Handler, HandlerContext } from "../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import * as Middleware from "../../src/server/Middleware.ts"
-import { openSession, post } from "./http/helpers.ts"
-import { serve } from "./http/helpers.ts"
+import { makeAskingServer } from "../fixtures/asking-server.ts"
+import { openSession, post, serve } from "./http/helpers.ts"
 
 const MODERN = "2026-07-28"
 const modernMeta = () => RequestMeta.requestMeta({ protocolVersion: MODERN, clientCapabilities: {} })
@@ -48,13 +48,13 @@ const contextOf = (o: Partial<HandlerContext> = {}): HandlerContext => ({
   ...o
 })
 
-const legacyCall = (handler: Handler, id: number, name: string, o: Partial<HandlerContext> = {}) =>
+const legacyCall = <R = never>(handler: Handler<R>, id: number, name: string, o: Partial<HandlerContext> = {}) =>
   Effect.map(
     handler(JsonRpc.request(id, "tools/call", { name, arguments: { text: name } }), contextOf(o)),
     (r) => r as JsonRpc.JsonRpcResponse
   )
 
-const modernCall = (handler: Handler, id: number, name: string, o: Partial<HandlerContext> = {}) =>
+const modernCall = <R = never>(handler: Handler<R>, id: number, name: string, o: Partial<HandlerContext> = {}) =>
   Effect.map(
     handler(JsonRpc.request(id, "tools/call", { name, arguments: { text: name }, _meta: modernMeta() }), contextOf(o)),
     (r) => r as JsonRpc.JsonRpcResponse
@@ -160,6 +160,19 @@ describe("McpServer.middleware", () => {
       expect(yield* legacyCall(handler, 1, "echo", { principal: "ann" })).toEqual(JsonRpc.success(1, text("tenant of ann")))
       expect(yield* modernCall(handler, 2, "echo", { principal: "bo" })).toMatchObject({ result: text("tenant of bo") })
       expect(errorOf(yield* legacyCall(handler, 3, "echo"))?.code).toBe(-32011)
+    }))
+
+  it.effect("a middleware's own requirements are added to what the server needs", () =>
+    Effect.gen(function*() {
+      class Policy extends Context.Service<Policy, { readonly open: boolean }>()("test/Policy") {}
+      const server: McpServer.McpServer<Policy> = makeServer().pipe(
+        McpServer.middleware(Middleware.requirePrincipal({ allow: () => Effect.map(Policy, (p) => p.open) }))
+      )
+      const { handler } = yield* McpServer.toHandler(server)
+      const closed = yield* legacyCall(handler, 1, "echo", { principal: "a" }).pipe(Effect.provideService(Policy, { open: false }))
+      expect(errorOf(closed)?.code).toBe(Middleware.ErrorCode.Forbidden)
+      const open = yield* legacyCall(handler, 2, "echo", { principal: "a" }).pipe(Effect.provideService(Policy, { open: true }))
+      expect(open).toMatchObject({ result: text("echo") })
     }))
 })
 
@@ -296,6 +309,19 @@ describe("request spans", () => {
       // Refused by the middleware: the span is around it.
       expect(attrs[2]).toMatchObject({ "mcp.outcome": "error", "rpc.jsonrpc.error_code": Middleware.ErrorCode.Forbidden })
       expect(attrs[3]).toMatchObject({ "mcp.method.name": "tools/list", "mcp.principal.id": "bob", "mcp.outcome": "ok" })
+    }))
+
+  it.effect("a stateless request answered input_required ends its span with that outcome", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = recordingTracer()
+      const { handler } = yield* McpServer.toHandler(makeAskingServer({ stateless: true }).server)
+      const clientCapabilities = { elicitation: { form: {} } }
+      const params = { name: "counted", _meta: RequestMeta.requestMeta({ protocolVersion: MODERN, clientCapabilities }) }
+      const reply = yield* handler(JsonRpc.request(1, "tools/call", params), contextOf()).pipe(
+        Effect.provideService(Tracer.Tracer, tracer)
+      )
+      expect(reply).toMatchObject({ result: { resultType: "input_required" } })
+      expect(spans.map((s) => [s.name, s.attributes.get("mcp.outcome")])).toEqual([["mcp tools/call counted", "input_required"]])
     }))
 
   it.effect("an interrupted request (the client cancelled) ends its span with outcome interrupted", () =>
