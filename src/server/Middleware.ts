@@ -183,7 +183,7 @@ export interface RequirePrincipalOptions<R> {
  * `allow`, those the principal may not make (`Forbidden`, -32012). The
  * principal comes from the transport (`HandlerContext.principal`, set by the
  * HTTP transport's `authenticate` hook), so on stdio and in memory every
- * request is refused.
+ * request not `exempt` is refused.
  *
  * @since 0.2.0
  * @category constructors
@@ -205,7 +205,7 @@ export const requirePrincipal = <R = never>(options: RequirePrincipalOptions<R> 
     }
     if (allow === undefined) return next(request)
     const allowed = allow({ ...request, principal })
-    const decide = (ok: boolean): Effect.Effect<JsonRpc.JsonRpcResponse, RpcError> | ReturnType<Next> =>
+    const decide = (ok: boolean): Effect.Effect<JsonRpc.JsonRpcResponse, RpcError> =>
       ok ? next(request) : Effect.fail(
         new RpcError({
           code: ErrorCode.Forbidden,
