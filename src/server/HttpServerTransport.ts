@@ -126,6 +126,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     maxBufferedBytes: config.maxBufferedBytesPerStream,
     requestTimeoutMs: config.clientRequestTimeoutMs,
     keepAliveMs: config.keepAliveMs,
+    authenticated: config.authenticate !== undefined,
     onSessionEnd: options?.onSessionEnd
   })
   const hub = yield* EventsAndHealth.makeBroadcast(store, {

@@ -37,6 +37,7 @@ import * as Subscriptions from "./internal/Subscriptions.ts"
 import { duplicate } from "./DefinitionError.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import type { MethodName } from "./Methods.ts"
+import * as Middleware from "./Middleware.ts"
 import * as Router from "./Router.ts"
 import type { Implementation } from "../Implementation.ts"
 
@@ -280,6 +281,8 @@ export interface McpServer<R = never> extends Pipeable.Pipeable {
   readonly options: McpServerOptions
   readonly router: Router.Router<RequestContext, R>
   readonly notificationRouter: Router.Router<SessionContext, R>
+  /** Around every request, in the order added (see `middleware`). */
+  readonly middleware: ReadonlyArray<Middleware.Middleware<any, any>>
 }
 
 const Proto = {
@@ -291,8 +294,9 @@ const Proto = {
 const build = <R>(
   options: McpServerOptions,
   router: Router.Router<RequestContext, R>,
-  notificationRouter: Router.Router<SessionContext, R>
-): McpServer<R> => Object.assign(Object.create(Proto), { options, router, notificationRouter })
+  notificationRouter: Router.Router<SessionContext, R>,
+  middleware: ReadonlyArray<Middleware.Middleware<any, any>> = []
+): McpServer<R> => Object.assign(Object.create(Proto), { options, router, notificationRouter, middleware })
 
 /**
  * A server definition with no methods yet; `initialize`, `ping` and `logging/setLevel` are served regardless.
@@ -357,7 +361,7 @@ export const method = <
 ) =>
 <R>(self: McpServer<R>): McpServer<R | R2 | P["DecodingServices"] | A["EncodingServices"]> => {
   if (self.router.requests.has(name)) throw duplicate("method", name)
-  return build(self.options, Router.add(self.router, name, schemas, handle), self.notificationRouter)
+  return build(self.options, Router.add(self.router, name, schemas, handle), self.notificationRouter, self.middleware)
 }
 
 /**
@@ -372,7 +376,25 @@ export const notification = <P extends Schema.Top = typeof Schema.Unknown, R2 = 
   handle: (params: P["Type"], context: SessionContext) => Effect.Effect<void, unknown, R2>
 ) =>
 <R>(self: McpServer<R>): McpServer<R | R2 | P["DecodingServices"]> =>
-  build(self.options, self.router, Router.addNotification(self.notificationRouter, name, schemas, handle))
+  build(self.options, self.router, Router.addNotification(self.notificationRouter, name, schemas, handle), self.middleware)
+
+/**
+ * Wraps every request the server serves (both eras, every transport) in a
+ * middleware (see the `Middleware` module). Each call wraps the server as
+ * built so far: the middleware added last is the outermost and sees a
+ * request first. Its `Provides` are taken off what the server needs, so add
+ * it after the methods that use them. Every request also runs in a span
+ * (`Middleware.requestSpan`) around all middleware.
+ *
+ * @since 0.2.0
+ * @category middleware
+ */
+export const middleware = <Provides = never, Requires = never>(middleware: Middleware.Middleware<Provides, Requires>) =>
+<R>(self: McpServer<R>): McpServer<Exclude<R, Provides> | Requires> =>
+  build(self.options, self.router as Router.Router<RequestContext, any>, self.notificationRouter, [
+    ...self.middleware,
+    middleware
+  ])
 
 /**
  * The capabilities `initialize` declares: implied by the methods, then the explicit ones merged over them.
@@ -1163,9 +1185,10 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
           : Effect.map(listTools, (found) => (toolSchemas = found).get(name))
       )
 
+    const serveRequest = Middleware.compose(server.middleware, stateless, onRequest)
     const handler: Handler<R> = Object.assign(
       (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, hctx: HandlerContext) =>
-        "id" in message ? onRequest(message, hctx) : onNotification(message, hctx),
+        "id" in message ? serveRequest(message, hctx) : onNotification(message, hctx),
       {
         shutdown: subscriptions.endAll,
         stateless,

@@ -83,3 +83,10 @@ export * as DefinitionError from "./DefinitionError.ts"
  * @category modules
  */
 export * as Methods from "./Methods.ts"
+/**
+ * Middleware around every request a `McpServer` serves: authentication, rate limits, logging, services.
+ *
+ * @since 0.2.0
+ * @category modules
+ */
+export * as Middleware from "./Middleware.ts"

@@ -96,6 +96,8 @@ export interface SessionsConfig {
   readonly requestTimeoutMs: number
   /** Interval of keep-alive comments on idle SSE connections; none when undefined. */
   readonly keepAliveMs: number | undefined
+  /** Whether principal ids come from an `authenticate` hook: handlers then see them (`HandlerContext.principal`). */
+  readonly authenticated?: boolean | undefined
   /** Told the id of every session with one (streamable, legacy) once it has ended. */
   readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
 }
@@ -440,6 +442,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         sendFor,
         sessionId: id,
         ephemeral: kind === "ephemeral",
+        principal: config.authenticated === true ? principalId : undefined,
         defaultRequestTimeoutMs: config.requestTimeoutMs,
         // Separate POSTs race: a cancel may arrive before the request it cancels.
         earlyCancels: {},

@@ -35,6 +35,8 @@ export interface ServerSessionOptions<R> {
    * since no later POST can carry the answer back to this session.
    */
   readonly ephemeral?: boolean | undefined
+  /** The principal the transport authenticated the session's client as: every context of the session names it. */
+  readonly principal?: string | undefined
   /** Whether a JSON array frame is accepted (2025-03-26 allows batches; later revisions do not). */
   readonly allowBatch?: boolean | undefined
   /** Entries a batch may hold; a longer one gets a single -32600 and none of it runs. Default 100. */
@@ -132,6 +134,7 @@ class LiveHandlerContext implements HandlerContext {
   readonly requestId: JsonRpc.RequestId | undefined
   readonly closeSseStream: HandlerContext["closeSseStream"]
   readonly ephemeral: boolean | undefined
+  readonly principal: string | undefined
   readonly #send: Send
   readonly #call: CallClient
   #notify: HandlerContext["notify"] | undefined
@@ -143,12 +146,14 @@ class LiveHandlerContext implements HandlerContext {
     send: Send,
     call: CallClient,
     closeSseStream: HandlerContext["closeSseStream"],
-    ephemeral: boolean | undefined
+    ephemeral: boolean | undefined,
+    principal: string | undefined
   ) {
     this.sessionId = sessionId
     this.requestId = requestId
     this.closeSseStream = closeSseStream
     this.ephemeral = ephemeral
+    this.principal = principal
     this.#send = send
     this.#call = call
   }
@@ -197,7 +202,7 @@ export const make = Effect.fnUntraced(function*<R>(
       ? Effect.fail(new ClientRequestUnavailable({ method, reason: SESSIONLESS_REASON }))
       : correlation.call(method, params, send, { timeoutMs: o?.timeoutMs ?? options.defaultRequestTimeoutMs ?? 60_000 })
 
-  const context: HandlerContext = new LiveHandlerContext(options.sessionId, undefined, options.send, callClient, undefined, ephemeral)
+  const context: HandlerContext = new LiveHandlerContext(options.sessionId, undefined, options.send, callClient, undefined, ephemeral, options.principal)
 
   // id → when its cancel arrived; Map order is arrival order, so the oldest go first.
   const earlyCancels = new Map<JsonRpc.RequestId, number>()
@@ -264,7 +269,8 @@ export const make = Effect.fnUntraced(function*<R>(
       options.sendFor?.(request.id) ?? options.send,
       callClient,
       options.extendContext?.(request.id).closeSseStream,
-      ephemeral
+      ephemeral,
+      options.principal
     )
 
   const handleMessage = (classified: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {

@@ -1,0 +1,482 @@
+/**
+ * Middleware around every request a `McpServer` serves, in both eras and on
+ * every transport: a function from the rest of the server (`next`) to a new
+ * request handler. It sees the request described (`McpRequest`: method, tool,
+ * prompt or resource name, params, principal, session, era), may answer it
+ * itself (fail with `RpcError`, or succeed with a reply of its own), run
+ * effects before and after `next`, and provide services the handlers need.
+ *
+ * Ready-made pieces: `requirePrincipal` (authentication and authorization),
+ * `rateLimit` (a token bucket per principal), `logging`, `provideService`.
+ * Every request also runs in a span (`mcp tools/call echo`), whatever
+ * middleware there is: see `requestSpan`.
+ *
+ * Notifications do not pass through middleware: they get no reply to refuse.
+ *
+ * @since 0.2.0
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import type * as LogLevel from "effect/LogLevel"
+import * as JsonRpc from "../JsonRpc.ts"
+import { RpcError } from "../McpError.ts"
+import type * as ProtocolVersion from "../ProtocolVersion.ts"
+import * as RequestMeta from "../RequestMeta.ts"
+import type { HandlerContext } from "./Handler.ts"
+
+// ---------------------------------------------------------------------------
+// Models
+
+/**
+ * The request methods of MCP, and any other string (a server may serve its own methods).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type McpMethod =
+  | "initialize"
+  | "ping"
+  | "logging/setLevel"
+  | "server/discover"
+  | "subscriptions/listen"
+  | "tools/list"
+  | "tools/call"
+  | "prompts/list"
+  | "prompts/get"
+  | "resources/list"
+  | "resources/templates/list"
+  | "resources/read"
+  | "resources/subscribe"
+  | "resources/unsubscribe"
+  | "completion/complete"
+  | (string & {})
+
+/**
+ * One request as middleware sees it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface McpRequest {
+  readonly method: McpMethod
+  readonly id: JsonRpc.RequestId
+  /**
+   * The tool (`tools/call`) or prompt (`prompts/get`) named, or the resource
+   * URI (`resources/read`, `resources/subscribe`, `resources/unsubscribe`);
+   * undefined for other methods.
+   */
+  readonly name: string | undefined
+  /** The request's params, as sent (`_meta` included). */
+  readonly params: unknown
+  /** `HandlerContext.principal`: who the transport's `authenticate` hook says is calling; undefined without one. */
+  readonly principal: string | undefined
+  /** The transport's session id (HTTP sessions); undefined on stdio, in memory and for stateless requests. */
+  readonly sessionId: string | undefined
+  /** `"modern"` for a request of the stateless era (2026-07-28 `_meta`), `"legacy"` for the handshake era. */
+  readonly era: ProtocolVersion.Era
+  /** The JSON-RPC request `next` serves: pass a request with another `message` to change what the handlers see. */
+  readonly message: JsonRpc.JsonRpcRequest
+  /** The transport's context of this request. */
+  readonly context: HandlerContext
+}
+
+/**
+ * The rest of the server, as middleware calls it: total (every failure is already a reply),
+ * needing `R`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Next<R = never> = (request: McpRequest) => Effect.Effect<JsonRpc.JsonRpcResponse, never, R>
+
+/**
+ * A middleware: given the rest of the server, the handler of one request. It
+ * answers with `next`'s reply or a reply of its own; an `RpcError` failure is
+ * sent as the error reply. `Provides`
+ * are the services it gives `next` (removed from what the server needs),
+ * `Requires` those it needs itself. Any other failure or defect is logged
+ * and answered -32603, so `next` never fails for the middleware around it.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import type * as Middleware from "effect-mcp-transport/server/Middleware"
+ *
+ * // Times every request and logs the slow ones.
+ * const slowLog: Middleware.Middleware = (next) => (request) =>
+ *   Effect.timed(next(request)).pipe(
+ *     Effect.tap(([took]) => took.valueOf() > 1_000 ? Effect.logWarning(`slow ${request.method}`) : Effect.void),
+ *     Effect.map(([, reply]) => reply)
+ *   )
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Middleware<Provides = never, Requires = never> {
+  (next: Next<Provides>): (request: McpRequest) => Effect.Effect<JsonRpc.JsonRpcResponse, RpcError, Requires>
+}
+
+/**
+ * The success reply to `request`, for middleware that answers on its own.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const reply = (request: McpRequest, result: unknown): JsonRpc.JsonRpcResponse => JsonRpc.success(request.id, result)
+
+/**
+ * The codes of the errors the ready-made middleware answer with (server-defined range).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const ErrorCode = {
+  /** `requirePrincipal`: the transport named no principal. */
+  Unauthenticated: -32011,
+  /** `requirePrincipal`: the principal may not make this request. */
+  Forbidden: -32012,
+  /** `rateLimit`: the principal's bucket is empty; `data.retryAfterMs` says when it has a token again. */
+  RateLimited: -32029
+} as const
+
+// ---------------------------------------------------------------------------
+// Ready-made middleware
+
+/**
+ * A middleware computing a service per request and giving it to the
+ * handlers (e.g. the tenant of the principal). Fail with `RpcError` to refuse the request.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const provideService = <I, S, R = never>(
+  key: Context.Key<I, S>,
+  make: (request: McpRequest) => Effect.Effect<S, RpcError, R>
+): Middleware<I, R> =>
+(next) =>
+(request) => Effect.flatMap(make(request), (service) => Effect.provideService(next(request), key, service))
+
+/**
+ * Options of `requirePrincipal`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface RequirePrincipalOptions<R> {
+  /**
+   * Whether the principal may make this request (the principal is
+   * `request.principal`, never undefined here); false answers `Forbidden`.
+   * Default: every principal may make every request.
+   */
+  readonly allow?: ((request: McpRequest & { readonly principal: string }) => boolean | Effect.Effect<boolean, never, R>) | undefined
+  /** Requests served without a principal, by method. Default: none (`ping` and `initialize` included). */
+  readonly exempt?: ReadonlyArray<McpMethod> | undefined
+}
+
+/**
+ * Refuses requests with no principal (`Unauthenticated`, -32011) and, with
+ * `allow`, those the principal may not make (`Forbidden`, -32012). The
+ * principal comes from the transport (`HandlerContext.principal`, set by the
+ * HTTP transport's `authenticate` hook), so on stdio and in memory every
+ * request not `exempt` is refused.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const requirePrincipal = <R = never>(options: RequirePrincipalOptions<R> = {}): Middleware<never, R> => {
+  const exempt = new Set<string>(options.exempt ?? [])
+  const allow = options.allow
+  return (next) => (request) => {
+    if (exempt.has(request.method)) return next(request)
+    const principal = request.principal
+    if (principal === undefined) {
+      return Effect.fail(
+        new RpcError({
+          code: ErrorCode.Unauthenticated,
+          rpcMessage: "Unauthenticated: this server serves authenticated principals only",
+          data: { method: request.method }
+        })
+      )
+    }
+    if (allow === undefined) return next(request)
+    const allowed = allow({ ...request, principal })
+    const decide = (ok: boolean): Effect.Effect<JsonRpc.JsonRpcResponse, RpcError> =>
+      ok ? next(request) : Effect.fail(
+        new RpcError({
+          code: ErrorCode.Forbidden,
+          rpcMessage: request.name === undefined
+            ? `Forbidden: ${principal} may not call ${request.method}`
+            : `Forbidden: ${principal} may not call ${request.method} ${request.name}`,
+          data: { method: request.method, ...(request.name === undefined ? {} : { name: request.name }) }
+        })
+      )
+    return typeof allowed === "boolean" ? decide(allowed) : Effect.flatMap(allowed, decide)
+  }
+}
+
+/**
+ * Options of `rateLimit`: a token bucket of `capacity` tokens per key, one token back every `refillEvery`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface RateLimitOptions {
+  /** The largest burst a key may make: its bucket's tokens, full at first. */
+  readonly capacity: number
+  /** How long one token takes to come back, e.g. `"1 second"`. */
+  readonly refillEvery: Duration.Input
+  /**
+   * Whose bucket a request takes from; `undefined` exempts the request.
+   * Default: its principal, and one shared bucket (`"anonymous"`) for
+   * requests with none.
+   */
+  readonly key?: ((request: McpRequest) => string | undefined) | undefined
+  /** Buckets kept at most; past it, full buckets (their keys idle) are dropped. Default 10 000. */
+  readonly maxKeys?: number | undefined
+}
+
+/**
+ * Refuses a request when its key's bucket is empty, with `RateLimited`
+ * (-32029) and `data.retryAfterMs`. The buckets live in the middleware value:
+ * every handler built from a server with it shares them.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const rateLimit = (options: RateLimitOptions): Middleware => {
+  const capacity = Math.max(1, options.capacity)
+  const refillMs = Math.max(1, Duration.toMillis(Duration.fromInputUnsafe(options.refillEvery)))
+  const keyOf = options.key ?? ((request: McpRequest) => request.principal ?? "anonymous")
+  const maxKeys = options.maxKeys ?? 10_000
+  // Tokens as of `at`; what came back since is added when the bucket is next read.
+  const buckets = new Map<string, { tokens: number; at: number }>()
+  const level = (bucket: { tokens: number; at: number }, now: number) =>
+    Math.min(capacity, bucket.tokens + (now - bucket.at) / refillMs)
+  const sweep = (now: number) => {
+    for (const [key, bucket] of buckets) {
+      if (level(bucket, now) >= capacity) buckets.delete(key)
+    }
+  }
+  return (next) => (request) => {
+    const key = keyOf(request)
+    if (key === undefined) return next(request)
+    return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      let bucket = buckets.get(key)
+      if (bucket === undefined) {
+        if (buckets.size >= maxKeys) sweep(now)
+        buckets.set(key, bucket = { tokens: capacity, at: now })
+      }
+      bucket.tokens = level(bucket, now)
+      bucket.at = now
+      if (bucket.tokens >= 1) {
+        bucket.tokens -= 1
+        return next(request)
+      }
+      const retryAfterMs = Math.ceil((1 - bucket.tokens) * refillMs)
+      return Effect.fail(
+        new RpcError({
+          code: ErrorCode.RateLimited,
+          rpcMessage: `Rate limited: retry in ${retryAfterMs} ms`,
+          data: { retryAfterMs }
+        })
+      )
+    })
+  }
+}
+
+/**
+ * Options of `logging`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface LoggingOptions {
+  /** The level of the line logged per request. Default `"Info"`. */
+  readonly level?: LogLevel.Severity | undefined
+}
+
+/**
+ * Logs one line per request once it is answered (`MCP tools/call echo ok`),
+ * annotated with `mcp.method`, `mcp.name`, `mcp.era`, `mcp.session`,
+ * `mcp.principal`, `mcp.outcome` and `mcp.durationMs`. An interrupted
+ * request (cancelled) is logged as `interrupted`.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const logging = (options: LoggingOptions = {}): Middleware => {
+  const log = Effect.logWithLevel(options.level ?? "Info")
+  return (next) => (request) =>
+    Effect.flatMap(Clock.currentTimeMillis, (start) =>
+      Effect.onExit(next(request), (exit) =>
+        Effect.flatMap(Clock.currentTimeMillis, (end) => {
+          const o = outcomeOf(exit)
+          const text = o.code === undefined ? o.outcome : `${o.outcome} ${o.code}`
+          return log(`MCP ${title(request)} ${text}`).pipe(
+            Effect.annotateLogs({
+              "mcp.method": request.method,
+              ...(request.name === undefined ? {} : { "mcp.name": request.name }),
+              "mcp.era": request.era,
+              ...(request.sessionId === undefined ? {} : { "mcp.session": request.sessionId }),
+              ...(request.principal === undefined ? {} : { "mcp.principal": request.principal }),
+              "mcp.outcome": text,
+              "mcp.durationMs": end - start
+            })
+          )
+        })))
+}
+
+// ---------------------------------------------------------------------------
+// Composition (used by McpServer)
+
+const NAMED: ReadonlyMap<string, "name" | "uri"> = new Map([
+  ["tools/call", "name"],
+  ["prompts/get", "name"],
+  ["resources/read", "uri"],
+  ["resources/subscribe", "uri"],
+  ["resources/unsubscribe", "uri"]
+])
+
+const nameOf = (message: JsonRpc.JsonRpcRequest): string | undefined => {
+  const field = NAMED.get(message.method)
+  const params = message.params as Record<string, unknown> | undefined
+  if (field === undefined || typeof params !== "object" || params === null) return undefined
+  const value = params[field]
+  return typeof value === "string" ? value : undefined
+}
+
+/**
+ * Describes a request as middleware sees it. `stateless`: whether the server
+ * serves the stateless era (else every request is of the handshake era).
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const describeRequest = (message: JsonRpc.JsonRpcRequest, context: HandlerContext, stateless: boolean): McpRequest => ({
+  method: message.method,
+  id: message.id,
+  name: nameOf(message),
+  params: message.params,
+  principal: context.principal,
+  sessionId: context.sessionId,
+  era: stateless && message.method !== "initialize" && RequestMeta.readMeta(message.params)._tag !== "Absent"
+    ? "modern"
+    : "legacy",
+  message,
+  context
+})
+
+const title = (request: McpRequest) =>
+  request.method === "tools/call" || request.method === "prompts/get"
+    ? request.name === undefined ? request.method : `${request.method} ${request.name}`
+    : request.method
+
+/**
+ * How a request ended: `ok`, `input_required` (a stateless request asking
+ * the client for more), `error` with the JSON-RPC code (a failure or defect
+ * is the -32603 the transport sends), or `interrupted` (the client
+ * cancelled; no reply).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Outcome {
+  readonly outcome: "ok" | "input_required" | "error" | "interrupted"
+  readonly code?: number | undefined
+}
+
+const outcomeOf = (exit: Exit.Exit<JsonRpc.JsonRpcResponse, unknown>): Outcome => {
+  if (exit._tag === "Failure") {
+    return Cause.hasInterruptsOnly(exit.cause)
+      ? { outcome: "interrupted" }
+      : { outcome: "error", code: JsonRpc.ErrorCode.InternalError }
+  }
+  const response = exit.value
+  if ("error" in response) return { outcome: "error", code: response.error.code }
+  const result = response.result as { readonly resultType?: unknown } | undefined
+  return result?.resultType === "input_required" ? { outcome: "input_required" } : { outcome: "ok" }
+}
+
+/**
+ * Runs the serving of one request in a server span named `mcp <method>`
+ * (with the tool or prompt name: `mcp tools/call echo`), with the attributes
+ * `mcp.method.name`, `gen_ai.tool.name` / `gen_ai.prompt.name` /
+ * `mcp.resource.uri`, `mcp.session.id`, `mcp.era`, `jsonrpc.request.id`,
+ * `mcp.principal.id`, and at its end `mcp.outcome` (`Outcome`) and
+ * `rpc.jsonrpc.error_code`. Spans go to the current `Tracer`; turn them off
+ * with `References.TracerEnabled`.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const requestSpan = <E, R>(
+  request: McpRequest,
+  effect: Effect.Effect<JsonRpc.JsonRpcResponse, E, R>
+): Effect.Effect<JsonRpc.JsonRpcResponse, E, R> => {
+  const attributes: Record<string, unknown> = {
+    "mcp.method.name": request.method,
+    "mcp.era": request.era,
+    "jsonrpc.request.id": String(request.id)
+  }
+  if (request.name !== undefined) {
+    const key = request.method === "tools/call"
+      ? "gen_ai.tool.name"
+      : request.method === "prompts/get"
+      ? "gen_ai.prompt.name"
+      : "mcp.resource.uri"
+    attributes[key] = request.name
+  }
+  if (request.sessionId !== undefined) attributes["mcp.session.id"] = request.sessionId
+  if (request.principal !== undefined) attributes["mcp.principal.id"] = request.principal
+  const annotated = Effect.onExit(effect, (exit) => {
+    const o = outcomeOf(exit)
+    return o.code === undefined
+      ? Effect.annotateCurrentSpan("mcp.outcome", o.outcome)
+      : Effect.annotateCurrentSpan({ "mcp.outcome": o.outcome, "rpc.jsonrpc.error_code": o.code })
+  })
+  // The stack of the call here names this module, never the server's code: not worth its cost per request.
+  return Effect.withSpan(annotated, `mcp ${title(request)}`, { kind: "server", attributes, captureStackTrace: false })
+}
+
+/**
+ * Composes middleware around `serve` (the server without them): the last in
+ * the list is the outermost, the first sees the request last, just before
+ * `serve`. The whole runs in `requestSpan`.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const compose = <R>(
+  middleware: ReadonlyArray<Middleware<any, any>>,
+  stateless: boolean,
+  serve: (message: JsonRpc.JsonRpcRequest, context: HandlerContext) => Effect.Effect<JsonRpc.JsonRpcResponse, never, R>
+): (message: JsonRpc.JsonRpcRequest, context: HandlerContext) => Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+  let app: Next<any> = (request) => serve(request.message, request.context)
+  for (const m of middleware) {
+    const wrapped = m(app)
+    // Replies here keep `next` total for the middleware around this one.
+    app = (request) =>
+      Effect.catchCause(Effect.suspend(() => wrapped(request)), (cause) => {
+        if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+        const failure = cause.reasons.find((r) => r._tag === "Fail")
+        if (failure !== undefined && failure._tag === "Fail" && failure.error instanceof RpcError) {
+          const e = failure.error
+          return Effect.succeed(JsonRpc.failure(request.id, e.code, e.rpcMessage, e.data))
+        }
+        return Effect.as(
+          Effect.logError(`MCP middleware failed on ${request.method}`, Cause.pretty(cause)),
+          JsonRpc.internalError(request.id)
+        )
+      })
+  }
+  const outer = app
+  return (message, context) => {
+    const request = describeRequest(message, context, stateless)
+    return requestSpan(request, outer(request))
+  }
+}
