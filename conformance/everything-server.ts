@@ -470,15 +470,20 @@ const WATCHED = "test://watched-resource"
 export const layer = (options?: ServerOptions) =>
   Layer.unwrap(Effect.gen(function*() {
     const handle = yield* McpServer.toHandler(definition)
-    const handler: Handler = (message, context) =>
-      handle.handler(message, context).pipe(Effect.provideService(TransportCall, context))
+    // Ended sessions drop their subscriptions with the rest of their state.
+    const handler: Handler = Object.assign(
+      (message: Parameters<Handler>[0], context: Parameters<Handler>[1]) =>
+        handle.handler(message, context).pipe(Effect.provideService(TransportCall, context)),
+      {
+        sessionEnded: (id: string | undefined) =>
+          Effect.andThen(
+            Effect.sync(() => void subscriptions.delete(id ?? "")),
+            handle.handler.sessionEnded?.(id) ?? Effect.void
+          )
+      }
+    )
     const background = Layer.effectDiscard(Effect.gen(function*() {
       const transport = yield* HttpServerTransport.HttpServerTransport
-      const prune = Effect.flatMap(transport.sessionIds, (ids) =>
-        Effect.andThen(handle.retainSessions(ids), Effect.sync(() => {
-          const open = new Set(ids)
-          for (const key of Array.from(subscriptions.keys())) if (key !== "" && !open.has(key)) subscriptions.delete(key)
-        })))
       const change = Effect.suspend(() => {
         watchedVersion++
         const subscribers = Array.from(subscriptions).flatMap(([id, uris]) => (id !== "" && uris.has(WATCHED) ? [id] : []))
@@ -487,7 +492,6 @@ export const layer = (options?: ServerOptions) =>
             Option.isSome(ctx) ? Effect.ignore(ctx.value.notify("notifications/resources/updated", { uri: WATCHED })) : Effect.void
           ), { discard: true })
       })
-      yield* Effect.forkScoped(Effect.repeat(prune, Schedule.spaced("5 seconds")))
       yield* Effect.forkScoped(Effect.repeat(change, Schedule.spaced(options?.watchedInterval ?? "10 seconds")))
     }))
     return background.pipe(
