@@ -30,12 +30,30 @@ export interface SessionState<A, E = never, R = never> {
   readonly name: string
   /** Makes the slot's first value in a session; a failure is the using request's, and the next use tries again. */
   readonly initial: Effect.Effect<A, E, R | Scope.Scope>
+  /**
+   * Runs at the end of the session with the slot's last value (what the
+   * handlers set last, which `initial`'s own finalizers cannot see), before
+   * those finalizers. Optional.
+   */
+  readonly release?: ((value: A) => Effect.Effect<void>) | undefined
+}
+
+/**
+ * The options of `make`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Options<A> {
+  /** Runs at the end of the session with the slot's last value. Default: nothing. */
+  readonly release?: ((value: A) => Effect.Effect<void>) | undefined
 }
 
 /**
  * A slot of per-session state. `initial` is a value maker (`() => "/"`) or
  * an effect that may acquire resources in the session's `Scope`
- * (`Effect.acquireRelease`), released when the session ends.
+ * (`Effect.acquireRelease`), released when the session ends; `release`
+ * sees the slot's last value then.
  *
  * @example
  * ```ts
@@ -61,9 +79,14 @@ export interface SessionState<A, E = never, R = never> {
  */
 export function make<A, E = never, R = never>(
   name: string,
-  initial: Effect.Effect<A, E, R>
+  initial: Effect.Effect<A, E, R>,
+  options?: Options<A>
 ): SessionState<A, E, Exclude<R, Scope.Scope>>
-export function make<A>(name: string, initial: LazyArg<A>): SessionState<A>
-export function make(name: string, initial: Effect.Effect<unknown, unknown, unknown> | LazyArg<unknown>) {
-  return { name, initial: Effect.isEffect(initial) ? initial : Effect.sync(initial) }
+export function make<A>(name: string, initial: LazyArg<A>, options?: Options<A>): SessionState<A>
+export function make(
+  name: string,
+  initial: Effect.Effect<unknown, unknown, unknown> | LazyArg<unknown>,
+  options?: Options<any>
+): SessionState<unknown, unknown, unknown> {
+  return { name, initial: Effect.isEffect(initial) ? initial : Effect.sync(initial), release: options?.release }
 }

@@ -311,6 +311,20 @@ describe("SessionStore", () => {
       expect(released).toEqual([1, 2])
     }))
 
+  it.effect("release sees the slot's last value, before initial's own finalizers", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const slot = SessionState.make(
+        "dir",
+        Effect.acquireRelease(Effect.succeed("/"), (first) => Effect.sync(() => void seen.push(`finalizer ${first}`))),
+        { release: (last) => Effect.sync(() => void seen.push(`release ${last}`)) }
+      )
+      const store = SessionStore.make()
+      yield* Effect.flatMap(store.get(slot), (ref) => Ref.set(ref, "/work"))
+      yield* store.close
+      expect(seen).toEqual(["release /work", "finalizer /"])
+    }))
+
   it.effect("a use after the session ended is a defect, and finalizers ran once", () =>
     Effect.gen(function*() {
       let closed = 0

@@ -46,7 +46,11 @@ export const make = (): SessionStore => {
             if (Exit.isSuccess(exit)) {
               const ref = Ref.makeUnsafe(exit.value)
               Deferred.doneUnsafe(made, Exit.succeed(ref))
-              return Effect.succeed(ref)
+              const release = state.release
+              // Added after `initial`'s finalizers, so it runs before them, while what they release is still there.
+              return release === undefined
+                ? Effect.succeed(ref)
+                : Effect.as(Scope.addFinalizer(own, Effect.flatMap(Ref.get(ref), release)), ref)
             }
             if (slots.get(state) === (made as Slot)) slots.delete(state)
             const failed = exit as Exit.Exit<never, E>
