@@ -15,7 +15,7 @@ import * as McpServer from "../../src/server/McpServer.ts"
 import * as SessionStore from "../../src/server/internal/SessionStore.ts"
 import * as SessionState from "../../src/server/SessionState.ts"
 import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
-import { eventually, openSession, post, run, serve } from "./http/helpers.ts"
+import { eventually, openSession, openSse, post, run, serve } from "./http/helpers.ts"
 
 const VERSION = "2025-11-25"
 
@@ -125,6 +125,31 @@ describe("McpServer sessions end with the transport's", () => {
         expect(open.size).toBe(3)
         yield* Scope.close(scope, Exit.void)
         expect(yield* handle.sessions).toEqual([])
+        expect(open.size).toBe(0)
+      }))
+
+    it.live("a legacy SSE connection going away ends its session's record and state", () =>
+      Effect.gen(function*() {
+        const { open, server } = fixture()
+        const handle = yield* McpServer.toHandler(server)
+        const { base } = yield* serve({ legacySse: true }, () => handle.handler)
+        const result = yield* Effect.promise(async () => {
+          const sse = await openSse(`${base}/sse`, { headers: { accept: "text/event-stream" } })
+          const reader = sse.reader!
+          await reader.until((r) => r.events.some((e) => e.event === "endpoint"))
+          const endpoint = reader.events.find((e) => e.event === "endpoint")!.data
+          const send = async (body: unknown) => void (await (await post(`${base}${endpoint}`, body)).text())
+          await send({ jsonrpc: "2.0", id: 1, method: "initialize", params: initParams })
+          await send({ jsonrpc: "2.0", method: "notifications/initialized" })
+          await send({ jsonrpc: "2.0", id: 2, method: "shell/pwd" })
+          await reader.until((r) => r.messages().some((m) => m.id === 2))
+          const before = { sessions: (await run(handle.sessions)).length, open: open.size }
+          reader.close()
+          const gone = await eventually(async () => (await run(handle.sessions)).length === 0)
+          return { before, gone }
+        })
+        expect(result.before).toEqual({ sessions: 1, open: 1 })
+        expect(result.gone).toBe(true)
         expect(open.size).toBe(0)
       }))
 
