@@ -725,16 +725,17 @@ export const layer = (options?: ServerOptions) =>
       {
         stateless: handle.handler.stateless,
         shutdown: handle.handler.shutdown,
-        ...(schemaOf === undefined ? {} : { toolInputSchema: (name: string) => serve(schemaOf(name), quietCall) })
+        ...(schemaOf === undefined ? {} : { toolInputSchema: (name: string) => serve(schemaOf(name), quietCall) }),
+        // Ended sessions drop their subscriptions with the rest of their state.
+        sessionEnded: (id: string | undefined) =>
+          Effect.andThen(
+            Effect.sync(() => void subscriptions.delete(id ?? "")),
+            handle.handler.sessionEnded?.(id) ?? Effect.void
+          )
       }
     )
     const background = Layer.effectDiscard(Effect.gen(function*() {
       const transport = yield* HttpServerTransport.HttpServerTransport
-      const prune = Effect.flatMap(transport.sessionIds, (ids) =>
-        Effect.andThen(handle.retainSessions(ids), Effect.sync(() => {
-          const open = new Set(ids)
-          for (const key of Array.from(subscriptions.keys())) if (key !== "" && !open.has(key)) subscriptions.delete(key)
-        })))
       const change = Effect.suspend(() => {
         watchedVersion++
         const subscribers = Array.from(subscriptions).flatMap(([id, uris]) => (id !== "" && uris.has(WATCHED) ? [id] : []))
@@ -743,7 +744,6 @@ export const layer = (options?: ServerOptions) =>
             Option.isSome(ctx) ? Effect.ignore(ctx.value.notify("notifications/resources/updated", { uri: WATCHED })) : Effect.void
           ), { discard: true })
       })
-      yield* Effect.forkScoped(Effect.repeat(prune, Schedule.spaced("5 seconds")))
       yield* Effect.forkScoped(Effect.repeat(change, Schedule.spaced(options?.watchedInterval ?? "10 seconds")))
     }))
     return background.pipe(

@@ -41,8 +41,7 @@ if (flag("transport", "http") === "stdio") {
   const served = Layer.unwrap(Effect.map(McpServer.toHandler(definition), (handle) =>
     HttpServerTransport.layer(handle.handler, {
       port: 0,
-      responseMode: modeFlag() === "sse" ? "sse" : "auto",
-      onSessionEnd: (id) => handle.forgetSession(id)
+      responseMode: modeFlag() === "sse" ? "sse" : "auto"
     })))
   const announced = Layer.effectDiscard(Effect.gen(function*() {
     const transport = yield* HttpServerTransport.HttpServerTransport

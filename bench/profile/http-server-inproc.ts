@@ -26,8 +26,7 @@ const definition = McpServer.make({ serverInfo: { name: "inproc", version: "1.0.
 const ours = Layer.unwrap(Effect.map(McpServer.toHandler(definition), (handle) =>
   HttpServerTransport.routes(handle.handler, {
     responseMode: mode === "sse" ? "sse" : "auto",
-    allowedHosts: ["127.0.0.1"],
-    onSessionEnd: (id) => handle.forgetSession(id)
+    allowedHosts: ["127.0.0.1"]
   })))
 
 const encoder = new TextEncoder()

@@ -109,7 +109,7 @@ export interface BridgeOptions<E = never, R = never> {
 export interface BridgeShape {
   /** Mount it on `StdioServerTransport` or `HttpServerTransport`. */
   readonly handler: Handler
-  /** Closes the upstream of a downstream session that ended; wire it to `HttpServerTransport`'s `onSessionEnd`. */
+  /** Closes the upstream of a downstream session that ended. The handler does it on its own when its transport ends the session (`Handler.sessionEnded`). */
   readonly endSession: (sessionId: string) => Effect.Effect<void>
   /**
    * The upstream of a session, connected now if it is not yet (default: the
@@ -380,16 +380,22 @@ export const make = Effect.fnUntraced(function*<E, R>(
         Effect.as(null)
       )
 
-  const handler: Handler = (message, ctx) =>
-    "id" in message ? forwardRequest(message, ctx) : forwardNotification(message, ctx)
+  const endSession = (sessionId: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const entry = entries.get(sessionId)
+      return entry === undefined ? Effect.void : close(sessionId, entry)
+    })
+
+  // An HTTP session's upstream goes with it; the shared upstream (no session id) outlives connections.
+  const handler: Handler = Object.assign(
+    (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, ctx: HandlerContext) =>
+      "id" in message ? forwardRequest(message, ctx) : forwardNotification(message, ctx),
+    { sessionEnded: (sessionId: string | undefined) => sessionId === undefined ? Effect.void : endSession(sessionId) }
+  )
 
   return {
     handler,
-    endSession: (sessionId) =>
-      Effect.suspend(() => {
-        const entry = entries.get(sessionId)
-        return entry === undefined ? Effect.void : close(sessionId, entry)
-      }),
+    endSession,
     upstream: (sessionId) => Effect.map(upstreamFor(sessionId ?? SHARED, false), (up) => up.transport),
     upstreams: Effect.sync(() => entries.size)
   }
@@ -425,10 +431,7 @@ export const layerHttp = <E, R>(
   Exclude<R, Scope.Scope>
 > =>
   Layer.unwrap(Effect.map(Bridge, (bridge) =>
-    HttpServerTransport.layer(bridge.handler, {
-      ...http,
-      onSessionEnd: (id) => Effect.andThen(bridge.endSession(id), http?.onSessionEnd?.(id) ?? Effect.void)
-    }))).pipe(Layer.provideMerge(layer(options)))
+    HttpServerTransport.layer(bridge.handler, http))).pipe(Layer.provideMerge(layer(options)))
 
 /**
  * When an upstream is of no more use to a stdio client: closed, or its HTTP

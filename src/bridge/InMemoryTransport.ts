@@ -234,7 +234,7 @@ export const makePair = Effect.fnUntraced(function*<R>(
         Queue.shutdown(toServer),
         Queue.shutdown(toClient),
         core.close(error),
-        session.close(error)
+        session.end(error)
       ], { discard: true })
     })
 

@@ -328,10 +328,7 @@ export const layerHttp = (
         Http.layer(handle.handler, {
           ...options,
           host: options.host ?? "127.0.0.1",
-          eras: options.eras ?? Eras.DEFAULT,
-          // Ended sessions leave no state behind in the router.
-          onSessionEnd: (id) =>
-            Effect.andThen(handle.forgetSession(id), options.onSessionEnd === undefined ? Effect.void : options.onSessionEnd(id))
+          eras: options.eras ?? Eras.DEFAULT
         })
       )
     )

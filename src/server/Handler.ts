@@ -98,6 +98,16 @@ export type Handler<R = never> =
      */
     readonly shutdown?: Effect.Effect<void> | undefined
     /**
+     * Told that a session has ended, once, after its requests stopped, so
+     * the handler can drop what it kept for it: HTTP with its session id
+     * (DELETE, idle or handshake expiry, eviction, a legacy SSE connection
+     * going away, `closeSession`, shutdown); stdio and the in-memory pair
+     * with `undefined` when their connection ends (the end of stdin, `stop`,
+     * the pair's scope closing or `kill`). Never for a sessionless HTTP POST.
+     * Optional.
+     */
+    readonly sessionEnded?: ((sessionId: string | undefined) => Effect.Effect<void>) | undefined
+    /**
      * Whether the handler serves requests of the stateless era (2026-07-28)
      * on their own, with no session: the HTTP transport then routes such
      * requests to it without a session. Optional (absent: handshake era only).

@@ -280,10 +280,10 @@ export const routes = <R>(
  *     Effect.succeed({ content: [{ type: "text", text: `Hello, ${who}!` }] }))
  * )
  *
- * // One handle serves every session; forgetSession drops a session's state when it ends.
+ * // One handle serves every session; a session's state goes when the transport ends it.
  * const ServerLive = Layer.unwrap(Effect.gen(function*() {
  *   const handle = yield* McpServer.toHandler(server)
- *   return HttpServerTransport.layer(handle.handler, { port: 8421, onSessionEnd: handle.forgetSession })
+ *   return HttpServerTransport.layer(handle.handler, { port: 8421 })
  * }))
  *
  * Layer.launch(ServerLive).pipe(NodeRuntime.runMain)

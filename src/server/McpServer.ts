@@ -7,9 +7,11 @@
  * requests to the client (gated by the client's declared capabilities).
  *
  * Per-session state (phase, negotiated version, client capabilities, log
- * level) is keyed by the transport's session id: one handle can serve every
- * session of an HTTP server; on stdio and in-memory (no session id) one
- * handle serves one connection, so build one handle per connection there.
+ * level, the handlers' `SessionState` slots) is keyed by the transport's
+ * session id and dropped when the transport reports the session ended
+ * (`Handler.sessionEnded`): one handle can serve every session of an HTTP
+ * server; on stdio and in-memory (no session id) one handle serves one
+ * connection, so build one handle per connection there.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -17,6 +19,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Pipeable from "effect/Pipeable"
+import type * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import type * as McpSchema from "effect/ai/McpSchema"
 import { pipeArguments } from "effect/Pipeable"
@@ -33,12 +36,14 @@ import * as RequestMeta from "../RequestMeta.ts"
 import * as RequestState from "./internal/RequestState.ts"
 import * as RetiredCodes from "./internal/RetiredCodes.ts"
 import { InputKey, Rounds } from "./internal/Rounds.ts"
+import * as SessionStore from "./internal/SessionStore.ts"
 import * as Subscriptions from "./internal/Subscriptions.ts"
 import { duplicate } from "./DefinitionError.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import type { MethodName } from "./Methods.ts"
 import * as Middleware from "./Middleware.ts"
 import * as Router from "./Router.ts"
+import type { SessionState } from "./SessionState.ts"
 import type { Implementation } from "../Implementation.ts"
 
 // ---------------------------------------------------------------------------
@@ -220,6 +225,13 @@ export interface SessionContext {
   readonly sessionId: string | undefined
   readonly session: SessionInfo
   readonly notify: HandlerContext["notify"]
+  /**
+   * The `Ref` of a `SessionState` slot for this session, made on first use
+   * and finalized when the transport ends the session. With no session
+   * behind the message (stateless era, sessionless HTTP POST) the slot
+   * lives for this message only.
+   */
+  readonly sessionState: <A, E, R>(state: SessionState<A, E, R>) => Effect.Effect<Ref.Ref<A>, E, R>
 }
 
 /**
@@ -522,7 +534,7 @@ interface Session {
 export interface ServerHandle<R> {
   /** Mount this on a server transport. */
   readonly handler: Handler<R>
-  /** Sessions that sent `initialize` and were not forgotten. */
+  /** Sessions that sent `initialize` and have not ended. */
   readonly sessions: Effect.Effect<ReadonlyArray<SessionInfo>>
   /**
    * Sends a notification to every initialized session (e.g.
@@ -536,16 +548,14 @@ export interface ServerHandle<R> {
    * shutdown. Stream transports run it themselves when their input ends.
    */
   readonly shutdown: Effect.Effect<void>
-  /** Drops a session's state (call it when a transport session ends). */
-  readonly forgetSession: (sessionId: string | undefined) => Effect.Effect<void>
-  /**
-   * Drops the state of every session not in `sessionIds` (e.g. the HTTP
-   * transport's open `sessionIds`, polled now and then); session-less state is kept.
-   */
-  readonly retainSessions: (sessionIds: Iterable<string>) => Effect.Effect<void>
 }
 
 const sessionKey = (id: string | undefined) => id ?? ""
+
+/** The `SessionState` slots of every live session, by session key. */
+interface Stores {
+  readonly forSession: (key: string) => SessionStore.SessionStore
+}
 
 const info = (sessionId: string | undefined, s: Session): SessionInfo => ({
   sessionId,
@@ -576,10 +586,28 @@ class LiveSessionContext implements SessionContext {
   readonly sessionId: string | undefined
   protected readonly hctx: HandlerContext
   protected readonly state: Session
-  constructor(hctx: HandlerContext, state: Session) {
+  readonly #stores: Stores
+  /** The slots of a message with no session behind it, made on first use. */
+  #scratch: SessionStore.SessionStore | undefined
+  constructor(hctx: HandlerContext, state: Session, stores: Stores) {
     this.sessionId = hctx.sessionId
     this.hctx = hctx
     this.state = state
+    this.#stores = stores
+  }
+  get sessionState(): SessionContext["sessionState"] {
+    return (slot) =>
+      Effect.suspend(() => {
+        if (!this.hasSession) return (this.#scratch ??= SessionStore.make()).get(slot)
+        return this.#stores.forSession(sessionKey(this.sessionId)).get(slot)
+      })
+  }
+  private get hasSession(): boolean {
+    return this.hctx.ephemeral !== true && this.state.era !== "modern"
+  }
+  /** Ends the message's own slots (if it made any) with it. */
+  releasing<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return this.hasSession ? effect : Effect.ensuring(effect, Effect.suspend(() => this.#scratch?.close ?? Effect.void))
   }
   // Read when used: the transport's context makes it on first use too.
   get notify(): HandlerContext["notify"] {
@@ -683,10 +711,11 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
     request: JsonRpc.JsonRpcRequest,
     hctx: HandlerContext,
     state: Session,
+    stores: Stores,
     timeoutMs: number,
     rounds?: Rounds | undefined
   ) {
-    super(hctx, state)
+    super(hctx, state, stores)
     this.requestId = request.id
     this.progressToken = progressTokenOf(request.params)
     this.#timeoutMs = timeoutMs
@@ -787,6 +816,22 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     const graceFor = (sessionId: string | undefined): Duration.Duration =>
       explicitGrace ?? (sessionId === undefined ? Duration.zero : Duration.seconds(1))
     const sessions = new Map<string, Session>()
+    const slotStores = new Map<string, SessionStore.SessionStore>()
+    const stores: Stores = {
+      forSession: (key) => {
+        let store = slotStores.get(key)
+        if (store === undefined) slotStores.set(key, store = SessionStore.make())
+        return store
+      }
+    }
+    const sessionEnded = (sessionId: string | undefined): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const key = sessionKey(sessionId)
+        sessions.delete(key)
+        const store = slotStores.get(key)
+        slotStores.delete(key)
+        return store?.close ?? Effect.void
+      })
     const subscriptions = Subscriptions.make()
     const serverInfoMeta = { [RequestMeta.MetaKey.serverInfo]: options.serverInfo }
     const resultCacheHints = {
@@ -831,11 +876,11 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       initialized: Deferred.makeUnsafe()
     })
 
-    const sessionContext = (hctx: HandlerContext, session: Session): SessionContext =>
-      new LiveSessionContext(hctx, session)
+    const sessionContext = (hctx: HandlerContext, session: Session): LiveSessionContext =>
+      new LiveSessionContext(hctx, session, stores)
 
-    const requestContext = (request: JsonRpc.JsonRpcRequest, hctx: HandlerContext, session: Session): RequestContext =>
-      new LiveRequestContext(request, hctx, session, timeoutMs)
+    const requestContext = (request: JsonRpc.JsonRpcRequest, hctx: HandlerContext, session: Session): LiveRequestContext =>
+      new LiveRequestContext(request, hctx, session, stores, timeoutMs)
 
     const onRequest = (
       request: JsonRpc.JsonRpcRequest,
@@ -989,7 +1034,8 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       if (MULTI_ROUND.has(request.method) && isRecord(request.params)) {
         return serveRounds(request, request.params, hctx, session)
       }
-      return Router.dispatch(server.router, request, requestContext(request, hctx, session), missingCapability).pipe(
+      const ctx = requestContext(request, hctx, session)
+      return ctx.releasing(Router.dispatch(server.router, request, ctx, missingCapability)).pipe(
         Effect.map((response) => completeResponse(request.method, response))
       )
     }
@@ -1041,7 +1087,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
         const rounds = new Rounds(answers)
         // The handler sees the request as the client first sent it.
         const ownRequest = JsonRpc.request(request.id, request.method, own) as JsonRpc.JsonRpcRequest
-        const ctx = new LiveRequestContext(ownRequest, hctx, session, timeoutMs, rounds)
+        const ctx = new LiveRequestContext(ownRequest, hctx, session, stores, timeoutMs, rounds)
         // Read the clock again: the state's lifetime starts when it is issued, however long the handler ran.
         const inputRequired = Effect.map(Clock.currentTimeMillis, (issuedAt): JsonRpc.JsonRpcResponse => {
           const carried = requestState === undefined
@@ -1069,7 +1115,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
             `Invalid inputResponses: the answer to "${invalid.key}" is not a ${invalid.method} result`,
             { key: invalid.key, reason: invalid.reason }
           ))
-        return Router.dispatch(server.router, ownRequest, ctx, missingCapability).pipe(
+        return ctx.releasing(Router.dispatch(server.router, ownRequest, ctx, missingCapability)).pipe(
           Effect.matchCauseEffect({
             onFailure: (cause) =>
               rounds.invalid !== undefined
@@ -1114,13 +1160,13 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
             onSuccess: (p) => {
               session.logLevel = p.level
               return server.router.requests.has(request.method)
-                ? Router.dispatch(server.router, request, ctx)
+                ? ctx.releasing(Router.dispatch(server.router, request, ctx))
                 : Effect.succeed(JsonRpc.success(request.id, {}))
             }
           })
         )
       }
-      return Router.dispatch(server.router, request, ctx)
+      return ctx.releasing(Router.dispatch(server.router, request, ctx))
     }
 
     const onNotification = (
@@ -1128,7 +1174,8 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       hctx: HandlerContext
     ): Effect.Effect<null, never, R> => {
       if (hctx.ephemeral === true) {
-        return Effect.as(Router.dispatchNotification(server.notificationRouter, n, sessionContext(hctx, anonymousSession())), null)
+        const ctx = sessionContext(hctx, anonymousSession())
+        return Effect.as(ctx.releasing(Router.dispatchNotification(server.notificationRouter, n, ctx)), null)
       }
       const session = sessions.get(sessionKey(hctx.sessionId))
       if (session === undefined) return Effect.succeed(null)
@@ -1191,6 +1238,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
         "id" in message ? serveRequest(message, hctx) : onNotification(message, hctx),
       {
         shutdown: subscriptions.endAll,
+        sessionEnded,
         stateless,
         ...(stateless && server.router.requests.has("tools/list") ? { toolInputSchema } : {})
       }
@@ -1207,14 +1255,6 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
           (s) => (s.phase === "ready" && s.channel !== undefined ? Effect.ignore(s.channel.notify(method, params)) : Effect.void),
           { discard: true }
         ).pipe(Effect.andThen(subscriptions.publish(method, params))))),
-      shutdown: subscriptions.endAll,
-      forgetSession: (sessionId) => Effect.sync(() => void sessions.delete(sessionKey(sessionId))),
-      retainSessions: (sessionIds) =>
-        Effect.sync(() => {
-          const keep = new Set(sessionIds)
-          for (const key of Array.from(sessions.keys())) {
-            if (key !== "" && !keep.has(key)) sessions.delete(key)
-          }
-        })
+      shutdown: subscriptions.endAll
     }
   })

@@ -344,6 +344,8 @@ const makeServer = Effect.fnUntraced(function*<R>(
         yield* session.close(reason)
         yield* dispatch.drain(Duration.seconds(1))
       }
+      // The connection is over even if the scope lives on (a layer): the handler drops its state now.
+      yield* session.end(reason)
       // Everything queued so far is written before we report done, unless the
       // client stopped reading too: then the grace period bounds the wait.
       output.close(new TransportClosed({ reason: "stdout closed" }))

@@ -329,7 +329,7 @@ describe("McpServer (server-side lifecycle)", () => {
       request: () => Effect.fail(new TransportClosed({ reason: "no client" }))
     })
 
-    it.effect("sessions are keyed by the transport's session id and can be forgotten", () =>
+    it.effect("sessions are keyed by the transport's session id and end when the transport says so", () =>
       Effect.gen(function*() {
         const handle = yield* McpServer.toHandler(makeServer())
         const sent: Array<unknown> = []
@@ -349,7 +349,7 @@ describe("McpServer (server-side lifecycle)", () => {
         ])
         yield* handle.notifyAll("notifications/tools/list_changed")
         expect(sent).toEqual([{ method: "notifications/tools/list_changed", params: undefined }])
-        yield* handle.forgetSession("a")
+        yield* handle.handler.sessionEnded!("a")
         expect(yield* reply(JsonRpc.request(3, "tools/list"), a)).toMatchObject({ error: { code: -32002 } })
       }))
 
@@ -448,9 +448,8 @@ describe("McpServer (server-side lifecycle)", () => {
         yield* t.request("tools/call", { name: "progress", arguments: { steps: 2 }, _meta: { progressToken: "h" } })
         expect((yield* Fiber.join(progress)).map((n) => (n.params as { progress: number }).progress)).toEqual([1, 2])
 
-        // When the transport's sessions end, their state can go too.
+        // When the transport's sessions end, their state goes too.
         yield* transport.closeSession((yield* transport.sessionIds)[0]!)
-        yield* handle.retainSessions(yield* transport.sessionIds)
         expect((yield* handle.sessions).length).toBe(1)
       }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici)))
 

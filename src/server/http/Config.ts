@@ -180,8 +180,9 @@ export interface Options {
   /**
    * Called with the id of a session (Streamable HTTP or legacy SSE) after it
    * ended: DELETE, idle expiry, a legacy SSE connection going away,
-   * `closeSession`, shutdown. Wire `McpServer`'s `handle.forgetSession` here
-   * so the router drops the session's state. Default: nothing.
+   * `closeSession`, shutdown, eviction; after the handler was told
+   * (`Handler.sessionEnded`, which `McpServer` needs nothing wired for).
+   * For the application's own bookkeeping. Default: nothing.
    */
   readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
 }

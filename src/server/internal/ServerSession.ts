@@ -107,6 +107,12 @@ export interface ServerSession {
   readonly inFlight: Effect.Effect<number>
   readonly close: (error: TransportClosed) => Effect.Effect<void>
   /**
+   * `close`, then tells the handler the session ended (`Handler.sessionEnded`),
+   * once: for a connection that ends before its scope closes (the end of
+   * stdin). Closing the scope does the same.
+   */
+  readonly end: (error: TransportClosed) => Effect.Effect<void>
+  /**
    * Fails the requests the server sent the client (and any later ones) with
    * `error`, leaving running handlers alone: for when the client can no
    * longer answer (stdin ended) but replies may still be written.
@@ -364,8 +370,20 @@ export const make = Effect.fnUntraced(function*<R>(
       return serving.interruptAll
     })
 
+  // A sessionless POST is no session: the handler keeps nothing for it.
+  let ended = options.ephemeral === true || options.handler.sessionEnded === undefined
+  const tellEnded = Effect.suspend(() => {
+    if (ended) return Effect.void
+    ended = true
+    // The handler's defects are its own: the session has ended either way.
+    return Effect.ignoreCause(options.handler.sessionEnded!(options.sessionId))
+  })
+  const end = (error: TransportClosed) => Effect.andThen(close(error), tellEnded)
+
   yield* Effect.addFinalizer(() =>
-    Effect.andThen(close(new TransportClosed({ reason: "server session closed" })), serving.close)
+    Effect.andThen(close(new TransportClosed({ reason: "server session closed" })), serving.close).pipe(
+      Effect.andThen(tellEnded)
+    )
   )
 
   const closeOutgoing = (error: TransportClosed) => Effect.sync(() => correlation.close(error))
@@ -381,6 +399,7 @@ export const make = Effect.fnUntraced(function*<R>(
     maxBatchSize,
     inFlight: Effect.sync(serving.size),
     close,
+    end,
     closeOutgoing
   }
 })

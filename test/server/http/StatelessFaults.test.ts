@@ -167,7 +167,7 @@ const serveFaults = (
     const handle = yield* McpServer.toHandler(makeServer(probe, serverOptions))
     const server = watchedServer(writes)
     const app = HttpRouter.serve(
-      HttpServerTransport.routes(handle.handler, { onSessionEnd: handle.forgetSession, ...options }),
+      HttpServerTransport.routes(handle.handler, options),
       { disableLogger: true, disableListenLog: true }
     ).pipe(Layer.provideMerge(NodeHttpServer.layer(() => server, { host: "127.0.0.1", port: 0 })))
     const context = yield* Layer.build(app)

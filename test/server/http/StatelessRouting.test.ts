@@ -78,7 +78,7 @@ const serveDual = (
     const interrupted = yield* Deferred.make<void>()
     const handle = yield* McpServer.toHandler(makeServer(interrupted, stateless))
     const context = yield* Layer.build(
-      HttpServerTransport.layer(handle.handler, { port: 0, onSessionEnd: handle.forgetSession, ...options })
+      HttpServerTransport.layer(handle.handler, { port: 0, ...options })
     )
     const transport = Context.get(context, HttpServerTransport.HttpServerTransport)
     return { url: Option.getOrThrow(transport.url), transport, handle, interrupted }

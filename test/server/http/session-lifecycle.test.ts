@@ -1,7 +1,8 @@
 /**
  * Over real loopback HTTP: a `notifications/cancelled` POST that overtakes
- * the request POST it cancels still cancels it, and the transport tells
- * `onSessionEnd` when a session ends so McpServer's per-session state goes too.
+ * the request POST it cancels still cancels it, and when a session ends the
+ * transport tells both the handler (McpServer drops its state, nothing
+ * wired) and `onSessionEnd`.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -27,7 +28,7 @@ describe("HttpServerTransport session lifecycle", () => {
     Effect.gen(function*() {
       const ran: Array<unknown> = []
       const handle = yield* McpServer.toHandler(recordingServer(ran))
-      const server = yield* serve({ onSessionEnd: handle.forgetSession }, () => handle.handler)
+      const server = yield* serve(undefined, () => handle.handler)
       const result = yield* Effect.promise(async () => {
         const sessionId = await openSession(server.url)
         const h = headersFor(sessionId)
@@ -74,12 +75,12 @@ describe("HttpServerTransport session lifecycle", () => {
       expect(ran).toEqual([1, 2])
     }))
 
-  it.live("onSessionEnd: after DELETE the router holds no state for the session", () =>
+  it.live("after DELETE the router holds no state for the session, and onSessionEnd is told", () =>
     Effect.gen(function*() {
       const handle = yield* McpServer.toHandler(recordingServer([]))
       const ended: Array<string> = []
       const server = yield* serve({
-        onSessionEnd: (id) => Effect.andThen(handle.forgetSession(id), Effect.sync(() => void ended.push(id)))
+        onSessionEnd: (id) => Effect.sync(() => void ended.push(id))
       }, () => handle.handler)
       const [kept, deleted] = yield* Effect.promise(() => Promise.all([openSession(server.url), openSession(server.url)]))
       expect((yield* handle.sessions).map((s) => s.sessionId).sort()).toEqual([kept, deleted].sort())
