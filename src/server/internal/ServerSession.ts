@@ -56,6 +56,11 @@ export interface ServerSessionOptions<R> {
    */
   readonly extendContext?: ((requestId: JsonRpc.RequestId) => Partial<Pick<HandlerContext, "closeSseStream">>) | undefined
   /**
+   * Who the session's messages come from, read when a handler asks (the
+   * HTTP transport refreshes it with each request's token).
+   */
+  readonly identity?: (() => Pick<HandlerContext, "principal" | "auth">) | undefined
+  /**
    * Sees why a handler failed or died before the client gets a bare -32603
    * (the wire never carries the cause); transports log it to stderr.
    */
@@ -134,6 +139,7 @@ class LiveHandlerContext implements HandlerContext {
   readonly ephemeral: boolean | undefined
   readonly #send: Send
   readonly #call: CallClient
+  readonly #identity: (() => Pick<HandlerContext, "principal" | "auth">) | undefined
   #notify: HandlerContext["notify"] | undefined
   #request: HandlerContext["request"] | undefined
 
@@ -143,7 +149,8 @@ class LiveHandlerContext implements HandlerContext {
     send: Send,
     call: CallClient,
     closeSseStream: HandlerContext["closeSseStream"],
-    ephemeral: boolean | undefined
+    ephemeral: boolean | undefined,
+    identity: (() => Pick<HandlerContext, "principal" | "auth">) | undefined
   ) {
     this.sessionId = sessionId
     this.requestId = requestId
@@ -151,6 +158,15 @@ class LiveHandlerContext implements HandlerContext {
     this.ephemeral = ephemeral
     this.#send = send
     this.#call = call
+    this.#identity = identity
+  }
+
+  get principal(): HandlerContext["principal"] {
+    return this.#identity?.().principal
+  }
+
+  get auth(): HandlerContext["auth"] {
+    return this.#identity?.().auth
   }
 
   get notify(): HandlerContext["notify"] {
@@ -197,7 +213,15 @@ export const make = Effect.fnUntraced(function*<R>(
       ? Effect.fail(new ClientRequestUnavailable({ method, reason: SESSIONLESS_REASON }))
       : correlation.call(method, params, send, { timeoutMs: o?.timeoutMs ?? options.defaultRequestTimeoutMs ?? 60_000 })
 
-  const context: HandlerContext = new LiveHandlerContext(options.sessionId, undefined, options.send, callClient, undefined, ephemeral)
+  const context: HandlerContext = new LiveHandlerContext(
+    options.sessionId,
+    undefined,
+    options.send,
+    callClient,
+    undefined,
+    ephemeral,
+    options.identity
+  )
 
   // id → when its cancel arrived; Map order is arrival order, so the oldest go first.
   const earlyCancels = new Map<JsonRpc.RequestId, number>()
@@ -264,7 +288,8 @@ export const make = Effect.fnUntraced(function*<R>(
       options.sendFor?.(request.id) ?? options.send,
       callClient,
       options.extendContext?.(request.id).closeSseStream,
-      ephemeral
+      ephemeral,
+      options.identity
     )
 
   const handleMessage = (classified: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
