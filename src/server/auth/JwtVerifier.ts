@@ -174,9 +174,10 @@ export const make = (options: Options): TokenVerifierShape => {
       const kid = kidRaw
 
       const first = yield* keySet(false)
-      let found = candidates(first.keys, alg, kid)
-      // A set fetched just now is as new as it gets; otherwise the issuer may have rotated keys.
-      if (found.length === 0 && kid !== undefined && !first.fresh) found = candidates((yield* keySet(true)).keys, alg, kid)
+      let set = first.keys
+      // A set fetched just now is as new as it gets; otherwise the issuer may have rotated keys in.
+      if (kid !== undefined && !first.fresh && !set.some((k) => k.jwk.kid === kid)) set = (yield* keySet(true)).keys
+      const found = candidates(set, alg, kid)
       if (found.length === 0) return yield* new InvalidToken({ reason: "no key of the issuer verifies this token" })
       if (!found.some((k) => Jws.verifySignature(alg, k.key, decoded.signingInput, decoded.signature))) {
         return yield* new InvalidToken({ reason: "bad signature" })
