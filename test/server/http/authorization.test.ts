@@ -4,14 +4,17 @@
  * server, and a stand-in authorization server publishing keys made in the
  * test and answering introspection.
  */
+import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import * as McpClient from "../../../src/client/McpClient.ts"
+import * as StreamableHttpClientTransport from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as JsonRpc from "../../../src/JsonRpc.ts"
 import * as RequestMeta from "../../../src/RequestMeta.ts"
 import * as IntrospectionVerifier from "../../../src/server/auth/IntrospectionVerifier.ts"
 import * as JwtVerifier from "../../../src/server/auth/JwtVerifier.ts"
 import type { Handler, HandlerContext } from "../../../src/server/Handler.ts"
-import type * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
+import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import {
   type AuthServer,
   hmacWithPublicKey,
@@ -21,13 +24,13 @@ import {
   startAuthServer,
   unsigned
 } from "../../fixtures/auth-server.ts"
-import { initializeBody, post, serve } from "./helpers.ts"
+import { initializeBody, openSse, post, serve } from "./helpers.ts"
 
 const MODERN = "2026-07-28"
 const rsa = makeKey("RS256", "rsa-1")
 const ec = makeKey("ES256", "ec-1")
 
-/** Answers `initialize`, and any other request with what the transport told it about the caller. */
+/** Answers `initialize`, and any other request with what the transport told it about the caller (as a tool result). */
 const whoami: Handler = Object.assign(
   (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, ctx: HandlerContext) =>
     Effect.succeed(
@@ -37,11 +40,16 @@ const whoami: Handler = Object.assign(
           capabilities: { tools: {} },
           serverInfo: { name: "whoami", version: "1.0.0" }
         })
+        : message.method === "tools/list"
+        ? JsonRpc.success(message.id, { tools: [] })
         : JsonRpc.success(message.id, {
-          principal: ctx.principal,
-          subject: ctx.auth?.subject,
-          scopes: ctx.auth?.scopes,
-          clientId: ctx.auth?.clientId
+          content: [{ type: "text", text: "whoami" }],
+          structuredContent: {
+            principal: ctx.principal,
+            subject: ctx.auth?.subject,
+            scopes: ctx.auth?.scopes,
+            clientId: ctx.auth?.clientId
+          }
         })
     ),
   { stateless: true }
@@ -156,7 +164,7 @@ describe("HTTP server transport: OAuth protected resource", () => {
       const { server, claims } = yield* setup()
       const res = yield* callTool(server.url, "echo", bearer(sign(rsa, claims())))
       expect(res.status).toBe(200)
-      expect(res.body.result).toEqual({ principal: "alice", subject: "alice", scopes: ["mcp"], clientId: "client-1" })
+      expect(res.body.result.structuredContent).toEqual({ principal: "alice", subject: "alice", scopes: ["mcp"], clientId: "client-1" })
     }).pipe(Effect.scoped))
 
   it.live("a valid ES256 token on a 2025 handshake: the session's handlers see the principal", () =>
@@ -174,7 +182,7 @@ describe("HTTP server transport: OAuth protected resource", () => {
           headers: { ...headers, "content-type": "application/json", accept: "application/json" }
         }).then((r) => r.json())
       )
-      expect(call.result).toEqual({ principal: "alice", subject: "alice", scopes: ["mcp", "extra"], clientId: "client-1" })
+      expect(call.result.structuredContent).toEqual({ principal: "alice", subject: "alice", scopes: ["mcp", "extra"], clientId: "client-1" })
     }).pipe(Effect.scoped))
 
   it.live("refuses expired, wrong-audience, wrong-issuer, badly signed, alg none and HS256-confusion tokens with invalid_token", () =>
@@ -230,7 +238,7 @@ describe("HTTP server transport: OAuth protected resource", () => {
       as.keys = [...as.keys, rotated.jwk]
       const res = yield* callTool(server.url, "echo", bearer(sign(rotated, claims({ sub: "bob" }))))
       expect(res.status).toBe(200)
-      expect(res.body.result.principal).toBe("bob")
+      expect(res.body.result.structuredContent.principal).toBe("bob")
       expect(as.jwksFetches).toBe(2)
     }).pipe(Effect.scoped))
 
@@ -295,6 +303,84 @@ describe("HTTP server transport: OAuth protected resource", () => {
       expect(asAlice.status).toBe(200)
       yield* Effect.promise(() => asAlice.text())
     }).pipe(Effect.scoped))
+
+  it.live("McpClient with a static Authorization header, handshake era", () =>
+    Effect.gen(function*() {
+      const { server, claims } = yield* setup()
+      const client = yield* McpClient.connect(
+        StreamableHttpClientTransport.make({ url: server.url, headers: bearer(sign(ec, claims({ sub: "frank" }))) }),
+        { clientInfo: { name: "auth-test", version: "1.0.0" }, protocol: "2025-11-25" }
+      )
+      const result = yield* client.callTool({ name: "echo", arguments: {} })
+      expect(result.structuredContent).toEqual({ principal: "frank", subject: "frank", scopes: ["mcp"], clientId: "client-1" })
+    }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici)))
+
+  it.live("the legacy HTTP+SSE endpoints: the token opens the stream, each POST is checked, replies see the principal", () =>
+    Effect.gen(function*() {
+      const { server, claims } = yield* setup()
+      const auth = bearer(sign(rsa, claims()))
+      const { reader } = yield* Effect.promise(() => openSse(`${server.base}/sse`, { headers: { ...auth, accept: "text/event-stream" } }))
+      expect(reader).toBeDefined()
+      yield* Effect.addFinalizer(() => Effect.sync(() => reader!.close()))
+      yield* Effect.promise(() => reader!.until((r) => r.events.some((e) => e.event === "endpoint")))
+      const endpoint = `${server.base}${reader!.events.find((e) => e.event === "endpoint")!.data}`
+      const send = (body: unknown, headers: Record<string, string>) =>
+        Effect.promise(async () => {
+          const res = await post(endpoint, body, headers)
+          await res.text()
+          return { status: res.status, challenge: parseChallenge(res.headers.get("www-authenticate")) }
+        })
+      expect((yield* send(initializeBody(1, "2024-11-05"), auth)).status).toBe(202)
+      expect((yield* send({ jsonrpc: "2.0", method: "notifications/initialized" }, auth)).status).toBe(202)
+      expect((yield* send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo" } }, {})).status).toBe(401)
+      const admin = yield* send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "admin" } }, auth)
+      expect(admin.status).toBe(403)
+      expect(admin.challenge).toMatchObject({ error: "insufficient_scope", scope: "mcp admin" })
+      expect((yield* send({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "echo" } }, auth)).status).toBe(202)
+      yield* Effect.promise(() => reader!.until((r) => r.messages().some((m) => m.id === 4)))
+      const reply = reader!.messages().find((m) => m.id === 4)
+      expect(reply.result.structuredContent.principal).toBe("alice")
+      expect(reader!.messages().map((m) => m.id)).toEqual([1, 4])
+    }).pipe(Effect.scoped))
+
+  it.live("a verifier that cannot reach the key set answers 503, not 401", () =>
+    Effect.gen(function*() {
+      const as = yield* startAuthServer
+      const server = yield* serve({
+        authorization: {
+          verifier: JwtVerifier.make({ issuer: as.issuer, jwksUri: `${as.issuer}/no-such-jwks` }),
+          authorizationServers: [as.issuer]
+        }
+      }, () => whoami)
+      const token = sign(rsa, { iss: as.issuer, aud: server.url, sub: "alice", exp: Math.floor(Date.now() / 1000) + 60 })
+      const res = yield* callTool(server.url, "echo", bearer(token))
+      expect(res.status).toBe(503)
+      expect(res.challenge).toBeUndefined()
+    }).pipe(Effect.scoped))
+})
+
+describe("HTTP server transport: the authenticate hook's principal on sessions", () => {
+  const authenticate: HttpServerTransport.Authenticate = (request) => {
+    const m = /^Bearer (\w+)$/.exec(request.headers.authorization ?? "")
+    return m === null
+      ? Effect.fail(new HttpServerTransport.Unauthorized({ wwwAuthenticate: "Bearer" }))
+      : Effect.succeed({ id: m[1]! })
+  }
+
+  it.live("handlers on a Streamable HTTP session are told the principal, as on the stateless path", () =>
+    Effect.gen(function*() {
+      const server = yield* serve({ authenticate }, () => whoami)
+      const auth = { authorization: "Bearer grace" }
+      const init = yield* Effect.promise(() => post(server.url, initializeBody(1, "2025-11-25"), auth))
+      yield* Effect.promise(() => init.text())
+      const headers = { ...auth, "mcp-session-id": init.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-11-25" }
+      const call = yield* Effect.promise(() =>
+        post(server.url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo" } }, headers, {
+          headers: { ...headers, "content-type": "application/json", accept: "application/json" }
+        }).then((r) => r.json())
+      )
+      expect(call.result.structuredContent).toEqual({ principal: "grace" })
+    }).pipe(Effect.scoped))
 })
 
 describe("HTTP server transport: token introspection", () => {
@@ -327,7 +413,7 @@ describe("HTTP server transport: token introspection", () => {
       })
       const first = yield* callTool(server.url, "echo", bearer("opaque-good"))
       expect(first.status).toBe(200)
-      expect(first.body.result).toEqual({ principal: "carol", subject: "carol", scopes: ["mcp"], clientId: "client-9" })
+      expect(first.body.result.structuredContent).toEqual({ principal: "carol", subject: "carol", scopes: ["mcp"], clientId: "client-9" })
       expect((yield* callTool(server.url, "echo", bearer("opaque-good"))).status).toBe(200)
       expect(as.introspectionCalls).toBe(1)
 
