@@ -216,6 +216,10 @@ export interface SessionContext {
   readonly sessionId: string | undefined
   readonly session: SessionInfo
   readonly notify: HandlerContext["notify"]
+  /** The authenticated principal's id, as the transport names it (`HandlerContext.principal`). */
+  readonly principal?: HandlerContext["principal"]
+  /** What the bearer token says (`HandlerContext.auth`: HTTP with the `authorization` option). */
+  readonly auth?: HandlerContext["auth"]
 }
 
 /**
@@ -550,6 +554,12 @@ class LiveSessionContext implements SessionContext {
   }
   get session(): SessionInfo {
     return info(this.sessionId, this.state)
+  }
+  get principal(): HandlerContext["principal"] {
+    return this.hctx.principal
+  }
+  get auth(): HandlerContext["auth"] {
+    return this.hctx.auth
   }
 }
 

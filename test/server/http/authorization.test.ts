@@ -6,7 +6,7 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import * as McpClient from "../../../src/client/McpClient.ts"
 import * as StreamableHttpClientTransport from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as JsonRpc from "../../../src/JsonRpc.ts"
@@ -15,6 +15,7 @@ import * as IntrospectionVerifier from "../../../src/server/auth/IntrospectionVe
 import * as JwtVerifier from "../../../src/server/auth/JwtVerifier.ts"
 import type { Handler, HandlerContext } from "../../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
+import * as McpServer from "../../../src/server/McpServer.ts"
 import {
   type AuthServer,
   hmacWithPublicKey,
@@ -341,6 +342,25 @@ describe("HTTP server transport: OAuth protected resource", () => {
       const reply = reader!.messages().find((m) => m.id === 4)
       expect(reply.result.structuredContent.principal).toBe("alice")
       expect(reader!.messages().map((m) => m.id)).toEqual([1, 4])
+    }).pipe(Effect.scoped))
+
+  it.live("McpServer's tool handlers read the token's subject and scopes from their context", () =>
+    Effect.gen(function*() {
+      const as = yield* startAuthServer
+      as.keys = [rsa.jwk]
+      const mcp = McpServer.make({ serverInfo: { name: "scoped", version: "1.0.0" }, stateless: true }).pipe(
+        McpServer.method("tools/call", { params: Schema.Struct({ name: Schema.String }) }, (_, ctx) =>
+          Effect.succeed({
+            content: [{ type: "text" as const, text: `${ctx.principal} ${ctx.auth?.subject} ${ctx.auth?.scopes.join(",")}` }]
+          }))
+      )
+      const handle = yield* McpServer.toHandler(mcp)
+      const server = yield* serve({ authorization: authorization(as) }, () => handle.handler)
+      const now = Math.floor(Date.now() / 1000)
+      const token = sign(rsa, { iss: as.issuer, aud: server.url, sub: "heidi", scope: "mcp admin", exp: now + 60 })
+      const res = yield* callTool(server.url, "echo", bearer(token))
+      expect(res.status).toBe(200)
+      expect(res.body.result.content).toEqual([{ type: "text", text: "heidi heidi mcp,admin" }])
     }).pipe(Effect.scoped))
 
   it.live("a verifier that cannot reach the key set answers 503, not 401", () =>
