@@ -27,6 +27,7 @@ export interface Options {
    * `resource` and the audience tokens must name. Default: the transport's
    * own URL (`http://127.0.0.1:PORT/mcp`), which is right only for a server
    * clients reach directly; set it behind a proxy or a public host name.
+   * Required with `routes` on a server whose address the transport cannot see.
    */
   readonly resource?: string | undefined
   /** Scopes every request needs. Default: none. */
