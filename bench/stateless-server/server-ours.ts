@@ -45,8 +45,7 @@ const definition = McpServer.make({
 const served = Layer.unwrap(Effect.map(McpServer.toHandler(definition), (handle) =>
   HttpServerTransport.layer(handle.handler, {
     port: 0,
-    eras: "both",
-    onSessionEnd: (id) => handle.forgetSession(id)
+    eras: "both"
   })))
 const announced = Layer.effectDiscard(Effect.gen(function*() {
   const transport = yield* HttpServerTransport.HttpServerTransport

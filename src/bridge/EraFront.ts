@@ -153,6 +153,9 @@ export const make = Effect.fnUntraced(function*<E, R>(
     {
       stateless: options.front === "stateless",
       shutdown: Effect.suspend(() => current === undefined ? Effect.void : current.handle.shutdown),
+      // The front's McpServer drops an ended session's record and state itself.
+      sessionEnded: (sessionId: string | undefined) =>
+        Effect.suspend(() => current?.handle.handler.sessionEnded?.(sessionId) ?? Effect.void),
       ...(options.front === "stateless"
         ? {
           toolInputSchema: (name: string) =>
@@ -167,7 +170,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
 
   return {
     handler,
-    endSession: (sessionId) => current === undefined ? Effect.void : current.handle.forgetSession(sessionId),
+    endSession: (sessionId) => Effect.suspend(() => current?.handle.handler.sessionEnded?.(sessionId) ?? Effect.void),
     upstream: Effect.flatMap(ready, (s) => s.upstream),
     upstreams: Effect.suspend(() => current === undefined ? Effect.succeed(0) : current.upstreams)
   }

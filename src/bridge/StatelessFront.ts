@@ -210,7 +210,7 @@ const forwardFor = (pool: UpstreamPool.UpstreamPool, method: string) =>
 /**
  * The front's `McpServer` handle over a pool: build it once the pool is
  * open (it describes itself with the pool's `initialize` result), mount
- * `handler`, and wire `forgetSession` to the end of HTTP sessions.
+ * `handler` (it drops ended sessions itself).
  *
  * @since 0.2.0
  * @category constructors

@@ -13,6 +13,7 @@
 import type * as Effect from "effect/Effect"
 import type * as JsonRpc from "../JsonRpc.ts"
 import type { ClientRequestUnavailable, RequestError, TransportClosed } from "../McpError.ts"
+import type { AuthInfo } from "./auth/TokenVerifier.ts"
 
 /**
  * What a handler can do besides answering: learn which session and request it
@@ -54,6 +55,13 @@ export interface HandlerContext {
    * in-memory). `McpServer` binds the stateless era's `requestState` to it.
    */
   readonly principal?: string | undefined
+  /**
+   * What the request's bearer token says (subject, scopes, client id), when
+   * the HTTP transport checks tokens (its `authorization` option); absent
+   * elsewhere. On a session it is the latest token the session's principal
+   * presented.
+   */
+  readonly auth?: AuthInfo | undefined
   /**
    * True when the message came on its own, with no connection or session
    * behind it (a sessionless POST of the handshake era on HTTP): nothing

@@ -22,6 +22,7 @@ import type { ServeError } from "effect/http/HttpServerError"
 import * as NetAddress from "effect/net/NetAddress"
 import { EventStore, type EventStoreShape, makeMemory } from "./EventStore.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
+import * as Authorization from "./http/Authorization.ts"
 import { type Options, type Resolved, resolve } from "./http/Config.ts"
 import { type Env, guard, preflight } from "./http/Guard.ts"
 import * as LegacySse from "./http/LegacySse.ts"
@@ -96,9 +97,27 @@ const urlHost = (host: string) => {
   return host.includes(":") ? `[${host}]` : host
 }
 
+const endpointUrl = (address: Option.Option<{ readonly host: string; readonly port: number }>, path: string) =>
+  Option.map(address, (a) => `http://${urlHost(a.host)}:${a.port}${path}`)
+
+/** The `authorization` option's hook and routes; its resource defaults to the transport's own URL. */
+const authorizationFor = (
+  options: Options | undefined,
+  config: Resolved,
+  address: Option.Option<{ readonly host: string; readonly port: number }>
+): Authorization.Authorization | undefined => {
+  const auth = options?.authorization
+  if (auth === undefined) return undefined
+  const resource = auth.resource ?? Option.getOrUndefined(endpointUrl(address, config.path))
+  if (resource === undefined) {
+    throw new Error("HTTP server transport: `authorization.resource` is required when the server's address is unknown")
+  }
+  return Authorization.make(auth, resource, config.path)
+}
+
 const makeResolved = Effect.fnUntraced(function*<R>(
   handler: Handler<R>,
-  config: Resolved,
+  resolved: Resolved,
   options: Options | undefined
 ): Effect.fn.Return<HttpServerTransportShape, never, HttpRouter.HttpRouter | R | Scope.Scope> {
   const router = yield* HttpRouter.HttpRouter
@@ -107,6 +126,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     Option.getOrUndefined(yield* Effect.serviceOption(EventStore)) ??
     (yield* makeMemory())
   const address = yield* boundAddress
+  const authorization = authorizationFor(options, resolved, address)
+  const config: Resolved = authorization === undefined ? resolved : { ...resolved, authenticate: authorization.authenticate }
   const lists = Security.defaultAllowLists(Option.getOrUndefined(address), {
     allowedHosts: options?.allowedHosts,
     allowedOrigins: options?.allowedOrigins
@@ -126,8 +147,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     maxBufferedBytes: config.maxBufferedBytesPerStream,
     requestTimeoutMs: config.clientRequestTimeoutMs,
     keepAliveMs: config.keepAliveMs,
-    authenticated: config.authenticate !== undefined,
-    onSessionEnd: options?.onSessionEnd
+    onSessionEnd: options?.onSessionEnd,
+    namesPrincipal: config.authenticate !== undefined
   })
   const hub = yield* EventsAndHealth.makeBroadcast(store, {
     buffer: config.broadcastBuffer,
@@ -140,7 +161,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     store,
     lists,
     handler: handler as Handler<never>,
-    services: services as Context.Context<never>
+    services: services as Context.Context<never>,
+    authorize: authorization?.authorize
   }
   const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
 
@@ -163,6 +185,13 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     yield* router.add("OPTIONS", config.legacyMessagesPath, preflight(env))
     ownPaths.push(config.legacySsePath, config.legacyMessagesPath)
   }
+  if (authorization !== undefined) {
+    for (const path of authorization.metadataPaths) {
+      yield* router.add("GET", path, authorization.metadata)
+      yield* router.add("OPTIONS", path, authorization.metadataPreflight)
+      ownPaths.push(path)
+    }
+  }
   if (config.notFound) yield* router.add("*", "*", EventsAndHealth.notFound(env, ownPaths))
 
   // Ending the streams ends their responses; waiting for that (briefly) lets
@@ -176,7 +205,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
 
   return {
     address,
-    url: Option.map(address, (a) => `http://${urlHost(a.host)}:${a.port}${config.path}`),
+    url: endpointUrl(address, config.path),
     broadcast: (event, data) => hub.broadcast(event, data),
     sessionIds: Effect.sync(() =>
       sessions.list().flatMap((s) => s.kind === "streamable" && s.id !== undefined ? [s.id] : [])

@@ -232,6 +232,10 @@ export interface SessionContext {
    * lives for this message only.
    */
   readonly sessionState: <A, E, R>(state: SessionState<A, E, R>) => Effect.Effect<Ref.Ref<A>, E, R>
+  /** The authenticated principal's id, as the transport names it (`HandlerContext.principal`). */
+  readonly principal?: HandlerContext["principal"]
+  /** What the bearer token says (`HandlerContext.auth`: HTTP with the `authorization` option). */
+  readonly auth?: HandlerContext["auth"]
 }
 
 /**
@@ -615,6 +619,12 @@ class LiveSessionContext implements SessionContext {
   }
   get session(): SessionInfo {
     return info(this.sessionId, this.state)
+  }
+  get principal(): HandlerContext["principal"] {
+    return this.hctx.principal
+  }
+  get auth(): HandlerContext["auth"] {
+    return this.hctx.auth
   }
 }
 

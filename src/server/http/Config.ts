@@ -9,6 +9,7 @@ import type { HttpRouter } from "effect/http"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
 import type { EventStoreShape } from "../EventStore.ts"
+import type * as ProtectedResource from "../auth/ProtectedResource.ts"
 import type { Authenticate } from "./Security.ts"
 
 /**
@@ -101,6 +102,13 @@ export interface Options {
   readonly allowedOrigins?: ReadonlyArray<string> | "any" | undefined
   /** Authentication hook: the principal, or `Unauthorized` (401 with `WWW-Authenticate`). Default: none. */
   readonly authenticate?: Authenticate | undefined
+  /**
+   * The endpoint as an OAuth 2.1 protected resource (MCP authorization):
+   * serves Protected Resource Metadata, requires a bearer token the
+   * verifier accepts on every endpoint but the health probe, and the scopes
+   * each request needs. Takes the place of `authenticate`. Default: none.
+   */
+  readonly authorization?: ProtectedResource.Options | undefined
   /** Request body limit in bytes, enforced while reading. Default 10 MiB. */
   readonly maxBodyBytes?: number | undefined
   /**
@@ -300,7 +308,7 @@ const perPrincipal = (
 ): number | undefined => {
   if (option === "none") return undefined
   if (option !== undefined) return option
-  return o.authenticate === undefined ? undefined : Math.ceil(serverWide / share)
+  return o.authenticate === undefined && o.authorization === undefined ? undefined : Math.ceil(serverWide / share)
 }
 
 export const resolve = (options: Options | undefined, standalone: boolean): Resolved => {

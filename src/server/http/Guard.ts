@@ -26,6 +26,16 @@ export interface Env {
   readonly handler: Handler<never>
   /** What the handler runs with. */
   readonly services: Context.Context<never>
+  /**
+   * Whether the principal may send these messages (the scopes they need);
+   * a refusal is the answer to the whole POST. Absent: every message may be sent.
+   */
+  readonly authorize?:
+    | ((
+      principal: Security.Principal,
+      messages: ReadonlyArray<JsonRpc.Classified>
+    ) => HttpServerResponse.HttpServerResponse | undefined)
+    | undefined
 }
 
 export type Route = (
@@ -54,9 +64,11 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
       const checked = yield* Effect.result(env.config.authenticate(request))
       if (Result.isFailure(checked)) {
         const e = checked.failure
-        return Security.invalid(e.status ?? 401, e.description ?? "Unauthorized", {
-          "www-authenticate": e.wwwAuthenticate
-        })
+        return Security.invalid(
+          e.status ?? 401,
+          e.description ?? "Unauthorized",
+          e.wwwAuthenticate === "" ? undefined : { "www-authenticate": e.wwwAuthenticate }
+        )
       }
       principal = checked.success
     }

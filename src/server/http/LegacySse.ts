@@ -35,6 +35,7 @@ export const open = (env: Env): Guarded => (request, principal) =>
     const created = yield* env.sessions.create("legacy", principal.id)
     if (isRefused(created)) return SessionAdmission.refused(created)
     const session = created
+    session.auth = principal.auth
     // The session ends with this connection, however it ends.
     yield* Effect.addFinalizer(() => env.sessions.close(session))
     const admission = yield* env.sessions.enter(principal.id, session, true)
@@ -83,6 +84,9 @@ export const message = (env: Env): Guarded => (request, principal) =>
       return Security.invalid(400, "Invalid Request: protocol revision 2024-11-05 has no batches")
     }
     const message = decoded.message
+    const forbidden = env.authorize?.(principal, [message])
+    if (forbidden !== undefined) return forbidden
+    if (principal.auth !== undefined) session.auth = principal.auth
     const replies = message._tag === "Request" || message._tag === "Invalid"
     if (replies && session.standalone.bufferedBytes() > env.config.maxBufferedBytesPerStream / 2) {
       return Security.invalid(503, "Service unavailable: the SSE stream is not being read", { "retry-after": "1" })

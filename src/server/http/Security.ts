@@ -10,6 +10,7 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
+import type { AuthInfo } from "../auth/TokenVerifier.ts"
 
 /**
  * Who the authentication hook says is calling. Sessions are bound to `id`:
@@ -22,6 +23,8 @@ export interface Principal {
   readonly id: string
   /** Anything the application wants to keep (claims, scopes). */
   readonly data?: unknown
+  /** What the bearer token says (the `authorization` option sets it); handlers see it as `HandlerContext.auth`. */
+  readonly auth?: AuthInfo | undefined
 }
 
 export const anonymous: Principal = { id: "anonymous" }
@@ -34,9 +37,10 @@ export const anonymous: Principal = { id: "anonymous" }
  * @category errors
  */
 export class Unauthorized extends Data.TaggedError("Unauthorized")<{
-  /** The `WWW-Authenticate` header value, e.g. `Bearer resource_metadata="https://…"`. */
+  /** The `WWW-Authenticate` header value, e.g. `Bearer resource_metadata="https://…"`; empty for none. */
   readonly wwwAuthenticate: string
-  readonly status?: 401 | 403 | undefined
+  /** 401 unless told: 400 for a malformed request, 403 for insufficient scope, 503 when credentials cannot be checked now. */
+  readonly status?: 400 | 401 | 403 | 503 | undefined
   readonly description?: string | undefined
 }> {}
 

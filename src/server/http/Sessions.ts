@@ -30,6 +30,7 @@ import * as Scope from "effect/Scope"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import { TransportClosed } from "../../McpError.ts"
 import * as ServerSession from "../internal/ServerSession.ts"
+import type { AuthInfo } from "../auth/TokenVerifier.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
 import * as KeepAlive from "./KeepAlive.ts"
@@ -76,6 +77,8 @@ export interface Session {
   /** The client completed the handshake (see `completesHandshake`). */
   initialized: boolean
   closed: boolean
+  /** What the principal's latest bearer token says (the `authorization` option); handlers see it as `auth`. */
+  auth: AuthInfo | undefined
 }
 
 export interface SessionsConfig {
@@ -96,10 +99,10 @@ export interface SessionsConfig {
   readonly requestTimeoutMs: number
   /** Interval of keep-alive comments on idle SSE connections; none when undefined. */
   readonly keepAliveMs: number | undefined
-  /** Whether principal ids come from an `authenticate` hook: handlers then see them (`HandlerContext.principal`). */
-  readonly authenticated?: boolean | undefined
   /** Told the id of every session with one (streamable, legacy) once it has ended. */
   readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
+  /** Whether principals are authenticated: handlers are then told theirs (`HandlerContext.principal`). */
+  readonly namesPrincipal?: boolean | undefined
 }
 
 /** Which limit turned a request away: `maxStreams` (server-wide), `maxStreamsPerPrincipal` or `maxStreamsPerSession`. */
@@ -436,16 +439,21 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
           return Effect.flatMap(route.out.offer(message), (accepted) => accepted ? Effect.void : send(message))
         })
       const work = yield* FiberSet.make<unknown, unknown>().pipe(Scope.provide(scope))
+      // Assigned below; the handler contexts read it only once messages arrive.
+      let session: Session = undefined as unknown as Session
       const server = yield* ServerSession.make({
         handler: config.handler,
         send,
         sendFor,
         sessionId: id,
         ephemeral: kind === "ephemeral",
-        principal: config.authenticated === true ? principalId : undefined,
         defaultRequestTimeoutMs: config.requestTimeoutMs,
         // Separate POSTs race: a cancel may arrive before the request it cancels.
         earlyCancels: {},
+        identity: () => ({
+          principal: config.namesPrincipal === true ? principalId : undefined,
+          auth: session.auth
+        }),
         onHandlerError: (message, cause) =>
           Effect.logWarning(`MCP handler failed on ${message.method}`, Cause.pretty(cause)),
         // Only a resumable stream may be cut short: elsewhere the client could not come back for the rest.
@@ -459,7 +467,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         // The handler runs with the transport's services, never with the request that happened to create the session.
         Effect.updateContext((_: Context.Context<never>) => config.services)
       )
-      const session: Session = {
+      session = {
         id,
         kind,
         principalId,
@@ -477,7 +485,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         lastActive: now,
         createdAt: now,
         initialized: false,
-        closed: false
+        closed: false,
+        auth: undefined
       }
       scopes.set(session, scope)
       if (kind === "streamable") {

@@ -76,6 +76,8 @@ export const post = (
       case "Failure":
         return invalid(null, "Invalid Request: a client sends no responses in protocol revision 2026-07-28")
     }
+    const forbidden = env.authorize?.(principal, [classified])
+    if (forbidden !== undefined) return forbidden
     const message = classified.message
     const version = request.headers[RequestMeta.Header.protocolVersion]
     if (!MetaHeaders.isStatelessVersion(version)) {
@@ -92,6 +94,7 @@ export const post = (
         sessionId: undefined,
         requestId: undefined,
         principal: principalId,
+        auth: principal.auth,
         notify: () => Effect.void,
         request: (method) => Effect.fail(unavailable(method))
       }
@@ -120,6 +123,7 @@ export const post = (
       sessionId: undefined,
       requestId: rpc.id,
       principal: principalId,
+      auth: principal.auth,
       // A JSON-only client reads the answer alone.
       notify: (method, params) =>
         accepts.sse

@@ -54,6 +54,7 @@ const lookup = (env: Env, request: HttpServerRequest.HttpServerRequest, principa
   if (id === undefined) return { _tag: "Missing" } as const
   const session = env.sessions.get(id)
   if (session === undefined || session.closed || session.principalId !== principal.id) return { _tag: "Unknown" } as const
+  if (principal.auth !== undefined) session.auth = principal.auth
   return { _tag: "Found", session } as const
 }
 
@@ -113,6 +114,8 @@ export const post = (env: Env): Guarded => (request, principal) =>
     if (initialize && decoded._tag === "Batch") {
       return Security.invalid(400, "Invalid Request: initialize must not be part of a batch")
     }
+    const forbidden = env.authorize?.(principal, messages)
+    if (forbidden !== undefined) return forbidden
 
     let ephemeral = false
     if (session === undefined) {
@@ -120,12 +123,14 @@ export const post = (env: Env): Guarded => (request, principal) =>
         const created = yield* sessions.create("streamable", principal.id)
         if (isRefused(created)) return SessionAdmission.refused(created)
         session = created
+        session.auth = principal.auth
       } else if (config.stateful && config.sessionlessPost === "reject") {
         return missingSession()
       } else {
         const created = yield* sessions.create("ephemeral", principal.id)
         if (isRefused(created)) return SessionAdmission.refused(created)
         session = created
+        session.auth = principal.auth
         ephemeral = true
       }
     } else if (initialize) {

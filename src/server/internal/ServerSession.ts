@@ -35,8 +35,6 @@ export interface ServerSessionOptions<R> {
    * since no later POST can carry the answer back to this session.
    */
   readonly ephemeral?: boolean | undefined
-  /** The principal the transport authenticated the session's client as: every context of the session names it. */
-  readonly principal?: string | undefined
   /** Whether a JSON array frame is accepted (2025-03-26 allows batches; later revisions do not). */
   readonly allowBatch?: boolean | undefined
   /** Entries a batch may hold; a longer one gets a single -32600 and none of it runs. Default 100. */
@@ -57,6 +55,11 @@ export interface ServerSessionOptions<R> {
    * `closeSseStream`). Merged over the base context.
    */
   readonly extendContext?: ((requestId: JsonRpc.RequestId) => Partial<Pick<HandlerContext, "closeSseStream">>) | undefined
+  /**
+   * Who the session's messages come from, read when a handler asks (the
+   * HTTP transport refreshes it with each request's token).
+   */
+  readonly identity?: (() => Pick<HandlerContext, "principal" | "auth">) | undefined
   /**
    * Sees why a handler failed or died before the client gets a bare -32603
    * (the wire never carries the cause); transports log it to stderr.
@@ -140,9 +143,9 @@ class LiveHandlerContext implements HandlerContext {
   readonly requestId: JsonRpc.RequestId | undefined
   readonly closeSseStream: HandlerContext["closeSseStream"]
   readonly ephemeral: boolean | undefined
-  readonly principal: string | undefined
   readonly #send: Send
   readonly #call: CallClient
+  readonly #identity: (() => Pick<HandlerContext, "principal" | "auth">) | undefined
   #notify: HandlerContext["notify"] | undefined
   #request: HandlerContext["request"] | undefined
 
@@ -153,15 +156,23 @@ class LiveHandlerContext implements HandlerContext {
     call: CallClient,
     closeSseStream: HandlerContext["closeSseStream"],
     ephemeral: boolean | undefined,
-    principal: string | undefined
+    identity: (() => Pick<HandlerContext, "principal" | "auth">) | undefined
   ) {
     this.sessionId = sessionId
     this.requestId = requestId
     this.closeSseStream = closeSseStream
     this.ephemeral = ephemeral
-    this.principal = principal
     this.#send = send
     this.#call = call
+    this.#identity = identity
+  }
+
+  get principal(): HandlerContext["principal"] {
+    return this.#identity?.().principal
+  }
+
+  get auth(): HandlerContext["auth"] {
+    return this.#identity?.().auth
   }
 
   get notify(): HandlerContext["notify"] {
@@ -208,7 +219,15 @@ export const make = Effect.fnUntraced(function*<R>(
       ? Effect.fail(new ClientRequestUnavailable({ method, reason: SESSIONLESS_REASON }))
       : correlation.call(method, params, send, { timeoutMs: o?.timeoutMs ?? options.defaultRequestTimeoutMs ?? 60_000 })
 
-  const context: HandlerContext = new LiveHandlerContext(options.sessionId, undefined, options.send, callClient, undefined, ephemeral, options.principal)
+  const context: HandlerContext = new LiveHandlerContext(
+    options.sessionId,
+    undefined,
+    options.send,
+    callClient,
+    undefined,
+    ephemeral,
+    options.identity
+  )
 
   // id → when its cancel arrived; Map order is arrival order, so the oldest go first.
   const earlyCancels = new Map<JsonRpc.RequestId, number>()
@@ -276,7 +295,7 @@ export const make = Effect.fnUntraced(function*<R>(
       callClient,
       options.extendContext?.(request.id).closeSseStream,
       ephemeral,
-      options.principal
+      options.identity
     )
 
   const handleMessage = (classified: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
