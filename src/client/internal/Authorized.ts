@@ -27,22 +27,28 @@ export const send = <E>(
       Effect.fail(new TokenRejected({ serverUrl, status: response.status, challenge: response.headers["www-authenticate"] }))
     )
   return Effect.gen(function*() {
-    const sent = yield* auth.authorization(serverUrl)
-    const response = yield* attempt(sent)
-    if (response.status === 401) {
-      yield* Http.discard(response)
-      yield* auth.unauthorized(serverUrl, response.headers["www-authenticate"], sent)
-      const again = yield* attempt(yield* auth.authorization(serverUrl))
-      return again.status === 401 ? yield* rejected(again) : again
-    }
-    if (response.status === 403) {
+    // One recovery of each kind per exchange: a sign-in after a 401, a step-up after a 403.
+    let signedIn = false
+    let steppedUp = false
+    while (true) {
+      const sent = yield* auth.authorization(serverUrl)
+      const response = yield* attempt(sent)
       const header = response.headers["www-authenticate"]
-      if (WwwAuthenticate.parse(header).error !== "insufficient_scope") return response
-      yield* Http.discard(response)
-      yield* auth.forbidden(serverUrl, header, sent)
-      const again = yield* attempt(yield* auth.authorization(serverUrl))
-      return again.status === 401 || again.status === 403 ? yield* rejected(again) : again
+      if (response.status === 401) {
+        if (signedIn) return yield* rejected(response)
+        signedIn = true
+        yield* Http.discard(response)
+        yield* auth.unauthorized(serverUrl, header, sent)
+        continue
+      }
+      if (response.status === 403 && WwwAuthenticate.parse(header).error === "insufficient_scope") {
+        if (steppedUp) return yield* rejected(response)
+        steppedUp = true
+        yield* Http.discard(response)
+        yield* auth.forbidden(serverUrl, header, sent)
+        continue
+      }
+      return response
     }
-    return response
   })
 }
