@@ -34,6 +34,8 @@ export interface Knobs {
   expiresIn: number | undefined
   /** Rotate the refresh token on each refresh. */
   rotate: boolean
+  /** The origin of the `resource_metadata` URL in the challenge (default: the server's own). */
+  hintOrigin?: string | undefined
   /** The scope the 401 asks for. */
   challengeScope?: string | undefined
   /** Secret of the pre-registered confidential client `svc`. */
@@ -214,7 +216,7 @@ export const make = (overrides: Partial<Knobs> = {}) =>
           return send(400, { error: "unsupported_grant_type" })
         }
         if (path === "/mcp") {
-          const hint = knobs.prm === "hint" ? `, resource_metadata="${origin}/custom/prm.json"` : ""
+          const hint = knobs.prm === "hint" ? `, resource_metadata="${knobs.hintOrigin ?? origin}/custom/prm.json"` : ""
           const scope = knobs.challengeScope === undefined ? "" : `, scope="${knobs.challengeScope}"`
           const auth = req.headers.authorization
           const token = auth?.startsWith("Bearer ") ? accessTokens.get(auth.slice(7)) : undefined

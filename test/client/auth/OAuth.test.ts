@@ -164,7 +164,8 @@ describe("OAuth: discovery", () => {
         [{ prmBody: JSON.stringify({ resource: "x" }) }, "is not protected resource metadata"],
         [{ prmBody: JSON.stringify({ resource: "x", authorization_servers: ["y"], pad: "z".repeat(70_000) }) }, "larger than"],
         [{ prmBody: JSON.stringify({ resource: "http://127.0.0.1:1/mcp", authorization_servers: ["y"] }) }, "describes the resource"],
-        [{ asMetadata: "none" }, "no metadata found for"]
+        [{ asMetadata: "none" }, "no metadata found for"],
+        [{ prm: "hint", hintOrigin: "http://localhost:1" }, "on another origin"]
       ]
       for (const [knobs, reason] of cases) {
         const world = yield* World.make(knobs)
