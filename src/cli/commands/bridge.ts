@@ -20,15 +20,22 @@ import * as Option from "effect/Option"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Bridge from "../../bridge/Bridge.ts"
 import * as HttpServerTransport from "../../server/HttpServerTransport.ts"
+import * as HttpHeaders from "../HttpHeaders.ts"
 import * as ListenFlags from "../ListenFlags.ts"
 import * as Output from "../Output.ts"
 import * as Target from "../Target.ts"
 
 export const { DEFAULT_HOST, DEFAULT_PORT } = ListenFlags
 
-const connectTo = (target: Target.Target) => Target.connect(target, { listen: true })
+const connectTo = (target: Target.Target, headers: Readonly<Record<string, string>> | undefined) =>
+  Target.connect(target, { listen: true, headers })
 
-const serveHttp = (target: Target.Target, host: string, port: number) =>
+const serveHttp = (
+  target: Target.Target,
+  headers: Readonly<Record<string, string>> | undefined,
+  host: string,
+  port: number
+) =>
   Effect.gen(function*() {
     const json = yield* Output.Json
     const announce = Layer.effectDiscard(Effect.gen(function*() {
@@ -39,13 +46,13 @@ const serveHttp = (target: Target.Target, host: string, port: number) =>
         : Output.note(`listening ${url} (bridging ${Target.describe(target)})`)
     }))
     return yield* Layer.launch(
-      announce.pipe(Layer.provideMerge(Bridge.layerHttp({ connect: connectTo(target) }, { host, port })))
+      announce.pipe(Layer.provideMerge(Bridge.layerHttp({ connect: connectTo(target, headers) }, { host, port })))
     )
   })
 
-const serveStdio = (target: Target.Target) =>
+const serveStdio = (target: Target.Target, headers: Readonly<Record<string, string>> | undefined) =>
   Effect.gen(function*() {
-    const end = yield* Bridge.runStdio({ connect: connectTo(target) }).pipe(
+    const end = yield* Bridge.runStdio({ connect: connectTo(target, headers) }).pipe(
       Effect.catchTag("UpstreamUnavailable", (error) => Effect.fail(error.cause)),
       Output.connecting(Target.describe(target))
     )
@@ -71,9 +78,11 @@ export const command = Command.make(
       Flag.withDefault(false)
     ),
     port: ListenFlags.port,
-    host: ListenFlags.host
+    host: ListenFlags.host,
+    header: HttpHeaders.headerFlag,
+    bearer: HttpHeaders.bearerFlag
   },
-  ({ host, http, port, stdio, url }) =>
+  ({ bearer, header, host, http, port, stdio, url }) =>
     Output.run(Effect.gen(function*() {
       if (http === stdio) {
         return yield* new Output.UsageError({
@@ -84,9 +93,10 @@ export const command = Command.make(
         return yield* new Output.UsageError({ message: "--port and --host need --http" })
       }
       const { target } = yield* Target.fromArgs(Option.toArray(url))
+      const headers = yield* HttpHeaders.resolve(target, header, bearer)
       return yield* http
-        ? serveHttp(target, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT))
-        : serveStdio(target)
+        ? serveHttp(target, headers, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT))
+        : serveStdio(target, headers)
     }))
 ).pipe(
   Command.withDescription("Expose an MCP server over the other transport: a stdio server over HTTP, or a URL over stdio"),

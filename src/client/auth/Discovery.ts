@@ -148,7 +148,12 @@ export const serverMetadataUrls = (issuer: string): ReadonlyArray<string> => {
   ]
 }
 
-/** https everywhere, except http to a loopback host. */
+/**
+ * Whether a URL may carry authorization traffic: https, or http to a loopback host.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
 export const isSecureUrl = (text: string): boolean => {
   try {
     const url = new URL(text)
