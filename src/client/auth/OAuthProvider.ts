@@ -428,8 +428,8 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
 
   const unauthorized: OAuthProviderShape["unauthorized"] = (serverUrl, header, sent) =>
     lockOf(serverUrl).withPermit(Effect.gen(function*() {
-      const before = yield* current(serverUrl)
-      if (sent !== undefined && bearer(before) !== sent) return
+      // Another request signed in or refreshed while this one waited for the lock (sent nothing, or an older token).
+      if (bearer(yield* current(serverUrl)) !== sent) return
       const challenge = WwwAuthenticate.parse(header)
       const found = yield* discover(serverUrl, challenge)
       const tokens = yield* current(serverUrl)

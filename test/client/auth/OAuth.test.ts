@@ -72,6 +72,15 @@ describe("OAuth: the authorization code flow", () => {
       expect(mcp[2]!.headers["mcp-protocol-version"]).toBe("2026-07-28")
     }))
 
+  live("concurrent first requests sign in once", () =>
+    Effect.gen(function*() {
+      const world = yield* World.make()
+      const { transport, user } = yield* signedIn(world)
+      yield* Effect.all(Array.from({ length: 5 }, () => transport.request("tools/list", {})), { concurrency: "unbounded" })
+      expect(user.opened).toHaveLength(1)
+      expect(world.count("/token")).toBe(1)
+    }))
+
   live("the scope from the challenge wins over the metadata's scopes_supported", () =>
     Effect.gen(function*() {
       const world = yield* World.make({ challengeScope: "read" })
