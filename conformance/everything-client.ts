@@ -16,6 +16,7 @@
  */
 import { NodeHttpClient, NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
+import * as OAuthProvider from "../src/client/auth/OAuthProvider.ts"
 import * as McpClient from "../src/client/McpClient.ts"
 import * as StreamableHttpClientTransport from "../src/client/StreamableHttpClientTransport.ts"
 import * as ProtocolVersion from "../src/ProtocolVersion.ts"
@@ -149,14 +150,53 @@ const scenarios: Record<string, Scenario> = {
   }
 }
 
+/**
+ * For the `auth/*` scenarios: an OAuth provider whose "user" follows the
+ * authorization URL to its redirect at once (the suite's authorization
+ * server approves without asking), with the client id and secret the
+ * scenario's context gives, if any.
+ */
+const authFor = (name: string) =>
+  Effect.gen(function*() {
+    if (!name.startsWith("auth/")) return undefined
+    const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "{}") as {
+      client_id?: string
+      client_secret?: string
+    }
+    let redirect: Promise<string> | undefined
+    return yield* OAuthProvider.make({
+      clientId: context.client_id,
+      clientSecret: context.client_secret,
+      grant: name.startsWith("auth/client-credentials") ? "client_credentials" : "authorization_code",
+      clientMetadataUrl: "https://conformance-test.local/client-metadata.json",
+      redirectUrl: "http://localhost:3000/callback",
+      interaction: {
+        openUrl: (authorizationUrl) =>
+          Effect.sync(() => {
+            redirect = fetch(authorizationUrl, { redirect: "manual" }).then((r) => r.headers.get("location") ?? "")
+          }),
+        receiveRedirect: Effect.promise(() => redirect ?? Promise.resolve(""))
+      }
+    })
+  })
+
 /** The revision the suite names, or negotiation when it names none (or one we do not speak). */
 const protocolOf = (named: string | undefined): "auto" | ProtocolVersion.AnyVersion =>
 ProtocolVersion.isKnown(named) ? named : "auto"
 
+/** Every `auth/*` scenario: reach the protected server, list its tools and call the first. */
+const authScenario: Scenario = {
+  run: (client) =>
+    Effect.gen(function*() {
+      const tools = yield* client.listAllTools()
+      if (tools[0] !== undefined) yield* call(client, tools[0].name, {})
+    })
+}
+
 const main = Effect.gen(function*() {
   const name = process.env.MCP_CONFORMANCE_SCENARIO ?? ""
   const url = process.argv[process.argv.length - 1]
-  const scenario = scenarios[name]
+  const scenario = scenarios[name] ?? (name.startsWith("auth/") ? authScenario : undefined)
   if (scenario === undefined) return yield* Effect.fail(new Error(`unknown scenario: ${name || "(MCP_CONFORMANCE_SCENARIO unset)"}`))
   if (url === undefined || !/^https?:\/\//.test(url)) return yield* Effect.fail(new Error("the server URL must be the last argument"))
   const protocol = protocolOf(process.env.MCP_CONFORMANCE_PROTOCOL_VERSION)
@@ -168,7 +208,8 @@ const main = Effect.gen(function*() {
         return acceptWithDefaults(params)
       })
     // listen: handshake-era servers may send their requests (elicitation here) on the standalone GET stream.
-    const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url, listen: true }), {
+    const auth = yield* authFor(name)
+    const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url, listen: true, auth }), {
       protocol,
       clientInfo: { name: "effect-mcp-transport-conformance", version: "0.1.0" },
       handlers: { elicit }

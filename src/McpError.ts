@@ -4,6 +4,7 @@
  * its message keeps the wording users search for.
  */
 import * as Data from "effect/Data"
+import type { AuthError } from "./AuthError.ts"
 import type { JsonRpcErrorObject, RequestId } from "./JsonRpc.ts"
 
 const MAX_TEXT = 512
@@ -352,6 +353,7 @@ export type RequestError =
   | SessionExpired
   | NoResponse
   | MalformedMessage
+  | AuthError
 
 /**
  * What sending a notification can fail with on any transport.
@@ -359,7 +361,7 @@ export type RequestError =
  * @since 0.1.0
  * @category models
  */
-export type NotifyError = TransportClosed | MessageTooLarge | HttpError | RedirectRefused | SessionExpired
+export type NotifyError = TransportClosed | MessageTooLarge | HttpError | RedirectRefused | SessionExpired | AuthError
 
 /**
  * The peer did not declare the capability a method needs; nothing was sent.

@@ -25,6 +25,13 @@ export * as JsonRpcSchema from "./JsonRpcSchema.ts"
  */
 export * as McpError from "./McpError.ts"
 /**
+ * Typed errors of OAuth 2.1 authorization.
+ *
+ * @since 0.2.0
+ * @category modules
+ */
+export * as AuthError from "./AuthError.ts"
+/**
  * The service every client transport provides.
  *
  * @since 0.1.0

@@ -111,6 +111,8 @@ export interface OpenOptions {
   readonly listen?: boolean | undefined
   /** `auto` (default) or a pinned revision. */
   readonly protocol?: Protocol | undefined
+  /** Headers sent with every HTTP request (`--header`, `--bearer`); default none. */
+  readonly headers?: Readonly<Record<string, string>> | undefined
   /** Answers for the server's requests (elicitation); default none. */
   readonly handlers?: McpClient.ServerRequestHandlers | undefined
 }
@@ -127,7 +129,11 @@ export const open = (
   Scope.Scope | ChildProcessSpawner.ChildProcessSpawner | HttpClient.HttpClient
 > =>
   Effect.gen(function*() {
-    const transport = yield* Target.connect(target, { timeout: options.timeout, listen: options.listen ?? false })
+    const transport = yield* Target.connect(target, {
+      timeout: options.timeout,
+      listen: options.listen ?? false,
+      headers: options.headers
+    })
     const client = yield* McpClient.fromTransport(transport, {
       clientInfo: CLIENT_INFO,
       protocol: options.protocol ?? "auto",

@@ -78,6 +78,8 @@ export interface ConnectOptions {
   readonly timeout?: Duration.Input | undefined
   /** Open the standalone GET stream on Streamable HTTP (server-initiated messages). Default true. */
   readonly listen?: boolean | undefined
+  /** Headers sent with every HTTP request (`--header`, `--bearer`); URL targets only. */
+  readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
 export const toConfig = (target: Target, options: ConnectOptions = {}): FromConfig.McpServerConfig =>
@@ -85,6 +87,7 @@ export const toConfig = (target: Target, options: ConnectOptions = {}): FromConf
     Url: ({ url }): FromConfig.McpServerConfig => ({
       type: "sse",
       url,
+      headers: options.headers,
       timeout: options.timeout,
       streamableHttp: { listen: options.listen ?? true }
     }),

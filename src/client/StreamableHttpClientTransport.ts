@@ -29,6 +29,7 @@ import * as HttpBody from "effect/http/HttpBody"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
+import type { AuthError } from "../AuthError.ts"
 import * as JsonRpc from "../JsonRpc.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import {
@@ -44,12 +45,14 @@ import {
 import { dispatchFor, noResponse } from "./internal/AnswerRouting.ts"
 import * as ClientCore from "./internal/ClientCore.ts"
 import * as Http from "./internal/HttpExchange.ts"
+import * as Authorized from "./internal/Authorized.ts"
 import * as HttpGetListener from "./internal/HttpGetListener.ts"
 import * as SseAnswer from "./internal/SseAnswer.ts"
 import * as SseReader from "./internal/SseReader.ts"
 import * as SseReconnect from "./internal/SseReconnect.ts"
 import * as StatelessHeaders from "./internal/StatelessHeaders.ts"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../Defaults.ts"
+import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
 import {
   ClientTransport,
   type ClientTransportShape,
@@ -96,6 +99,13 @@ export interface Options extends Http.TransportOptions {
    * An exchange otherwise pays for a span nobody may observe and sends random trace ids to every server.
    */
   readonly httpTracing?: HttpTracing | undefined
+  /**
+   * OAuth 2.1 for a server behind the MCP authorization spec: every request
+   * carries the provider's bearer token, a 401 runs discovery and sign-in (or
+   * a refresh) and sends the request once more, a 403 `insufficient_scope`
+   * steps up. Default none: a 401 fails as `HttpError` with the server's hints.
+   */
+  readonly auth?: OAuthProviderShape | undefined
 }
 
 /**
@@ -144,7 +154,7 @@ const FIRST_VERSION_WITH_HEADER = "2025-06-18"
 
 const encoder = new TextEncoder()
 
-type PostError = HttpError | RedirectRefused | SessionExpired | TransportClosed | MessageTooLarge
+type PostError = HttpError | RedirectRefused | SessionExpired | TransportClosed | MessageTooLarge | AuthError
 
 /**
  * Makes the transport for one MCP endpoint. Nothing is sent until the first
@@ -272,21 +282,22 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       }
       // A fresh initialize starts a new session: no stale id, no version yet. The stateless mode has no session.
       const sentSession = initialize || modern !== undefined ? undefined : session
-      const headers = yield* Http.assemble(
-        options,
-        { verb: "POST", url, message },
-        modern !== undefined ? modern.forMessage(message, extra) : {
-          accept: "application/json, text/event-stream",
-          "mcp-session-id": sentSession,
-          "mcp-protocol-version": initialize ? undefined : versionHeader()
-        }
-      )
+      const own = modern !== undefined ? modern.forMessage(message, extra) : {
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": sentSession,
+        "mcp-protocol-version": initialize ? undefined : versionHeader()
+      }
       const method = "method" in message ? message.method : undefined
-      const response = yield* Http.execute(
-        client,
-        HttpClientRequest.post(url, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
-        method
-      )
+      const response = yield* Authorized.send(options.auth, url, (authorization) =>
+        Effect.flatMap(
+          Http.assemble(options, { verb: "POST", url, message }, { ...own, authorization }),
+          (headers) =>
+            Http.execute(
+              client,
+              HttpClientRequest.post(url, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
+              method
+            )
+        ))
       if (Http.isSuccess(response.status)) return response
       if (response.status === 404 && sentSession !== undefined) {
         yield* Http.discard(response)
@@ -301,13 +312,17 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError | MalformedMessage> =>
     Effect.gen(function*() {
       const sentSession = session
-      const headers = yield* Http.assemble(options, { verb: "GET", url }, {
-        accept: "text/event-stream",
-        "mcp-session-id": sentSession,
-        "mcp-protocol-version": versionHeader(),
-        "last-event-id": lastEventId
-      })
-      const response = yield* Http.execute(client, HttpClientRequest.get(url, { headers }), "GET")
+      const response = yield* Authorized.send(options.auth, url, (authorization) =>
+        Effect.flatMap(
+          Http.assemble(options, { verb: "GET", url }, {
+            accept: "text/event-stream",
+            "mcp-session-id": sentSession,
+            "mcp-protocol-version": versionHeader(),
+            "last-event-id": lastEventId,
+            authorization
+          }),
+          (headers) => Http.execute(client, HttpClientRequest.get(url, { headers }), "GET")
+        ))
       if (Http.isSuccess(response.status)) {
         const type = Http.mediaType(response)
         if (type === "text/event-stream") return response
@@ -492,10 +507,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // Close: abort everything in flight, then end the session
 
   const deleteSession = (sessionId: string): Effect.Effect<void> =>
-    Http.assemble(options, { verb: "DELETE", url }, {
-      "mcp-session-id": sessionId,
-      "mcp-protocol-version": versionHeader()
-    }).pipe(
+    (options.auth === undefined ? Effect.succeed(undefined) : options.auth.authorization(url)).pipe(
+      Effect.flatMap((authorization) =>
+        Http.assemble(options, { verb: "DELETE", url }, {
+          "mcp-session-id": sessionId,
+          "mcp-protocol-version": versionHeader(),
+          authorization
+        })
+      ),
       Effect.flatMap((headers) => Http.execute(client, HttpClientRequest.delete(url, { headers }))),
       Effect.flatMap(Http.discard),
       Effect.interruptible,

@@ -25,13 +25,15 @@ import * as Option from "effect/Option"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Bridge from "../../bridge/Bridge.ts"
 import * as HttpServerTransport from "../../server/HttpServerTransport.ts"
+import * as HttpHeaders from "../HttpHeaders.ts"
 import * as ListenFlags from "../ListenFlags.ts"
 import * as Output from "../Output.ts"
 import * as Target from "../Target.ts"
 
 export const { DEFAULT_HOST, DEFAULT_PORT } = ListenFlags
 
-const connectTo = (target: Target.Target) => Target.connect(target, { listen: true })
+const connectTo = (target: Target.Target, headers: Readonly<Record<string, string>> | undefined) =>
+  Target.connect(target, { listen: true, headers })
 
 /** What `--front-era` and `--upstream-pool` add to the bridge's options. */
 interface EraFlags {
@@ -39,13 +41,19 @@ interface EraFlags {
   readonly upstreamPool: number | undefined
 }
 
-const optionsFor = (target: Target.Target, eras: EraFlags) => ({
-  connect: connectTo(target),
+const optionsFor = (target: Target.Target, headers: Readonly<Record<string, string>> | undefined, eras: EraFlags) => ({
+  connect: connectTo(target, headers),
   front: eras.front,
   upstreamPool: eras.upstreamPool
 })
 
-const serveHttp = (target: Target.Target, host: string, port: number, eras: EraFlags) =>
+const serveHttp = (
+  target: Target.Target,
+  headers: Readonly<Record<string, string>> | undefined,
+  host: string,
+  port: number,
+  eras: EraFlags
+) =>
   Effect.gen(function*() {
     const json = yield* Output.Json
     const announce = Layer.effectDiscard(Effect.gen(function*() {
@@ -56,13 +64,13 @@ const serveHttp = (target: Target.Target, host: string, port: number, eras: EraF
         : Output.note(`listening ${url} (bridging ${Target.describe(target)})`)
     }))
     return yield* Layer.launch(
-      announce.pipe(Layer.provideMerge(Bridge.layerHttp(optionsFor(target, eras), { host, port })))
+      announce.pipe(Layer.provideMerge(Bridge.layerHttp(optionsFor(target, headers, eras), { host, port })))
     )
   })
 
-const serveStdio = (target: Target.Target, eras: EraFlags) =>
+const serveStdio = (target: Target.Target, headers: Readonly<Record<string, string>> | undefined, eras: EraFlags) =>
   Effect.gen(function*() {
-    const end = yield* Bridge.runStdio(optionsFor(target, eras)).pipe(
+    const end = yield* Bridge.runStdio(optionsFor(target, headers, eras)).pipe(
       Effect.catchTag("UpstreamUnavailable", (error) => Effect.fail(error.cause)),
       Output.connecting(Target.describe(target))
     )
@@ -99,9 +107,11 @@ export const command = Command.make(
       Flag.withDescription("With --front-era stateless: upstream connections (processes) serving the requests. Default 1"),
       Flag.filter((n) => n >= 1 && n <= 256, (n) => `expected a pool size between 1 and 256, got ${n}`),
       Flag.optional
-    )
+    ),
+    header: HttpHeaders.headerFlag,
+    bearer: HttpHeaders.bearerFlag
   },
-  ({ frontEra, host, http, port, stdio, upstreamPool, url }) =>
+  ({ bearer, frontEra, header, host, http, port, stdio, upstreamPool, url }) =>
     Output.run(Effect.gen(function*() {
       if (http === stdio) {
         return yield* new Output.UsageError({
@@ -116,9 +126,10 @@ export const command = Command.make(
       }
       const eras: EraFlags = { front: frontEra, upstreamPool: Option.getOrUndefined(upstreamPool) }
       const { target } = yield* Target.fromArgs(Option.toArray(url))
+      const headers = yield* HttpHeaders.resolve(target, header, bearer)
       return yield* http
-        ? serveHttp(target, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras)
-        : serveStdio(target, eras)
+        ? serveHttp(target, headers, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras)
+        : serveStdio(target, headers, eras)
     }))
 ).pipe(
   Command.withDescription("Expose an MCP server over the other transport: a stdio server over HTTP, or a URL over stdio"),

@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import type * as McpSchema from "effect/ai/McpSchema"
 import { Argument, Command, Flag } from "effect/cli"
 import type { Progress } from "../../client/McpClient.ts"
+import * as HttpHeaders from "../HttpHeaders.ts"
 import * as Output from "../Output.ts"
 import * as ServerQuestions from "../ServerQuestions.ts"
 import * as Session from "../Session.ts"
@@ -180,9 +181,11 @@ export const command = Command.make(
       Flag.atLeast(0)
     ),
     connectTimeout: Session.connectTimeoutFlag,
-    protocol: Session.protocolFlag
+    protocol: Session.protocolFlag,
+    header: HttpHeaders.headerFlag,
+    bearer: HttpHeaders.bearerFlag
   },
-  ({ answer, args, connectTimeout, protocol, timeout, words }) =>
+  ({ answer, args, bearer, connectTimeout, header, protocol, timeout, words }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
       const json = yield* Output.Json
       const { rest, target } = yield* Target.fromArgs(words)
@@ -193,7 +196,9 @@ export const command = Command.make(
         answers: yield* parseAnswers(answer),
         interactive: process.stdin.isTTY === true
       })
+      const headers = yield* HttpHeaders.resolve(target, header, bearer)
       const session = yield* Session.open(target, {
+        headers,
         timeout,
         connectTimeout,
         listen: true,

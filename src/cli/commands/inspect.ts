@@ -10,6 +10,7 @@ import type * as McpSchema from "effect/ai/McpSchema"
 import { Argument, Command } from "effect/cli"
 import type { DiscoverResult, McpClientShape } from "../../client/McpClient.ts"
 import type * as ProtocolVersion from "../../ProtocolVersion.ts"
+import * as HttpHeaders from "../HttpHeaders.ts"
 import * as Output from "../Output.ts"
 import * as Session from "../Session.ts"
 import * as Target from "../Target.ts"
@@ -137,12 +138,15 @@ export const command = Command.make(
     ),
     timeout: Session.timeoutFlag("30s", "Timeout of each list request"),
     connectTimeout: Session.connectTimeoutFlag,
-    protocol: Session.protocolFlag
+    protocol: Session.protocolFlag,
+    header: HttpHeaders.headerFlag,
+    bearer: HttpHeaders.bearerFlag
   },
-  ({ connectTimeout, protocol, timeout, url }) =>
+  ({ bearer, connectTimeout, header, protocol, timeout, url }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
       const { target } = yield* Target.fromArgs(Option.toArray(url))
-      const session = yield* Session.open(target, { timeout, connectTimeout, protocol })
+      const headers = yield* HttpHeaders.resolve(target, header, bearer)
+      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, headers })
       const inspection = yield* gather(session)
       const json = yield* Output.Json
       yield* json ? Output.json(inspection) : Output.line(render(inspection))

@@ -21,6 +21,7 @@ import type {
   SessionExpired,
   TransportClosed
 } from "../../McpError.ts"
+import type { AuthError } from "../../AuthError.ts"
 import { ConnectionState, Diagnostic } from "../ClientTransport.ts"
 import type * as ClientCore from "./ClientCore.ts"
 import * as SseReader from "./SseReader.ts"
@@ -45,8 +46,11 @@ export type OpenGet = (
   lastEventId: string | undefined
 ) => Effect.Effect<
   HttpClientResponse.HttpClientResponse,
-  HttpError | RedirectRefused | SessionExpired | TransportClosed | MessageTooLarge | MalformedMessage
+  HttpError | RedirectRefused | SessionExpired | TransportClosed | MessageTooLarge | MalformedMessage | AuthError
 >
+
+const NOT_AUTH = new Set(["HttpError", "RedirectRefused", "SessionExpired", "TransportClosed", "MessageTooLarge", "MalformedMessage"])
+const isAuthError = (error: { readonly _tag: string }): error is AuthError => !NOT_AUTH.has(error._tag)
 
 /** What the listener is built from. */
 export interface ListenerContext {
@@ -106,7 +110,8 @@ export const make = Effect.fnUntraced(function*(
           yield* listenerSettled
           return yield* setListener(ListenerState.Disabled({ status: 405 }))
         }
-        if (error._tag === "SessionExpired") return yield* giveUp(error)
+        // Authorization already had its one retry inside `openGet`: reconnecting would only ask again.
+        if (error._tag === "SessionExpired" || isAuthError(error)) return yield* giveUp(error)
         failure = error
       } else {
         yield* listenerSettled

@@ -27,6 +27,7 @@ import {
 import { dispatchFor, noResponse } from "./AnswerRouting.ts"
 import type * as ClientCore from "./ClientCore.ts"
 import * as Http from "./HttpExchange.ts"
+import type { AuthError } from "../../AuthError.ts"
 import type { OpenGet } from "./HttpGetListener.ts"
 import * as SseReader from "./SseReader.ts"
 import * as SseReconnect from "./SseReconnect.ts"
@@ -68,6 +69,7 @@ export type SseAnswerError =
   | RedirectRefused
   | SessionExpired
   | TransportClosed
+  | AuthError
 
 /**
  * Reads a request's SSE answer until its response; `idleMs` bounds the

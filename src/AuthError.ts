@@ -1,0 +1,232 @@
+/**
+ * Typed errors of OAuth 2.1 authorization (the MCP authorization spec): one
+ * tagged class per way reaching a protected server can fail. Each message
+ * ends with what the user has to do next. None of them carries a token.
+ */
+import * as Data from "effect/Data"
+
+/**
+ * Where discovery stopped: the protected resource metadata (RFC 9728), or the
+ * authorization server metadata (RFC 8414 / OpenID discovery).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type DiscoveryStep = "protected-resource" | "authorization-server"
+
+/**
+ * The server asked for authorization but its metadata could not be found, read
+ * or trusted: missing at every well-known location, malformed, too large,
+ * naming another resource or issuer, or an authorization server without PKCE.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class DiscoveryFailed extends Data.TaggedError("DiscoveryFailed")<{
+  readonly serverUrl: string
+  readonly step: DiscoveryStep
+  /** What went wrong, per URL tried when there were several. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    const what = this.step === "protected-resource" ? "protected resource metadata" : "authorization server metadata"
+    return `Authorization discovery failed for ${this.serverUrl} (${what}): ${this.reason}. ` +
+      "Check the server URL; if it is right, the server's OAuth metadata is misconfigured: tell its operator."
+  }
+}
+
+/**
+ * No client identity could be had from the authorization server: it refused
+ * dynamic registration, or offers neither registration nor client ID metadata
+ * documents and no client id was configured.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class RegistrationRefused extends Data.TaggedError("RegistrationRefused")<{
+  readonly issuer: string
+  readonly reason: string
+  readonly status?: number | undefined
+}> {
+  override get message(): string {
+    const status = this.status === undefined ? "" : ` (HTTP ${this.status})`
+    return `Client registration with ${this.issuer} failed${status}: ${this.reason}. ` +
+      "Register a client with this authorization server yourself and configure its client id (and secret)."
+  }
+}
+
+/**
+ * The user (or the authorization server on their behalf) declined the
+ * authorization request: the redirect carried `error=access_denied`.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class UserDenied extends Data.TaggedError("UserDenied")<{
+  readonly issuer: string
+  readonly description?: string | undefined
+}> {
+  override get message(): string {
+    const why = this.description === undefined ? "" : `: ${this.description}`
+    return `Authorization was denied at ${this.issuer}${why}. Sign in again and approve the requested access.`
+  }
+}
+
+/**
+ * The authorization server answered the authorization request with an error
+ * other than a denial (`invalid_scope`, `server_error`…), or the redirect
+ * carried neither a code nor an error.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class AuthorizationRefused extends Data.TaggedError("AuthorizationRefused")<{
+  readonly issuer: string
+  readonly error: string
+  readonly description?: string | undefined
+}> {
+  override get message(): string {
+    const why = this.description === undefined ? "" : ` (${this.description})`
+    return `The authorization server ${this.issuer} refused the authorization request: ${this.error}${why}. ` +
+      "Try again; if it persists, the requested scopes or client registration need fixing."
+  }
+}
+
+/**
+ * The redirect did not answer the authorization request that was sent: its
+ * `state` (or its `iss`) differs. It is dropped: it may be a forged redirect.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class StateMismatch extends Data.TaggedError("StateMismatch")<{
+  readonly issuer: string
+  readonly parameter: "state" | "iss"
+}> {
+  override get message(): string {
+    return `The authorization redirect's ${this.parameter} does not match the request sent to ${this.issuer}; ` +
+      "it was ignored. Start the sign-in again, and complete it only in the browser window it opened."
+  }
+}
+
+/**
+ * The token endpoint refused a grant: an authorization code or a refresh
+ * token that is invalid, expired or revoked, or client credentials it does
+ * not accept. A refused refresh token is removed from the store.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class InvalidGrant extends Data.TaggedError("InvalidGrant")<{
+  readonly issuer: string
+  readonly grant: "authorization_code" | "refresh_token" | "client_credentials"
+  /** The OAuth error code (`invalid_grant`, `invalid_client`…). */
+  readonly error: string
+  readonly description?: string | undefined
+}> {
+  override get message(): string {
+    const why = this.description === undefined ? "" : ` (${this.description})`
+    const next = this.grant === "refresh_token"
+      ? "The stored sign-in has expired or was revoked and was removed: sign in again."
+      : this.grant === "client_credentials"
+      ? "Check the configured client id and secret."
+      : "Sign in again."
+    return `${this.issuer} refused the ${this.grant} grant: ${this.error}${why}. ${next}`
+  }
+}
+
+/**
+ * The token endpoint failed: an error status other than a grant refusal, an
+ * answer that is not a token response, no answer in time, or no connection.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class TokenEndpointFailed extends Data.TaggedError("TokenEndpointFailed")<{
+  readonly issuer: string
+  readonly reason: string
+  readonly status?: number | undefined
+}> {
+  override get message(): string {
+    const status = this.status === undefined ? "" : ` (HTTP ${this.status})`
+    return `The token endpoint of ${this.issuer} failed${status}: ${this.reason}. ` +
+      "Try again later; if it persists, tell the authorization server's operator."
+  }
+}
+
+/**
+ * The MCP server still refused the request after a fresh token (401), or
+ * after the step-up to the scopes it asked for (403).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class TokenRejected extends Data.TaggedError("TokenRejected")<{
+  readonly serverUrl: string
+  readonly status: number
+  /** The server's `WWW-Authenticate` challenge, if any. */
+  readonly challenge?: string | undefined
+}> {
+  override get message(): string {
+    const challenge = this.challenge === undefined ? "" : ` (WWW-Authenticate: ${this.challenge})`
+    return `${this.serverUrl} rejected a freshly issued token with HTTP ${this.status}${challenge}. ` +
+      "Your account may lack access to this server: ask its operator to grant it."
+  }
+}
+
+/**
+ * Authorization needs the user (the authorization code flow) but the
+ * provider was given no interactive handler (`openUrl` / `receiveRedirect`).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class InteractionRequired extends Data.TaggedError("InteractionRequired")<{
+  readonly serverUrl: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Signing in to ${this.serverUrl} needs the user: ${this.reason}. ` +
+      "Configure an interactive handler (openUrl and receiveRedirect), or client credentials, or pass a token."
+  }
+}
+
+/**
+ * The token store could not be used: a file readable by others, contents that
+ * are not a token store, or a read or write that failed.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class TokenStoreFailed extends Data.TaggedError("TokenStoreFailed")<{
+  readonly path: string
+  readonly reason: "permissions" | "corrupt" | "io"
+  readonly detail: string
+}> {
+  override get message(): string {
+    const next = this.reason === "permissions"
+      ? `Restrict it to its owner (chmod 600 ${this.path}).`
+      : this.reason === "corrupt"
+      ? `Delete ${this.path} and sign in again.`
+      : "Check the path and its directory's permissions."
+    return `Token store ${this.path}: ${this.detail}. ${next}`
+  }
+}
+
+/**
+ * What reaching a server behind OAuth can fail with.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type AuthError =
+  | DiscoveryFailed
+  | RegistrationRefused
+  | UserDenied
+  | AuthorizationRefused
+  | StateMismatch
+  | InvalidGrant
+  | TokenEndpointFailed
+  | TokenRejected
+  | InteractionRequired
+  | TokenStoreFailed

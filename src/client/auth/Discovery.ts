@@ -1,0 +1,333 @@
+/**
+ * Authorization discovery (MCP authorization, RFC 9728, RFC 8414, OpenID
+ * Connect Discovery): from a server URL and its 401 challenge to the
+ * protected resource metadata, then to the metadata of the authorization
+ * server it names. Every document is read with a size limit and a timeout,
+ * and checked before it is trusted: the resource must be the server's, the
+ * issuer the one asked for.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import { DiscoveryFailed } from "../../AuthError.ts"
+import * as Http from "../internal/HttpExchange.ts"
+import type { BearerChallenge } from "./WwwAuthenticate.ts"
+
+/**
+ * The protected resource metadata fields the client uses (RFC 9728 §2).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ResourceMetadata {
+  readonly resource: string
+  readonly authorization_servers: ReadonlyArray<string>
+  readonly scopes_supported?: ReadonlyArray<string> | undefined
+}
+
+/**
+ * The authorization server metadata fields the client uses (RFC 8414 §2).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ServerMetadata {
+  readonly issuer: string
+  readonly authorization_endpoint?: string | undefined
+  readonly token_endpoint: string
+  readonly registration_endpoint?: string | undefined
+  readonly scopes_supported?: ReadonlyArray<string> | undefined
+  readonly code_challenge_methods_supported?: ReadonlyArray<string> | undefined
+  readonly token_endpoint_auth_methods_supported?: ReadonlyArray<string> | undefined
+  readonly grant_types_supported?: ReadonlyArray<string> | undefined
+  readonly client_id_metadata_document_supported?: boolean | undefined
+  readonly authorization_response_iss_parameter_supported?: boolean | undefined
+}
+
+/**
+ * What discovery found for one server: the resource to ask tokens for, and
+ * the authorization server that issues them.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Discovered {
+  readonly serverUrl: string
+  readonly resource: ResourceMetadata
+  readonly server: ServerMetadata
+}
+
+/**
+ * Bounds on each metadata read.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Limits {
+  /** Largest metadata document read. Default 64 KiB. */
+  readonly maxBytes?: number | undefined
+  /** How long each metadata request may take. Default 10 seconds. */
+  readonly timeout?: Duration.Input | undefined
+}
+
+const DEFAULT_MAX_BYTES = 64 * 1024
+const DEFAULT_TIMEOUT = Duration.seconds(10)
+
+/**
+ * The server URL as a resource identifier (RFC 8707 §2): no fragment, the
+ * scheme and host lower-cased (which `URL` does).
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const canonicalResource = (serverUrl: string): string => {
+  const url = new URL(serverUrl)
+  url.hash = ""
+  return url.href
+}
+
+/**
+ * Whether tokens for `resource` may be sent to `serverUrl`: same origin, and
+ * the resource's path is the server's path or a parent of it.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const resourceCovers = (resource: string, serverUrl: string): boolean => {
+  let r: URL, s: URL
+  try {
+    r = new URL(resource)
+    s = new URL(serverUrl)
+  } catch {
+    return false
+  }
+  if (r.origin !== s.origin) return false
+  const base = r.pathname.endsWith("/") ? r.pathname : `${r.pathname}/`
+  const path = s.pathname.endsWith("/") ? s.pathname : `${s.pathname}/`
+  return path.startsWith(base)
+}
+
+/**
+ * Where the protected resource metadata is looked for, in the spec's order:
+ * the challenge's `resource_metadata` when there is one; otherwise the
+ * path-aware well-known URL, then the root one.
+ *
+ * @since 0.2.0
+ * @category discovery
+ */
+export const resourceMetadataUrls = (serverUrl: string, challenge: BearerChallenge): ReadonlyArray<string> => {
+  if (challenge.resourceMetadata !== undefined) return [challenge.resourceMetadata]
+  const url = new URL(serverUrl)
+  const path = url.pathname.replace(/\/+$/, "")
+  const root = `${url.origin}/.well-known/oauth-protected-resource`
+  return path === "" ? [root] : [`${root}${path}`, root]
+}
+
+/**
+ * Where an issuer's metadata is looked for, in the spec's order: with a path
+ * component, OAuth (path inserted), OpenID (path inserted), OpenID (path
+ * appended); without one, OAuth then OpenID.
+ *
+ * @since 0.2.0
+ * @category discovery
+ */
+export const serverMetadataUrls = (issuer: string): ReadonlyArray<string> => {
+  const url = new URL(issuer)
+  const path = url.pathname.replace(/\/+$/, "")
+  if (path === "") {
+    return [
+      `${url.origin}/.well-known/oauth-authorization-server`,
+      `${url.origin}/.well-known/openid-configuration`
+    ]
+  }
+  return [
+    `${url.origin}/.well-known/oauth-authorization-server${path}`,
+    `${url.origin}/.well-known/openid-configuration${path}`,
+    `${url.origin}${path}/.well-known/openid-configuration`
+  ]
+}
+
+/**
+ * Whether a URL may carry authorization traffic: https, or http to a loopback host.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const isSecureUrl = (text: string): boolean => {
+  try {
+    const url = new URL(text)
+    if (url.protocol === "https:") return true
+    return url.protocol === "http:" &&
+      (url.hostname === "127.0.0.1" || url.hostname === "localhost" || url.hostname === "[::1]")
+  } catch {
+    return false
+  }
+}
+
+type Fetched = { readonly _tag: "Found"; readonly json: unknown } | { readonly _tag: "Absent"; readonly why: string }
+
+/**
+ * GETs one metadata document. A non-2xx answer or no connection is "absent"
+ * (the next location is tried); a 2xx that is oversized or not JSON fails.
+ */
+const fetchDocument = (
+  client: HttpClient.HttpClient,
+  url: string,
+  limits: Limits,
+  fail: (reason: string) => DiscoveryFailed
+): Effect.Effect<Fetched, DiscoveryFailed> => {
+  const maxBytes = limits.maxBytes ?? DEFAULT_MAX_BYTES
+  const request = HttpClientRequest.get(url, { headers: { accept: "application/json" } })
+  return Effect.gen(function*() {
+    const response = yield* Http.execute(client, request)
+    if (!Http.isSuccess(response.status)) {
+      yield* Http.discard(response)
+      return { _tag: "Absent", why: `${url}: HTTP ${response.status}` } as const
+    }
+    const text = yield* Http.readText(response, maxBytes).pipe(
+      Effect.catchTag("MessageTooLarge", () => Effect.fail(fail(`${url} is larger than ${maxBytes} bytes`)))
+    )
+    try {
+      return { _tag: "Found", json: JSON.parse(text) as unknown } as const
+    } catch {
+      return yield* fail(`${url} is not JSON`)
+    }
+  }).pipe(
+    Effect.catchTags({
+      TransportClosed: (error) => Effect.succeed({ _tag: "Absent", why: `${url}: ${error.reason}` } as const),
+      RedirectRefused: (error) => Effect.fail(fail(`${url} redirects to ${error.location} (${error.reason})`))
+    }),
+    Effect.timeoutOrElse({
+      duration: limits.timeout ?? DEFAULT_TIMEOUT,
+      orElse: () => Effect.fail(fail(`${url} did not answer in time`))
+    })
+  )
+}
+
+const isStringArray = (value: unknown): value is ReadonlyArray<string> =>
+  Array.isArray(value) && value.every((v) => typeof v === "string")
+
+const optionalStrings = (value: unknown): boolean => value === undefined || isStringArray(value)
+
+/**
+ * Fetches and checks the protected resource metadata of `serverUrl`.
+ *
+ * @since 0.2.0
+ * @category discovery
+ */
+export const discoverResource = (
+  client: HttpClient.HttpClient,
+  serverUrl: string,
+  challenge: BearerChallenge,
+  limits: Limits = {}
+): Effect.Effect<ResourceMetadata, DiscoveryFailed> =>
+  Effect.gen(function*() {
+    const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "protected-resource", reason })
+    const hint = challenge.resourceMetadata
+    if (hint !== undefined) {
+      let hinted: URL
+      try {
+        hinted = new URL(hint)
+      } catch {
+        return yield* fail(`the resource_metadata in WWW-Authenticate is not a URL: ${hint}`)
+      }
+      // The challenge comes from the server itself: its metadata must be its own to vouch for.
+      if (hinted.origin !== new URL(serverUrl).origin) {
+        return yield* fail(`the resource_metadata URL ${hint} is on another origin than the server`)
+      }
+    }
+    const misses: Array<string> = []
+    for (const url of resourceMetadataUrls(serverUrl, challenge)) {
+      const fetched = yield* fetchDocument(client, url, limits, fail)
+      if (fetched._tag === "Absent") {
+        misses.push(fetched.why)
+        continue
+      }
+      const doc = fetched.json as Record<string, unknown> | null
+      if (
+        typeof doc !== "object" || doc === null || typeof doc.resource !== "string" ||
+        !isStringArray(doc.authorization_servers) || doc.authorization_servers.length === 0 ||
+        !optionalStrings(doc.scopes_supported)
+      ) {
+        return yield* fail(`${url} is not protected resource metadata (resource and authorization_servers required)`)
+      }
+      // RFC 9728 §3.3: metadata naming another resource must not be used.
+      if (!resourceCovers(doc.resource, serverUrl)) {
+        return yield* fail(`${url} describes the resource ${doc.resource}, not ${serverUrl}`)
+      }
+      return {
+        resource: doc.resource,
+        authorization_servers: doc.authorization_servers,
+        scopes_supported: doc.scopes_supported as ReadonlyArray<string> | undefined
+      }
+    }
+    return yield* fail(`no metadata found (${misses.join("; ")})`)
+  })
+
+/**
+ * Fetches and checks the metadata of the authorization server `issuer`.
+ * Its `issuer` must equal the one asked for (RFC 8414 §3.3) and its
+ * endpoints must be https (http only on loopback).
+ *
+ * @since 0.2.0
+ * @category discovery
+ */
+export const discoverServer = (
+  client: HttpClient.HttpClient,
+  serverUrl: string,
+  issuer: string,
+  limits: Limits = {}
+): Effect.Effect<ServerMetadata, DiscoveryFailed> =>
+  Effect.gen(function*() {
+    const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "authorization-server", reason })
+    if (!isSecureUrl(issuer)) return yield* fail(`the authorization server ${issuer} is not an https URL`)
+    const misses: Array<string> = []
+    for (const url of serverMetadataUrls(issuer)) {
+      const fetched = yield* fetchDocument(client, url, limits, fail)
+      if (fetched._tag === "Absent") {
+        misses.push(fetched.why)
+        continue
+      }
+      const doc = fetched.json as Record<string, unknown> | null
+      if (
+        typeof doc !== "object" || doc === null || typeof doc.issuer !== "string" ||
+        typeof doc.token_endpoint !== "string" ||
+        !(doc.authorization_endpoint === undefined || typeof doc.authorization_endpoint === "string") ||
+        !(doc.registration_endpoint === undefined || typeof doc.registration_endpoint === "string") ||
+        !optionalStrings(doc.code_challenge_methods_supported) ||
+        !optionalStrings(doc.token_endpoint_auth_methods_supported) || !optionalStrings(doc.scopes_supported)
+      ) {
+        return yield* fail(`${url} is not authorization server metadata (issuer and token_endpoint required)`)
+      }
+      if (doc.issuer.replace(/\/+$/, "") !== issuer.replace(/\/+$/, "")) {
+        return yield* fail(`${url} names the issuer ${doc.issuer}, not ${issuer}`)
+      }
+      const endpoints = [doc.token_endpoint, doc.authorization_endpoint, doc.registration_endpoint]
+      for (const endpoint of endpoints) {
+        if (endpoint !== undefined && !isSecureUrl(endpoint as string)) {
+          return yield* fail(`${url} names an endpoint that is not an https URL: ${endpoint}`)
+        }
+      }
+      return doc as unknown as ServerMetadata
+    }
+    return yield* fail(`no metadata found for ${issuer} (${misses.join("; ")})`)
+  })
+
+/**
+ * Both steps: the resource metadata, then the first authorization server it names.
+ *
+ * @since 0.2.0
+ * @category discovery
+ */
+export const discover = (
+  client: HttpClient.HttpClient,
+  serverUrl: string,
+  challenge: BearerChallenge,
+  limits: Limits = {}
+): Effect.Effect<Discovered, DiscoveryFailed> =>
+  Effect.gen(function*() {
+    const resource = yield* discoverResource(client, serverUrl, challenge, limits)
+    const server = yield* discoverServer(client, serverUrl, resource.authorization_servers[0]!, limits)
+    return { serverUrl, resource, server }
+  })

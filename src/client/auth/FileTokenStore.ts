@@ -1,0 +1,112 @@
+/**
+ * A `TokenStore` in one JSON file, for tokens that outlive the process. The
+ * file is its owner's only (mode 0600): a file others can read or write is
+ * refused, not used, and so is one whose contents are not a token store.
+ * Every write goes to a temporary file in the same directory, renamed over
+ * the old one, so a crash leaves the old contents or the new, never half.
+ */
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Semaphore from "effect/Semaphore"
+import { TokenStoreFailed } from "../../AuthError.ts"
+import { type Contents, decode, empty, TokenStore, type TokenStoreShape } from "./TokenStore.ts"
+
+const ioError = (file: string, what: string) => (cause: unknown) =>
+  new TokenStoreFailed({
+    path: file,
+    reason: "io",
+    detail: `${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`
+  })
+
+const isMissing = (cause: unknown): boolean =>
+  typeof cause === "object" && cause !== null && (cause as { code?: unknown }).code === "ENOENT"
+
+/** The contents of `file`; empty when there is no file yet. */
+const read = (file: string): Effect.Effect<Contents, TokenStoreFailed> =>
+  Effect.gen(function*() {
+    const handle = yield* Effect.tryPromise({
+      try: () => fs.open(file, "r"),
+      catch: (cause) => cause
+    }).pipe(Effect.catch((cause) => isMissing(cause) ? Effect.succeed(undefined) : Effect.fail(ioError(file, "opening")(cause))))
+    if (handle === undefined) return empty
+    return yield* Effect.acquireUseRelease(
+      Effect.succeed(handle),
+      (h) =>
+        Effect.gen(function*() {
+          // The mode of the file actually opened, not of whatever the path names a moment later.
+          const stat = yield* Effect.tryPromise({ try: () => h.stat(), catch: ioError(file, "stat") })
+          if (process.platform !== "win32" && (stat.mode & 0o077) !== 0) {
+            return yield* new TokenStoreFailed({
+              path: file,
+              reason: "permissions",
+              detail: `the file has mode ${(stat.mode & 0o777).toString(8)}, readable or writable by others`
+            })
+          }
+          const text = yield* Effect.tryPromise({ try: () => h.readFile("utf8"), catch: ioError(file, "reading") })
+          let json: unknown
+          try {
+            json = JSON.parse(text)
+          } catch {
+            return yield* new TokenStoreFailed({ path: file, reason: "corrupt", detail: "the file is not JSON" })
+          }
+          const contents = decode(json)
+          if (contents === undefined) {
+            return yield* new TokenStoreFailed({
+              path: file,
+              reason: "corrupt",
+              detail: "the file is JSON but not a token store"
+            })
+          }
+          return contents
+        }),
+      (h) => Effect.promise(() => h.close())
+    )
+  })
+
+/** Writes `contents` to a 0600 temporary file beside `file`, then renames it over `file`. */
+const write = (file: string, contents: Contents): Effect.Effect<void, TokenStoreFailed> => {
+  const temp = path.join(
+    path.dirname(file),
+    `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`
+  )
+  return Effect.tryPromise({
+    try: async () => {
+      const handle = await fs.open(temp, "wx", 0o600)
+      try {
+        await handle.writeFile(JSON.stringify(contents, null, 2))
+        await handle.sync()
+      } finally {
+        await handle.close()
+      }
+      await fs.rename(temp, file)
+    },
+    catch: ioError(file, "writing")
+  }).pipe(Effect.tapError(() => Effect.promise(() => fs.rm(temp, { force: true }))))
+}
+
+/**
+ * A store kept in `file` (created on the first write, mode 0600). Reading a
+ * file with wider permissions, or one that is not a token store, fails with
+ * `TokenStoreFailed`.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const make = (file: string): Effect.Effect<TokenStoreShape> =>
+  Effect.sync(() => {
+    const lock = Semaphore.makeUnsafe(1)
+    return {
+      load: read(file),
+      update: (f) => lock.withPermit(Effect.flatMap(read(file), (contents) => write(file, f(contents))))
+    }
+  })
+
+/**
+ * Provides a `TokenStore` kept in `file`.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer = (file: string): Layer.Layer<TokenStore> => Layer.effect(TokenStore, make(file))

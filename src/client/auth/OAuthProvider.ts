@@ -1,0 +1,467 @@
+/**
+ * OAuth 2.1 for MCP clients (the MCP authorization spec): the service an HTTP
+ * client transport asks for the `Authorization` header of each request, and
+ * tells about the 401s and 403s it gets.
+ *
+ * On a 401 it discovers the server's authorization server, gets a client
+ * identity (configured, client ID metadata document, or dynamic
+ * registration, in that order), and obtains tokens: the authorization code
+ * grant with PKCE S256 through an interactive handler, or client
+ * credentials. Every grant names the resource (RFC 8707). Tokens are
+ * refreshed when they expire, one refresh per server however many requests
+ * wait for it, and a 403 `insufficient_scope` re-authorizes with the union
+ * of the scopes held and asked for. The library itself never opens a
+ * browser nor listens for a redirect: the `interaction` handler does.
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Semaphore from "effect/Semaphore"
+import * as HttpClient from "effect/http/HttpClient"
+import {
+  type AuthError,
+  AuthorizationRefused,
+  DiscoveryFailed,
+  InteractionRequired,
+  type InvalidGrant,
+  RegistrationRefused,
+  StateMismatch,
+  type TokenEndpointFailed,
+  type TokenStoreFailed,
+  UserDenied
+} from "../../AuthError.ts"
+import * as Discovery from "./Discovery.ts"
+import * as Pkce from "./Pkce.ts"
+import * as TokenEndpoint from "./TokenEndpoint.ts"
+import * as TokenStore from "./TokenStore.ts"
+import * as WwwAuthenticate from "./WwwAuthenticate.ts"
+
+/**
+ * The user's part of the authorization code flow, supplied by the
+ * application: show the authorization URL, then hand back the URL the
+ * browser was redirected to.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Interaction {
+  /** Shows the authorization URL to the user (opens a browser, prints it…). */
+  readonly openUrl: (url: string) => Effect.Effect<void>
+  /** The full redirect URL (with `code` and `state`, or `error`) once the user is done. */
+  readonly receiveRedirect: Effect.Effect<string>
+}
+
+/**
+ * How the provider gets tokens.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Options {
+  /** A pre-registered client id, used in preference to any other identity. Default none. */
+  readonly clientId?: string | undefined
+  /** The pre-registered client's secret; makes it a confidential client. Default none (a public client). */
+  readonly clientSecret?: string | undefined
+  /**
+   * An https URL of this client's metadata document, used as its `client_id`
+   * where the authorization server supports client ID metadata documents.
+   * Default none.
+   */
+  readonly clientMetadataUrl?: string | undefined
+  /** The `client_name` sent with dynamic registration. Default "effect-mcp-transport". */
+  readonly clientName?: string | undefined
+  /** The redirect URI of the authorization code flow (where `receiveRedirect` listens). Required for that flow. */
+  readonly redirectUrl?: string | undefined
+  /** Shows the authorization URL and returns the redirect. Without it only client credentials can be used. */
+  readonly interaction?: Interaction | undefined
+  /**
+   * The grant: `authorization_code` (a user signs in) or `client_credentials`
+   * (a confidential client acts for itself). Default: `client_credentials`
+   * when a secret is given and no `interaction`, else `authorization_code`.
+   */
+  readonly grant?: "authorization_code" | "client_credentials" | undefined
+  /** Scopes to ask for when neither the server's challenge nor its metadata name any. Default none (no `scope`). */
+  readonly scope?: string | undefined
+  /** Bound on each request to the authorization server (metadata, registration, token). Default 30 seconds. */
+  readonly timeout?: Duration.Input | undefined
+  /** Bound on the user's part of the code flow (`receiveRedirect`). Default 5 minutes. */
+  readonly interactionTimeout?: Duration.Input | undefined
+  /** Largest metadata document read. Default 64 KiB. */
+  readonly maxMetadataBytes?: number | undefined
+  /** A token this close to its expiry is refreshed before use. Default 30 seconds. */
+  readonly refreshMargin?: Duration.Input | undefined
+}
+
+/**
+ * What a transport asks of the provider.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface OAuthProviderShape {
+  /**
+   * The `Authorization` header value for a request to `serverUrl`
+   * (refreshing an expired token first); `undefined` while there is none.
+   */
+  readonly authorization: (serverUrl: string) => Effect.Effect<string | undefined, AuthError>
+  /**
+   * The server answered 401 to a request sent with `sent`: refresh, or
+   * authorize from scratch. Does nothing when the token was replaced since.
+   */
+  readonly unauthorized: (
+    serverUrl: string,
+    wwwAuthenticate: string | undefined,
+    sent: string | undefined
+  ) => Effect.Effect<void, AuthError>
+  /**
+   * The server answered 403: on `insufficient_scope`, re-authorizes with the
+   * scopes held plus those asked for, and says `true` (a retry makes sense).
+   */
+  readonly forbidden: (
+    serverUrl: string,
+    wwwAuthenticate: string | undefined,
+    sent: string | undefined
+  ) => Effect.Effect<boolean, AuthError>
+}
+
+/**
+ * The OAuth provider service.
+ *
+ * @since 0.2.0
+ * @category services
+ */
+export class OAuthProvider extends Context.Service<OAuthProvider, OAuthProviderShape>()(
+  "effect-mcp-transport/client/auth/OAuthProvider"
+) {}
+
+const DEFAULT_TIMEOUT = Duration.seconds(30)
+const DEFAULT_INTERACTION_TIMEOUT = Duration.minutes(5)
+const DEFAULT_REFRESH_MARGIN = Duration.seconds(30)
+
+const bearer = (tokens: TokenStore.Tokens | undefined): string | undefined =>
+  tokens === undefined ? undefined : `Bearer ${tokens.accessToken}`
+
+const scopeUnion = (...scopes: ReadonlyArray<string | undefined>): string | undefined => {
+  const all = new Set<string>()
+  for (const scope of scopes) for (const s of (scope ?? "").split(" ")) if (s !== "") all.add(s)
+  return all.size === 0 ? undefined : [...all].join(" ")
+}
+
+/**
+ * Makes a provider. It sends its own requests with the `HttpClient` in
+ * context, and keeps tokens in the `TokenStore` in context, or in memory
+ * when there is none.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const make = Effect.fnUntraced(function*(options: Options = {}) {
+  const http = yield* HttpClient.HttpClient
+  const store = Option.getOrUndefined(yield* Effect.serviceOption(TokenStore.TokenStore)) ??
+    (yield* TokenStore.makeMemory)
+  const timeout = options.timeout ?? DEFAULT_TIMEOUT
+  const limits: Discovery.Limits = { maxBytes: options.maxMetadataBytes, timeout }
+  const marginMs = Duration.toMillis(Duration.fromInputUnsafe(options.refreshMargin ?? DEFAULT_REFRESH_MARGIN))
+  const grant = options.grant ??
+    (options.clientSecret !== undefined && options.interaction === undefined ? "client_credentials" : "authorization_code")
+
+  /** Per server: what discovery found, and one lock that serializes its refreshes and grants. */
+  const discovered = new Map<string, Discovery.Discovered>()
+  const locks = new Map<string, Semaphore.Semaphore>()
+  const lockOf = (serverUrl: string) => {
+    let lock = locks.get(serverUrl)
+    if (lock === undefined) locks.set(serverUrl, lock = Semaphore.makeUnsafe(1))
+    return lock
+  }
+
+  /** The tokens for the server: those of its discovered issuer and resource, or the one stored set covering it. */
+  const current = (serverUrl: string): Effect.Effect<TokenStore.Tokens | undefined, TokenStoreFailed> =>
+    Effect.map(store.load, (contents) => {
+      const found = discovered.get(serverUrl)
+      if (found !== undefined) {
+        return contents.tokens[TokenStore.bindingKey(found.server.issuer, found.resource.resource)]
+      }
+      const covering = Object.values(contents.tokens).filter((t) => Discovery.resourceCovers(t.resource, serverUrl))
+      return covering.length === 1 ? covering[0] : undefined
+    })
+
+  const discover = (serverUrl: string, challenge: WwwAuthenticate.BearerChallenge) =>
+    Effect.suspend(() => {
+      const known = discovered.get(serverUrl)
+      if (known !== undefined && challenge.resourceMetadata === undefined) return Effect.succeed(known)
+      return Effect.tap(
+        Discovery.discover(http, serverUrl, challenge, limits),
+        (found) => Effect.sync(() => discovered.set(serverUrl, found))
+      )
+    })
+
+  const save = (found: Discovery.Discovered, response: TokenEndpoint.TokenResponse, previous?: TokenStore.Tokens, requestedScope?: string) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const tokens: TokenStore.Tokens = {
+        issuer: found.server.issuer,
+        resource: found.resource.resource,
+        accessToken: response.accessToken,
+        tokenType: response.tokenType,
+        // A refresh answer without a refresh token keeps the old one (RFC 6749 §6); with one, it rotates.
+        refreshToken: response.refreshToken ?? previous?.refreshToken,
+        expiresAt: response.expiresIn === undefined ? undefined : now + response.expiresIn * 1000,
+        scope: response.scope ?? requestedScope ?? previous?.scope
+      }
+      yield* store.update((contents) => TokenStore.withTokens(contents, tokens))
+      return tokens
+    })
+
+  // ---------------------------------------------------------------------------
+  // Client identity: configured, client ID metadata document, stored registration, dynamic registration
+
+  const identity = (found: Discovery.Discovered, scope: string | undefined) =>
+    Effect.gen(function*() {
+      const server = found.server
+      const issuer = server.issuer
+      if (options.clientId !== undefined) {
+        const methods = server.token_endpoint_auth_methods_supported ?? ["client_secret_basic"]
+        const client: TokenStore.RegisteredClient = {
+          issuer,
+          clientId: options.clientId,
+          clientSecret: options.clientSecret,
+          authMethod: options.clientSecret === undefined
+            ? "none"
+            : methods.includes("client_secret_basic") || !methods.includes("client_secret_post")
+            ? "client_secret_basic"
+            : "client_secret_post"
+        }
+        return client
+      }
+      if (options.clientMetadataUrl !== undefined && server.client_id_metadata_document_supported === true) {
+        if (!options.clientMetadataUrl.startsWith("https://")) {
+          return yield* new RegistrationRefused({
+            issuer,
+            reason: `the client metadata URL ${options.clientMetadataUrl} is not an https URL`
+          })
+        }
+        const client: TokenStore.RegisteredClient = { issuer, clientId: options.clientMetadataUrl, authMethod: "none" }
+        return client
+      }
+      const stored = (yield* store.load).clients[issuer]
+      if (stored !== undefined && stored.redirectUri === options.redirectUrl) return stored
+      if (server.registration_endpoint === undefined) {
+        return yield* new RegistrationRefused({
+          issuer,
+          reason: "it offers neither dynamic client registration nor client ID metadata documents"
+        })
+      }
+      if (options.redirectUrl === undefined) {
+        return yield* new RegistrationRefused({ issuer, reason: "registration needs a redirectUrl, and none is configured" })
+      }
+      const registered = yield* TokenEndpoint.register(http, {
+        issuer,
+        registrationEndpoint: server.registration_endpoint,
+        clientName: options.clientName ?? "effect-mcp-transport",
+        redirectUri: options.redirectUrl,
+        scope,
+        timeout
+      })
+      yield* store.update((contents) => TokenStore.withClient(contents, registered))
+      return registered
+    })
+
+  // ---------------------------------------------------------------------------
+  // Grants
+
+  const authorizationCode = (found: Discovery.Discovered, scope: string | undefined) =>
+    Effect.gen(function*() {
+      const server = found.server
+      const issuer = server.issuer
+      const interaction = options.interaction
+      if (interaction === undefined) {
+        return yield* new InteractionRequired({ serverUrl: found.serverUrl, reason: "no interactive handler is configured" })
+      }
+      if (options.redirectUrl === undefined) {
+        return yield* new InteractionRequired({ serverUrl: found.serverUrl, reason: "no redirectUrl is configured" })
+      }
+      if (server.authorization_endpoint === undefined) {
+        return yield* new DiscoveryFailed({
+          serverUrl: found.serverUrl,
+          step: "authorization-server",
+          reason: `${issuer} has no authorization_endpoint`
+        })
+      }
+      // Without S256 in the metadata the spec forbids going on: the code would travel unprotected.
+      if (!(server.code_challenge_methods_supported ?? []).includes("S256")) {
+        return yield* new DiscoveryFailed({
+          serverUrl: found.serverUrl,
+          step: "authorization-server",
+          reason: `${issuer} does not advertise PKCE with S256 (code_challenge_methods_supported)`
+        })
+      }
+      const client = yield* identity(found, scope)
+      const pkce = yield* Pkce.make
+      const state = Pkce.randomToken()
+      const url = new URL(server.authorization_endpoint)
+      url.searchParams.set("response_type", "code")
+      url.searchParams.set("client_id", client.clientId)
+      url.searchParams.set("redirect_uri", options.redirectUrl)
+      url.searchParams.set("code_challenge", pkce.challenge)
+      url.searchParams.set("code_challenge_method", "S256")
+      url.searchParams.set("state", state)
+      url.searchParams.set("resource", found.resource.resource)
+      if (scope !== undefined) url.searchParams.set("scope", scope)
+      yield* Effect.logDebug("MCP auth: waiting for the user to authorize", { issuer })
+      yield* interaction.openUrl(url.href)
+      const redirect = yield* interaction.receiveRedirect.pipe(
+        Effect.timeoutOrElse({
+          duration: options.interactionTimeout ?? DEFAULT_INTERACTION_TIMEOUT,
+          orElse: () =>
+            Effect.fail(new AuthorizationRefused({ issuer, error: "timeout", description: "no redirect came back in time" }))
+        })
+      )
+      let answer: URL
+      try {
+        answer = new URL(redirect)
+      } catch {
+        return yield* new AuthorizationRefused({ issuer, error: "invalid_redirect", description: "the redirect is not a URL" })
+      }
+      const query = answer.searchParams
+      if (query.get("state") !== state) return yield* new StateMismatch({ issuer, parameter: "state" })
+      // RFC 9207: when the server sends its identity in the redirect, it must be the one we asked.
+      const iss = query.get("iss")
+      if (
+        (iss !== null || server.authorization_response_iss_parameter_supported === true) &&
+        iss !== server.issuer
+      ) {
+        return yield* new StateMismatch({ issuer, parameter: "iss" })
+      }
+      const error = query.get("error")
+      if (error === "access_denied") {
+        return yield* new UserDenied({ issuer, description: query.get("error_description") ?? undefined })
+      }
+      if (error !== null) {
+        return yield* new AuthorizationRefused({ issuer, error, description: query.get("error_description") ?? undefined })
+      }
+      const code = query.get("code")
+      if (code === null) {
+        return yield* new AuthorizationRefused({ issuer, error: "no_code", description: "the redirect carries no code" })
+      }
+      const response = yield* TokenEndpoint.requestToken(http, {
+        issuer,
+        tokenEndpoint: server.token_endpoint,
+        client,
+        grant: "authorization_code",
+        params: {
+          code,
+          redirect_uri: options.redirectUrl,
+          code_verifier: pkce.verifier,
+          resource: found.resource.resource
+        },
+        timeout
+      })
+      return yield* save(found, response, undefined, scope)
+    })
+
+  const clientCredentials = (found: Discovery.Discovered, scope: string | undefined) =>
+    Effect.gen(function*() {
+      const client = yield* identity(found, scope)
+      const response = yield* TokenEndpoint.requestToken(http, {
+        issuer: found.server.issuer,
+        tokenEndpoint: found.server.token_endpoint,
+        client,
+        grant: "client_credentials",
+        params: { resource: found.resource.resource, ...(scope === undefined ? {} : { scope }) },
+        timeout
+      })
+      return yield* save(found, response, undefined, scope)
+    })
+
+  const obtain = (found: Discovery.Discovered, scope: string | undefined) =>
+    grant === "client_credentials" ? clientCredentials(found, scope) : authorizationCode(found, scope)
+
+  /** Refreshes; a refused refresh token is removed, so the next attempt signs in again. */
+  const refresh = (
+    found: Discovery.Discovered,
+    tokens: TokenStore.Tokens
+  ): Effect.Effect<TokenStore.Tokens, AuthError> =>
+    Effect.gen(function*() {
+      const client = yield* identity(found, tokens.scope)
+      yield* Effect.logDebug("MCP auth: refreshing the access token", { issuer: tokens.issuer })
+      const response = yield* TokenEndpoint.requestToken(http, {
+        issuer: tokens.issuer,
+        tokenEndpoint: found.server.token_endpoint,
+        client,
+        grant: "refresh_token",
+        params: { refresh_token: tokens.refreshToken!, resource: tokens.resource },
+        timeout
+      }).pipe(
+        Effect.tapError((error: InvalidGrant | TokenEndpointFailed) =>
+          error._tag === "InvalidGrant"
+            ? store.update((contents) => TokenStore.withoutTokens(contents, tokens.issuer, tokens.resource))
+            : Effect.void
+        )
+      )
+      return yield* save(found, response, tokens)
+    })
+
+  const expired = (tokens: TokenStore.Tokens, now: number) =>
+    tokens.expiresAt !== undefined && tokens.expiresAt - marginMs <= now
+
+  // ---------------------------------------------------------------------------
+  // The service
+
+  const authorization: OAuthProviderShape["authorization"] = (serverUrl) =>
+    Effect.gen(function*() {
+      const tokens = yield* current(serverUrl)
+      if (tokens === undefined) return undefined
+      if (tokens.refreshToken === undefined || !expired(tokens, yield* Clock.currentTimeMillis)) return bearer(tokens)
+      return yield* lockOf(serverUrl).withPermit(Effect.gen(function*() {
+        // Whoever held the lock before may have refreshed already.
+        const latest = yield* current(serverUrl)
+        if (latest === undefined) return undefined
+        if (latest.refreshToken === undefined || !expired(latest, yield* Clock.currentTimeMillis)) return bearer(latest)
+        const found = yield* discover(serverUrl, {})
+        if (found.server.issuer !== latest.issuer) return undefined
+        return bearer(yield* refresh(found, latest))
+      }))
+    })
+
+  const unauthorized: OAuthProviderShape["unauthorized"] = (serverUrl, header, sent) =>
+    lockOf(serverUrl).withPermit(Effect.gen(function*() {
+      // Another request signed in or refreshed while this one waited for the lock (sent nothing, or an older token).
+      if (bearer(yield* current(serverUrl)) !== sent) return
+      const challenge = WwwAuthenticate.parse(header)
+      const found = yield* discover(serverUrl, challenge)
+      const tokens = yield* current(serverUrl)
+      if (tokens !== undefined && sent !== undefined && tokens.refreshToken !== undefined && bearer(tokens) === sent) {
+        yield* refresh(found, tokens)
+        return
+      }
+      const scope = challenge.scope ?? found.resource.scopes_supported?.join(" ") ?? options.scope
+      yield* obtain(found, scope)
+    }))
+
+  const forbidden: OAuthProviderShape["forbidden"] = (serverUrl, header, sent) => {
+    const challenge = WwwAuthenticate.parse(header)
+    if (challenge.error !== "insufficient_scope") return Effect.succeed(false)
+    return lockOf(serverUrl).withPermit(Effect.gen(function*() {
+      const tokens = yield* current(serverUrl)
+      if (bearer(tokens) !== sent) return true
+      const found = yield* discover(serverUrl, challenge.resourceMetadata === undefined ? {} : challenge)
+      yield* obtain(found, scopeUnion(tokens?.scope, challenge.scope))
+      return true
+    }))
+  }
+
+  return OAuthProvider.of({ authorization, unauthorized, forbidden })
+})
+
+/**
+ * Provides an `OAuthProvider`; needs an `HttpClient`, and uses the
+ * `TokenStore` in context (in memory when there is none).
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer = (options: Options = {}): Layer.Layer<OAuthProvider, never, HttpClient.HttpClient> =>
+  Layer.effect(OAuthProvider, make(options))

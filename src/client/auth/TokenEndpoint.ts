@@ -1,0 +1,211 @@
+/**
+ * Requests to an authorization server's token and registration endpoints:
+ * form-encoded grants with the client's authentication (RFC 6749 §2.3,
+ * OAuth 2.1), and dynamic client registration (RFC 7591). Answers are read
+ * with a size limit and every request with a timeout; no token or secret is
+ * ever put in a URL, a log or an error.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as HttpBody from "effect/http/HttpBody"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import { InvalidGrant, RegistrationRefused, TokenEndpointFailed } from "../../AuthError.ts"
+import { truncate } from "../../McpError.ts"
+import * as Http from "../internal/HttpExchange.ts"
+import type { RegisteredClient, TokenEndpointAuth } from "./TokenStore.ts"
+
+/**
+ * A token endpoint's successful answer (RFC 6749 §5.1).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface TokenResponse {
+  readonly accessToken: string
+  readonly tokenType: string
+  readonly expiresIn?: number | undefined
+  readonly refreshToken?: string | undefined
+  readonly scope?: string | undefined
+}
+
+/**
+ * The grants this client sends.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Grant = "authorization_code" | "refresh_token" | "client_credentials"
+
+const MAX_ANSWER_BYTES = 64 * 1024
+
+/** Form encoding as `application/x-www-form-urlencoded` wants it for Basic credentials (RFC 6749 §2.3.1). */
+const formEncode = (text: string): string => encodeURIComponent(text).replace(/%20/g, "+")
+
+const withClientAuth = (
+  client: RegisteredClient,
+  params: Record<string, string>
+): { readonly params: Record<string, string>; readonly headers: Record<string, string> } => {
+  const method: TokenEndpointAuth = client.clientSecret === undefined ? "none" : client.authMethod
+  switch (method) {
+    case "client_secret_basic":
+      return {
+        params,
+        headers: {
+          authorization: `Basic ${btoa(`${formEncode(client.clientId)}:${formEncode(client.clientSecret!)}`)}`
+        }
+      }
+    case "client_secret_post":
+      return { params: { ...params, client_id: client.clientId, client_secret: client.clientSecret! }, headers: {} }
+    case "none":
+      return { params: { ...params, client_id: client.clientId }, headers: {} }
+  }
+}
+
+const GRANT_REFUSALS = new Set(["invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type"])
+
+/**
+ * POSTs one grant to the token endpoint. A refusal (`invalid_grant`,
+ * `invalid_client`…) fails with `InvalidGrant`; any other failure,
+ * including no answer within `timeout`, with `TokenEndpointFailed`.
+ *
+ * @since 0.2.0
+ * @category requests
+ */
+export const requestToken = (
+  http: HttpClient.HttpClient,
+  options: {
+    readonly issuer: string
+    readonly tokenEndpoint: string
+    readonly client: RegisteredClient
+    readonly grant: Grant
+    readonly params: Record<string, string>
+    readonly timeout: Duration.Input
+  }
+): Effect.Effect<TokenResponse, InvalidGrant | TokenEndpointFailed> => {
+  const { issuer } = options
+  const failed = (reason: string, status?: number) => new TokenEndpointFailed({ issuer, reason, status })
+  const auth = withClientAuth(options.client, { grant_type: options.grant, ...options.params })
+  const request = HttpClientRequest.post(options.tokenEndpoint, {
+    headers: { accept: "application/json", ...auth.headers },
+    body: HttpBody.text(new URLSearchParams(auth.params).toString(), "application/x-www-form-urlencoded")
+  })
+  return Effect.gen(function*() {
+    const response = yield* Http.execute(http, request)
+    const text = yield* Http.readText(response, MAX_ANSWER_BYTES)
+    let json: Record<string, unknown> | undefined
+    try {
+      const parsed: unknown = JSON.parse(text)
+      json = typeof parsed === "object" && parsed !== null ? parsed as Record<string, unknown> : undefined
+    } catch {
+      json = undefined
+    }
+    if (!Http.isSuccess(response.status)) {
+      const error = typeof json?.error === "string" ? json.error : undefined
+      const description = typeof json?.error_description === "string" ? truncate(json.error_description) : undefined
+      if (error !== undefined && GRANT_REFUSALS.has(error) && response.status < 500) {
+        return yield* new InvalidGrant({ issuer, grant: options.grant, error, description })
+      }
+      return yield* failed(error === undefined ? "an error status" : `${error}${description ? ` (${description})` : ""}`, response.status)
+    }
+    if (json === undefined || typeof json.access_token !== "string" || typeof json.token_type !== "string") {
+      return yield* failed("the answer is not a token response (access_token and token_type required)", response.status)
+    }
+    if (json.token_type.toLowerCase() !== "bearer") {
+      return yield* failed(`the token type is ${json.token_type}; only Bearer is supported`, response.status)
+    }
+    const expiresIn = typeof json.expires_in === "number" && json.expires_in >= 0 ? json.expires_in : undefined
+    return {
+      accessToken: json.access_token,
+      tokenType: "Bearer",
+      expiresIn,
+      refreshToken: typeof json.refresh_token === "string" ? json.refresh_token : undefined,
+      scope: typeof json.scope === "string" ? json.scope : undefined
+    }
+  }).pipe(
+    Effect.catchTags({
+      TransportClosed: (error) => Effect.fail(failed(error.reason)),
+      RedirectRefused: (error) => Effect.fail(failed(`redirected to ${error.location} (${error.reason})`)),
+      MessageTooLarge: () => Effect.fail(failed(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`))
+    }),
+    Effect.timeoutOrElse({
+      duration: options.timeout,
+      orElse: () => Effect.fail(failed(`no answer within ${Duration.format(Duration.fromInputUnsafe(options.timeout))}`))
+    })
+  )
+}
+
+/**
+ * Registers a public client (no secret, `token_endpoint_auth_method: none`)
+ * for the authorization code grant at `registrationEndpoint` (RFC 7591).
+ *
+ * @since 0.2.0
+ * @category requests
+ */
+export const register = (
+  http: HttpClient.HttpClient,
+  options: {
+    readonly issuer: string
+    readonly registrationEndpoint: string
+    readonly clientName: string
+    readonly redirectUri: string
+    readonly scope?: string | undefined
+    readonly timeout: Duration.Input
+  }
+): Effect.Effect<RegisteredClient, RegistrationRefused> => {
+  const { issuer } = options
+  const refused = (reason: string, status?: number) => new RegistrationRefused({ issuer, reason, status })
+  const metadata = {
+    client_name: options.clientName,
+    redirect_uris: [options.redirectUri],
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+    application_type: "native",
+    ...(options.scope === undefined ? {} : { scope: options.scope })
+  }
+  const request = HttpClientRequest.post(options.registrationEndpoint, {
+    headers: { accept: "application/json" },
+    body: HttpBody.text(JSON.stringify(metadata), "application/json")
+  })
+  return Effect.gen(function*() {
+    const response = yield* Http.execute(http, request)
+    const text = yield* Http.readText(response, MAX_ANSWER_BYTES)
+    let json: Record<string, unknown> | undefined
+    try {
+      const parsed: unknown = JSON.parse(text)
+      json = typeof parsed === "object" && parsed !== null ? parsed as Record<string, unknown> : undefined
+    } catch {
+      json = undefined
+    }
+    if (!Http.isSuccess(response.status)) {
+      const error = typeof json?.error === "string" ? json.error : "refused"
+      const description = typeof json?.error_description === "string" ? ` (${truncate(json.error_description)})` : ""
+      return yield* refused(`${error}${description}`, response.status)
+    }
+    if (json === undefined || typeof json.client_id !== "string") {
+      return yield* refused("the answer has no client_id", response.status)
+    }
+    const secret = typeof json.client_secret === "string" ? json.client_secret : undefined
+    const method = json.token_endpoint_auth_method
+    const registered: RegisteredClient = {
+      issuer,
+      clientId: json.client_id,
+      clientSecret: secret,
+      authMethod: secret === undefined
+        ? "none"
+        : method === "client_secret_post"
+        ? "client_secret_post"
+        : "client_secret_basic",
+      redirectUri: options.redirectUri
+    }
+    return registered
+  }).pipe(
+    Effect.catchTags({
+      TransportClosed: (error) => Effect.fail(refused(error.reason)),
+      RedirectRefused: (error) => Effect.fail(refused(`redirected to ${error.location} (${error.reason})`)),
+      MessageTooLarge: () => Effect.fail(refused(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`))
+    }),
+    Effect.timeoutOrElse({ duration: options.timeout, orElse: () => Effect.fail(refused("no answer in time")) })
+  )
+}

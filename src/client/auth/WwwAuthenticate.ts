@@ -1,0 +1,90 @@
+/**
+ * The `Bearer` challenge of a `WWW-Authenticate` header (RFC 6750 §3, with
+ * RFC 9728's `resource_metadata`): what a 401 or 403 tells the client about
+ * where to discover authorization and which scopes it wants.
+ */
+
+/**
+ * The parameters of a `Bearer` challenge that the client acts on.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface BearerChallenge {
+  /** The URL of the protected resource metadata (RFC 9728 §5.1). */
+  readonly resourceMetadata?: string | undefined
+  /** Space-separated scopes the request needs. */
+  readonly scope?: string | undefined
+  /** `invalid_token`, `insufficient_scope`… */
+  readonly error?: string | undefined
+  readonly errorDescription?: string | undefined
+}
+
+/**
+ * Reads the `Bearer` challenge out of a `WWW-Authenticate` value (which may
+ * hold several challenges); an empty challenge when there is none.
+ *
+ * @since 0.2.0
+ * @category parsing
+ */
+export const parse = (header: string | undefined): BearerChallenge => {
+  if (header === undefined) return {}
+  const params = bearerParams(header)
+  return {
+    resourceMetadata: params.get("resource_metadata"),
+    scope: params.get("scope"),
+    error: params.get("error"),
+    errorDescription: params.get("error_description")
+  }
+}
+
+const TOKEN = /[!#$%&'*+\-.^_`|~0-9A-Za-z]+/y
+const SPACE = /[\s,]*/y
+
+/** The auth-params of the first `Bearer` challenge, names lower-cased. */
+const bearerParams = (header: string): Map<string, string> => {
+  const params = new Map<string, string>()
+  let i = 0
+  let inBearer = false
+  const read = (pattern: RegExp): string | undefined => {
+    pattern.lastIndex = i
+    const m = pattern.exec(header)
+    if (m === null) return undefined
+    i = pattern.lastIndex
+    return m[0]
+  }
+  while (i < header.length) {
+    read(SPACE)
+    const name = read(TOKEN)
+    if (name === undefined) {
+      i++
+      continue
+    }
+    const afterName = i
+    read(/[ \t]*/y)
+    if (header[i] !== "=") {
+      // A new scheme starts: only the Bearer one is read.
+      if (inBearer) return params
+      inBearer = name.toLowerCase() === "bearer"
+      i = afterName
+      continue
+    }
+    i++
+    read(/[ \t]*/y)
+    let value: string
+    if (header[i] === "\"") {
+      i++
+      value = ""
+      while (i < header.length && header[i] !== "\"") {
+        if (header[i] === "\\" && i + 1 < header.length) i++
+        value += header[i]
+        i++
+      }
+      i++
+    } else {
+      value = read(/[^\s,]*/y) ?? ""
+    }
+    if (inBearer && !params.has(name.toLowerCase())) params.set(name.toLowerCase(), value)
+  }
+  return params
+}
