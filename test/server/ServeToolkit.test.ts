@@ -51,6 +51,9 @@ const services = Layer.mergeAll(
   handlers.pipe(Layer.provide(Layer.succeed(Precision, 2)), Layer.provideMerge(Layer.effect(Forgotten, Ref.make<ReadonlyArray<string>>([]))))
 )
 
+/** A tool with the effect/ai defaults: no parameters, no failure. */
+const answers = Toolkit.make(AiTool.make("answer", { success: Schema.Number }))
+
 const serverFor = (stateless: boolean) =>
   McpServer.make({ serverInfo: { name: "toolkit", version: "1.0.0" }, stateless }).pipe(Tool.fromToolkit(tools))
 
@@ -175,6 +178,26 @@ describe("serving an effect/ai Toolkit", () => {
       yield* Effect.promise(() => client.callTool({ name: "forget", arguments: { key: "sdk" } }))
       expect(yield* Ref.get(Context.get(context, Forgotten))).toEqual(["sdk"])
     }).pipe(Effect.scoped))
+
+  it.effect("a tool without parameters (effect/ai's EmptyParams) takes an empty object and refuses other keys", () =>
+    Effect.gen(function*() {
+      const server = McpServer.make({ serverInfo: { name: "toolkit", version: "1.0.0" }, stateless: true }).pipe(
+        Tool.fromToolkit(answers)
+      )
+      const handle = yield* McpServer.toHandler(server)
+      const client = yield* McpClient.fromTransport(yield* InMemoryTransport.make(handle.handler), { protocol: "2026-07-28" })
+      const { tools: listed } = yield* client.listTools()
+      expect(listed[0]).toMatchObject({
+        name: "answer",
+        inputSchema: { type: "object", additionalProperties: false },
+        outputSchema: { type: "object", properties: { result: { type: "number" } }, required: ["result"] }
+      })
+      const ok = yield* client.callTool({ name: "answer", arguments: {} })
+      expect(ok.structuredContent).toEqual({ result: 42 })
+      const extra = yield* client.callTool({ name: "answer", arguments: { question: "?" } })
+      expect(extra.isError).toBe(true)
+      expect(texts(extra)[0]).toContain(`["question"]`)
+    }).pipe(Effect.provide(answers.toLayer({ answer: () => Effect.succeed(42) }))))
 
   it("the served definition needs the toolkit's handlers", () => {
     const server = serverFor(true)
