@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { Context, Effect, Layer, Ref, Schema, Stream } from "effect"
+import * as AiError from "effect/ai/AiError"
 import * as AiTool from "effect/ai/Tool"
 import * as Toolkit from "effect/ai/Toolkit"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
@@ -53,6 +54,12 @@ const services = Layer.mergeAll(
 
 /** A tool with the effect/ai defaults: no parameters, no failure. */
 const answers = Toolkit.make(AiTool.make("answer", { success: Schema.Number }))
+
+/** Tools whose handlers do what MCP has no place for: preliminary results, failures outside the failure schema. */
+const extras = Toolkit.make(
+  AiTool.make("progressive", { success: Schema.Number }),
+  AiTool.make("broken", { success: Schema.Number })
+)
 
 const serverFor = (stateless: boolean) =>
   McpServer.make({ serverInfo: { name: "toolkit", version: "1.0.0" }, stateless }).pipe(Tool.fromToolkit(tools))
@@ -198,6 +205,24 @@ describe("serving an effect/ai Toolkit", () => {
       expect(extra.isError).toBe(true)
       expect(texts(extra)[0]).toContain(`["question"]`)
     }).pipe(Effect.provide(answers.toLayer({ answer: () => Effect.succeed(42) }))))
+
+  it.effect("preliminary results are not sent; a failure outside the failure schema (an AiError) is -32603", () =>
+    Effect.gen(function*() {
+      const server = McpServer.make({ serverInfo: { name: "toolkit", version: "1.0.0" }, stateless: true }).pipe(
+        Tool.fromToolkit(extras)
+      )
+      const handle = yield* McpServer.toHandler(server)
+      const client = yield* McpClient.fromTransport(yield* InMemoryTransport.make(handle.handler), { protocol: "2025-11-25" })
+      const final = yield* client.callTool({ name: "progressive", arguments: {} })
+      expect(final.structuredContent).toEqual({ result: 2 })
+      expect(texts(final)).toEqual(["2"])
+      const error = yield* Effect.flip(client.callTool({ name: "broken", arguments: {} }))
+      expect(error).toMatchObject({ code: -32603 })
+      expect(JSON.stringify(error)).not.toContain("secret")
+    }).pipe(Effect.provide(extras.toLayer({
+      progressive: (_, { preliminary }) => Effect.as(preliminary(1), 2),
+      broken: () => Effect.fail(new AiError.UnknownError({ description: "secret upstream detail" }))
+    }))))
 
   it("the served definition needs the toolkit's handlers", () => {
     const server = serverFor(true)
