@@ -7,7 +7,8 @@
  * decode are answered with a tool error (`isError: true`) that tells the
  * model what to fix. A typed result is encoded (and so checked) by
  * `success` and sent as `structuredContent` with a text copy; a failure the
- * `failure` Schema accepts is sent as a tool error.
+ * `failure` Schema accepts is sent as a tool error. `fromToolkit` serves
+ * the tools of an `effect/ai` `Toolkit` the same way.
  *
  * @since 0.2.0
  */

@@ -48,8 +48,10 @@ const handlers = tools.toLayer(Effect.gen(function*() {
   })
 }))
 
-const services = Layer.mergeAll(
-  handlers.pipe(Layer.provide(Layer.succeed(Precision, 2)), Layer.provideMerge(Layer.effect(Forgotten, Ref.make<ReadonlyArray<string>>([]))))
+/** The handlers with the services they are built from; `Forgotten` stays visible to the tests. */
+const services = handlers.pipe(
+  Layer.provide(Layer.succeed(Precision, 2)),
+  Layer.provideMerge(Layer.effect(Forgotten, Ref.make<ReadonlyArray<string>>([])))
 )
 
 /** A tool with the effect/ai defaults: no parameters, no failure. */
