@@ -7,13 +7,17 @@
  * decode are answered with a tool error (`isError: true`) that tells the
  * model what to fix. A typed result is encoded (and so checked) by
  * `success` and sent as `structuredContent` with a text copy; a failure the
- * `failure` Schema accepts is sent as a tool error.
+ * `failure` Schema accepts is sent as a tool error. `fromToolkit` serves
+ * the tools of an `effect/ai` `Toolkit` the same way.
  *
  * @since 0.2.0
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
+import * as AiTool from "effect/ai/Tool"
+import type * as Toolkit from "effect/ai/Toolkit"
 import * as JsonRpc from "../JsonRpc.ts"
 import { RpcError } from "../McpError.ts"
 import * as RequestMeta from "../RequestMeta.ts"
@@ -274,4 +278,107 @@ export const add = <
     )
 
   return Catalogue.add(server, "tools", name, { definition, call }) as McpServer<any>
+}
+
+/**
+ * The services an `effect/ai` toolkit's tools need when served: the
+ * handlers (`toolkit.toLayer(...)`), the dependencies the tools declare and
+ * the services of their Schemas.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ToolkitServices<Tools extends Record<string, AiTool.Any>> =
+  | AiTool.HandlersFor<Tools>
+  | { readonly [K in keyof Tools]: AiTool.HandlerServices<Tools[K]> }[keyof Tools]
+
+const isVoidSchema = (schema: Schema.Top) => SchemaAST.isVoid(schema.ast) || SchemaAST.isUndefined(schema.ast)
+
+const isNeverSchema = (schema: Schema.Top) => SchemaAST.isNever(schema.ast)
+
+/** An annotation the tool sets itself: the ai hints are references with defaults, and only the chosen ones are sent. */
+const annotation = <A>(tool: AiTool.Any, key: Context.Key<any, A>): A | undefined =>
+  tool.annotations.mapUnsafe.has(key.key) ? tool.annotations.mapUnsafe.get(key.key) as A : undefined
+
+const annotationsOf = (tool: AiTool.Any): ToolAnnotations | undefined => {
+  const hints: Record<string, string | boolean> = {}
+  const set = (name: keyof ToolAnnotations, value: string | boolean | undefined) => {
+    if (value !== undefined) hints[name] = value
+  }
+  set("title", annotation(tool, AiTool.Title))
+  set("readOnlyHint", annotation(tool, AiTool.Readonly))
+  set("destructiveHint", annotation(tool, AiTool.Destructive))
+  set("idempotentHint", annotation(tool, AiTool.Idempotent))
+  set("openWorldHint", annotation(tool, AiTool.OpenWorld))
+  return Object.keys(hints).length === 0 ? undefined : hints
+}
+
+/**
+ * Registers every tool of an `effect/ai` `Toolkit` as an MCP tool, through
+ * `add`: the tool's name, description (`Tool.getDescription`), parameters,
+ * success and failure Schemas become the MCP tool's, and its `Title`,
+ * `Readonly`, `Destructive`, `Idempotent` and `OpenWorld` annotations the
+ * MCP `title` and hints (only those the tool sets; `Meta` is its `_meta`).
+ * A tool whose success Schema is `Void` (the ai default) answers an empty
+ * `content` and lists no `outputSchema`.
+ *
+ * Each call runs the handler that `toolkit.toLayer(...)` registered, so the
+ * server needs that layer (and the tools' declared dependencies) when it
+ * runs. The handler's `preliminary` results are not sent; its
+ * `toolCallId` is the JSON-RPC request id. Throws `DefinitionError` for a
+ * provider-defined tool (the model provider runs it) and for a dynamic tool
+ * whose parameters are a raw JSON Schema, as well as for everything `add`
+ * rejects.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import * as Schema from "effect/Schema"
+ * import { Tool as AiTool, Toolkit } from "effect/ai"
+ * import * as McpServer from "effect-mcp-transport/server/McpServer"
+ * import * as Tool from "effect-mcp-transport/server/Tool"
+ *
+ * const Echo = AiTool.make("echo", { parameters: Schema.Struct({ text: Schema.String }), success: Schema.String })
+ * const tools = Toolkit.make(Echo)
+ *
+ * const server = McpServer.make({ serverInfo: { name: "echo", version: "1.0.0" } }).pipe(Tool.fromToolkit(tools))
+ * const handlers = tools.toLayer({ echo: ({ text }) => Effect.succeed(text) })
+ * ```
+ *
+ * @since 0.2.0
+ * @category definitions
+ */
+export const fromToolkit = <Tools extends Record<string, AiTool.Any>>(toolkit: Toolkit.Toolkit<Tools>) =>
+<R>(server: McpServer<R>): McpServer<R | ToolkitServices<Tools>> => {
+  let out: McpServer<any> = server
+  for (const tool of Object.values(toolkit.tools) as Array<AiTool.Any>) {
+    if (AiTool.isProviderDefined(tool)) {
+      throw new DefinitionError({ kind: "tool", name: tool.name, reason: "is provider-defined: its model provider runs it, not a server" })
+    }
+    if (!Schema.isSchema(tool.parametersSchema)) {
+      throw new DefinitionError({ kind: "tool", name: tool.name, reason: "has parameters given as a JSON Schema: give a Schema to serve it" })
+    }
+    const voidSuccess = isVoidSchema(tool.successSchema)
+    const handler = (params: unknown, context: RequestContext): Effect.Effect<any, unknown, any> =>
+      Effect.flatMap(Effect.context<never>(), (services) => {
+        const entry = services.mapUnsafe.get(tool.id) as AiTool.Handler<string> | undefined
+        if (entry === undefined) return Effect.die(`no handler for the tool ${JSON.stringify(tool.name)}: provide the toolkit's layer`)
+        const run = entry.handler(params, { toolCallId: String(context.requestId), preliminary: () => Effect.void }).pipe(
+          // The layer's services are the handler's defaults; the call's own services (per request) win.
+          Effect.updateContext((input: Context.Context<never>) => Context.merge(entry.context, input))
+        )
+        return voidSuccess ? Effect.as(run, { content: [] }) : run
+      })
+    const meta = annotation(tool, AiTool.Meta)
+    out = add(tool.name, {
+      description: AiTool.getDescription(tool),
+      title: annotation(tool, AiTool.Title),
+      parameters: tool.parametersSchema,
+      success: voidSuccess ? undefined : tool.successSchema,
+      failure: isNeverSchema(tool.failureSchema) ? undefined : tool.failureSchema,
+      annotations: annotationsOf(tool),
+      _meta: meta
+    }, handler)(out)
+  }
+  return out
 }
