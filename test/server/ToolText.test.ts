@@ -18,7 +18,7 @@ const server = McpServer.make({ serverInfo: { name: "text-copy", version: "1.0.0
   }, ({ a }) => Effect.succeed({ half: a === 3 ? Number.NaN : a / 2 }))
 )
 
-const firstText = (result: McpClient.CallToolResult) => (result.content[0] as { text: string }).text
+const firstText = (result: { readonly content: ReadonlyArray<unknown> }) => (result.content[0] as { text: string }).text
 
 describe("Tool.add text", () => {
   it.effect("sends the text the option makes next to the structuredContent, with the outputSchema listed", () =>
