@@ -1,7 +1,7 @@
 /**
  * The example server the official conformance suite (server side) is run
- * against: every tool, resource, prompt and utility its scenarios call, built
- * on `McpServer` (lifecycle, method table) and mounted on
+ * against: every tool, resource, prompt and utility its scenarios call, defined
+ * with `Tool`, `Resource` and `Prompt` on `McpServer` and mounted on
  * `HttpServerTransport` (Streamable HTTP, sessions, resumable SSE, Host and
  * Origin checks).
  *
@@ -20,7 +20,11 @@ import type * as McpSchema from "effect/ai/McpSchema"
 import { CapabilityNotSupported, ClientRequestUnavailable, RpcError } from "../src/McpError.ts"
 import * as HttpServerTransport from "../src/server/HttpServerTransport.ts"
 import type { Handler, HandlerContext } from "../src/server/Handler.ts"
+import * as JsonSchema from "../src/server/JsonSchema.ts"
 import * as McpServer from "../src/server/McpServer.ts"
+import * as Prompt from "../src/server/Prompt.ts"
+import * as Resource from "../src/server/Resource.ts"
+import * as Tool from "../src/server/Tool.ts"
 
 /**
  * The transport's context of the message being served. `McpServer`'s
@@ -39,6 +43,8 @@ class ListChanges extends Context.Service<ListChanges, (method: string) => Effec
 
 // ---------------------------------------------------------------------------
 // Fixed payloads
+
+const WATCHED = "test://watched-resource"
 
 /** A 1x1 red PNG. */
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -64,57 +70,117 @@ const WAV = (() => {
 
 const text = (t: string) => ({ type: "text", text: t })
 const toolText = (t: string) => ({ content: [text(t)] })
-const noArgs = { type: "object", properties: {} }
+
+// ---------------------------------------------------------------------------
+// What Tool, Resource and Prompt cannot say
+//
+// The definitions below are fixed once built, and a tool's inputSchema is
+// always generated from its parameters' Schema. Three things the suite needs
+// fall outside that, and McpServer.method cannot serve them next to the
+// definitions (tools/list, tools/call, prompts/list and resources/list belong
+// to the catalogue once one tool, prompt or resource is added). So they are
+// applied to the replies of the mounted handler (see `overlay`):
+// - json_schema_2020_12_tool lists the exact JSON Schema 2020-12 document the
+//   json-schema-2020-12 scenario checks ($schema, $defs with $anchor, $ref,
+//   if/then/else, additionalProperties: false): no Effect Schema generates it.
+// - test_dynamic_tool and test_dynamic_prompt are listed only while the
+//   trigger tools have added them (calling them while absent is refused by
+//   their handlers, as an unknown name is).
+// - test://embedded-resource is readable (the embedded resources point at
+//   it) but not listed.
+
+const JSON_SCHEMA_TOOL = "json_schema_2020_12_tool"
+
+/** Every keyword family a server must pass through untouched: dialect, $defs with an $anchor,
+ * $ref, composition (allOf/anyOf), conditionals (if/then/else), additionalProperties. */
+const JSON_SCHEMA_2020_12 = {
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  type: "object",
+  $defs: {
+    address: {
+      $anchor: "addressDef",
+      type: "object",
+      properties: { street: { type: "string" }, city: { type: "string" } }
+    }
+  },
+  properties: {
+    name: { type: "string" },
+    address: { $ref: "#/$defs/address" },
+    contactMethod: { type: "string", enum: ["phone", "email"] },
+    phone: { type: "string" },
+    email: { type: "string" }
+  },
+  allOf: [{ anyOf: [{ required: ["phone"] }, { required: ["email"] }] }],
+  if: { properties: { contactMethod: { const: "phone" } }, required: ["contactMethod"] },
+  then: { required: ["phone"] },
+  else: { required: ["email"] },
+  additionalProperties: false
+}
+
+const EMBEDDED = "test://embedded-resource"
+
+type Entry = { readonly name?: unknown; readonly uri?: unknown }
+
+/** The lists as the suite must see them, from the lists the definitions make. */
+const overlay = (method: string, result: Record<string, unknown>): Record<string, unknown> => {
+  const patch = (key: string, f: (entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>) =>
+    Array.isArray(result[key]) ? { ...result, [key]: f(result[key]) } : result
+  switch (method) {
+    case "tools/list":
+      return patch("tools", (tools) =>
+        tools
+          .filter((t) => dynamicTool || t.name !== "test_dynamic_tool")
+          .map((t) => (t.name === JSON_SCHEMA_TOOL ? { ...t, inputSchema: JSON_SCHEMA_2020_12 } : t)))
+    case "prompts/list":
+      return patch("prompts", (prompts) => prompts.filter((p) => dynamicPrompt || p.name !== "test_dynamic_prompt"))
+    case "resources/list":
+      return patch("resources", (resources) => resources.filter((r) => r.uri !== EMBEDDED))
+  }
+  return result
+}
 
 // ---------------------------------------------------------------------------
 // Tools
 
-type Args = Readonly<Record<string, unknown>>
-type ToolResult = Record<string, unknown>
+/**
+ * A tool that fails reports it in the result (isError), not as a protocol
+ * error; a capability the client did not declare is the request's error
+ * (-32021), so that one goes through.
+ */
+const reported = (name: string) => <A, E, R>(run: Effect.Effect<A, E, R>) =>
+  run.pipe(
+    Effect.catch((e) =>
+      e instanceof CapabilityNotSupported
+        ? Effect.fail(e)
+        : Effect.succeed({ isError: true, content: [text(`Tool ${name} failed: ${describe(e)}`)] })
+    )
+  )
 
-interface Tool {
-  readonly name: string
-  readonly description: string
-  readonly inputSchema: Record<string, unknown>
-  readonly run: (args: Args, ctx: McpServer.RequestContext) => Effect.Effect<ToolResult, unknown, TransportCall | ListChanges>
-}
+const describe = (e: unknown): string =>
+  typeof e === "object" && e !== null && "_tag" in e ? String((e as { _tag: unknown })._tag) : String(e)
 
-const tools: ReadonlyArray<Tool> = [
-  {
-    name: "test_simple_text",
-    description: "Returns one text block",
-    inputSchema: noArgs,
-    run: () => Effect.succeed(toolText("This is a simple text response for testing."))
-  },
-  {
-    name: "test_image_content",
-    description: "Returns one PNG image block",
-    inputSchema: noArgs,
-    run: () => Effect.succeed({ content: [{ type: "image", data: PNG, mimeType: "image/png" }] })
-  },
-  {
-    name: "test_audio_content",
-    description: "Returns one WAV audio block",
-    inputSchema: noArgs,
-    run: () => Effect.succeed({ content: [{ type: "audio", data: WAV, mimeType: "audio/wav" }] })
-  },
-  {
-    name: "test_embedded_resource",
-    description: "Returns an embedded text resource",
-    inputSchema: noArgs,
-    run: () =>
+// The suite's schemas (enumNames, oneOf, anyOf) are wider than the typed
+// elicitation params, so the request goes out as it is written here.
+const elicitAndReport = (ctx: McpServer.RequestContext, label: string, params: Record<string, unknown>) =>
+  Effect.map(ctx.elicit(params as McpServer.ElicitRequest), (r) =>
+    toolText(`${label}: action=${r.action}, content=${JSON.stringify("content" in r ? r.content ?? {} : {})}`))
+
+const contentTools = <R>(server: McpServer.McpServer<R>) =>
+  server.pipe(
+    Tool.add("test_simple_text", { description: "Returns one text block" }, () =>
+      Effect.succeed("This is a simple text response for testing.")),
+    Tool.add("test_image_content", { description: "Returns one PNG image block" }, () =>
+      Effect.succeed({ content: [{ type: "image", data: PNG, mimeType: "image/png" }] })),
+    Tool.add("test_audio_content", { description: "Returns one WAV audio block" }, () =>
+      Effect.succeed({ content: [{ type: "audio", data: WAV, mimeType: "audio/wav" }] })),
+    Tool.add("test_embedded_resource", { description: "Returns an embedded text resource" }, () =>
       Effect.succeed({
         content: [{
           type: "resource",
-          resource: { uri: "test://embedded-resource", mimeType: "text/plain", text: "This is an embedded resource content." }
+          resource: { uri: EMBEDDED, mimeType: "text/plain", text: "This is an embedded resource content." }
         }]
-      })
-  },
-  {
-    name: "test_multiple_content_types",
-    description: "Returns text, image and resource blocks",
-    inputSchema: noArgs,
-    run: () =>
+      })),
+    Tool.add("test_multiple_content_types", { description: "Returns text, image and resource blocks" }, () =>
       Effect.succeed({
         content: [
           text("Multiple content types test:"),
@@ -128,65 +194,41 @@ const tools: ReadonlyArray<Tool> = [
             }
           }
         ]
-      })
-  },
-  {
-    name: "test_tool_with_logging",
-    description: "Sends three info log messages while it runs",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
+      })),
+    Tool.add("test_tool_with_logging", { description: "Sends three info log messages while it runs" }, (_, ctx) =>
       Effect.gen(function*() {
         yield* ctx.log("info", "Tool execution started")
         yield* Effect.sleep("50 millis")
         yield* ctx.log("info", "Tool processing data")
         yield* Effect.sleep("50 millis")
         yield* ctx.log("info", "Tool execution completed")
-        return toolText("Logging test completed")
-      })
-  },
-  {
-    name: "test_error_handling",
-    description: "Always reports a tool error",
-    inputSchema: noArgs,
-    run: () =>
-      Effect.succeed({ isError: true, content: [text("This tool intentionally returns an error for testing")] })
-  },
-  {
-    name: "test_tool_with_progress",
-    description: "Reports progress 0, 50, 100 of 100",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
+        return "Logging test completed"
+      }).pipe(reported("test_tool_with_logging"))),
+    Tool.add("test_error_handling", { description: "Always reports a tool error" }, () =>
+      Effect.succeed({ isError: true, content: [text("This tool intentionally returns an error for testing")] })),
+    Tool.add("test_tool_with_progress", { description: "Reports progress 0, 50, 100 of 100" }, (_, ctx) =>
       Effect.gen(function*() {
         yield* ctx.progress(0, { total: 100 })
         yield* Effect.sleep("50 millis")
         yield* ctx.progress(50, { total: 100 })
         yield* Effect.sleep("50 millis")
         yield* ctx.progress(100, { total: 100 })
-        return toolText(`Progress test completed (token ${String(ctx.progressToken)})`)
-      })
-  },
-  {
-    name: "test_sampling",
-    description: "Asks the client's LLM to answer a prompt",
-    inputSchema: { type: "object", properties: { prompt: { type: "string" } }, required: ["prompt"] },
-    run: (args, ctx) =>
-      Effect.gen(function*() {
-        const result = yield* ctx.sample({
-          messages: [{ role: "user", content: { type: "text", text: String(args.prompt ?? "") } }],
-          maxTokens: 100
-        })
-        const blocks = Array.isArray(result.content) ? result.content : [result.content]
-        const answer = blocks.map((b: any) => (b.type === "text" ? b.text : `[${b.type}]`)).join("")
-        return toolText(`LLM response: ${answer}`)
-      })
-  },
-  {
-    name: "test_elicitation",
-    description: "Asks the user for a username and an email",
-    inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
-    run: (args, ctx) =>
+        return `Progress test completed (token ${String(ctx.progressToken)})`
+      }).pipe(reported("test_tool_with_progress"))),
+    Tool.add("test_sampling", {
+      description: "Asks the client's LLM to answer a prompt",
+      parameters: { prompt: Schema.String }
+    }, ({ prompt }, ctx) =>
+      ctx.sample({ messages: [{ role: "user", content: { type: "text", text: prompt } }], maxTokens: 100 }).pipe(
+        Effect.map((result) => toolText(`LLM response: ${sampleText(result)}`)),
+        reported("test_sampling")
+      )),
+    Tool.add("test_elicitation", {
+      description: "Asks the user for a username and an email",
+      parameters: { message: Schema.String }
+    }, ({ message }, ctx) =>
       elicitAndReport(ctx, "User response", {
-        message: String(args.message ?? ""),
+        message,
         requestedSchema: {
           type: "object",
           properties: {
@@ -195,13 +237,8 @@ const tools: ReadonlyArray<Tool> = [
           },
           required: ["username", "email"]
         }
-      })
-  },
-  {
-    name: "test_elicitation_sep1034_defaults",
-    description: "Elicits every primitive type with a default (SEP-1034)",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
+      }).pipe(reported("test_elicitation"))),
+    Tool.add("test_elicitation_sep1034_defaults", { description: "Elicits every primitive type with a default (SEP-1034)" }, (_, ctx) =>
       elicitAndReport(ctx, "Elicitation completed", {
         message: "Please review your details",
         requestedSchema: {
@@ -214,13 +251,8 @@ const tools: ReadonlyArray<Tool> = [
             verified: { type: "boolean", description: "Verified", default: true }
           }
         }
-      })
-  },
-  {
-    name: "test_elicitation_sep1330_enums",
-    description: "Elicits the five enum shapes (SEP-1330)",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
+      }).pipe(reported("test_elicitation_sep1034_defaults"))),
+    Tool.add("test_elicitation_sep1330_enums", { description: "Elicits the five enum shapes (SEP-1330)" }, (_, ctx) =>
       elicitAndReport(ctx, "Elicitation completed", {
         message: "Please choose",
         requestedSchema: {
@@ -253,43 +285,15 @@ const tools: ReadonlyArray<Tool> = [
             }
           }
         }
-      })
-  },
-  {
-    name: "json_schema_2020_12_tool",
-    description: "Tool with JSON Schema 2020-12 features",
-    // Every keyword family a server must pass through untouched: dialect, $defs with an $anchor,
-    // $ref, composition (allOf/anyOf), conditionals (if/then/else), additionalProperties.
-    inputSchema: {
-      $schema: "https://json-schema.org/draft/2020-12/schema",
-      type: "object",
-      $defs: {
-        address: {
-          $anchor: "addressDef",
-          type: "object",
-          properties: { street: { type: "string" }, city: { type: "string" } }
-        }
-      },
-      properties: {
-        name: { type: "string" },
-        address: { $ref: "#/$defs/address" },
-        contactMethod: { type: "string", enum: ["phone", "email"] },
-        phone: { type: "string" },
-        email: { type: "string" }
-      },
-      allOf: [{ anyOf: [{ required: ["phone"] }, { required: ["email"] }] }],
-      if: { properties: { contactMethod: { const: "phone" } }, required: ["contactMethod"] },
-      then: { required: ["phone"] },
-      else: { required: ["email"] },
-      additionalProperties: false
-    },
-    run: (args) => Effect.succeed(toolText(`Received ${JSON.stringify(args)}`))
-  },
-  {
-    name: "test_reconnection",
-    description: "Closes its SSE connection mid-call, then answers after the client came back (SSE polling)",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
+      }).pipe(reported("test_elicitation_sep1330_enums"))),
+    // Listed with JSON_SCHEMA_2020_12 (see `overlay`); the arguments reach the handler as they came.
+    Tool.add(JSON_SCHEMA_TOOL, {
+      description: "Tool with JSON Schema 2020-12 features",
+      parameters: Schema.Record(Schema.String, Schema.Unknown)
+    }, (args) => Effect.succeed(`Received ${JSON.stringify(args)}`)),
+    Tool.add("test_reconnection", {
+      description: "Closes its SSE connection mid-call, then answers after the client came back (SSE polling)"
+    }, (_, ctx) =>
       Effect.gen(function*() {
         const call = yield* TransportCall
         yield* ctx.log("info", "closing the stream; reconnect to get the rest")
@@ -297,10 +301,9 @@ const tools: ReadonlyArray<Tool> = [
         // The answer is produced while the client is away, so it has to be replayed.
         yield* Effect.sleep("100 millis")
         yield* ctx.log("info", "produced while the client was away")
-        return toolText("Reconnection test completed")
-      })
-  }
-]
+        return "Reconnection test completed"
+      }).pipe(reported("test_reconnection")))
+  )
 
 // ---------------------------------------------------------------------------
 // Stateless era (2026-07-28): input_required rounds, capability checks,
@@ -328,312 +331,126 @@ const GREETING_REQUEST: McpServer.SamplingRequest = {
 let dynamicTool = false
 let dynamicPrompt = false
 
-const statelessTools: ReadonlyArray<Tool> = [
-  {
-    name: "test_input_required_result_elicitation",
-    description: "Asks for a name under the input key user_name, then greets",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
-      Effect.map(McpServer.inputKey("user_name")(ctx.elicit(NAME_FORM)), (a) => toolText(`Hello, ${answerField(a, "name")}!`))
-  },
-  {
-    name: "test_input_required_result_sampling",
-    description: "Asks the client's LLM for a greeting",
-    inputSchema: noArgs,
-    run: (_, ctx) => Effect.map(ctx.sample(GREETING_REQUEST), (r) => toolText(`LLM said: ${sampleText(r)}`))
-  },
-  {
-    name: "test_input_required_result_list_roots",
-    description: "Asks for the client's roots",
-    inputSchema: noArgs,
-    run: (_, ctx) => Effect.map(ctx.listRoots, (roots) => toolText(`Roots: ${roots.map((r) => r.uri).join(", ")}`))
-  },
-  {
-    name: "test_input_required_result_request_state",
-    description: "Asks for a name; the retry's signed requestState is checked before the answer is used",
-    inputSchema: noArgs,
-    // The runtime refuses a state that fails its check, so an answer reaching here came with a valid one.
-    run: (_, ctx) => Effect.map(ctx.elicit(NAME_FORM), (a) => toolText(`state-ok: hello ${answerField(a, "name")}`))
-  },
-  {
-    name: "test_input_required_result_multiple_inputs",
-    description: "Asks for a name, an LLM greeting and the roots at once",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
-      Effect.map(
-        Effect.all([ctx.elicit(NAME_FORM), ctx.sample(GREETING_REQUEST), ctx.listRoots], { concurrency: "unbounded" }),
-        ([answer, greeting, roots]) =>
-          toolText(`${sampleText(greeting)} ${answerField(answer, "name")} (${roots.length} roots)`)
-      )
-  },
-  {
-    name: "test_input_required_result_multi_round",
-    description: "Asks for a name, then for a colour, in two rounds",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
+const unknownTool = (name: string) => new RpcError({ code: -32602, rpcMessage: `Unknown tool: ${name}`, data: { name } })
+
+const statelessTools = <R>(server: McpServer.McpServer<R>) =>
+  server.pipe(
+    Tool.add("test_input_required_result_elicitation", {
+      description: "Asks for a name under the input key user_name, then greets"
+    }, (_, ctx) =>
+      McpServer.inputKey("user_name")(ctx.elicit(NAME_FORM)).pipe(
+        Effect.map((a) => `Hello, ${answerField(a, "name")}!`),
+        reported("test_input_required_result_elicitation")
+      )),
+    Tool.add("test_input_required_result_sampling", { description: "Asks the client's LLM for a greeting" }, (_, ctx) =>
+      ctx.sample(GREETING_REQUEST).pipe(
+        Effect.map((r) => `LLM said: ${sampleText(r)}`),
+        reported("test_input_required_result_sampling")
+      )),
+    Tool.add("test_input_required_result_list_roots", { description: "Asks for the client's roots" }, (_, ctx) =>
+      ctx.listRoots.pipe(
+        Effect.map((roots) => `Roots: ${roots.map((r) => r.uri).join(", ")}`),
+        reported("test_input_required_result_list_roots")
+      )),
+    Tool.add("test_input_required_result_request_state", {
+      description: "Asks for a name; the retry's signed requestState is checked before the answer is used"
+    }, (_, ctx) =>
+      // The runtime refuses a state that fails its check, so an answer reaching here came with a valid one.
+      ctx.elicit(NAME_FORM).pipe(
+        Effect.map((a) => `state-ok: hello ${answerField(a, "name")}`),
+        reported("test_input_required_result_request_state")
+      )),
+    Tool.add("test_input_required_result_multiple_inputs", {
+      description: "Asks for a name, an LLM greeting and the roots at once"
+    }, (_, ctx) =>
+      Effect.all([ctx.elicit(NAME_FORM), ctx.sample(GREETING_REQUEST), ctx.listRoots], { concurrency: "unbounded" }).pipe(
+        Effect.map(([answer, greeting, roots]) =>
+          `${sampleText(greeting)} ${answerField(answer, "name")} (${roots.length} roots)`
+        ),
+        reported("test_input_required_result_multiple_inputs")
+      )),
+    Tool.add("test_input_required_result_multi_round", { description: "Asks for a name, then for a colour, in two rounds" }, (_, ctx) =>
       Effect.gen(function*() {
         const name = yield* McpServer.inputKey("step1")(ctx.elicit({ ...NAME_FORM, message: "Step 1: What is your name?" }))
         const colour = yield* McpServer.inputKey("step2")(ctx.elicit({
           message: "Step 2: What is your favorite color?",
           requestedSchema: { type: "object", properties: { color: { type: "string" } }, required: ["color"] }
         }))
-        return toolText(`${answerField(name, "name")} likes ${answerField(colour, "color")}`)
-      })
-  },
-  {
-    name: "test_input_required_result_tampered_state",
-    description: "Asks for a confirmation; a retry with an altered requestState is refused",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
-      Effect.map(
-        ctx.elicit({ message: "Confirm?", requestedSchema: { type: "object", properties: { ok: { type: "boolean" } } } }),
-        (a) => toolText(`confirmed: ${a.action}`)
-      )
-  },
-  {
-    name: "test_input_required_result_capabilities",
-    description: "Asks only through the capabilities the request declares (elicitation, sampling)",
-    inputSchema: noArgs,
-    run: (_, ctx) => {
+        return `${answerField(name, "name")} likes ${answerField(colour, "color")}`
+      }).pipe(reported("test_input_required_result_multi_round"))),
+    Tool.add("test_input_required_result_tampered_state", {
+      description: "Asks for a confirmation; a retry with an altered requestState is refused"
+    }, (_, ctx) =>
+      ctx.elicit({ message: "Confirm?", requestedSchema: { type: "object", properties: { ok: { type: "boolean" } } } }).pipe(
+        Effect.map((a) => `confirmed: ${a.action}`),
+        reported("test_input_required_result_tampered_state")
+      )),
+    Tool.add("test_input_required_result_capabilities", {
+      description: "Asks only through the capabilities the request declares (elicitation, sampling)"
+    }, (_, ctx) => {
       const declared = ctx.session.clientCapabilities
       const asks: Array<Effect.Effect<string, McpServer.ClientCallError>> = []
       if (declared.elicitation !== undefined) asks.push(Effect.map(ctx.elicit(NAME_FORM), (a) => `name ${answerField(a, "name")}`))
       if (declared.sampling !== undefined) asks.push(Effect.map(ctx.sample(GREETING_REQUEST), (r) => `LLM ${sampleText(r)}`))
-      return Effect.map(
-        Effect.all(asks, { concurrency: "unbounded" }),
-        (parts) => toolText(parts.length === 0 ? "nothing to ask" : parts.join("; "))
+      return Effect.all(asks, { concurrency: "unbounded" }).pipe(
+        Effect.map((parts) => (parts.length === 0 ? "nothing to ask" : parts.join("; "))),
+        reported("test_input_required_result_capabilities")
       )
-    }
-  },
-  {
-    name: "test_missing_capability",
-    description: "Needs the sampling capability: without it the call fails with -32021",
-    inputSchema: noArgs,
-    run: (_, ctx) => Effect.map(ctx.sample(GREETING_REQUEST), (r) => toolText(`LLM said: ${sampleText(r)}`))
-  },
-  {
-    name: "test_streaming_elicitation",
-    description: "Reports progress, then asks for a name (stateless era: an input_required result, never a request)",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
+    }),
+    Tool.add("test_missing_capability", {
+      description: "Needs the sampling capability: without it the call fails with -32021"
+    }, (_, ctx) =>
+      ctx.sample(GREETING_REQUEST).pipe(
+        Effect.map((r) => `LLM said: ${sampleText(r)}`),
+        reported("test_missing_capability")
+      )),
+    Tool.add("test_streaming_elicitation", {
+      description: "Reports progress, then asks for a name (stateless era: an input_required result, never a request)"
+    }, (_, ctx) =>
       Effect.gen(function*() {
         yield* ctx.progress(0, { total: 1, message: "asking for a name" })
         const answer = yield* ctx.elicit(NAME_FORM)
-        return toolText(`Hello, ${answerField(answer, "name")}!`)
-      })
-  },
-  {
-    name: "test_logging_tool",
-    description: "Logs at info level while it runs (sent only to a request that set a log level)",
-    inputSchema: noArgs,
-    run: (_, ctx) =>
+        return `Hello, ${answerField(answer, "name")}!`
+      }).pipe(reported("test_streaming_elicitation"))),
+    Tool.add("test_logging_tool", {
+      description: "Logs at info level while it runs (sent only to a request that set a log level)"
+    }, (_, ctx) =>
       Effect.gen(function*() {
         yield* ctx.log("info", "Logging tool started")
         yield* ctx.log("warning", "Logging tool halfway")
         yield* ctx.log("info", "Logging tool finished")
-        return toolText("Logging tool completed")
-      })
-  },
-  {
-    name: "test_trigger_tool_change",
-    description: "Adds or removes test_dynamic_tool and announces the tool list change",
-    inputSchema: noArgs,
-    run: () =>
+        return "Logging tool completed"
+      }).pipe(reported("test_logging_tool"))),
+    Tool.add("test_trigger_tool_change", {
+      description: "Adds or removes test_dynamic_tool and announces the tool list change"
+    }, () =>
       Effect.gen(function*() {
         dynamicTool = !dynamicTool
         yield* (yield* ListChanges)("notifications/tools/list_changed")
-        return toolText(`test_dynamic_tool ${dynamicTool ? "added" : "removed"}`)
-      })
-  },
-  {
-    name: "test_trigger_prompt_change",
-    description: "Adds or removes test_dynamic_prompt and announces the prompt list change",
-    inputSchema: noArgs,
-    run: () =>
+        return `test_dynamic_tool ${dynamicTool ? "added" : "removed"}`
+      })),
+    Tool.add("test_trigger_prompt_change", {
+      description: "Adds or removes test_dynamic_prompt and announces the prompt list change"
+    }, () =>
       Effect.gen(function*() {
         dynamicPrompt = !dynamicPrompt
         yield* (yield* ListChanges)("notifications/prompts/list_changed")
-        return toolText(`test_dynamic_prompt ${dynamicPrompt ? "added" : "removed"}`)
-      })
-  },
-  {
-    name: "test_header_param",
-    description: "Echoes its region, which an HTTP client also sends as the Mcp-Param-Region header",
-    inputSchema: {
-      type: "object",
-      properties: { region: { type: "string", description: "Where to run", "x-mcp-header": "Region" } },
-      required: ["region"]
-    },
-    run: (args) => Effect.succeed(toolText(`region: ${String(args.region)}`))
-  }
-]
-
-const dynamicToolDef: Tool = {
-  name: "test_dynamic_tool",
-  description: "Present while test_trigger_tool_change has added it",
-  inputSchema: noArgs,
-  run: () => Effect.succeed(toolText("dynamic tool"))
-}
-
-const listedTools = (): ReadonlyArray<Tool> => dynamicTool ? [...allTools, dynamicToolDef] : allTools
-
-// The suite's schemas (enumNames, oneOf, anyOf) are wider than the typed
-// elicitation params, so the request goes out as it is written here.
-const elicitAndReport = (ctx: McpServer.RequestContext, label: string, params: Record<string, unknown>) =>
-  Effect.map(ctx.elicit(params as McpServer.ElicitRequest), (r) =>
-    toolText(`${label}: action=${r.action}, content=${JSON.stringify("content" in r ? r.content ?? {} : {})}`))
-
-const allTools: ReadonlyArray<Tool> = [...tools, ...statelessTools]
-const findTool = (name: string): Tool | undefined => listedTools().find((t) => t.name === name)
-
-const CallParams = Schema.Struct({
-  name: Schema.String,
-  arguments: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
-})
+        return `test_dynamic_prompt ${dynamicPrompt ? "added" : "removed"}`
+      })),
+    Tool.add("test_header_param", {
+      description: "Echoes its region, which an HTTP client also sends as the Mcp-Param-Region header",
+      parameters: { region: Schema.String.annotate({ description: "Where to run", ...JsonSchema.header("Region") }) }
+    }, ({ region }) => Effect.succeed(`region: ${region}`)),
+    // Listed only while test_trigger_tool_change has added it (see `overlay`).
+    Tool.add("test_dynamic_tool", { description: "Present while test_trigger_tool_change has added it" }, () =>
+      dynamicTool ? Effect.succeed("dynamic tool") : Effect.fail(unknownTool("test_dynamic_tool")))
+  )
 
 // ---------------------------------------------------------------------------
 // Resources and prompts
 
-const resources = [
-  { uri: "test://static-text", name: "static-text", description: "A static text resource", mimeType: "text/plain" },
-  { uri: "test://static-binary", name: "static-binary", description: "A static PNG", mimeType: "image/png" },
-  { uri: "test://watched-resource", name: "watched-resource", description: "Subscribe to hear of its changes", mimeType: "text/plain" }
-]
-
-const templates = [{
-  uriTemplate: "test://template/{id}/data",
-  name: "template-data",
-  description: "JSON data for an id",
-  mimeType: "application/json"
-}]
-
-const TEMPLATE = /^test:\/\/template\/([^/]+)\/data$/
-
 /** Bumped by the server every `watchedInterval`; subscribers hear of each change. */
 let watchedVersion = 0
-
-/**
- * An unknown resource: -32002 in the handshake era (2025-11-25), -32602
- * Invalid params in the stateless era (SEP-2164); `data.uri` in both.
- */
-const resourceNotFound = (uri: string, era: string) =>
-  new RpcError({ code: era === "modern" ? -32602 : -32002, rpcMessage: "Resource not found", data: { uri } })
-
-const readResource = (uri: string, era: string): Effect.Effect<Record<string, unknown>, RpcError> => {
-  switch (uri) {
-    case "test://static-text":
-      return Effect.succeed({ uri, mimeType: "text/plain", text: "This is the content of the static text resource." })
-    case "test://static-binary":
-      return Effect.succeed({ uri, mimeType: "image/png", blob: PNG })
-    case "test://watched-resource":
-      return Effect.succeed({ uri, mimeType: "text/plain", text: `Watched resource content, version ${watchedVersion}.` })
-    case "test://embedded-resource":
-      return Effect.succeed({ uri, mimeType: "text/plain", text: "This is an embedded resource content." })
-  }
-  const m = TEMPLATE.exec(uri)
-  if (m !== null) {
-    const id = decodeURIComponent(m[1]!)
-    return Effect.succeed({
-      uri,
-      mimeType: "application/json",
-      text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` })
-    })
-  }
-  return Effect.fail(resourceNotFound(uri, era))
-}
-
-const prompts = [
-  { name: "test_simple_prompt", description: "A prompt without arguments" },
-  {
-    name: "test_prompt_with_arguments",
-    description: "A prompt with two arguments",
-    arguments: [
-      { name: "arg1", description: "First test argument", required: true },
-      { name: "arg2", description: "Second test argument", required: true }
-    ]
-  },
-  {
-    name: "test_prompt_with_embedded_resource",
-    description: "A prompt that embeds a resource",
-    arguments: [{ name: "resourceUri", description: "URI of the resource to embed", required: true }]
-  },
-  { name: "test_prompt_with_image", description: "A prompt with an image" },
-  { name: "test_input_required_result_prompt", description: "A prompt that first asks the user for context" }
-]
-
-const dynamicPromptDef = { name: "test_dynamic_prompt", description: "Present while test_trigger_prompt_change has added it" }
-
-const listedPrompts = () => dynamicPrompt ? [...prompts, dynamicPromptDef] : prompts
-
-const GetPromptParams = Schema.Struct({
-  name: Schema.String,
-  arguments: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
-})
-
-const getPrompt = (
-  name: string,
-  args: Readonly<Record<string, string>>,
-  ctx: McpServer.RequestContext
-): Effect.Effect<unknown, RpcError | McpServer.ClientCallError> => {
-  const user = (content: unknown) => ({ role: "user", content })
-  const missing = (arg: string) =>
-    Effect.fail(new RpcError({ code: -32602, rpcMessage: `Missing required argument: ${arg}` }))
-  switch (name) {
-    case "test_simple_prompt":
-      return Effect.succeed({ messages: [user(text("This is a simple prompt for testing."))] })
-    case "test_prompt_with_arguments":
-      if (args.arg1 === undefined) return missing("arg1")
-      if (args.arg2 === undefined) return missing("arg2")
-      return Effect.succeed({
-        messages: [user(text(`Prompt with arguments: arg1='${args.arg1}', arg2='${args.arg2}'`))]
-      })
-    case "test_prompt_with_embedded_resource":
-      if (args.resourceUri === undefined) return missing("resourceUri")
-      return Effect.succeed({
-        messages: [
-          user({
-            type: "resource",
-            resource: { uri: args.resourceUri, mimeType: "text/plain", text: "Embedded resource content for testing." }
-          }),
-          user(text("Please process the embedded resource above."))
-        ]
-      })
-    case "test_input_required_result_prompt":
-      return Effect.map(
-        ctx.elicit({
-          message: "What context should the prompt use?",
-          requestedSchema: { type: "object", properties: { context: { type: "string" } }, required: ["context"] }
-        }),
-        (answer) => ({ messages: [user(text(`Use this context: ${answerField(answer, "context")}`))] })
-      )
-    case "test_dynamic_prompt":
-      if (dynamicPrompt) return Effect.succeed({ messages: [user(text("The dynamic prompt."))] })
-      break
-    case "test_prompt_with_image":
-      return Effect.succeed({
-        messages: [user({ type: "image", data: PNG, mimeType: "image/png" }), user(text("Please analyze the image above."))]
-      })
-  }
-  return Effect.fail(new RpcError({ code: -32602, rpcMessage: `Unknown prompt: ${name}` }))
-}
-
-/** Candidate values for completion, per argument name. */
-const completions: Readonly<Record<string, ReadonlyArray<string>>> = {
-  arg1: ["test", "testing", "tested", "other"],
-  arg2: ["world", "wide", "web"],
-  resourceUri: ["test://static-text", "test://static-binary", "test://watched-resource"],
-  id: ["1", "42", "123"]
-}
-
-const CompleteParams = Schema.Struct({
-  ref: Schema.Record(Schema.String, Schema.Unknown),
-  argument: Schema.Struct({ name: Schema.String, value: Schema.String })
-})
-
-const UriParams = Schema.Struct({ uri: Schema.String })
-
-// ---------------------------------------------------------------------------
-// The server
 
 /** Resource subscriptions, per session (the key "" stands for no session). */
 const subscriptions = new Map<string, Set<string>>()
@@ -644,6 +461,85 @@ const subsOf = (sessionId: string | undefined) => {
   return set
 }
 
+/** Candidate values of a completion that start with what was typed. */
+const startingWith = (values: ReadonlyArray<string>) => (typed: string) =>
+  Effect.succeed(values.filter((v) => v.startsWith(typed)))
+
+const resources = <R>(server: McpServer.McpServer<R>) =>
+  server.pipe(
+    Resource.add("test://static-text", {
+      name: "static-text",
+      description: "A static text resource",
+      mimeType: "text/plain"
+    }, () => Effect.succeed("This is the content of the static text resource.")),
+    Resource.add("test://static-binary", { name: "static-binary", description: "A static PNG", mimeType: "image/png" }, () =>
+      Effect.succeed(new Uint8Array(Buffer.from(PNG, "base64")))),
+    Resource.add(WATCHED, {
+      name: "watched-resource",
+      description: "Subscribe to hear of its changes",
+      mimeType: "text/plain"
+    }, () => Effect.sync(() => `Watched resource content, version ${watchedVersion}.`)),
+    // Readable, not listed (see `overlay`).
+    Resource.add(EMBEDDED, { mimeType: "text/plain" }, () => Effect.succeed("This is an embedded resource content.")),
+    Resource.template("test://template/{id}/data", {
+      name: "template-data",
+      description: "JSON data for an id",
+      mimeType: "application/json",
+      complete: { id: startingWith(["1", "42", "123"]) }
+    }, ({ id }) => Effect.succeed(JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }))),
+    Resource.subscriptions({
+      subscribe: (uri, ctx) => Effect.sync(() => void subsOf(ctx.sessionId).add(uri)),
+      unsubscribe: (uri, ctx) => Effect.sync(() => void subsOf(ctx.sessionId).delete(uri))
+    })
+  )
+
+const user = (content: { readonly type: string; readonly [key: string]: unknown }) => ({ role: "user" as const, content })
+
+const prompts = <R>(server: McpServer.McpServer<R>) =>
+  server.pipe(
+    Prompt.add("test_simple_prompt", { description: "A prompt without arguments" }, () =>
+      Effect.succeed("This is a simple prompt for testing.")),
+    Prompt.add("test_prompt_with_arguments", {
+      description: "A prompt with two arguments",
+      arguments: {
+        arg1: Schema.String.annotate({ description: "First test argument" }),
+        arg2: Schema.String.annotate({ description: "Second test argument" })
+      },
+      complete: { arg1: startingWith(["test", "testing", "tested", "other"]), arg2: startingWith(["world", "wide", "web"]) }
+    }, ({ arg1, arg2 }) => Effect.succeed(`Prompt with arguments: arg1='${arg1}', arg2='${arg2}'`)),
+    Prompt.add("test_prompt_with_embedded_resource", {
+      description: "A prompt that embeds a resource",
+      arguments: { resourceUri: Schema.String.annotate({ description: "URI of the resource to embed" }) },
+      complete: { resourceUri: startingWith(["test://static-text", "test://static-binary", WATCHED]) }
+    }, ({ resourceUri }) =>
+      Effect.succeed({
+        messages: [
+          user({ type: "resource", resource: { uri: resourceUri, mimeType: "text/plain", text: "Embedded resource content for testing." } }),
+          user(text("Please process the embedded resource above."))
+        ]
+      })),
+    Prompt.add("test_prompt_with_image", { description: "A prompt with an image" }, () =>
+      Effect.succeed({
+        messages: [user({ type: "image", data: PNG, mimeType: "image/png" }), user(text("Please analyze the image above."))]
+      })),
+    Prompt.add("test_input_required_result_prompt", { description: "A prompt that first asks the user for context" }, (_, ctx) =>
+      Effect.map(
+        ctx.elicit({
+          message: "What context should the prompt use?",
+          requestedSchema: { type: "object", properties: { context: { type: "string" } }, required: ["context"] }
+        }),
+        (answer) => `Use this context: ${answerField(answer, "context")}`
+      )),
+    // Listed only while test_trigger_prompt_change has added it (see `overlay`).
+    Prompt.add("test_dynamic_prompt", { description: "Present while test_trigger_prompt_change has added it" }, () =>
+      dynamicPrompt
+        ? Effect.succeed("The dynamic prompt.")
+        : Effect.fail(new RpcError({ code: -32602, rpcMessage: "Unknown prompt: test_dynamic_prompt", data: { name: "test_dynamic_prompt" } })))
+  )
+
+// ---------------------------------------------------------------------------
+// The server
+
 export const definition = McpServer.make({
   serverInfo: { name: "effect-mcp-transport-everything", version: "0.1.0" },
   // Both eras: the handshake (2025-11-25 and before) and the stateless era (2026-07-28).
@@ -651,42 +547,7 @@ export const definition = McpServer.make({
   instructions: "The conformance suite's example server, built on effect-mcp-transport.",
   // The trigger tools change both lists and announce it.
   capabilities: { tools: { listChanged: true }, prompts: { listChanged: true } }
-}).pipe(
-  McpServer.method("tools/list", {}, () =>
-    Effect.sync(() => ({
-      tools: listedTools().map(({ description, inputSchema, name }) => ({ name, description, inputSchema }))
-    }))),
-  McpServer.method("tools/call", { params: CallParams }, (p, ctx) => {
-    const tool = findTool(p.name)
-    if (tool === undefined) return Effect.fail(new RpcError({ code: -32602, rpcMessage: `Unknown tool: ${p.name}` }))
-    // A tool that fails reports it in the result (isError), not as a protocol error; a capability
-    // the client did not declare is the request's error (-32021), so that one goes through.
-    return tool.run(p.arguments ?? {}, ctx).pipe(
-      Effect.catch((e) =>
-        e instanceof CapabilityNotSupported
-          ? Effect.fail(e)
-          : Effect.succeed({ isError: true, content: [text(`Tool ${p.name} failed: ${describe(e)}`)] })
-      )
-    )
-  }),
-  McpServer.method("resources/list", {}, () => Effect.succeed({ resources })),
-  McpServer.method("resources/templates/list", {}, () => Effect.succeed({ resourceTemplates: templates })),
-  McpServer.method("resources/read", { params: UriParams }, ({ uri }, ctx) =>
-    Effect.map(readResource(uri, ctx.session.era), (c) => ({ contents: [c] }))),
-  McpServer.method("resources/subscribe", { params: UriParams }, ({ uri }, ctx) =>
-    Effect.sync(() => void subsOf(ctx.sessionId).add(uri))),
-  McpServer.method("resources/unsubscribe", { params: UriParams }, ({ uri }, ctx) =>
-    Effect.sync(() => void subsOf(ctx.sessionId).delete(uri))),
-  McpServer.method("prompts/list", {}, () => Effect.sync(() => ({ prompts: listedPrompts() }))),
-  McpServer.method("prompts/get", { params: GetPromptParams }, (p, ctx) => getPrompt(p.name, p.arguments ?? {}, ctx)),
-  McpServer.method("completion/complete", { params: CompleteParams }, ({ argument }) => {
-    const values = (completions[argument.name] ?? []).filter((v) => v.startsWith(argument.value))
-    return Effect.succeed({ completion: { values, total: values.length, hasMore: false } })
-  })
-)
-
-const describe = (e: unknown): string =>
-  typeof e === "object" && e !== null && "_tag" in e ? String((e as { _tag: unknown })._tag) : String(e)
+}).pipe(contentTools, statelessTools, resources, prompts)
 
 export interface ServerOptions {
   readonly host?: string | undefined
@@ -694,8 +555,6 @@ export interface ServerOptions {
   /** How often `test://watched-resource` changes (default 10 s). */
   readonly watchedInterval?: Duration.Input | undefined
 }
-
-const WATCHED = "test://watched-resource"
 
 /** The context of the server's own reads (the tool schemas): no client to talk to. */
 const quietCall: HandlerContext = {
@@ -721,7 +580,14 @@ export const layer = (options?: ServerOptions) =>
     // The wrapper keeps what the transport reads off the handler: the eras it serves, the tool
     // schemas behind the Mcp-Param-* header checks, and the end of open subscriptions.
     const handler: Handler = Object.assign(
-      (message: Parameters<Handler>[0], context: HandlerContext) => serve(handle.handler(message, context), context),
+      (message: Parameters<Handler>[0], context: HandlerContext) =>
+        serve(handle.handler(message, context), context).pipe(
+          Effect.map((response) =>
+            response !== null && "result" in response && "method" in message
+              ? { ...response, result: overlay(message.method, response.result as Record<string, unknown>) }
+              : response
+          )
+        ),
       {
         stateless: handle.handler.stateless,
         shutdown: handle.handler.shutdown,

@@ -29,10 +29,13 @@ import * as Schema from "effect/Schema"
 import type * as Stdio from "effect/Stdio"
 import type { HttpServer } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
-import { RpcError, type TransportClosed } from "../McpError.ts"
+import type { TransportClosed } from "../McpError.ts"
 import type * as HttpServerTransport from "../server/HttpServerTransport.ts"
 import * as McpServer from "../server/McpServer.ts"
+import * as Prompt from "../server/Prompt.ts"
+import * as Resource from "../server/Resource.ts"
 import * as StdioServerTransport from "../server/StdioServerTransport.ts"
+import * as Tool from "../server/Tool.ts"
 import * as Eras from "./Eras.ts"
 
 export const EVENTS_ENV = "EFFECT_MCP_EXAMPLE_EVENTS"
@@ -82,105 +85,18 @@ export const recordEvent = (options: ExampleServerOptions, event: ServerEvent): 
 // ---------------------------------------------------------------------------
 // Tools
 
-type ToolResult = Record<string, unknown>
 const text = (t: string) => ({ type: "text", text: t })
-
-interface Tool {
-  readonly definition: Record<string, unknown>
-  readonly run: (args: unknown, ctx: McpServer.RequestContext) => Effect.Effect<ToolResult, unknown>
-}
-
-/** Decodes a tool's arguments; bad arguments are a tool error the model can read, not a protocol error. */
-const withArgs = <S extends Schema.Decoder<unknown>>(
-  schema: S,
-  run: (args: S["Type"], ctx: McpServer.RequestContext) => Effect.Effect<ToolResult, unknown>
-) => {
-  const decode = Schema.decodeUnknownEffect(schema)
-  return (args: unknown, ctx: McpServer.RequestContext): Effect.Effect<ToolResult, unknown> =>
-    decode(args).pipe(
-      Effect.matchEffect({
-        onFailure: (e) => Effect.succeed({ isError: true, content: [text(`Invalid arguments: ${e.message}`)] }),
-        onSuccess: (a) => run(a, ctx)
-      })
-    )
-}
 
 export const COUNTDOWN_DEFAULT_STEPS = 5
 export const COUNTDOWN_DEFAULT_INTERVAL_MS = 200
 
-const Countdown = Schema.Struct({
-  steps: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 }))),
-  intervalMs: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_000 })))
-})
+export const toolNames: ReadonlyArray<string> = ["echo", "add", "countdown"]
 
-const tools: ReadonlyArray<Tool> = [
-  {
-    definition: {
-      name: "echo",
-      title: "Echo",
-      description: "Returns the text it was given.",
-      inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] }
-    },
-    run: withArgs(Schema.Struct({ text: Schema.String }), (a) => Effect.succeed({ content: [text(a.text)] }))
-  },
-  {
-    definition: {
-      name: "add",
-      title: "Add",
-      description: "Adds two numbers.",
-      inputSchema: {
-        type: "object",
-        properties: { a: { type: "number" }, b: { type: "number" } },
-        required: ["a", "b"]
-      },
-      outputSchema: { type: "object", properties: { sum: { type: "number" } }, required: ["sum"] }
-    },
-    run: withArgs(Schema.Struct({ a: Schema.Finite, b: Schema.Finite }), ({ a, b }) =>
-      Effect.succeed({ content: [text(String(a + b))], structuredContent: { sum: a + b } }))
-  },
-  {
-    definition: {
-      name: "countdown",
-      title: "Countdown",
-      description: "Counts down, one step every intervalMs, reporting progress at each step. Cancellable.",
-      inputSchema: {
-        type: "object",
-        properties: {
-          steps: { type: "integer", minimum: 1, maximum: 1000, default: COUNTDOWN_DEFAULT_STEPS },
-          intervalMs: { type: "integer", minimum: 0, maximum: 60_000, default: COUNTDOWN_DEFAULT_INTERVAL_MS }
-        }
-      }
-    },
-    run: withArgs(Countdown, (a, ctx) =>
-      Effect.gen(function*() {
-        const steps = a.steps ?? COUNTDOWN_DEFAULT_STEPS
-        const interval = a.intervalMs ?? COUNTDOWN_DEFAULT_INTERVAL_MS
-        yield* ctx.log("debug", `countdown of ${steps} steps, one every ${interval} ms`, "countdown")
-        for (let i = 1; i <= steps; i++) {
-          yield* Effect.sleep(interval)
-          yield* ctx.progress(i, { total: steps, message: `step ${i} of ${steps}, ${steps - i} to go` })
-        }
-        return { content: [text(`countdown finished after ${steps} steps`)] }
-      }))
-  }
-]
-
-const toolsByName = new Map(tools.map((t) => [t.definition.name as string, t]))
-export const toolNames: ReadonlyArray<string> = tools.map((t) => t.definition.name as string)
-
-const CallParams = Schema.Struct({
-  name: Schema.String,
-  arguments: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
-})
-
-/** Runs a tool and records started, then completed or cancelled. */
-const runTool = (options: ExampleServerOptions, tool: Tool, args: unknown, ctx: McpServer.RequestContext) => {
-  const name = tool.definition.name as string
-  const base = { tool: name, requestId: ctx.requestId }
+/** A tool's run, recorded: started, then completed or cancelled. */
+const recorded = <A, E>(options: ExampleServerOptions, tool: string, ctx: McpServer.RequestContext, run: Effect.Effect<A, E>) => {
+  const base = { tool, requestId: ctx.requestId }
   return recordEvent(options, { event: "started", ...base }).pipe(
-    Effect.andThen(tool.run(args, ctx)),
-    // A tool that fails reports it in the result (isError), not as a protocol error.
-    Effect.catch((e) => Effect.succeed({ isError: true, content: [text(`${name} failed: ${String(e)}`)] })),
+    Effect.andThen(run),
     Effect.onExit((exit) =>
       recordEvent(options, {
         event: Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? "cancelled" : "completed",
@@ -189,6 +105,47 @@ const runTool = (options: ExampleServerOptions, tool: Tool, args: unknown, ctx: 
     )
   )
 }
+
+const tools = (options: ExampleServerOptions) => <R>(server: McpServer.McpServer<R>) =>
+  server.pipe(
+    Tool.add("echo", {
+      title: "Echo",
+      description: "Returns the text it was given.",
+      parameters: { text: Schema.String }
+    }, (a, ctx) => recorded(options, "echo", ctx, Effect.succeed(a.text))),
+    Tool.add("add", {
+      title: "Add",
+      description: "Adds two numbers.",
+      parameters: { a: Schema.Number, b: Schema.Number },
+      success: Schema.Struct({ sum: Schema.Number }),
+      text: ({ sum }) => String(sum)
+    }, ({ a, b }, ctx) => recorded(options, "add", ctx, Effect.succeed({ sum: a + b }))),
+    Tool.add("countdown", {
+      title: "Countdown",
+      description: "Counts down, one step every intervalMs, reporting progress at each step. Cancellable.",
+      parameters: {
+        steps: Schema.optionalKey(
+          Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 })).annotate({ default: COUNTDOWN_DEFAULT_STEPS })
+        ),
+        intervalMs: Schema.optionalKey(
+          Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_000 })).annotate({ default: COUNTDOWN_DEFAULT_INTERVAL_MS })
+        )
+      }
+    }, (a, ctx) =>
+      recorded(options, "countdown", ctx, Effect.gen(function*() {
+        const steps = a.steps ?? COUNTDOWN_DEFAULT_STEPS
+        const interval = a.intervalMs ?? COUNTDOWN_DEFAULT_INTERVAL_MS
+        yield* ctx.log("debug", `countdown of ${steps} steps, one every ${interval} ms`, "countdown")
+        for (let i = 1; i <= steps; i++) {
+          yield* Effect.sleep(interval)
+          yield* ctx.progress(i, { total: steps, message: `step ${i} of ${steps}, ${steps - i} to go` })
+        }
+        return `countdown finished after ${steps} steps`
+      }).pipe(
+        // A tool that fails reports it in the result (isError), not as a protocol error.
+        Effect.catch((e) => Effect.succeed({ isError: true, content: [text(`countdown failed: ${String(e)}`)] }))
+      )))
+  )
 
 // ---------------------------------------------------------------------------
 // Resources and prompts
@@ -200,51 +157,38 @@ Resources: example://readme (this text), example://server-info (JSON).
 Prompts: greet {name}.
 `
 
-const resources = [
-  { uri: "example://readme", name: "readme", title: "README", description: "What this server offers", mimeType: "text/markdown" },
-  {
-    uri: "example://server-info",
-    name: "server-info",
-    title: "Server info",
-    description: "Process id, uptime and tools, as JSON",
-    mimeType: "application/json"
-  }
-]
-
 const startedAt = Date.now()
-
-const readResource = (uri: string): Effect.Effect<Record<string, unknown>, RpcError> => {
-  switch (uri) {
-    case "example://readme":
-      return Effect.succeed({ uri, mimeType: "text/markdown", text: README })
-    case "example://server-info":
-      return Effect.sync(() => ({
-        uri,
-        mimeType: "application/json",
-        text: JSON.stringify({ ...SERVER_INFO, pid: process.pid, uptimeMs: Date.now() - startedAt, tools: toolNames })
-      }))
-  }
-  return Effect.fail(new RpcError({ code: -32002, rpcMessage: "Resource not found", data: { uri } }))
-}
-
-const prompts = [{
-  name: "greet",
-  title: "Greet",
-  description: "Asks the model to greet someone",
-  arguments: [{ name: "name", description: "Who to greet", required: true }]
-}]
-
-const GetPromptParams = Schema.Struct({
-  name: Schema.String,
-  arguments: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
-})
 
 const names = ["Ada", "Alan", "Barbara", "Grace", "Edsger"]
 
-const CompleteParams = Schema.Struct({
-  ref: Schema.Record(Schema.String, Schema.Unknown),
-  argument: Schema.Struct({ name: Schema.String, value: Schema.String })
-})
+const resourcesAndPrompts = <R>(server: McpServer.McpServer<R>) =>
+  server.pipe(
+    Resource.add("example://readme", {
+      name: "readme",
+      title: "README",
+      description: "What this server offers",
+      mimeType: "text/markdown"
+    }, () => Effect.succeed(README)),
+    Resource.add("example://server-info", {
+      name: "server-info",
+      title: "Server info",
+      description: "Process id, uptime and tools, as JSON",
+      mimeType: "application/json"
+    }, () =>
+      Effect.sync(() =>
+        JSON.stringify({ ...SERVER_INFO, pid: process.pid, uptimeMs: Date.now() - startedAt, tools: toolNames })
+      )),
+    Prompt.add("greet", {
+      title: "Greet",
+      description: "Asks the model to greet someone",
+      arguments: { name: Schema.String.annotate({ description: "Who to greet" }) },
+      complete: { name: (typed) => Effect.succeed(names.filter((n) => n.toLowerCase().startsWith(typed.toLowerCase()))) }
+    }, ({ name }) =>
+      Effect.succeed({
+        description: `A greeting for ${name}`,
+        messages: [{ role: "user", content: text(`Please greet ${name} warmly, in one sentence.`) }]
+      }))
+  )
 
 // ---------------------------------------------------------------------------
 // The server
@@ -255,33 +199,7 @@ export const make = (options: ExampleServerOptions = {}): McpServer.McpServer =>
     serverInfo: SERVER_INFO,
     stateless: Eras.servesModern(options.eras ?? Eras.DEFAULT),
     instructions: "An example server: echo, add and countdown (progress, cancellable) tools, a README resource and a greet prompt."
-  }).pipe(
-    McpServer.method("tools/list", {}, () => Effect.succeed({ tools: tools.map((t) => t.definition) })),
-    McpServer.method("tools/call", { params: CallParams }, (p, ctx) => {
-      const tool = toolsByName.get(p.name)
-      if (tool === undefined) return Effect.fail(new RpcError({ code: -32602, rpcMessage: `Unknown tool: ${p.name}` }))
-      return runTool(options, tool, p.arguments ?? {}, ctx)
-    }),
-    McpServer.method("resources/list", {}, () => Effect.succeed({ resources })),
-    McpServer.method("resources/read", { params: Schema.Struct({ uri: Schema.String }) }, ({ uri }) =>
-      Effect.map(readResource(uri), (c) => ({ contents: [c] }))),
-    McpServer.method("prompts/list", {}, () => Effect.succeed({ prompts })),
-    McpServer.method("prompts/get", { params: GetPromptParams }, (p) => {
-      if (p.name !== "greet") return Effect.fail(new RpcError({ code: -32602, rpcMessage: `Unknown prompt: ${p.name}` }))
-      const name = p.arguments?.name
-      if (name === undefined) return Effect.fail(new RpcError({ code: -32602, rpcMessage: "Missing required argument: name" }))
-      return Effect.succeed({
-        description: `A greeting for ${name}`,
-        messages: [{ role: "user", content: text(`Please greet ${name} warmly, in one sentence.`) }]
-      })
-    }),
-    McpServer.method("completion/complete", { params: CompleteParams }, ({ argument, ref }) => {
-      const values = ref.type === "ref/prompt" && ref.name === "greet" && argument.name === "name"
-        ? names.filter((n) => n.toLowerCase().startsWith(argument.value.toLowerCase()))
-        : []
-      return Effect.succeed({ completion: { values, total: values.length, hasMore: false } })
-    })
-  )
+  }).pipe(tools(options), resourcesAndPrompts)
 
 /** The example server, recording events to the file named by `EFFECT_MCP_EXAMPLE_EVENTS` when set. */
 export const server: McpServer.McpServer = make()

@@ -116,6 +116,11 @@ export interface ToolOptions<P extends Parameters, S extends Schema.Top, F exten
    */
   readonly success?: S | undefined
   /**
+   * The text copy of a typed result (with `success` only), for clients that
+   * read text. Default: the result's JSON, as MCP recommends.
+   */
+  readonly text?: ((value: S["Type"]) => string) | undefined
+  /**
    * The Schema of the failures that are answers, not faults: a handler
    * failure it accepts is sent as a tool error with its JSON as text.
    * Default: none (every failure but `RpcError` is -32603).
@@ -253,7 +258,7 @@ export const add = <
     return encodeSuccess(value).pipe(
       Effect.mapError(() => badResult(name)),
       Effect.map((encoded) => ({
-        content: [{ type: "text", text: asText(encoded) }],
+        content: [{ type: "text", text: options.text === undefined ? asText(encoded) : options.text(value) }],
         structuredContent: wrap || !isRecord(encoded) ? { result: encoded } : encoded
       }))
     )
