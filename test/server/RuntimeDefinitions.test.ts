@@ -10,7 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { type JSONRPCMessage, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Deferred, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Option, Schema, Stream, SubscriptionRef } from "effect"
 import { flow } from "effect/Function"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
@@ -234,11 +234,17 @@ describe("definitions changed while serving", () => {
         HttpServerTransport.layer(handle.handler, { port: 0, onSessionEnd: handle.forgetSession })
       )
       const url = Option.getOrThrow(Context.get(context, HttpServerTransport.HttpServerTransport).url)
-      const modern = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2026-07-28" })
-      const legacy = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2025-11-25" })
+      const modern = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2026-07-28", listen: true })
+      const legacy = yield* McpClient.connect(StreamableHttpClientTransport.make({ url, listen: true }), { protocol: "2025-11-25" })
       expect(modern.era).toBe("modern")
       expect(legacy.era).toBe("legacy")
       yield* legacy.ping()
+      // Over HTTP the listen is a POST of its own: wait until the server acknowledged it.
+      yield* SubscriptionRef.changes(modern.subscription).pipe(
+        Stream.filter((state) => state._tag === "Listening"),
+        Stream.take(1),
+        Stream.runDrain
+      )
       const heard = yield* Effect.all(
         [modern, legacy].map((c) => Stream.take(c.listChanged, 1).pipe(Stream.runCollect, Effect.forkChild({ startImmediately: true })))
       )
