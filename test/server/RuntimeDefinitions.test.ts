@@ -183,6 +183,28 @@ describe("definitions changed while serving", () => {
       expect((yield* second.client.listPrompts()).prompts.map((p) => p.name)).toEqual(["p"])
     }))
 
+  it.effect("a change announces its own kind only, also on a server whose catalogue was emptied", () =>
+    Effect.gen(function*() {
+      const empty = McpServer.make({
+        serverInfo: { name: "e", version: "1" },
+        stateless: true,
+        capabilities: { prompts: { listChanged: true }, tools: { listChanged: true } }
+      })
+      const { client, definitions } = yield* connect(empty, "2025-11-25")
+      const seen = yield* Stream.take(client.listChanged, 4).pipe(Stream.runCollect, Effect.forkChild({ startImmediately: true }))
+      yield* definitions.add(Prompt.add("p", {}, () => Effect.succeed("p")))
+      // Emptied again: the next change still names its own kind only.
+      yield* definitions.remove("prompt", "p")
+      yield* definitions.add(echo("echo"))
+      yield* definitions.remove("tool", "echo")
+      expect(Array.from(yield* Fiber.join(seen), (n) => n._tag)).toEqual([
+        "PromptListChanged",
+        "PromptListChanged",
+        "ToolListChanged",
+        "ToolListChanged"
+      ])
+    }))
+
   it.effect("stateless era: a list kept for resultCache.ttlMs does not outlive a change", () =>
     Effect.gen(function*() {
       const { client, definitions } = yield* connect(base({ resultCache: { ttlMs: 60_000 } }), "2026-07-28")

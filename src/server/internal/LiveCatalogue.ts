@@ -59,6 +59,19 @@ const NOTHING_DISABLED: Disabled = { tools: NONE, resources: NONE, templates: NO
 const without = <V>(map: ReadonlyMap<string, V>, names: ReadonlySet<string>): ReadonlyMap<string, V> =>
   names.size === 0 ? map : new Map(Array.from(map).filter(([name]) => !names.has(name)))
 
+/** Whether two tables hold the same entries (a step leaves the tables it does not touch as they were, or copies them). */
+const same = (a: ReadonlyMap<string, unknown> | ReadonlySet<string>, b: ReadonlyMap<string, unknown> | ReadonlySet<string>) => {
+  if (a === b) return true
+  if (a.size !== b.size) return false
+  if (a instanceof Set || b instanceof Set) {
+    for (const name of a.keys()) if (!b.has(name)) return false
+    return true
+  }
+  const m = b as ReadonlyMap<string, unknown>
+  for (const [name, entry] of (a as ReadonlyMap<string, unknown>)) if (m.get(name) !== entry) return false
+  return true
+}
+
 /** The catalogue as clients see it: the disabled entries left out. */
 const served = <R>(full: Catalogue.Catalogue<R>, disabled: Disabled): Catalogue.Catalogue<R> => ({
   tools: without(full.tools, disabled.tools),
@@ -145,10 +158,9 @@ export const make = <R>(server: McpServer.McpServer<R>): Live<R> => {
     const before = current
     const changed = new Set<string>()
     for (const table of Object.keys(CHANGED) as Array<Table>) {
-      const shown = (s: { full: Catalogue.Catalogue<R>; disabled: Disabled }) => [s.full[table], s.disabled[table]]
-      const [a, b] = shown(before)
-      const [c, d] = shown({ full, disabled })
-      if (a !== c || b !== d) changed.add(CHANGED[table])
+      if (!same(before.full[table], full[table]) || !same(before.disabled[table], disabled[table])) {
+        changed.add(CHANGED[table])
+      }
     }
     current = { full, disabled, methods }
     return Effect.succeed(Array.from(changed))
