@@ -1235,12 +1235,17 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       }
       return found
     })
+    // Counts list changes: a listing begun before a change is used once, not kept.
+    let toolListChanges = 0
     const toolInputSchema = (name: string): Effect.Effect<unknown, never, R> =>
-      Effect.suspend(() =>
-        toolSchemas !== undefined
-          ? Effect.succeed(toolSchemas.get(name))
-          : Effect.map(listTools, (found) => (toolSchemas = found).get(name))
-      )
+      Effect.suspend(() => {
+        if (toolSchemas !== undefined) return Effect.succeed(toolSchemas.get(name))
+        const changes = toolListChanges
+        return Effect.map(listTools, (found) => {
+          if (changes === toolListChanges) toolSchemas = found
+          return found.get(name)
+        })
+      })
 
     const serveRequest = Middleware.compose(server.middleware, stateless, onRequest)
     const handler: Handler<R> = Object.assign(
@@ -1259,7 +1264,10 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
       sessions: Effect.sync(() => Array.from(sessions, ([key, s]) => info(key === "" ? undefined : key, s))),
       notifyAll: (method, params) =>
         Effect.sync(() => {
-          if (method === "notifications/tools/list_changed") toolSchemas = undefined
+          if (method === "notifications/tools/list_changed") {
+            toolSchemas = undefined
+            toolListChanges++
+          }
         }).pipe(Effect.andThen(Effect.forEach(
           Array.from(sessions.values()),
           (s) => (s.phase === "ready" && s.channel !== undefined ? Effect.ignore(s.channel.notify(method, params)) : Effect.void),

@@ -71,7 +71,7 @@ interface CatalogueRoute<R> extends Router.RequestRoute<RequestContext, R> {
   readonly [CatalogueKey]: Catalogue<R>
 }
 
-const isCatalogueRoute = (route: unknown): route is CatalogueRoute<any> =>
+export const isCatalogueRoute = (route: unknown): route is CatalogueRoute<any> =>
   typeof route === "object" && route !== null && CatalogueKey in route
 
 const EMPTY: Catalogue<never> = {
@@ -102,10 +102,21 @@ const identity = (u: unknown) => Effect.succeed(u)
 
 const MAX_COMPLETIONS = 100
 
+/** Which tables are served even while empty (a server whose entries change while it serves). */
+export interface Served {
+  readonly tools?: boolean | undefined
+  readonly resources?: boolean | undefined
+  readonly prompts?: boolean | undefined
+  readonly completions?: boolean | undefined
+}
+
+/** A method of a catalogue: a handler over that catalogue. */
+export type Method<R> = (params: unknown, ctx: RequestContext) => Effect.Effect<unknown, unknown, R>
+
 /** The methods a catalogue is served by, each a handler over that catalogue. */
-const methodsOf = <R>(c: Catalogue<R>): Record<string, (params: unknown, ctx: RequestContext) => Effect.Effect<unknown, unknown, R>> => {
-  const methods: Record<string, (params: unknown, ctx: RequestContext) => Effect.Effect<unknown, unknown, R>> = {}
-  if (c.tools.size > 0) {
+export const methodsOf = <R>(c: Catalogue<R>, served: Served = {}): Record<string, Method<R>> => {
+  const methods: Record<string, Method<R>> = {}
+  if (c.tools.size > 0 || served.tools === true) {
     const tools = Array.from(c.tools.values(), (t) => t.definition)
     methods["tools/list"] = () => Effect.succeed({ tools })
     methods["tools/call"] = (params, ctx) => {
@@ -115,7 +126,7 @@ const methodsOf = <R>(c: Catalogue<R>): Record<string, (params: unknown, ctx: Re
       return tool.call(p.arguments ?? {}, ctx)
     }
   }
-  if (c.resources.size > 0 || c.templates.size > 0) {
+  if (c.resources.size > 0 || c.templates.size > 0 || served.resources === true) {
     const resources = Array.from(c.resources.values(), (r) => r.definition)
     const resourceTemplates = Array.from(c.templates.values(), (t) => t.definition)
     methods["resources/list"] = () => Effect.succeed({ resources })
@@ -137,7 +148,7 @@ const methodsOf = <R>(c: Catalogue<R>): Record<string, (params: unknown, ctx: Re
     methods["resources/subscribe"] = subscription("subscribe")
     methods["resources/unsubscribe"] = subscription("unsubscribe")
   }
-  if (c.prompts.size > 0) {
+  if (c.prompts.size > 0 || served.prompts === true) {
     const prompts = Array.from(c.prompts.values(), (p) => p.definition)
     methods["prompts/list"] = () => Effect.succeed({ prompts })
     methods["prompts/get"] = (params, ctx) => {
@@ -149,7 +160,7 @@ const methodsOf = <R>(c: Catalogue<R>): Record<string, (params: unknown, ctx: Re
   }
   const completes = Array.from(c.prompts.values()).some((p) => Object.keys(p.complete).length > 0) ||
     Array.from(c.templates.values()).some((t) => Object.keys(t.complete).length > 0)
-  if (completes) methods["completion/complete"] = (params) => complete(c, params)
+  if (completes || served.completions === true) methods["completion/complete"] = (params) => complete(c, params)
   return methods
 }
 
@@ -229,7 +240,7 @@ const complete = <R>(c: Catalogue<R>, params: unknown): Effect.Effect<unknown, u
  * `DefinitionError`. Catalogues only grow, so every method installed before
  * is installed again.
  */
-const install = <R, R2>(server: McpServer<R>, catalogue: Catalogue<R | R2>): McpServer<R | R2> => {
+export const install = <R, R2>(server: McpServer<R>, catalogue: Catalogue<R | R2>): McpServer<R | R2> => {
   const requests = new Map<string, Router.RequestRoute<RequestContext, any>>(server.router.requests)
   for (const [method, handle] of Object.entries(methodsOf(catalogue))) {
     const existing = requests.get(method)
@@ -264,6 +275,14 @@ export const setSubscriptions = <R, R2>(server: McpServer<R>, hooks: Subscriptio
   }
   return install(server, { ...current, subscriptions: hooks })
 }
+
+/** The table of each kind of entry, by the name `DefinitionError` gives the kind. */
+export const TABLES = {
+  tool: "tools",
+  resource: "resources",
+  resourceTemplate: "templates",
+  prompt: "prompts"
+} as const
 
 const KIND_NAMES = {
   tools: "tool",
