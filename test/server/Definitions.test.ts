@@ -177,11 +177,13 @@ describe("Tool, Resource and Prompt definitions", () => {
           const file = yield* client.readResource("files://a/b%20c.txt")
           expect(file.contents[0]).toMatchObject({ text: "file a/b c.txt" })
 
+          // Resource not found: -32002 up to 2025-11-25; 2026-07-28 forbids it and says -32602.
+          const notFound = protocol === "2026-07-28" ? -32602 : -32002
           const notANumber = yield* Effect.flip(client.readResource("users://ada/profile"))
-          expect((notANumber as RpcError).code).toBe(-32002)
+          expect((notANumber as RpcError).code).toBe(notFound)
           expect(notANumber.message).toContain("users://{id}/profile")
           const nowhere = yield* Effect.flip(client.readResource("other://x"))
-          expect((nowhere as RpcError).code).toBe(-32002)
+          expect((nowhere as RpcError).code).toBe(notFound)
           expect((nowhere as RpcError).data).toEqual({ uri: "other://x" })
         }).pipe(Effect.scoped))
 

@@ -253,7 +253,7 @@ describe("definitions changed while serving", () => {
     Effect.gen(function*() {
       const handle = yield* Definitions.toHandler(base())
       const context = yield* Layer.build(
-        HttpServerTransport.layer(handle.handler, { port: 0, onSessionEnd: handle.forgetSession })
+        HttpServerTransport.layer(handle.handler, { port: 0 })
       )
       const url = Option.getOrThrow(Context.get(context, HttpServerTransport.HttpServerTransport).url)
       const modern = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2026-07-28", listen: true })
