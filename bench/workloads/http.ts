@@ -16,7 +16,9 @@
  * top), `sdk→sdk` (the official Client + StreamableHTTPClientTransport ↔
  * McpServer + StreamableHTTPServerTransport on node:http), the cross pairs
  * `ours→sdk` and `sdk→ours`, and `raw→raw` (an undici keep-alive pool against
- * a bare node:http JSON-RPC responder: the practical limit). Any other pair
+ * a bare node:http JSON-RPC responder: the practical limit), and `ours→ours-typed`,
+ * `ours→ours-tool`: our server with the tool's arguments decoded and its
+ * result structured, by hand on the generic method or with `Tool.add`. Any other pair
  * works through BENCH_HTTP_PAIRS, e.g. `ours→raw` and `raw→ours` to separate
  * a client's cost from a server's.
  *
@@ -30,8 +32,14 @@ import type { ClientName } from "../http/clients.ts"
 import { cleanup, envList, progress, row, type RunningServer, runClient, serverScript, startServer } from "../http/harness.ts"
 import type { Result } from "../http/run-client.ts"
 
-type ServerName = "ours" | "sdk" | "raw"
-const DEFAULT_PAIRS = "ours→ours,ours-mcp→ours,sdk→sdk,ours→sdk,sdk→ours,raw→raw"
+type ServerName = "ours" | "ours-typed" | "ours-tool" | "sdk" | "raw"
+const DEFAULT_PAIRS = "ours→ours,ours→ours-typed,ours→ours-tool,ours-mcp→ours,sdk→sdk,ours→sdk,sdk→ours,raw→raw"
+
+/** `ours-typed` and `ours-tool`: our server with the tool defined another way (`bench/servers/echo-apis.ts`). */
+const serverCommand = (server: ServerName): [string, Array<string>] =>
+  server === "ours-typed" || server === "ours-tool"
+    ? [serverScript.ours, ["--api", server.slice("ours-".length)]]
+    : [serverScript[server], []]
 
 const parsePair = (text: string): { client: ClientName; server: ServerName; name: string } => {
   const [client, server] = text.replace("->", "→").split("→") as [ClientName, ServerName]
@@ -66,7 +74,8 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
     const needed = new Set(pairs.map((p) => p.server))
     for (const mode of modes) {
       for (const server of needed) {
-        servers.set(`${server}|${mode}`, await startServer(serverScript[server], ["--transport", "http", "--mode", mode]))
+        const [script, args] = serverCommand(server)
+        servers.set(`${server}|${mode}`, await startServer(script, ["--transport", "http", "--mode", mode, ...args]))
       }
     }
     for (let r = 0; r < options.runs; r++) {
@@ -122,6 +131,8 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
 
 const targets: Array<Target> = ["json", "sse"].flatMap((mode) => [
   { workload: `http ${mode}`, variant: "tools/call *", ours: "ours→ours", peer: "sdk→sdk", atLeast: 1.5, metric: "req/s" as const },
+  { workload: `http ${mode}`, variant: "tools/call c32", ours: "ours→ours-tool", peer: "sdk→sdk", atLeast: 1.5, metric: "req/s" as const },
+  { workload: `http ${mode}`, variant: "tools/call *", ours: "ours→ours-tool", peer: "ours→ours-typed", atLeast: 0.95, metric: "req/s" as const },
   { workload: `http ${mode}`, variant: "tools/call *", ours: "ours→ours", peer: "raw→raw", atLeast: 0.8, metric: "req/s" as const }
 ])
 
