@@ -26,7 +26,7 @@ reportPeakRssOnExit()
 const result = toolResult(Number(flag("bytes", "0")))
 const LIMIT = 64 * 1024 * 1024
 
-const definition = echoServer(apiFlag(), "bench-ours", result)
+const definition = await echoServer(apiFlag(), "bench-ours", result)
 
 if (flag("transport", "http") === "stdio") {
   const StdioServerTransport = await loadStdioServerTransport()

@@ -11,10 +11,9 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import type * as McpServerModule from "../../src/server/McpServer.ts"
+import type * as ToolModule from "../../src/server/Tool.ts"
 import { loadMcpServer, loadTool } from "../our-modules.ts"
-
-const McpServer = await loadMcpServer()
-const Tool = await loadTool()
 
 export type Api = "generic" | "typed" | "tool"
 
@@ -37,8 +36,19 @@ const CallParams = Schema.Struct({
 const decodeEcho = Schema.decodeUnknownEffect(EchoParams)
 const unknownTool = (name: string) => Effect.fail(new Error(`unknown tool ${name}`))
 
-/** The server with `echo` (and `tools/list`) defined by `api`; `generic` answers `result`. */
-export const echoServer = (api: Api, name: string, result: unknown) => {
+/**
+ * The server with `echo` (and `tools/list`) defined by `api`; `generic`
+ * answers `result`. Built from the given modules (a build to compare), or
+ * from the ones `our-modules.ts` loads.
+ */
+export const echoServer = async (
+  api: Api,
+  name: string,
+  result: unknown,
+  modules?: { readonly McpServer: typeof McpServerModule; readonly Tool: typeof ToolModule }
+) => {
+  const McpServer = modules?.McpServer ?? await loadMcpServer()
+  const Tool = modules?.Tool ?? await loadTool()
   const server = McpServer.make({ serverInfo: { name, version: "1.0.0" } })
   switch (api) {
     case "generic":

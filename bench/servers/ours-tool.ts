@@ -10,7 +10,7 @@ import { echoServer } from "./echo-apis.ts"
 
 const McpServer = await loadMcpServer()
 const StdioServerTransport = await loadStdioServerTransport()
-const server = echoServer("tool", "bench-ours-tool", undefined)
+const server = await echoServer("tool", "bench-ours-tool", undefined)
 
 Effect.gen(function*() {
   const handle = yield* McpServer.toHandler(server)

@@ -10,7 +10,7 @@ import { echoServer } from "./echo-apis.ts"
 
 const McpServer = await loadMcpServer()
 const StdioServerTransport = await loadStdioServerTransport()
-const server = echoServer("typed", "bench-ours-typed", undefined)
+const server = await echoServer("typed", "bench-ours-typed", undefined)
 
 Effect.gen(function*() {
   const handle = yield* McpServer.toHandler(server)
