@@ -31,6 +31,7 @@ import type { Row, Target, Workload, WorkloadOptions } from "../workload.ts"
 import type { ClientName } from "../http/clients.ts"
 import { cleanup, envList, progress, row, type RunningServer, runClient, serverScript, startServer } from "../http/harness.ts"
 import type { Result } from "../http/run-client.ts"
+import { processCpuUs } from "../child.ts"
 
 type ServerName = "ours" | "ours-typed" | "ours-tool" | "sdk" | "raw"
 const DEFAULT_PAIRS = "ours→ours,ours→ours-typed,ours→ours-tool,ours-mcp→ours,sdk→sdk,ours→sdk,sdk→ours,raw→raw"
@@ -54,6 +55,8 @@ export interface Detail {
   readonly concurrency: number
   readonly pair: string
   readonly results: ReadonlyArray<Result>
+  /** The server process's CPU microseconds per request of each run (warm-up included). */
+  readonly serverCpuUs: ReadonlyArray<number>
 }
 
 /** Runs the workload; the details keep every run's figures (CPU per request among them). */
@@ -69,6 +72,7 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
 
   const servers = new Map<string, RunningServer>()
   const results = new Map<string, Array<Result>>()
+  const serverCpu = new Map<string, Array<number>>()
   const key = (mode: string, op: string, c: number, pair: string) => `${mode}|${op}|${c}|${pair}`
   try {
     const needed = new Set(pairs.map((p) => p.server))
@@ -84,6 +88,7 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
           for (const c of concurrencies) {
             for (const pair of pairs) {
               const server = servers.get(`${pair.server}|${mode}`)!
+              const cpu0 = await processCpuUs(server.pid)
               const result = await runClient({
                 client: pair.client,
                 target: { kind: "http", url: server.url },
@@ -92,9 +97,13 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
                 total: totalFor(c),
                 warmup
               })
+              const serverCpuUs = (await processCpuUs(server.pid) - cpu0) / (totalFor(c) + warmup)
               const k = key(mode, op, c, pair.name)
               results.set(k, [...(results.get(k) ?? []), result])
-              progress(`http ${mode} ${op} c${c} ${pair.name} run ${r + 1}: ${Math.round(result.rps)} req/s, ${result.cpuUs.toFixed(0)} µs CPU/req`)
+              serverCpu.set(k, [...(serverCpu.get(k) ?? []), serverCpuUs])
+              progress(
+                `http ${mode} ${op} c${c} ${pair.name} run ${r + 1}: ${Math.round(result.rps)} req/s, ${result.cpuUs.toFixed(0)} µs CPU/req, server ${serverCpuUs.toFixed(0)}`
+              )
             }
           }
         }
@@ -113,7 +122,8 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
         for (const pair of pairs) {
           const runs = results.get(key(mode, op, c, pair.name)) ?? []
           if (runs.length === 0) continue
-          details.push({ mode, op, concurrency: c, pair: pair.name, results: runs })
+          const serverCpuUs = serverCpu.get(key(mode, op, c, pair.name)) ?? []
+          details.push({ mode, op, concurrency: c, pair: pair.name, results: runs, serverCpuUs })
           const cell = { workload: `http ${mode}`, variant: `${opLabel(op)} c${c}`, impl: pair.name }
           rows.push(row(
             { ...cell, metric: "req/s" },
@@ -122,6 +132,8 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
           ))
           // The client process's CPU per request: less moved by other load than req/s.
           rows.push(row({ ...cell, metric: "CPU µs/req" }, runs.map((x) => x.cpuUs)))
+          // The server process's, from /proc (10 ms ticks; the client's warm-up is in it).
+          rows.push(row({ ...cell, metric: "server CPU µs/req" }, serverCpuUs))
         }
       }
     }
