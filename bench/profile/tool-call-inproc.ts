@@ -30,7 +30,8 @@ const load = async (build: string): Promise<() => Promise<number>> => {
   const McpServer = await import(base + "server/McpServer.js")
   const Tool = await import(base + "server/Tool.js")
   const server = await echoServer(api, "probe", { content: [{ type: "text", text: "ok" }] }, { McpServer, Tool })
-  const { handler } = await Effect.runPromise(Effect.scoped(McpServer.toHandler(server)) as Effect.Effect<any>)
+  type Handle = { readonly handler: (message: unknown, context: unknown) => Effect.Effect<any> }
+  const { handler } = await Effect.runPromise(Effect.scoped(McpServer.toHandler(server)) as Effect.Effect<Handle>)
   await Effect.runPromise(handler({ jsonrpc: "2.0", id: 0, method: "initialize", params: INIT }, { ...context, requestId: 0 }))
   await Effect.runPromise(handler({ jsonrpc: "2.0", method: "notifications/initialized" }, context))
   let id = 1
