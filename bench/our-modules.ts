@@ -29,3 +29,4 @@ export const loadJsonRpc = () => load<typeof import("../src/JsonRpc.ts")>("JsonR
 export const loadBridge = () => load<typeof import("../src/bridge/Bridge.ts")>("bridge/Bridge")
 
 export const loadOneShot = () => load<typeof import("../src/client/OneShot.ts")>("client/OneShot")
+export const loadTool = () => load<typeof import("../src/server/Tool.ts")>("server/Tool")

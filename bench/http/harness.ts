@@ -46,6 +46,8 @@ export const cleanup = () => {
 
 export interface RunningServer {
   readonly url: string
+  /** The server's process id (for its CPU time in `/proc`). */
+  readonly pid: number
   /** SIGTERM, wait for the exit; the server's peak RSS in bytes when it reported one. */
   readonly stop: () => Promise<number | undefined>
 }
@@ -76,6 +78,7 @@ export const startServer = (script: string, args: ReadonlyArray<string>): Promis
       child.off("exit", early)
       resolve({
         url: line.slice("listening ".length).trim(),
+        pid: child.pid!,
         stop: async () => {
           if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
           await exited

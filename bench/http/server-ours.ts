@@ -3,9 +3,10 @@
  * with one tool, on HttpServerTransport (stateful sessions; `--mode json` is
  * the transport's `auto` response mode, which answers with JSON when the
  * handler sends nothing on the way; `--mode sse` always streams) or on
- * StdioServerTransport.
+ * StdioServerTransport. `--api` picks how the tool is defined (see
+ * `bench/servers/echo-apis.ts`; default `generic`).
  *
- *   node bench/http/server-ours.ts --transport http|stdio [--mode json|sse] [--bytes N]
+ *   node bench/http/server-ours.ts --transport http|stdio [--mode json|sse] [--bytes N] [--api generic|typed|tool]
  *
  * Over HTTP it prints `listening <url>` and serves until SIGTERM/SIGINT.
  */
@@ -15,6 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { loadHttpServerTransport, loadMcpServer, loadStdioServerTransport } from "../our-modules.ts"
+import { apiFlag, echoServer } from "../servers/echo-apis.ts"
 import { announce, flag, modeFlag, reportPeakRssOnExit, toolResult } from "./common.ts"
 
 // Each transport's modules load only when it is the one served, as in a user's server.
@@ -24,10 +26,7 @@ reportPeakRssOnExit()
 const result = toolResult(Number(flag("bytes", "0")))
 const LIMIT = 64 * 1024 * 1024
 
-const definition = McpServer.make({ serverInfo: { name: "bench-ours", version: "1.0.0" } }).pipe(
-  McpServer.method("tools/list", {}, () => Effect.succeed({ tools: [{ name: "echo", inputSchema: { type: "object" } }] })),
-  McpServer.method("tools/call", {}, () => Effect.succeed(result))
-)
+const definition = await echoServer(apiFlag(), "bench-ours", result)
 
 if (flag("transport", "http") === "stdio") {
   const StdioServerTransport = await loadStdioServerTransport()

@@ -9,6 +9,9 @@
  *   npx node bench/profile/stdio-server-inproc.ts [burst=32] [requests=100000] [rounds=5] [dist…]
  *
  * (default: ./dist; e.g. `… 32 100000 5 /tmp/base/dist ./dist` for before → after).
+ * A build given as `dist:api` serves the `echo` tool defined the `api` way
+ * (`generic`, `typed` or `tool`, see `bench/servers/echo-apis.ts`), e.g.
+ * `… 32 100000 5 ./dist:typed ./dist:tool`.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -20,6 +23,7 @@ import * as Stdio from "effect/Stdio"
 import * as Stream from "effect/Stream"
 import { resolve } from "node:path"
 import { pathToFileURL } from "node:url"
+import { type Api, echoServer } from "../servers/echo-apis.ts"
 
 const [burstText = "32", requestsText = "100000", roundsText = "5", ...dists] = process.argv.slice(2)
 const burst = Number(burstText)
@@ -41,9 +45,11 @@ interface Build {
   readonly measure: (n: number) => Promise<number>
 }
 
-const load = async (dist: string): Promise<Build> => {
+const load = async (build: string): Promise<Build> => {
+  const [dist = build, api] = build.split(":") as [string, Api | undefined]
   const base = pathToFileURL(resolve(dist) + "/").href
   const McpServer = await import(base + "server/McpServer.js")
+  const Tool = await import(base + "server/Tool.js")
   const StdioServerTransport = await import(base + "server/StdioServerTransport.js")
   const input = Effect.runSync(Queue.unbounded<Uint8Array>())
   let seen = 0
@@ -63,9 +69,11 @@ const load = async (dist: string): Promise<Build> => {
     stdout: () => Sink.forEach((chunk: string | Uint8Array) => Effect.sync(() => countLines(chunk))),
     stderr: () => Sink.drain
   })
-  const server = McpServer.make({ serverInfo: { name: "inproc", version: "1" } }).pipe(
-    McpServer.method("tools/call", { params: CallParams }, () => Effect.succeed(ECHO_RESULT))
-  )
+  const server = api === undefined
+    ? McpServer.make({ serverInfo: { name: "inproc", version: "1" } }).pipe(
+      McpServer.method("tools/call", { params: CallParams }, () => Effect.succeed(ECHO_RESULT))
+    )
+    : await echoServer(api, "inproc", ECHO_RESULT, { McpServer, Tool })
   const exchange = (text: string, lines: number) =>
     Effect.suspend(() => {
       want = seen + lines
@@ -97,7 +105,7 @@ const load = async (dist: string): Promise<Build> => {
     })
   )
   return {
-    name: dist,
+    name: build,
     measure: async (n) => {
       const t0 = process.cpuUsage()
       await Effect.runPromise(bursts(n))

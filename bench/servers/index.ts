@@ -8,6 +8,8 @@ export const servers: Record<string, string> = {
   raw: here("../raw-responder.ts"),
   ours: here("./ours-mcp.ts"),
   "ours-handler": here("./ours-handler.ts"),
+  "ours-typed": here("./ours-typed.ts"),
+  "ours-tool": here("./ours-tool.ts"),
   sdk: here("./sdk.ts")
 }
 

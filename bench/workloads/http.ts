@@ -16,7 +16,9 @@
  * top), `sdk→sdk` (the official Client + StreamableHTTPClientTransport ↔
  * McpServer + StreamableHTTPServerTransport on node:http), the cross pairs
  * `ours→sdk` and `sdk→ours`, and `raw→raw` (an undici keep-alive pool against
- * a bare node:http JSON-RPC responder: the practical limit). Any other pair
+ * a bare node:http JSON-RPC responder: the practical limit), and `ours→ours-typed`,
+ * `ours→ours-tool`: our server with the tool's arguments decoded and its
+ * result structured, by hand on the generic method or with `Tool.add`. Any other pair
  * works through BENCH_HTTP_PAIRS, e.g. `ours→raw` and `raw→ours` to separate
  * a client's cost from a server's.
  *
@@ -29,9 +31,16 @@ import type { Row, Target, Workload, WorkloadOptions } from "../workload.ts"
 import type { ClientName } from "../http/clients.ts"
 import { cleanup, envList, progress, row, type RunningServer, runClient, serverScript, startServer } from "../http/harness.ts"
 import type { Result } from "../http/run-client.ts"
+import { processCpuUs } from "../child.ts"
 
-type ServerName = "ours" | "sdk" | "raw"
-const DEFAULT_PAIRS = "ours→ours,ours-mcp→ours,sdk→sdk,ours→sdk,sdk→ours,raw→raw"
+type ServerName = "ours" | "ours-typed" | "ours-tool" | "sdk" | "raw"
+const DEFAULT_PAIRS = "ours→ours,ours→ours-typed,ours→ours-tool,ours-mcp→ours,sdk→sdk,ours→sdk,sdk→ours,raw→raw"
+
+/** `ours-typed` and `ours-tool`: our server with the tool defined another way (`bench/servers/echo-apis.ts`). */
+const serverCommand = (server: ServerName): [string, Array<string>] =>
+  server === "ours-typed" || server === "ours-tool"
+    ? [serverScript.ours, ["--api", server.slice("ours-".length)]]
+    : [serverScript[server], []]
 
 const parsePair = (text: string): { client: ClientName; server: ServerName; name: string } => {
   const [client, server] = text.replace("->", "→").split("→") as [ClientName, ServerName]
@@ -46,6 +55,8 @@ export interface Detail {
   readonly concurrency: number
   readonly pair: string
   readonly results: ReadonlyArray<Result>
+  /** The server process's CPU microseconds per request of each run (warm-up included). */
+  readonly serverCpuUs: ReadonlyArray<number>
 }
 
 /** Runs the workload; the details keep every run's figures (CPU per request among them). */
@@ -61,12 +72,14 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
 
   const servers = new Map<string, RunningServer>()
   const results = new Map<string, Array<Result>>()
+  const serverCpu = new Map<string, Array<number>>()
   const key = (mode: string, op: string, c: number, pair: string) => `${mode}|${op}|${c}|${pair}`
   try {
     const needed = new Set(pairs.map((p) => p.server))
     for (const mode of modes) {
       for (const server of needed) {
-        servers.set(`${server}|${mode}`, await startServer(serverScript[server], ["--transport", "http", "--mode", mode]))
+        const [script, args] = serverCommand(server)
+        servers.set(`${server}|${mode}`, await startServer(script, ["--transport", "http", "--mode", mode, ...args]))
       }
     }
     for (let r = 0; r < options.runs; r++) {
@@ -75,6 +88,7 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
           for (const c of concurrencies) {
             for (const pair of pairs) {
               const server = servers.get(`${pair.server}|${mode}`)!
+              const cpu0 = await processCpuUs(server.pid)
               const result = await runClient({
                 client: pair.client,
                 target: { kind: "http", url: server.url },
@@ -83,9 +97,13 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
                 total: totalFor(c),
                 warmup
               })
+              const serverCpuUs = (await processCpuUs(server.pid) - cpu0) / (totalFor(c) + warmup)
               const k = key(mode, op, c, pair.name)
               results.set(k, [...(results.get(k) ?? []), result])
-              progress(`http ${mode} ${op} c${c} ${pair.name} run ${r + 1}: ${Math.round(result.rps)} req/s, ${result.cpuUs.toFixed(0)} µs CPU/req`)
+              serverCpu.set(k, [...(serverCpu.get(k) ?? []), serverCpuUs])
+              progress(
+                `http ${mode} ${op} c${c} ${pair.name} run ${r + 1}: ${Math.round(result.rps)} req/s, ${result.cpuUs.toFixed(0)} µs CPU/req, server ${serverCpuUs.toFixed(0)}`
+              )
             }
           }
         }
@@ -104,7 +122,8 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
         for (const pair of pairs) {
           const runs = results.get(key(mode, op, c, pair.name)) ?? []
           if (runs.length === 0) continue
-          details.push({ mode, op, concurrency: c, pair: pair.name, results: runs })
+          const serverCpuUs = serverCpu.get(key(mode, op, c, pair.name)) ?? []
+          details.push({ mode, op, concurrency: c, pair: pair.name, results: runs, serverCpuUs })
           const cell = { workload: `http ${mode}`, variant: `${opLabel(op)} c${c}`, impl: pair.name }
           rows.push(row(
             { ...cell, metric: "req/s" },
@@ -113,6 +132,8 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
           ))
           // The client process's CPU per request: less moved by other load than req/s.
           rows.push(row({ ...cell, metric: "CPU µs/req" }, runs.map((x) => x.cpuUs)))
+          // The server process's, from /proc (10 ms ticks; the client's warm-up is in it).
+          rows.push(row({ ...cell, metric: "server CPU µs/req" }, serverCpuUs))
         }
       }
     }
@@ -122,6 +143,8 @@ export const measure = async (options: WorkloadOptions): Promise<{ rows: Array<R
 
 const targets: Array<Target> = ["json", "sse"].flatMap((mode) => [
   { workload: `http ${mode}`, variant: "tools/call *", ours: "ours→ours", peer: "sdk→sdk", atLeast: 1.5, metric: "req/s" as const },
+  { workload: `http ${mode}`, variant: "tools/call c32", ours: "ours→ours-tool", peer: "sdk→sdk", atLeast: 1.5, metric: "req/s" as const },
+  { workload: `http ${mode}`, variant: "tools/call *", ours: "ours→ours-tool", peer: "ours→ours-typed", atLeast: 0.95, metric: "req/s" as const },
   { workload: `http ${mode}`, variant: "tools/call *", ours: "ours→ours", peer: "raw→raw", atLeast: 0.8, metric: "req/s" as const }
 ])
 

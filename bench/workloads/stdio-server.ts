@@ -4,6 +4,9 @@
  * `ping`, at concurrency 1 and 32, after the MCP handshake:
  * - `ours`: `McpServer` on `StdioServerTransport` (`bench/servers/ours-mcp.ts`),
  * - `ours-handler`: the transport with a bare `Handler` (ladder step),
+ * - `ours-typed`, `ours-tool`: `McpServer` with the tool's arguments decoded
+ *   and its result structured, by hand on the generic method or with
+ *   `Tool.add` (`bench/servers/echo-apis.ts`),
  * - `sdk`: the official SDK's `McpServer` on its stdio transport,
  * - `raw`: the minimal NDJSON responder, the practical limit.
  * Requests/s with p50/p99, and the server process's CPU time per request.
@@ -30,10 +33,12 @@ const OP_LABEL: Record<string, string> = { callTool: "tools/call", ping: "ping" 
 export const workload: Workload = {
   name: NAME,
   targets: [
-    { workload: NAME, variant: "*", ours: "ours", peer: "sdk", atLeast: 1.5, metric: "req/s" }
+    { workload: NAME, variant: "*", ours: "ours", peer: "sdk", atLeast: 1.5, metric: "req/s" },
+    { workload: NAME, variant: "tools/call c32", ours: "ours-tool", peer: "sdk", atLeast: 1.5, metric: "req/s" },
+    { workload: NAME, variant: "tools/call *", ours: "ours-tool", peer: "ours-typed", atLeast: 0.95 }
   ],
   run: async ({ runs, smoke }) => {
-    const servers = envList("BENCH_SERVERS", "raw,ours,ours-handler,sdk")
+    const servers = envList("BENCH_SERVERS", "raw,ours,ours-handler,ours-typed,ours-tool,sdk")
     const ops = envList("BENCH_SERVER_OPS", "callTool,ping")
     const concurrencies = [1, 32]
     const totals = concurrencies.map((c) => smoke ? 200 : envNumber("BENCH_SERVER_TOTAL", c === 1 ? 3_000 : 12_000))

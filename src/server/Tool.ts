@@ -14,6 +14,7 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import * as AiTool from "effect/ai/Tool"
@@ -251,36 +252,45 @@ export const add = <
     ? undefined
     : Schema.encodeUnknownEffect(JsonSchema.codec(options.failure, jsonOptions))
 
+  // Schema parsers without async steps answer with an Exit: the eager combinators then skip the fiber's
+  // continuations, which is most of a call's cost for a small tool.
+  const toStructured = (encoded: unknown, value: unknown) => ({
+    content: [{ type: "text", text: options.text === undefined ? asText(encoded) : options.text(value as never) }],
+    structuredContent: wrap || !isRecord(encoded) ? { result: encoded } : encoded
+  })
+  const invalidResult = () => badResult(name)
   const toResult = (value: unknown): Effect.Effect<Record<string, unknown>, RpcError, any> => {
     if (encodeSuccess === undefined) {
       return Effect.succeed(typeof value === "string" ? { content: [{ type: "text", text: value }] } : value as Record<string, unknown>)
     }
-    return encodeSuccess(value).pipe(
-      Effect.mapError(() => badResult(name)),
-      Effect.map((encoded) => ({
-        content: [{ type: "text", text: options.text === undefined ? asText(encoded) : options.text(value) }],
-        structuredContent: wrap || !isRecord(encoded) ? { result: encoded } : encoded
-      }))
-    )
+    return Effect.mapBothEager(encodeSuccess(value), {
+      onFailure: invalidResult,
+      onSuccess: (encoded) => toStructured(encoded, value)
+    })
   }
 
-  const call = (args: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> =>
-    decodeArguments(args).pipe(
-      Effect.matchEffect({
-        onFailure: (error) =>
-          Effect.succeed(errorResult(`Invalid arguments for tool ${JSON.stringify(name)}: ${error.message}`)),
-        onSuccess: (params) => {
-          const run = Effect.flatMap(Effect.suspend(() => handler(params as never, context)), toResult)
-          return isFailure === undefined || encodeFailure === undefined ? run : run.pipe(
-            Effect.catchIf(isFailure, (failure) =>
-              encodeFailure(failure).pipe(
-                Effect.mapError(() => badResult(name)),
-                Effect.map((encoded) => errorResult(asText(encoded)))
-              ))
-          )
-        }
-      })
-    )
+  const catchFailure = isFailure === undefined || encodeFailure === undefined
+    ? undefined
+    : Effect.catchIf(isFailure, (failure) =>
+      encodeFailure(failure).pipe(
+        Effect.mapError(invalidResult),
+        Effect.map((encoded) => errorResult(asText(encoded)))
+      ))
+
+  // Called inside the router's `Effect.suspend` (or a continuation): a handler that throws is a defect either way.
+  const run = (params: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> => {
+    const result = Effect.flatMapEager(handler(params as never, context), toResult)
+    return catchFailure === undefined ? result : catchFailure(result)
+  }
+
+  const call = (args: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> => {
+    const decoded = decodeArguments(args)
+    if (Exit.isExit(decoded) && Exit.isSuccess(decoded)) return run(decoded.value, context)
+    return Effect.matchEffect(decoded, {
+      onFailure: (error) => Effect.succeed(errorResult(`Invalid arguments for tool ${JSON.stringify(name)}: ${error.message}`)),
+      onSuccess: (params) => run(params, context)
+    })
+  }
 
   return Catalogue.add(server, "tools", name, { definition, call }) as McpServer<any>
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Ref, Schema } from "effect"
+import { Effect, Ref, Schema, SchemaGetter } from "effect"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import type * as JsonRpc from "../../src/JsonRpc.ts"
@@ -396,5 +396,39 @@ describe("with the official SDK 1.x client", () => {
       )
       expect(completion.completion.values).toEqual(["Alan"])
       yield* Effect.promise(() => client.close())
+    }))
+})
+
+// Upper-cases after a yield: its decoding does not finish synchronously.
+const Shouted = Schema.String.pipe(Schema.decodeTo(Schema.String, {
+  decode: SchemaGetter.transformEffect((s: string) => Effect.as(Effect.yieldNow, s.toUpperCase())),
+  encode: SchemaGetter.passthrough()
+}))
+
+const callServer = McpServer.make({ serverInfo: { name: "calls", version: "1.0.0" }, stateless: true }).pipe(
+  Tool.add("shout", { parameters: { text: Shouted } }, ({ text }) => Effect.succeed(text)),
+  Tool.add("throws", {}, () => {
+    throw new Error("thrown by the handler")
+  })
+)
+
+describe("Tool calls", () => {
+  it.effect("arguments whose decoding yields are decoded, or answered as invalid", () =>
+    Effect.gen(function*() {
+      const { client } = yield* connect(callServer, "2025-11-25")
+      const shouted = yield* client.callTool({ name: "shout", arguments: { text: "hi" } })
+      expect(shouted.content).toEqual([{ type: "text", text: "HI" }])
+      const invalid = yield* client.callTool({ name: "shout", arguments: { text: 42 } })
+      expect(invalid.isError).toBe(true)
+      expect(firstText(invalid)).toContain(`Invalid arguments for tool "shout"`)
+    }))
+
+  it.effect("a handler that throws is an internal error, without its message", () =>
+    Effect.gen(function*() {
+      const { client } = yield* connect(callServer, "2025-11-25")
+      const error = yield* Effect.flip(client.callTool({ name: "throws" }))
+      expect(error).toBeInstanceOf(RpcError)
+      expect((error as RpcError).code).toBe(-32603)
+      expect((error as RpcError).message).not.toContain("thrown by the handler")
     }))
 })
