@@ -35,7 +35,7 @@ describe("McpManager with servers of both eras", () => {
         config: {
           mcpServers: {
             modern: { command: process.execPath, args: [modernPath] },
-            legacy: { command: process.execPath, args: [legacyPath, "--name", "legacy"] },
+            legacy: { command: process.execPath, args: [legacyPath, "--name", "legacy", "--handshake-only"] },
             pinned: { command: process.execPath, args: [legacyPath, "--name", "pinned"], protocol: "2025-11-25" }
           }
         },
