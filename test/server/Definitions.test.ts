@@ -1,11 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
+import { SdkHandlerTransport } from "../fixtures/sdk-handler-transport.ts"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Ref, Schema, SchemaGetter } from "effect"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
-import type * as JsonRpc from "../../src/JsonRpc.ts"
 import { RpcError } from "../../src/McpError.ts"
 import { DefinitionError } from "../../src/server/DefinitionError.ts"
 import type { Handler } from "../../src/server/Handler.ts"
@@ -339,38 +337,13 @@ describe("definition errors", () => {
   })
 })
 
-/** The official SDK's client over the handler, in process: each message is handed to the handler as it is sent. */
-class HandlerTransport implements Transport {
-  onmessage?: (message: JSONRPCMessage) => void
-  onclose?: () => void
-  onerror?: (error: Error) => void
-  readonly handler: Handler
-  constructor(handler: Handler) {
-    this.handler = handler
-  }
-  async start() {}
-  async close() {
-    this.onclose?.()
-  }
-  async send(message: JSONRPCMessage) {
-    if (!("method" in message)) return
-    const request = message as JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification
-    const reply = await Effect.runPromise(this.handler(request, {
-      sessionId: undefined,
-      requestId: "id" in request ? request.id : undefined,
-      notify: (method, params) => Effect.sync(() => this.onmessage?.({ jsonrpc: "2.0", method, params } as JSONRPCMessage)),
-      request: () => Effect.die("no requests to this client")
-    }))
-    if (reply !== null) setImmediate(() => this.onmessage?.(reply as JSONRPCMessage))
-  }
-}
 
 describe("with the official SDK 1.x client", () => {
   it.live("lists and calls tools (the SDK checks structuredContent against outputSchema), reads, gets, completes", () =>
     Effect.gen(function*() {
       const handle = yield* McpServer.toHandler(legacyServer)
       const client = new Client({ name: "sdk", version: "1.0.0" }, { capabilities: {} })
-      yield* Effect.promise(() => client.connect(new HandlerTransport(handle.handler as Handler)))
+      yield* Effect.promise(() => client.connect(new SdkHandlerTransport(handle.handler as Handler, Effect.runPromise)))
       const { tools } = yield* Effect.promise(() => client.listTools())
       expect(tools.map((t) => t.name)).toEqual(["add", "count", "lookup", "ratio", "raw", "region"])
       const sum = yield* Effect.promise(() => client.callTool({ name: "add", arguments: { a: 2, b: 3 } }))

@@ -5,17 +5,16 @@
  * already running are not affected.
  */
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
+import { SdkHandlerTransport } from "../fixtures/sdk-handler-transport.ts"
 import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { type JSONRPCMessage, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Deferred, Effect, Fiber, Layer, Option, Schema, Stream, SubscriptionRef } from "effect"
 import { flow } from "effect/Function"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
-import type * as JsonRpc from "../../src/JsonRpc.ts"
 import type { RpcError } from "../../src/McpError.ts"
 import { DefinitionError } from "../../src/server/DefinitionError.ts"
 import * as Definitions from "../../src/server/Definitions.ts"
@@ -291,7 +290,7 @@ describe("with the official SDK 1.x client", () => {
     Effect.gen(function*() {
       const handle = yield* Definitions.toHandler(base())
       const client = new Client({ name: "sdk", version: "1.0.0" }, { capabilities: {} })
-      yield* Effect.promise(() => client.connect(new HandlerTransport(handle.handler as Handler)))
+      yield* Effect.promise(() => client.connect(new SdkHandlerTransport(handle.handler as Handler, Effect.runPromise)))
       expect(client.getServerCapabilities()?.tools).toEqual({ listChanged: true })
       const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()))
       yield* handle.definitions.add(echo("shout"))
@@ -302,28 +301,3 @@ describe("with the official SDK 1.x client", () => {
     }))
 })
 
-/** The SDK's client over a handler in this process; the session channel is the transport itself. */
-class HandlerTransport implements Transport {
-  onmessage?: (message: JSONRPCMessage) => void
-  onclose?: () => void
-  onerror?: (error: Error) => void
-  readonly handler: Handler
-  constructor(handler: Handler) {
-    this.handler = handler
-  }
-  async start() {}
-  async close() {
-    this.onclose?.()
-  }
-  async send(message: JSONRPCMessage) {
-    if (!("method" in message)) return
-    const request = message as JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification
-    const reply = await Effect.runPromise(this.handler(request, {
-      sessionId: undefined,
-      requestId: "id" in request ? request.id : undefined,
-      notify: (method, params) => Effect.sync(() => this.onmessage?.({ jsonrpc: "2.0", method, params } as JSONRPCMessage)),
-      request: () => Effect.die("no requests to this client")
-    }))
-    if (reply !== null) setImmediate(() => this.onmessage?.(reply as JSONRPCMessage))
-  }
-}
