@@ -208,6 +208,24 @@ const fetchDocument = (
 const isStringArray = (value: unknown): value is ReadonlyArray<string> =>
   Array.isArray(value) && value.every((v) => typeof v === "string")
 
+/** The first of `urls` that is there (in the spec's order of preference), or a failure naming every miss. */
+const firstDocument = (
+  client: HttpClient.HttpClient,
+  urls: ReadonlyArray<string>,
+  limits: Limits,
+  fail: (reason: string) => DiscoveryFailed,
+  noneFound: string
+): Effect.Effect<{ readonly url: string; readonly doc: Record<string, unknown> | null }, DiscoveryFailed> =>
+  Effect.gen(function*() {
+    const misses: Array<string> = []
+    for (const url of urls) {
+      const fetched = yield* fetchDocument(client, url, limits, fail)
+      if (fetched._tag === "Found") return { url, doc: fetched.json as Record<string, unknown> | null }
+      misses.push(fetched.why)
+    }
+    return yield* fail(`${noneFound} (${misses.join("; ")})`)
+  })
+
 const optionalStrings = (value: unknown): boolean => value === undefined || isStringArray(value)
 
 /**
@@ -237,32 +255,29 @@ export const discoverResource = (
         return yield* fail(`the resource_metadata URL ${hint} is on another origin than the server`)
       }
     }
-    const misses: Array<string> = []
-    for (const url of resourceMetadataUrls(serverUrl, challenge)) {
-      const fetched = yield* fetchDocument(client, url, limits, fail)
-      if (fetched._tag === "Absent") {
-        misses.push(fetched.why)
-        continue
-      }
-      const doc = fetched.json as Record<string, unknown> | null
-      if (
-        typeof doc !== "object" || doc === null || typeof doc.resource !== "string" ||
-        !isStringArray(doc.authorization_servers) || doc.authorization_servers.length === 0 ||
-        !optionalStrings(doc.scopes_supported)
-      ) {
-        return yield* fail(`${url} is not protected resource metadata (resource and authorization_servers required)`)
-      }
-      // RFC 9728 §3.3: metadata naming another resource must not be used.
-      if (!resourceCovers(doc.resource, serverUrl)) {
-        return yield* fail(`${url} describes the resource ${doc.resource}, not ${serverUrl}`)
-      }
-      return {
-        resource: doc.resource,
-        authorization_servers: doc.authorization_servers,
-        scopes_supported: doc.scopes_supported as ReadonlyArray<string> | undefined
-      }
+    const { doc, url } = yield* firstDocument(
+      client,
+      resourceMetadataUrls(serverUrl, challenge),
+      limits,
+      fail,
+      "no metadata found"
+    )
+    if (
+      typeof doc !== "object" || doc === null || typeof doc.resource !== "string" ||
+      !isStringArray(doc.authorization_servers) || doc.authorization_servers.length === 0 ||
+      !optionalStrings(doc.scopes_supported)
+    ) {
+      return yield* fail(`${url} is not protected resource metadata (resource and authorization_servers required)`)
     }
-    return yield* fail(`no metadata found (${misses.join("; ")})`)
+    // RFC 9728 §3.3: metadata naming another resource must not be used.
+    if (!resourceCovers(doc.resource, serverUrl)) {
+      return yield* fail(`${url} describes the resource ${doc.resource}, not ${serverUrl}`)
+    }
+    return {
+      resource: doc.resource,
+      authorization_servers: doc.authorization_servers,
+      scopes_supported: doc.scopes_supported as ReadonlyArray<string> | undefined
+    }
   })
 
 /**
@@ -282,36 +297,33 @@ export const discoverServer = (
   Effect.gen(function*() {
     const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "authorization-server", reason })
     if (!isSecureUrl(issuer)) return yield* fail(`the authorization server ${issuer} is not an https URL`)
-    const misses: Array<string> = []
-    for (const url of serverMetadataUrls(issuer)) {
-      const fetched = yield* fetchDocument(client, url, limits, fail)
-      if (fetched._tag === "Absent") {
-        misses.push(fetched.why)
-        continue
-      }
-      const doc = fetched.json as Record<string, unknown> | null
-      if (
-        typeof doc !== "object" || doc === null || typeof doc.issuer !== "string" ||
-        typeof doc.token_endpoint !== "string" ||
-        !(doc.authorization_endpoint === undefined || typeof doc.authorization_endpoint === "string") ||
-        !(doc.registration_endpoint === undefined || typeof doc.registration_endpoint === "string") ||
-        !optionalStrings(doc.code_challenge_methods_supported) ||
-        !optionalStrings(doc.token_endpoint_auth_methods_supported) || !optionalStrings(doc.scopes_supported)
-      ) {
-        return yield* fail(`${url} is not authorization server metadata (issuer and token_endpoint required)`)
-      }
-      if (doc.issuer.replace(/\/+$/, "") !== issuer.replace(/\/+$/, "")) {
-        return yield* fail(`${url} names the issuer ${doc.issuer}, not ${issuer}`)
-      }
-      const endpoints = [doc.token_endpoint, doc.authorization_endpoint, doc.registration_endpoint]
-      for (const endpoint of endpoints) {
-        if (endpoint !== undefined && !isSecureUrl(endpoint as string)) {
-          return yield* fail(`${url} names an endpoint that is not an https URL: ${endpoint}`)
-        }
-      }
-      return doc as unknown as ServerMetadata
+    const { doc, url } = yield* firstDocument(
+      client,
+      serverMetadataUrls(issuer),
+      limits,
+      fail,
+      `no metadata found for ${issuer}`
+    )
+    if (
+      typeof doc !== "object" || doc === null || typeof doc.issuer !== "string" ||
+      typeof doc.token_endpoint !== "string" ||
+      !(doc.authorization_endpoint === undefined || typeof doc.authorization_endpoint === "string") ||
+      !(doc.registration_endpoint === undefined || typeof doc.registration_endpoint === "string") ||
+      !optionalStrings(doc.code_challenge_methods_supported) ||
+      !optionalStrings(doc.token_endpoint_auth_methods_supported) || !optionalStrings(doc.scopes_supported)
+    ) {
+      return yield* fail(`${url} is not authorization server metadata (issuer and token_endpoint required)`)
     }
-    return yield* fail(`no metadata found for ${issuer} (${misses.join("; ")})`)
+    if (doc.issuer.replace(/\/+$/, "") !== issuer.replace(/\/+$/, "")) {
+      return yield* fail(`${url} names the issuer ${doc.issuer}, not ${issuer}`)
+    }
+    const endpoints = [doc.token_endpoint, doc.authorization_endpoint, doc.registration_endpoint]
+    for (const endpoint of endpoints) {
+      if (endpoint !== undefined && !isSecureUrl(endpoint as string)) {
+        return yield* fail(`${url} names an endpoint that is not an https URL: ${endpoint}`)
+      }
+    }
+    return doc as unknown as ServerMetadata
   })
 
 /**

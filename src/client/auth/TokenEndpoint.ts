@@ -64,6 +64,16 @@ const withClientAuth = (
 
 const GRANT_REFUSALS = new Set(["invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type"])
 
+/** The answer as a JSON object, or `undefined` when it is not one (an error page, an empty body). */
+const jsonObject = (text: string): Record<string, unknown> | undefined => {
+  try {
+    const parsed: unknown = JSON.parse(text)
+    return typeof parsed === "object" && parsed !== null ? parsed as Record<string, unknown> : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * POSTs one grant to the token endpoint. A refusal (`invalid_grant`,
  * `invalid_client`…) fails with `InvalidGrant`; any other failure,
@@ -93,13 +103,7 @@ export const requestToken = (
   return Effect.gen(function*() {
     const response = yield* Http.execute(http, request)
     const text = yield* Http.readText(response, MAX_ANSWER_BYTES)
-    let json: Record<string, unknown> | undefined
-    try {
-      const parsed: unknown = JSON.parse(text)
-      json = typeof parsed === "object" && parsed !== null ? parsed as Record<string, unknown> : undefined
-    } catch {
-      json = undefined
-    }
+    const json = jsonObject(text)
     if (!Http.isSuccess(response.status)) {
       const error = typeof json?.error === "string" ? json.error : undefined
       const description = typeof json?.error_description === "string" ? truncate(json.error_description) : undefined
@@ -171,13 +175,7 @@ export const register = (
   return Effect.gen(function*() {
     const response = yield* Http.execute(http, request)
     const text = yield* Http.readText(response, MAX_ANSWER_BYTES)
-    let json: Record<string, unknown> | undefined
-    try {
-      const parsed: unknown = JSON.parse(text)
-      json = typeof parsed === "object" && parsed !== null ? parsed as Record<string, unknown> : undefined
-    } catch {
-      json = undefined
-    }
+    const json = jsonObject(text)
     if (!Http.isSuccess(response.status)) {
       const error = typeof json?.error === "string" ? json.error : "refused"
       const description = typeof json?.error_description === "string" ? ` (${truncate(json.error_description)})` : ""
