@@ -10,71 +10,20 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, type Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import type { HttpClient } from "effect/http"
 import * as OAuthProvider from "../../../src/client/auth/OAuthProvider.ts"
 import * as TokenStore from "../../../src/client/auth/TokenStore.ts"
 import * as McpClient from "../../../src/client/McpClient.ts"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
 import type * as ProtocolVersion from "../../../src/ProtocolVersion.ts"
-import * as JwtVerifier from "../../../src/server/auth/JwtVerifier.ts"
-import type { TokenVerifierShape } from "../../../src/server/auth/TokenVerifier.ts"
-import * as McpServer from "../../../src/server/McpServer.ts"
-import { makeBrowser, type OidcAuthorizationServer, startOidcServer } from "../../fixtures/oidc-authorization-server.ts"
-import { serve } from "../../server/http/helpers.ts"
+import { makeBrowser, startOidcServer } from "../../fixtures/oidc-authorization-server.ts"
+import { protectedServer, SCOPE } from "../../fixtures/oidc-protected-server.ts"
 
 const REDIRECT = "http://127.0.0.1:1/callback"
-const SCOPE = "mcp:tools"
 
 const live = (name: string, body: () => Effect.Effect<void, unknown, Scope.Scope | HttpClient.HttpClient>) =>
   it.live(name, () => Effect.scoped(body()).pipe(Effect.provide(NodeHttpClient.layerUndici)), 20_000)
-
-/** Answers `whoami` with what the transport told the handler about the caller. */
-const whoami = McpServer.make({ serverInfo: { name: "whoami", version: "1.0.0" }, stateless: true }).pipe(
-  McpServer.method("tools/list", {}, () => Effect.succeed({ tools: [{ name: "whoami", inputSchema: { type: "object" } }] })),
-  McpServer.method("tools/call", {}, (_params, ctx) =>
-    Effect.succeed({
-      content: [{ type: "text", text: ctx.principal ?? "nobody" }],
-      structuredContent: { principal: ctx.principal, subject: ctx.auth?.subject, scopes: ctx.auth?.scopes }
-    }))
-)
-
-/**
- * Our MCP server protected by the authorization server, its URL a resource
- * server there. `clock.aheadMs` moves the server's clock (for token expiry
- * only) forward, as time passing would; `verified` lists the tokens it was sent.
- */
-const protectedServer = (as: OidcAuthorizationServer) =>
-  Effect.gen(function*() {
-    const clock = { aheadMs: 0 }
-    const verified: Array<string> = []
-    const jwt = JwtVerifier.make({ issuer: as.issuer, jwksUri: as.jwksUri, clockTolerance: 0 })
-    const verifier: TokenVerifierShape = {
-      verify: (token, resource) =>
-        Effect.clockWith((real) =>
-          Effect.sync(() => verified.push(token)).pipe(Effect.andThen(
-          jwt.verify(token, resource).pipe(Effect.provideService(Clock.Clock, shifted(real, () => clock.aheadMs)))
-          ))
-        )
-    }
-    const handle = yield* McpServer.toHandler(whoami)
-    const server = yield* serve(
-      { authorization: { verifier, authorizationServers: [as.issuer], scopes: [SCOPE] } },
-      () => handle.handler
-    )
-    as.addResource(server.url, SCOPE)
-    return { url: server.url, clock, verified }
-  })
-
-const shifted = (real: Clock.Clock, ahead: () => number): Clock.Clock => ({
-  currentTimeMillisUnsafe: () => real.currentTimeMillisUnsafe() + ahead(),
-  currentTimeMillis: Effect.sync(() => real.currentTimeMillisUnsafe() + ahead()),
-  currentTimeNanosUnsafe: () => real.currentTimeNanosUnsafe() + BigInt(ahead()) * 1_000_000n,
-  currentTimeNanos: Effect.sync(() => real.currentTimeNanosUnsafe() + BigInt(ahead()) * 1_000_000n),
-  monotonicTimeNanosUnsafe: () => real.monotonicTimeNanosUnsafe(),
-  monotonicTimeNanos: real.monotonicTimeNanos,
-  sleep: (d) => real.sleep(d)
-})
 
 /** A user with a browser, an OAuthProvider for them, and what it keeps. */
 const user = (options: OAuthProvider.Options = {}) =>
