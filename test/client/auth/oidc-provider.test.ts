@@ -71,6 +71,7 @@ describe.each(["2025-11-25", "2026-07-28"] as const)("against oidc-provider, pro
       expect(as.tokenRequests.map((r) => r.grantType)).toEqual(["authorization_code"])
       const held = yield* alice.held
       expect(held.clients).toHaveLength(1)
+      expect(as.registrations).toEqual([{ ok: true }])
       // The provider's token is a JWT for our resource, with a refresh token beside it.
       const [token] = held.tokens
       const claims = JSON.parse(Buffer.from(token!.accessToken.split(".")[1]!, "base64url").toString("utf8"))
@@ -144,6 +145,21 @@ describe.each(["2025-11-25", "2026-07-28"] as const)("against oidc-provider, pro
       const again = yield* client.callTool({ name: "whoami", arguments: {} })
       expect((again.structuredContent as { principal: string }).principal).toBe("alice")
       expect(alice.opened).toHaveLength(2)
+    }))
+})
+
+describe("against oidc-provider: registration", () => {
+  live("a server knowing the resource's scopes only per resource refuses them at registration: registered without", () =>
+    Effect.gen(function*() {
+      // oidc-provider's own idiom: the resource server's scopes come with the resource, not the server's scope list.
+      const as = yield* startOidcServer()
+      const server = yield* protectedServer(as)
+      const alice = yield* user()
+      const client = yield* connect(server.url, alice.auth, "2025-11-25")
+      const result = yield* client.callTool({ name: "whoami", arguments: {} })
+      expect(result.structuredContent).toEqual({ principal: "alice", subject: "alice", scopes: [SCOPE] })
+      expect(new URL(alice.opened[0]!).searchParams.get("scope")).toBe(SCOPE)
+      expect(as.registrations).toEqual([{ ok: false }, { ok: true }])
     }))
 })
 
