@@ -4,7 +4,7 @@
  * McpClient over Streamable HTTP with an OAuthProvider, an McpServer behind
  * the HTTP server transport's `authorization` option checking the
  * provider's JWTs with JwtVerifier. Discovery (our metadata, then the
- * provider's OpenID discovery document), dynamic registration, the code
+ * provider's RFC 8414 or OpenID discovery document), dynamic registration, the code
  * flow with PKCE, refresh (before use, after the server refused an expired
  * token, single-flight, revoked), and audience binding.
  */
@@ -55,7 +55,7 @@ const connect = (url: string, auth: OAuthProvider.OAuthProviderShape, protocol: 
   })
 
 describe.each(["2025-11-25", "2026-07-28"] as const)("against oidc-provider, protocol %s", (protocol) => {
-  live("discovers through OpenID discovery, registers, signs in, and the principal reaches the tool", () =>
+  live("discovers the provider from our metadata, registers, signs in, and the principal reaches the tool", () =>
     Effect.gen(function*() {
       const as = yield* startOidcServer({ scopes: [SCOPE] })
       const server = yield* protectedServer(as)
@@ -64,6 +64,9 @@ describe.each(["2025-11-25", "2026-07-28"] as const)("against oidc-provider, pro
       const result = yield* client.callTool({ name: "whoami", arguments: {} })
       expect(result.structuredContent).toEqual({ principal: "alice", subject: "alice", scopes: [SCOPE] })
       expect(alice.opened).toHaveLength(1)
+      expect(as.requests.filter((r) => r.includes("/.well-known/"))).toEqual([
+        "GET /.well-known/oauth-authorization-server"
+      ])
       const asked = new URL(alice.opened[0]!).searchParams
       expect(asked.get("resource")).toBe(server.url)
       expect(asked.get("scope")).toBe(SCOPE)
@@ -148,7 +151,21 @@ describe.each(["2025-11-25", "2026-07-28"] as const)("against oidc-provider, pro
     }))
 })
 
-describe("against oidc-provider: registration", () => {
+describe("against oidc-provider: discovery and registration", () => {
+  live("a provider serving only OpenID discovery is found there after the RFC 8414 location", () =>
+    Effect.gen(function*() {
+      const as = yield* startOidcServer({ scopes: [SCOPE], openIdDiscoveryOnly: true })
+      const server = yield* protectedServer(as)
+      const alice = yield* user()
+      const client = yield* connect(server.url, alice.auth, "2025-11-25")
+      const result = yield* client.callTool({ name: "whoami", arguments: {} })
+      expect((result.structuredContent as { principal: string }).principal).toBe("alice")
+      expect(as.requests.filter((r) => r.includes("/.well-known/"))).toEqual([
+        "GET /.well-known/oauth-authorization-server",
+        "GET /.well-known/openid-configuration"
+      ])
+    }))
+
   live("a server knowing the resource's scopes only per resource refuses them at registration: registered without", () =>
     Effect.gen(function*() {
       // oidc-provider's own idiom: the resource server's scopes come with the resource, not the server's scope list.
