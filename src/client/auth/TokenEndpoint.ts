@@ -142,6 +142,8 @@ export const requestToken = (
 /**
  * Registers a public client (no secret, `token_endpoint_auth_method: none`)
  * for the authorization code grant at `registrationEndpoint` (RFC 7591).
+ * Refused with `invalid_client_metadata` while naming a `scope`, it
+ * registers once more without one.
  *
  * @since 0.2.0
  * @category requests
@@ -178,6 +180,11 @@ export const register = (
     const json = jsonObject(text)
     if (!Http.isSuccess(response.status)) {
       const error = typeof json?.error === "string" ? json.error : "refused"
+      // `scope` is optional metadata (RFC 7591 §2); a server that knows a resource's scopes only with the
+      // resource (RFC 8707) refuses them here, yet grants them when the authorization request names them.
+      if (error === "invalid_client_metadata" && options.scope !== undefined) {
+        return yield* register(http, { ...options, scope: undefined })
+      }
       const description = typeof json?.error_description === "string" ? ` (${truncate(json.error_description)})` : ""
       return yield* refused(`${error}${description}`, response.status)
     }
