@@ -17,6 +17,7 @@ import * as McpClient from "../client/McpClient.ts"
 import * as Negotiation from "../client/Negotiation.ts"
 import type { Selected } from "../client/fromConfig.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
+import * as LoopbackRedirect from "./LoopbackRedirect.ts"
 import * as Output from "./Output.ts"
 import * as Target from "./Target.ts"
 
@@ -113,6 +114,14 @@ export interface OpenOptions {
   readonly protocol?: Protocol | undefined
   /** Headers sent with every HTTP request (`--header`, `--bearer`); default none. */
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /** Signs requests in with OAuth (`--auth`); default none. */
+  readonly auth?: Target.ConnectOptions["auth"]
+  /** Variables laid over a spawned server's environment (`-e`); default none. */
+  readonly env?: Readonly<Record<string, string>> | undefined
+  /** A spawned server's working directory (`--cwd`); default ours. */
+  readonly cwd?: string | undefined
+  /** How long a browser sign-in may take; its timeout then reads as `LoginTimeout`. Default none. */
+  readonly loginTimeout?: Duration.Duration | undefined
   /** Answers for the server's requests (elicitation); default none. */
   readonly handlers?: McpClient.ServerRequestHandlers | undefined
 }
@@ -132,7 +141,10 @@ export const open = (
     const transport = yield* Target.connect(target, {
       timeout: options.timeout,
       listen: options.listen ?? false,
-      headers: options.headers
+      headers: options.headers,
+      auth: options.auth,
+      env: options.env,
+      cwd: options.cwd
     })
     const client = yield* McpClient.fromTransport(transport, {
       clientInfo: CLIENT_INFO,
@@ -154,6 +166,11 @@ export const open = (
     const selected = yield* transport.selected
     return { client, target, transport: selected }
   }).pipe(
+    Effect.mapError((error) =>
+      options.loginTimeout !== undefined && LoopbackRedirect.isTimeout(error)
+        ? new LoopbackRedirect.LoginTimeout({ after: options.loginTimeout })
+        : error
+    ),
     Output.connecting(
       Target.describe(target),
       options.protocol === undefined || options.protocol === "auto" ? undefined : pinnedHint(options.protocol)
