@@ -146,6 +146,10 @@ export const open = (
       env: options.env,
       cwd: options.cwd
     })
+    // A browser sign-in happens inside the first request: the handshake may take as long as both.
+    const handshakeTimeout = options.loginTimeout === undefined
+      ? options.connectTimeout
+      : Duration.sum(options.connectTimeout, options.loginTimeout)
     const client = yield* McpClient.fromTransport(transport, {
       clientInfo: CLIENT_INFO,
       protocol: options.protocol ?? "auto",
@@ -158,10 +162,10 @@ export const open = (
       listen: false,
       handlers: options.handlers,
       requestTimeout: options.timeout,
-      initializeTimeout: options.connectTimeout,
+      initializeTimeout: handshakeTimeout,
       // The connect timeout, not McpClient's 5 s on stdio: a spawned server's start-up counts
       // against the probe, and a slow start (npx, a cold interpreter) must not read as "no discovery".
-      probeTimeout: options.connectTimeout
+      probeTimeout: handshakeTimeout
     })
     const selected = yield* transport.selected
     return { client, target, transport: selected }

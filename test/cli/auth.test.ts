@@ -22,7 +22,7 @@ afterEach(async () => {
 const secrets = (s: ProtectedServer) => [...s.world.issued, ...s.world.refreshTokens]
 
 const ping = (url: string, store: string, ...more: Array<string>) =>
-  ["ping", url, "-c", "1", "--auth", "--token-store", store, "--connect-timeout", "60s", ...more]
+  ["ping", url, "-c", "1", "--auth", "--token-store", store, ...more]
 
 describe("effect-mcp-transport --auth", () => {
   it("signs in through the browser once; the next run uses the stored token without one", async () => {
