@@ -153,3 +153,25 @@ describe("effect-mcp-transport --auth", () => {
     expect(server.world.count("/token", "client_credentials")).toBe(1)
   }, TIMEOUT)
 })
+
+describe("effect-mcp-transport --config with an auth entry", () => {
+  it("signs in with the entry's client credentials and keeps the tokens in its token file", async () => {
+    server = await startProtectedServer()
+    const store = tempFile("tokens.json")
+    const config = tempFile("mcp.json")
+    fs.writeFileSync(config, JSON.stringify({
+      mcpServers: {
+        svc: {
+          type: "http",
+          url: server.url,
+          auth: { clientId: "svc", clientSecret: "svc-secret", grant: "client_credentials", tokenStore: store }
+        }
+      }
+    }))
+    const r = await runCli(["ping", "-c", "1", "--config", config, "--server", "svc"])
+    expect(r.code, r.stderr).toBe(0)
+    expect(server.world.count("/token", "client_credentials")).toBe(1)
+    expect(fs.statSync(store).mode & 0o777).toBe(0o600)
+    for (const secret of secrets(server)) expect(r.stdout + r.stderr).not.toContain(secret)
+  }, TIMEOUT)
+})
