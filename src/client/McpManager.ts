@@ -425,12 +425,9 @@ export const make = <E = SpawnError, R = ChildProcessSpawner.ChildProcessSpawner
 
     // --- start every supervisor
     const supervision: Supervisor.SupervisorOptions<R> = {
-      // Without a factory the defaults of the type parameters (fromConfig's requirements) apply.
-      transport: (options.transport ??
-        (options.auth === undefined ? fromConfigTransport : fromConfigTransportWith(options.auth))) as TransportFactory<
-          E,
-          R
-        >,
+      // Without a factory the defaults of the type parameters (fromConfig's requirements) apply; the
+      // manager's own factory keeps its entries' OAuth providers to itself.
+      transport: (options.transport ?? fromConfigTransportWith(options.auth)) as TransportFactory<E, R>,
       services: yield* Effect.context<R>(),
       client: options.client ?? {},
       reconnectSchedule: options.reconnectSchedule ?? defaultReconnectSchedule,
