@@ -62,6 +62,8 @@ export const ExitCode = {
   Timeout: 5,
   /** The server asked a question (elicitation) that could not be answered: stdin is not a terminal and `--answer` did not cover it. */
   InputRequired: 6,
+  /** OAuth failed: the sign-in was refused or could not be had, or the token store is unusable. */
+  Auth: 7,
   /** Interrupted (SIGINT / SIGTERM), after teardown. */
   Interrupted: 130
 } as const
@@ -113,6 +115,19 @@ const USAGE = new Set([
   "UnknownSubcommand",
   "ValidationError"
 ])
+const AUTH = new Set([
+  "DiscoveryFailed",
+  "RegistrationRefused",
+  "UserDenied",
+  "AuthorizationRefused",
+  "StateMismatch",
+  "InvalidGrant",
+  "TokenEndpointFailed",
+  "TokenRejected",
+  "InteractionRequired",
+  "TokenStoreFailed",
+  "LoopbackUnavailable"
+])
 const CONNECTION = new Set([
   "SpawnError",
   "TransportClosed",
@@ -130,12 +145,13 @@ export const exitCodeOf = (error: unknown): number => {
   if (error instanceof Exit) return error.code
   if (error instanceof ConnectError) {
     const inner = exitCodeOf(error.cause)
-    return inner === ExitCode.Timeout ? ExitCode.Timeout : ExitCode.Connect
+    return inner === ExitCode.Timeout || inner === ExitCode.Auth ? inner : ExitCode.Connect
   }
   if (USAGE.has(tag)) return ExitCode.Usage
   if (CONNECTION.has(tag)) return ExitCode.Connect
   if (tag === "RpcError") return ExitCode.Rpc
-  if (tag === "RequestTimeout" || tag === "TimeoutError") return ExitCode.Timeout
+  if (tag === "RequestTimeout" || tag === "TimeoutError" || tag === "LoginTimeout") return ExitCode.Timeout
+  if (AUTH.has(tag)) return ExitCode.Auth
   if (tag === "InputRequired") return ExitCode.InputRequired
   return ExitCode.Failure
 }

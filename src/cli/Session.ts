@@ -17,6 +17,7 @@ import * as McpClient from "../client/McpClient.ts"
 import * as Negotiation from "../client/Negotiation.ts"
 import type { Selected } from "../client/fromConfig.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
+import * as LoopbackRedirect from "./LoopbackRedirect.ts"
 import * as Output from "./Output.ts"
 import * as Target from "./Target.ts"
 
@@ -113,6 +114,14 @@ export interface OpenOptions {
   readonly protocol?: Protocol | undefined
   /** Headers sent with every HTTP request (`--header`, `--bearer`); default none. */
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /** Signs requests in with OAuth (`--auth`); default none. */
+  readonly auth?: Target.ConnectOptions["auth"]
+  /** Variables laid over a spawned server's environment (`-e`); default none. */
+  readonly env?: Readonly<Record<string, string>> | undefined
+  /** A spawned server's working directory (`--cwd`); default ours. */
+  readonly cwd?: string | undefined
+  /** How long a browser sign-in may take; its timeout then reads as `LoginTimeout`. Default none. */
+  readonly loginTimeout?: Duration.Duration | undefined
   /** Answers for the server's requests (elicitation); default none. */
   readonly handlers?: McpClient.ServerRequestHandlers | undefined
 }
@@ -132,8 +141,15 @@ export const open = (
     const transport = yield* Target.connect(target, {
       timeout: options.timeout,
       listen: options.listen ?? false,
-      headers: options.headers
+      headers: options.headers,
+      auth: options.auth,
+      env: options.env,
+      cwd: options.cwd
     })
+    // A browser sign-in happens inside the first request: the handshake may take as long as both.
+    const handshakeTimeout = options.loginTimeout === undefined
+      ? options.connectTimeout
+      : Duration.sum(options.connectTimeout, options.loginTimeout)
     const client = yield* McpClient.fromTransport(transport, {
       clientInfo: CLIENT_INFO,
       protocol: options.protocol ?? "auto",
@@ -146,14 +162,19 @@ export const open = (
       listen: false,
       handlers: options.handlers,
       requestTimeout: options.timeout,
-      initializeTimeout: options.connectTimeout,
+      initializeTimeout: handshakeTimeout,
       // The connect timeout, not McpClient's 5 s on stdio: a spawned server's start-up counts
       // against the probe, and a slow start (npx, a cold interpreter) must not read as "no discovery".
-      probeTimeout: options.connectTimeout
+      probeTimeout: handshakeTimeout
     })
     const selected = yield* transport.selected
     return { client, target, transport: selected }
   }).pipe(
+    Effect.mapError((error) =>
+      options.loginTimeout !== undefined && LoopbackRedirect.isTimeout(error)
+        ? new LoopbackRedirect.LoginTimeout({ after: options.loginTimeout })
+        : error
+    ),
     Output.connecting(
       Target.describe(target),
       options.protocol === undefined || options.protocol === "auto" ? undefined : pinnedHint(options.protocol)

@@ -11,11 +11,13 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { HttpClient } from "effect/http"
 import type { ChildProcessSpawner } from "effect/process"
+import type { OAuthProviderShape } from "../client/auth/OAuthProvider.ts"
 import type { SpawnError } from "../McpError.ts"
 import * as FromConfig from "../client/fromConfig.ts"
 
 export type Target = Data.TaggedEnum<{
-  Url: { readonly url: string }
+  /** `type`: `sse` (default) probes Streamable HTTP and falls back to legacy SSE; `http` is Streamable HTTP only. */
+  Url: { readonly url: string; readonly type?: "http" | "sse" | undefined }
   Command: { readonly command: string; readonly args: ReadonlyArray<string> }
 }>
 export const Target = Data.taggedEnum<Target>()
@@ -80,18 +82,30 @@ export interface ConnectOptions {
   readonly listen?: boolean | undefined
   /** Headers sent with every HTTP request (`--header`, `--bearer`); URL targets only. */
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /** Signs requests in with OAuth (`--auth`); URL targets only. */
+  readonly auth?: OAuthProviderShape | undefined
+  /** Variables laid over the child's environment (`-e`); command targets only. */
+  readonly env?: Readonly<Record<string, string>> | undefined
+  /** The child's working directory (`--cwd`); command targets only. */
+  readonly cwd?: string | undefined
 }
 
 export const toConfig = (target: Target, options: ConnectOptions = {}): FromConfig.McpServerConfig =>
   Target.$match(target, {
-    Url: ({ url }): FromConfig.McpServerConfig => ({
-      type: "sse",
+    Url: ({ type, url }): FromConfig.McpServerConfig => ({
+      type: type ?? "sse",
       url,
       headers: options.headers,
       timeout: options.timeout,
-      streamableHttp: { listen: options.listen ?? true }
+      streamableHttp: { listen: options.listen ?? true, auth: options.auth }
     }),
-    Command: ({ command, args }): FromConfig.McpServerConfig => ({ command, args, timeout: options.timeout })
+    Command: ({ args, command }): FromConfig.McpServerConfig => ({
+      command,
+      args,
+      env: options.env,
+      cwd: options.cwd,
+      timeout: options.timeout
+    })
   })
 
 /** The transport to the target, closed (child killed, session deleted) with the scope. */

@@ -19,6 +19,7 @@ import { Command } from "effect/cli"
 import * as Bridge from "./commands/bridge.ts"
 import * as Call from "./commands/call.ts"
 import * as Inspect from "./commands/inspect.ts"
+import * as Logout from "./commands/logout.ts"
 import * as Ping from "./commands/ping.ts"
 import * as Serve from "./commands/serve.ts"
 import * as Output from "./Output.ts"
@@ -27,7 +28,7 @@ import * as Target from "./Target.ts"
 
 const root = Command.make(Output.PROGRAM).pipe(
   Command.withDescription("Inspect, call and ping MCP servers over stdio, Streamable HTTP or legacy SSE"),
-  Command.withSubcommands([Inspect.command, Call.command, Ping.command, Serve.command, Bridge.command]),
+  Command.withSubcommands([Inspect.command, Call.command, Ping.command, Serve.command, Bridge.command, Logout.command]),
   Command.withGlobalFlags(Output.globalFlags)
 )
 

@@ -29,10 +29,13 @@ import type { HttpClient } from "effect/http"
 import type { ChildProcessSpawner } from "effect/process"
 import type { SpawnError } from "../McpError.ts"
 import type { ClientTransportShape } from "./ClientTransport.ts"
+import type * as OAuthProvider from "./auth/OAuthProvider.ts"
+import type * as TokenStore from "./auth/TokenStore.ts"
 import * as FromConfig from "./fromConfig.ts"
 import type * as McpClient from "./McpClient.ts"
 import type * as CircuitBreaker from "./manager/CircuitBreaker.ts"
 import * as Config from "./manager/Config.ts"
+import * as EntryAuth from "./manager/EntryAuth.ts"
 import * as ManagedServer from "./manager/ManagedServer.ts"
 import {
   ConnectFailed,
@@ -80,10 +83,81 @@ export type TransportFactory<E = unknown, R = never> = (
 ) => Effect.Effect<ClientTransportShape, E, R | Scope.Scope>
 
 /**
- * The default transport factory, `fromConfig` for each entry: stdio spawns
- * the command; `http` is Streamable HTTP with the standalone GET stream open;
- * `sse` probes Streamable HTTP, then falls back to legacy HTTP+SSE. An
- * entry's `timeout` becomes the transport's default request timeout.
+ * What an application adds to the `auth` settings of configuration entries:
+ * the interactive part of a browser sign-in (the library never opens a
+ * browser nor listens for a redirect) and where tokens are kept.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface McpManagerAuth {
+  /**
+   * Shows the authorization URL and returns the redirect. Default none: an
+   * entry then signs in only with stored tokens or client credentials, and
+   * fails with `InteractionRequired` when a user would have to sign in.
+   */
+  readonly interaction?: OAuthProvider.Interaction | undefined
+  /** The redirect URI `interaction` receives at; needed with it. Default none. */
+  readonly redirectUrl?: string | undefined
+  /** Where entries without their own `tokenStore` keep tokens. Default: in memory, one store per entry. */
+  readonly tokenStore?: TokenStore.TokenStoreShape | undefined
+  /** The `client_name` sent with dynamic registration. Default "effect-mcp-transport". */
+  readonly clientName?: string | undefined
+}
+
+/**
+ * The default transport factory with `auth` for the entries that ask for
+ * OAuth: stdio spawns the command; `http` is Streamable HTTP with the
+ * standalone GET stream open; `sse` probes Streamable HTTP, then falls back
+ * to legacy HTTP+SSE. An entry's `timeout` becomes the transport's default
+ * request timeout. Each entry with `auth` keeps one OAuth provider across
+ * reconnections, so its tokens are reused.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const fromConfigTransportWith = (
+  auth: McpManagerAuth = {}
+): TransportFactory<SpawnError, ChildProcessSpawner.ChildProcessSpawner | HttpClient.HttpClient> => {
+  const providers = new Map<string, OAuthProvider.OAuthProviderShape>()
+  const providerOf = (name: string, config: Config.HttpServerConfig, settings: Config.AuthSettings) =>
+    Effect.suspend(() => {
+      // Keyed by everything that shapes the provider, so an edited entry gets a fresh one.
+      const key = JSON.stringify([name, config.url, settings])
+      const known = providers.get(key)
+      if (known !== undefined) return Effect.succeed(known)
+      return Effect.tap(EntryAuth.provider(settings, auth), (made) => Effect.sync(() => providers.set(key, made)))
+    })
+  return (name, config) => {
+    if (Config.isStdio(config)) {
+      return FromConfig.make({
+        command: config.command,
+        args: config.args,
+        env: config.env,
+        cwd: config.cwd,
+        timeout: config.timeout
+      })
+    }
+    const settings = Config.authOf(config)
+    return Effect.flatMap(
+      settings === undefined ? Effect.succeed(undefined) : providerOf(name, config, settings),
+      (provider) =>
+        FromConfig.make({
+          type: config.type,
+          url: config.url,
+          headers: config.headers,
+          timeout: config.timeout,
+          // Servers send list changes and logs outside requests on the standalone stream; it also
+          // notices an expired session without waiting for a call.
+          streamableHttp: { listen: true, auth: provider }
+        })
+    )
+  }
+}
+
+/**
+ * The default transport factory, `fromConfigTransportWith()`: entries with
+ * `auth` sign in with stored tokens or client credentials only.
  *
  * @since 0.1.0
  * @category constructors
@@ -91,26 +165,7 @@ export type TransportFactory<E = unknown, R = never> = (
 export const fromConfigTransport: TransportFactory<
   SpawnError,
   ChildProcessSpawner.ChildProcessSpawner | HttpClient.HttpClient
-> = (_, config) => {
-  if (Config.isStdio(config)) {
-    return FromConfig.make({
-      command: config.command,
-      args: config.args,
-      env: config.env,
-      cwd: config.cwd,
-      timeout: config.timeout
-    })
-  }
-  return FromConfig.make({
-    type: config.type,
-    url: config.url,
-    headers: config.headers,
-    timeout: config.timeout,
-    // Servers send list changes and logs outside requests on the standalone stream; it also
-    // notices an expired session without waiting for a call.
-    streamableHttp: { listen: true }
-  })
-}
+> = fromConfigTransportWith()
 
 /**
  * Options of `make` and `layer`: the configuration document, how its
@@ -122,8 +177,10 @@ export const fromConfigTransport: TransportFactory<
 export interface McpManagerOptions<E = unknown, R = never> {
   /** An `mcpServers` document, decoded here (see `Config`). */
   readonly config: unknown
-  /** How an entry becomes a transport (default `fromConfigTransport`, which needs a ChildProcessSpawner and an HttpClient). */
+  /** How an entry becomes a transport (default `fromConfigTransportWith(auth)`, which needs a ChildProcessSpawner and an HttpClient). */
   readonly transport?: TransportFactory<E, R> | undefined
+  /** Sign-in for entries with `auth` (used by the default transport factory only). Default: stored tokens and client credentials only. */
+  readonly auth?: McpManagerAuth | undefined
   /** Options of every client (client info, server-request handlers, keep-alive…). */
   readonly client?: McpClient.McpClientOptions | undefined
   /** Per-server connect timeout, spawn to ready (default 30 s; a config entry's `connectTimeout` wins). */
@@ -368,8 +425,9 @@ export const make = <E = SpawnError, R = ChildProcessSpawner.ChildProcessSpawner
 
     // --- start every supervisor
     const supervision: Supervisor.SupervisorOptions<R> = {
-      // Without a factory the defaults of the type parameters (fromConfig's requirements) apply.
-      transport: (options.transport ?? fromConfigTransport) as TransportFactory<E, R>,
+      // Without a factory the defaults of the type parameters (fromConfig's requirements) apply; the
+      // manager's own factory keeps its entries' OAuth providers to itself.
+      transport: (options.transport ?? fromConfigTransportWith(options.auth)) as TransportFactory<E, R>,
       services: yield* Effect.context<R>(),
       client: options.client ?? {},
       reconnectSchedule: options.reconnectSchedule ?? defaultReconnectSchedule,

@@ -3,7 +3,10 @@
  * (the process-level runs live in errors.test.ts).
  */
 import { describe, expect, it } from "vitest"
-import { ExitCode, exitCodeOf } from "../../src/cli/Output.ts"
+import * as Duration from "effect/Duration"
+import { InteractionRequired, TokenStoreFailed, UserDenied } from "../../src/AuthError.ts"
+import { LoginTimeout, LoopbackUnavailable } from "../../src/cli/LoopbackRedirect.ts"
+import { ConnectError, ExitCode, exitCodeOf } from "../../src/cli/Output.ts"
 import { InputRequired } from "../../src/cli/ServerQuestions.ts"
 import { HttpError, RedirectRefused } from "../../src/McpError.ts"
 
@@ -25,5 +28,20 @@ describe("exitCodeOf", () => {
   it("a question the command could not answer has its own code, 6", () => {
     expect(exitCodeOf(new InputRequired({ question: "Your name?", missing: ["name"] }))).toBe(ExitCode.InputRequired)
     expect(ExitCode.InputRequired).toBe(6)
+  })
+
+  it("a failed sign-in is 7, while connecting too; a sign-in that timed out is 5", () => {
+    const failures = [
+      new UserDenied({ issuer: "http://127.0.0.1:1" }),
+      new InteractionRequired({ serverUrl: "http://127.0.0.1:1/mcp", reason: "no interactive handler is configured" }),
+      new TokenStoreFailed({ path: "/tmp/t.json", reason: "permissions", detail: "mode 644" }),
+      new LoopbackUnavailable({ port: 1, reason: "EACCES" })
+    ]
+    for (const failure of failures) {
+      expect(exitCodeOf(failure)).toBe(ExitCode.Auth)
+      expect(exitCodeOf(new ConnectError({ target: "http://127.0.0.1:1/mcp", cause: failure }))).toBe(7)
+    }
+    const timedOut = new LoginTimeout({ after: Duration.minutes(5) })
+    expect(exitCodeOf(new ConnectError({ target: "http://127.0.0.1:1/mcp", cause: timedOut }))).toBe(ExitCode.Timeout)
   })
 })

@@ -25,15 +25,15 @@ import * as Option from "effect/Option"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Bridge from "../../bridge/Bridge.ts"
 import * as HttpServerTransport from "../../server/HttpServerTransport.ts"
-import * as HttpHeaders from "../HttpHeaders.ts"
 import * as ListenFlags from "../ListenFlags.ts"
 import * as Output from "../Output.ts"
+import * as ServerFlags from "../ServerFlags.ts"
 import * as Target from "../Target.ts"
 
 export const { DEFAULT_HOST, DEFAULT_PORT } = ListenFlags
 
-const connectTo = (target: Target.Target, headers: Readonly<Record<string, string>> | undefined) =>
-  Target.connect(target, { listen: true, headers })
+const connectTo = (target: Target.Target, connection: ServerFlags.Connection) =>
+  Target.connect(target, { listen: true, headers: connection.headers, auth: connection.auth, env: connection.env, cwd: connection.cwd })
 
 /** What `--front-era` and `--upstream-pool` add to the bridge's options. */
 interface EraFlags {
@@ -41,15 +41,15 @@ interface EraFlags {
   readonly upstreamPool: number | undefined
 }
 
-const optionsFor = (target: Target.Target, headers: Readonly<Record<string, string>> | undefined, eras: EraFlags) => ({
-  connect: connectTo(target, headers),
+const optionsFor = (target: Target.Target, connection: ServerFlags.Connection, eras: EraFlags) => ({
+  connect: connectTo(target, connection),
   front: eras.front,
   upstreamPool: eras.upstreamPool
 })
 
 const serveHttp = (
   target: Target.Target,
-  headers: Readonly<Record<string, string>> | undefined,
+  connection: ServerFlags.Connection,
   host: string,
   port: number,
   eras: EraFlags
@@ -64,13 +64,13 @@ const serveHttp = (
         : Output.note(`listening ${url} (bridging ${Target.describe(target)})`)
     }))
     return yield* Layer.launch(
-      announce.pipe(Layer.provideMerge(Bridge.layerHttp(optionsFor(target, headers, eras), { host, port })))
+      announce.pipe(Layer.provideMerge(Bridge.layerHttp(optionsFor(target, connection, eras), { host, port })))
     )
   })
 
-const serveStdio = (target: Target.Target, headers: Readonly<Record<string, string>> | undefined, eras: EraFlags) =>
+const serveStdio = (target: Target.Target, connection: ServerFlags.Connection, eras: EraFlags) =>
   Effect.gen(function*() {
-    const end = yield* Bridge.runStdio(optionsFor(target, headers, eras)).pipe(
+    const end = yield* Bridge.runStdio(optionsFor(target, connection, eras)).pipe(
       Effect.catchTag("UpstreamUnavailable", (error) => Effect.fail(error.cause)),
       Output.connecting(Target.describe(target))
     )
@@ -108,11 +108,10 @@ export const command = Command.make(
       Flag.filter((n) => n >= 1 && n <= 256, (n) => `expected a pool size between 1 and 256, got ${n}`),
       Flag.optional
     ),
-    header: HttpHeaders.headerFlag,
-    bearer: HttpHeaders.bearerFlag
+    connection: ServerFlags.flags
   },
-  ({ bearer, frontEra, header, host, http, port, stdio, upstreamPool, url }) =>
-    Output.run(Effect.gen(function*() {
+  ({ connection, frontEra, host, http, port, stdio, upstreamPool, url }) =>
+    Output.run(Effect.scoped(Effect.gen(function*() {
       if (http === stdio) {
         return yield* new Output.UsageError({
           message: "give --http (serve a stdio server over HTTP) or --stdio (serve a URL over stdio)"
@@ -125,12 +124,11 @@ export const command = Command.make(
         return yield* new Output.UsageError({ message: "--upstream-pool needs --front-era stateless" })
       }
       const eras: EraFlags = { front: frontEra, upstreamPool: Option.getOrUndefined(upstreamPool) }
-      const { target } = yield* Target.fromArgs(Option.toArray(url))
-      const headers = yield* HttpHeaders.resolve(target, header, bearer)
+      const { connection: to, target } = yield* ServerFlags.resolve(connection, Option.toArray(url))
       return yield* http
-        ? serveHttp(target, headers, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras)
-        : serveStdio(target, headers, eras)
-    }))
+        ? serveHttp(target, to, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras)
+        : serveStdio(target, to, eras)
+    })))
 ).pipe(
   Command.withDescription("Expose an MCP server over the other transport: a stdio server over HTTP, or a URL over stdio"),
   Command.withExamples([

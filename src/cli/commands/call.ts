@@ -18,11 +18,10 @@ import * as Option from "effect/Option"
 import type * as McpSchema from "effect/ai/McpSchema"
 import { Argument, Command, Flag } from "effect/cli"
 import type { Progress } from "../../client/McpClient.ts"
-import * as HttpHeaders from "../HttpHeaders.ts"
 import * as Output from "../Output.ts"
+import * as ServerFlags from "../ServerFlags.ts"
 import * as ServerQuestions from "../ServerQuestions.ts"
 import * as Session from "../Session.ts"
-import * as Target from "../Target.ts"
 
 // ---------------------------------------------------------------------------
 // Arguments
@@ -182,13 +181,12 @@ export const command = Command.make(
     ),
     connectTimeout: Session.connectTimeoutFlag,
     protocol: Session.protocolFlag,
-    header: HttpHeaders.headerFlag,
-    bearer: HttpHeaders.bearerFlag
+    connection: ServerFlags.flags
   },
-  ({ answer, args, bearer, connectTimeout, header, protocol, timeout, words }) =>
+  ({ answer, args, connection, connectTimeout, protocol, timeout, words }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
       const json = yield* Output.Json
-      const { rest, target } = yield* Target.fromArgs(words)
+      const { connection: to, rest, target } = yield* ServerFlags.resolve(connection, words)
       const [name, ...pairs] = rest
       if (name === undefined) return yield* new Output.UsageError({ message: "no tool name given (call [url] <tool> [key=value …])" })
       const toolArguments = yield* buildArguments(args, pairs)
@@ -196,9 +194,8 @@ export const command = Command.make(
         answers: yield* parseAnswers(answer),
         interactive: process.stdin.isTTY === true
       })
-      const headers = yield* HttpHeaders.resolve(target, header, bearer)
       const session = yield* Session.open(target, {
-        headers,
+        ...to,
         timeout,
         connectTimeout,
         listen: true,

@@ -10,10 +10,9 @@ import type * as McpSchema from "effect/ai/McpSchema"
 import { Argument, Command } from "effect/cli"
 import type { DiscoverResult, McpClientShape } from "../../client/McpClient.ts"
 import type * as ProtocolVersion from "../../ProtocolVersion.ts"
-import * as HttpHeaders from "../HttpHeaders.ts"
 import * as Output from "../Output.ts"
+import * as ServerFlags from "../ServerFlags.ts"
 import * as Session from "../Session.ts"
-import * as Target from "../Target.ts"
 
 export interface Inspection {
   readonly server: McpSchema.Implementation
@@ -139,14 +138,12 @@ export const command = Command.make(
     timeout: Session.timeoutFlag("30s", "Timeout of each list request"),
     connectTimeout: Session.connectTimeoutFlag,
     protocol: Session.protocolFlag,
-    header: HttpHeaders.headerFlag,
-    bearer: HttpHeaders.bearerFlag
+    connection: ServerFlags.flags
   },
-  ({ bearer, connectTimeout, header, protocol, timeout, url }) =>
+  ({ connection, connectTimeout, protocol, timeout, url }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
-      const { target } = yield* Target.fromArgs(Option.toArray(url))
-      const headers = yield* HttpHeaders.resolve(target, header, bearer)
-      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, headers })
+      const { connection: to, target } = yield* ServerFlags.resolve(connection, Option.toArray(url))
+      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, ...to })
       const inspection = yield* gather(session)
       const json = yield* Output.Json
       yield* json ? Output.json(inspection) : Output.line(render(inspection))

@@ -7,8 +7,8 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Argument, Command, Flag } from "effect/cli"
-import * as HttpHeaders from "../HttpHeaders.ts"
 import * as Output from "../Output.ts"
+import * as ServerFlags from "../ServerFlags.ts"
 import * as Session from "../Session.ts"
 import * as Target from "../Target.ts"
 
@@ -71,15 +71,13 @@ export const command = Command.make(
     timeout: Session.timeoutFlag("10s", "Timeout of each ping"),
     connectTimeout: Session.connectTimeoutFlag,
     protocol: Session.protocolFlag,
-    header: HttpHeaders.headerFlag,
-    bearer: HttpHeaders.bearerFlag
+    connection: ServerFlags.flags
   },
-  ({ bearer, connectTimeout, header, count, interval, protocol, timeout, url }) =>
+  ({ connection, connectTimeout, count, interval, protocol, timeout, url }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
       const json = yield* Output.Json
-      const { target } = yield* Target.fromArgs(Option.toArray(url))
-      const headers = yield* HttpHeaders.resolve(target, header, bearer)
-      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, headers })
+      const { connection: to, target } = yield* ServerFlags.resolve(connection, Option.toArray(url))
+      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, ...to })
       const samples: Array<number> = []
       const errors: Array<string> = []
       let firstFailure: unknown = undefined

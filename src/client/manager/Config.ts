@@ -7,8 +7,14 @@
  * { "mcpServers": {
  *     "files": { "command": "npx", "args": ["-y", "some-server"], "env": { "K": "V" }, "cwd": "/tmp" },
  *     "remote": { "type": "http", "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer …" } },
- *     "legacy": { "type": "sse", "url": "https://example.com/sse" } } }
+ *     "legacy": { "type": "sse", "url": "https://example.com/sse" },
+ *     "signed": { "type": "http", "url": "https://example.com/mcp", "auth": { "scope": "tools" } } } }
  * ```
+ *
+ * `auth` (HTTP entries) signs the entry in with OAuth: `"oauth"`, or an
+ * object with any of `clientId`, `clientSecret`, `scope`, `grant`
+ * (`authorization_code` or `client_credentials`) and `tokenStore` (a token
+ * file's path).
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -53,11 +59,28 @@ export const StdioServerConfig = Schema.Struct({
 })
 export type StdioServerConfig = typeof StdioServerConfig.Type
 
+/** An HTTP entry's OAuth settings; each one left out takes the OAuth provider's default. */
+export const AuthSettings = Schema.Struct({
+  /** A pre-registered client id (else dynamic registration). */
+  clientId: Schema.optionalKey(Schema.NonEmptyString),
+  /** That client's secret (a confidential client). */
+  clientSecret: Schema.optionalKey(Schema.NonEmptyString),
+  /** Scopes asked for when the server names none. */
+  scope: Schema.optionalKey(Schema.String),
+  /** `authorization_code` (a user signs in) or `client_credentials` (the client acts for itself). */
+  grant: Schema.optionalKey(Schema.Literals(["authorization_code", "client_credentials"])),
+  /** A JSON file the tokens are kept in between runs (mode 0600); else they live in memory. */
+  tokenStore: Schema.optionalKey(Schema.NonEmptyString)
+})
+export type AuthSettings = typeof AuthSettings.Type
+
 export const HttpServerConfig = Schema.Struct({
   /** `http` is Streamable HTTP; `sse` is the legacy 2024-11-05 HTTP+SSE transport. */
   type: Schema.Literals(["http", "sse"]),
   url: Url,
   headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  /** OAuth: `"oauth"` (every setting at its default) or the settings. */
+  auth: Schema.optionalKey(Schema.Union([Schema.Literal("oauth"), AuthSettings])),
   timeout: Schema.optionalKey(TimeoutMs),
   connectTimeout: Schema.optionalKey(TimeoutMs),
   protocol: Schema.optionalKey(Protocol),
@@ -68,6 +91,20 @@ export type HttpServerConfig = typeof HttpServerConfig.Type
 export type ServerConfig = StdioServerConfig | HttpServerConfig
 
 export const isStdio = (config: ServerConfig): config is StdioServerConfig => "command" in config
+
+/** An HTTP entry's OAuth settings (`"oauth"` reads as all defaults); undefined without `auth`. */
+export const authOf = (config: ServerConfig): AuthSettings | undefined =>
+  isStdio(config) || config.auth === undefined ? undefined : config.auth === "oauth" ? {} : config.auth
+
+/** What the schema cannot say about `auth`: the settings that only make sense together. */
+const authProblem = (auth: AuthSettings | undefined): string | undefined => {
+  if (auth === undefined) return undefined
+  if (auth.clientSecret !== undefined && auth.clientId === undefined) return "auth.clientSecret needs auth.clientId"
+  if (auth.grant === "client_credentials" && auth.clientSecret === undefined) {
+    return "auth.grant client_credentials needs auth.clientId and auth.clientSecret"
+  }
+  return undefined
+}
 
 /** A configuration entry that could not be used. */
 export class ConfigError extends Data.TaggedError("ConfigError")<{
@@ -109,10 +146,15 @@ const decodeEntry = (name: string, entry: unknown): ServerConfig | ConfigError =
       ? { ...e, type: "http" }
       : e
     const r = decodeHttp(normalized)
-    return Result.isSuccess(r) ? r.success : new ConfigError({ server: name, reason: r.failure.message })
+    if (Result.isFailure(r)) return new ConfigError({ server: name, reason: r.failure.message })
+    const problem = authProblem(authOf(r.success))
+    return problem === undefined ? r.success : new ConfigError({ server: name, reason: problem })
   }
   if (type !== undefined && type !== "stdio") {
     return new ConfigError({ server: name, reason: `unknown type ${JSON.stringify(type)} (expected stdio, http or sse)` })
+  }
+  if ("auth" in e) {
+    return new ConfigError({ server: name, reason: "auth applies to HTTP entries (url) only" })
   }
   if (!("command" in e)) {
     return new ConfigError({ server: name, reason: "needs either a command (stdio) or a url (http, sse)" })
