@@ -137,6 +137,24 @@ describe("hand-written definitions", () => {
       expect(listed.tools[0]!.inputSchema).toEqual({ type: "object", properties: { a: { type: "string" } } })
     }).pipe(Effect.scoped, Effect.runPromise))
 
+  it.effect("a hand-written tool is added while serving like any other, and its name is checked against the Schema tools", () =>
+    Effect.gen(function*() {
+      const handle = yield* McpServer.toHandler(
+        McpServer.make({ serverInfo: { name: "h", version: "1" }, stateless: true, capabilities: { tools: { listChanged: true } } }).pipe(
+          Tool.add("echo", { parameters: { text: Schema.String } }, ({ text }) => Effect.succeed(text))
+        )
+      )
+      const pair = yield* InMemoryTransport.makePair(handle.handler)
+      const client = yield* McpClient.fromTransport(pair.client, { protocol: "2026-07-28" })
+      yield* handle.definitions.add(Tool.addJsonSchema("contact", { inputSchema: CONTACT }, () => Effect.succeed("ok")))
+      const listed = (yield* client.request("tools/list", {})) as { tools: ReadonlyArray<Record<string, unknown>> }
+      expect(JSON.stringify(listed.tools[1]!.inputSchema)).toBe(CONTACT_TEXT)
+      const clash = yield* Effect.flip(
+        handle.definitions.add(Tool.addJsonSchema("echo", { inputSchema: { type: "object" } }, () => Effect.succeed("x")))
+      )
+      expect(clash.message).toBe(`tool "echo" is already defined`)
+    }))
+
   describe("definition errors", () => {
     const base = () => McpServer.make({ serverInfo: { name: "e", version: "1" } })
     const raw = (name: string) => Tool.addJsonSchema(name, { inputSchema: { type: "object" } }, () => Effect.succeed("x"))
