@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url"
 import { NodeRuntime } from "@effect/platform-node"
 import { Context, type Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import type * as McpSchema from "effect/ai/McpSchema"
-import { CapabilityNotSupported, ClientRequestUnavailable, RpcError } from "../src/McpError.ts"
+import { CapabilityNotSupported, ClientRequestUnavailable } from "../src/McpError.ts"
 import * as HttpServerTransport from "../src/server/HttpServerTransport.ts"
 import type { Handler, HandlerContext } from "../src/server/Handler.ts"
 import * as JsonSchema from "../src/server/JsonSchema.ts"
@@ -35,11 +35,11 @@ import * as Tool from "../src/server/Tool.ts"
 class TransportCall extends Context.Service<TransportCall, HandlerContext>()("conformance/TransportCall") {}
 
 /**
- * Tells every client of a list change: the sessions of the handshake era and
- * the `subscriptions/listen` streams of the stateless era (`notifyAll` of the
- * handle, which exists only once the definition is mounted).
+ * The definitions of the serving handler (`handle.definitions`, which exists
+ * only once the definition is mounted): the trigger tools add and remove
+ * the dynamic tool and prompt through it, and it announces each change.
  */
-class ListChanges extends Context.Service<ListChanges, (method: string) => Effect.Effect<void>>()("conformance/ListChanges") {}
+class LiveDefinitions extends Context.Service<LiveDefinitions, McpServer.Definitions<never>>()("conformance/LiveDefinitions") {}
 
 // ---------------------------------------------------------------------------
 // Fixed payloads
@@ -72,22 +72,7 @@ const text = (t: string) => ({ type: "text", text: t })
 const toolText = (t: string) => ({ content: [text(t)] })
 
 // ---------------------------------------------------------------------------
-// What Tool, Resource and Prompt cannot say
-//
-// The definitions below are fixed once built, and a tool's inputSchema is
-// always generated from its parameters' Schema. Three things the suite needs
-// fall outside that, and McpServer.method cannot serve them next to the
-// definitions (tools/list, tools/call, prompts/list and resources/list belong
-// to the catalogue once one tool, prompt or resource is added). So they are
-// applied to the replies of the mounted handler (see `overlay`):
-// - json_schema_2020_12_tool lists the exact JSON Schema 2020-12 document the
-//   json-schema-2020-12 scenario checks ($schema, $defs with $anchor, $ref,
-//   if/then/else, additionalProperties: false): no Effect Schema generates it.
-// - test_dynamic_tool and test_dynamic_prompt are listed only while the
-//   trigger tools have added them (calling them while absent is refused by
-//   their handlers, as an unknown name is).
-// - test://embedded-resource is readable (the embedded resources point at
-//   it) but not listed.
+// Hand-written definitions
 
 const JSON_SCHEMA_TOOL = "json_schema_2020_12_tool"
 
@@ -118,26 +103,6 @@ const JSON_SCHEMA_2020_12 = {
 }
 
 const EMBEDDED = "test://embedded-resource"
-
-type Entry = { readonly name?: unknown; readonly uri?: unknown }
-
-/** The lists as the suite must see them, from the lists the definitions make. */
-const overlay = (method: string, result: Record<string, unknown>): Record<string, unknown> => {
-  const patch = (key: string, f: (entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>) =>
-    Array.isArray(result[key]) ? { ...result, [key]: f(result[key]) } : result
-  switch (method) {
-    case "tools/list":
-      return patch("tools", (tools) =>
-        tools
-          .filter((t) => dynamicTool || t.name !== "test_dynamic_tool")
-          .map((t) => (t.name === JSON_SCHEMA_TOOL ? { ...t, inputSchema: JSON_SCHEMA_2020_12 } : t)))
-    case "prompts/list":
-      return patch("prompts", (prompts) => prompts.filter((p) => dynamicPrompt || p.name !== "test_dynamic_prompt"))
-    case "resources/list":
-      return patch("resources", (resources) => resources.filter((r) => r.uri !== EMBEDDED))
-  }
-  return result
-}
 
 // ---------------------------------------------------------------------------
 // Tools
@@ -286,10 +251,11 @@ const contentTools = <R>(server: McpServer.McpServer<R>) =>
           }
         }
       }).pipe(reported("test_elicitation_sep1330_enums"))),
-    // Listed with JSON_SCHEMA_2020_12 (see `overlay`); the arguments reach the handler as they came.
-    Tool.add(JSON_SCHEMA_TOOL, {
+    // No Effect Schema generates this document ($anchor, if/then/else): it is listed as written, and
+    // the arguments reach the handler as they came.
+    Tool.addJsonSchema(JSON_SCHEMA_TOOL, {
       description: "Tool with JSON Schema 2020-12 features",
-      parameters: Schema.Record(Schema.String, Schema.Unknown)
+      inputSchema: JSON_SCHEMA_2020_12
     }, (args) => Effect.succeed(`Received ${JSON.stringify(args)}`)),
     Tool.add("test_reconnection", {
       description: "Closes its SSE connection mid-call, then answers after the client came back (SSE polling)"
@@ -327,11 +293,15 @@ const GREETING_REQUEST: McpServer.SamplingRequest = {
   maxTokens: 50
 }
 
-/** Whether the tool list holds `test_dynamic_tool` (and the prompt list `test_dynamic_prompt`); flipped by the trigger tools. */
+/** Whether `test_dynamic_tool` (and `test_dynamic_prompt`) is defined; flipped by the trigger tools. */
 let dynamicTool = false
 let dynamicPrompt = false
 
-const unknownTool = (name: string) => new RpcError({ code: -32602, rpcMessage: `Unknown tool: ${name}`, data: { name } })
+const dynamicToolStep = Tool.add("test_dynamic_tool", { description: "Present while test_trigger_tool_change has added it" }, () =>
+  Effect.succeed("dynamic tool"))
+
+const dynamicPromptStep = Prompt.add("test_dynamic_prompt", { description: "Present while test_trigger_prompt_change has added it" }, () =>
+  Effect.succeed("The dynamic prompt."))
 
 const statelessTools = <R>(server: McpServer.McpServer<R>) =>
   server.pipe(
@@ -425,25 +395,27 @@ const statelessTools = <R>(server: McpServer.McpServer<R>) =>
       description: "Adds or removes test_dynamic_tool and announces the tool list change"
     }, () =>
       Effect.gen(function*() {
+        const definitions = yield* LiveDefinitions
+        // The change announces itself (notifications/tools/list_changed).
+        yield* Effect.orDie(dynamicTool ? definitions.remove("tool", "test_dynamic_tool") : definitions.add(dynamicToolStep))
         dynamicTool = !dynamicTool
-        yield* (yield* ListChanges)("notifications/tools/list_changed")
         return `test_dynamic_tool ${dynamicTool ? "added" : "removed"}`
       })),
     Tool.add("test_trigger_prompt_change", {
       description: "Adds or removes test_dynamic_prompt and announces the prompt list change"
     }, () =>
       Effect.gen(function*() {
+        const definitions = yield* LiveDefinitions
+        yield* Effect.orDie(
+          dynamicPrompt ? definitions.remove("prompt", "test_dynamic_prompt") : definitions.add(dynamicPromptStep)
+        )
         dynamicPrompt = !dynamicPrompt
-        yield* (yield* ListChanges)("notifications/prompts/list_changed")
         return `test_dynamic_prompt ${dynamicPrompt ? "added" : "removed"}`
       })),
     Tool.add("test_header_param", {
       description: "Echoes its region, which an HTTP client also sends as the Mcp-Param-Region header",
       parameters: { region: Schema.String.annotate({ description: "Where to run", ...JsonSchema.header("Region") }) }
-    }, ({ region }) => Effect.succeed(`region: ${region}`)),
-    // Listed only while test_trigger_tool_change has added it (see `overlay`).
-    Tool.add("test_dynamic_tool", { description: "Present while test_trigger_tool_change has added it" }, () =>
-      dynamicTool ? Effect.succeed("dynamic tool") : Effect.fail(unknownTool("test_dynamic_tool")))
+    }, ({ region }) => Effect.succeed(`region: ${region}`))
   )
 
 // ---------------------------------------------------------------------------
@@ -479,8 +451,8 @@ const resources = <R>(server: McpServer.McpServer<R>) =>
       description: "Subscribe to hear of its changes",
       mimeType: "text/plain"
     }, () => Effect.sync(() => `Watched resource content, version ${watchedVersion}.`)),
-    // Readable, not listed (see `overlay`).
-    Resource.add(EMBEDDED, { mimeType: "text/plain" }, () => Effect.succeed("This is an embedded resource content.")),
+    // The embedded resources point at it: readable, not listed.
+    Resource.add(EMBEDDED, { mimeType: "text/plain", listed: false }, () => Effect.succeed("This is an embedded resource content.")),
     Resource.template("test://template/{id}/data", {
       name: "template-data",
       description: "JSON data for an id",
@@ -529,12 +501,7 @@ const prompts = <R>(server: McpServer.McpServer<R>) =>
           requestedSchema: { type: "object", properties: { context: { type: "string" } }, required: ["context"] }
         }),
         (answer) => `Use this context: ${answerField(answer, "context")}`
-      )),
-    // Listed only while test_trigger_prompt_change has added it (see `overlay`).
-    Prompt.add("test_dynamic_prompt", { description: "Present while test_trigger_prompt_change has added it" }, () =>
-      dynamicPrompt
-        ? Effect.succeed("The dynamic prompt.")
-        : Effect.fail(new RpcError({ code: -32602, rpcMessage: "Unknown prompt: test_dynamic_prompt", data: { name: "test_dynamic_prompt" } })))
+      ))
   )
 
 // ---------------------------------------------------------------------------
@@ -573,21 +540,14 @@ const quietCall: HandlerContext = {
 export const layer = (options?: ServerOptions) =>
   Layer.unwrap(Effect.gen(function*() {
     const handle = yield* McpServer.toHandler(definition)
-    const announce = (method: string) => handle.notifyAll(method)
-    const serve = <A, E>(effect: Effect.Effect<A, E, TransportCall | ListChanges>, context: HandlerContext) =>
-      effect.pipe(Effect.provideService(TransportCall, context), Effect.provideService(ListChanges, announce))
+    const serve = <A, E>(effect: Effect.Effect<A, E, TransportCall | LiveDefinitions>, context: HandlerContext) =>
+      effect.pipe(Effect.provideService(TransportCall, context), Effect.provideService(LiveDefinitions, handle.definitions))
     const schemaOf = handle.handler.toolInputSchema
     // The wrapper keeps what the transport reads off the handler: the eras it serves, the tool
     // schemas behind the Mcp-Param-* header checks, and the end of open subscriptions.
     const handler: Handler = Object.assign(
       (message: Parameters<Handler>[0], context: HandlerContext) =>
-        serve(handle.handler(message, context), context).pipe(
-          Effect.map((response) =>
-            response !== null && "result" in response && "method" in message
-              ? { ...response, result: overlay(message.method, response.result as Record<string, unknown>) }
-              : response
-          )
-        ),
+        serve(handle.handler(message, context), context),
       {
         stateless: handle.handler.stateless,
         shutdown: handle.handler.shutdown,

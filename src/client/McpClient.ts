@@ -383,8 +383,17 @@ export const fromTransport = Effect.fnUntraced(function*(
   yield* Effect.addFinalizer(() => PubSub.shutdown(hub))
   const calls = McpCallEngine.make(transport, requestTimeout)
 
+  /** Drops the cached pages of a list (stateless era; set once the cache exists). */
+  let dropCached: (method: string) => void = () => {}
   const onNotification = (n: ServerNotification) => {
     if (n._tag === "Progress") calls.routeProgress(n)
+    // Before anyone hears of the change, so that a list asked for on hearing it is fresh.
+    else if (n._tag === "ToolListChanged") dropCached("tools/list")
+    else if (n._tag === "PromptListChanged") dropCached("prompts/list")
+    else if (n._tag === "ResourceListChanged") {
+      dropCached("resources/list")
+      dropCached("resources/templates/list")
+    }
     PubSub.publishUnsafe(hub, n)
   }
 
@@ -606,6 +615,7 @@ export const fromTransport = Effect.fnUntraced(function*(
   let logLevel: string | undefined = options.logLevel
   const meta = ModernCalls.metaBuilder({ protocolVersion: version, clientCapabilities: capabilities, clientInfo })
   const cache = ResultCache.make(modernEra && options.cache !== false)
+  dropCached = (method) => cache.invalidate(`${method} `)
   /** Tool name → the parameters it mirrors into `Mcp-Param-*` headers (HTTP, stateless era). */
   const headerParams = new Map<string, ReadonlyArray<RequestMeta.HeaderParam>>()
   let refreshTools: Effect.Effect<void, McpClientError> = Effect.void

@@ -1,19 +1,17 @@
 /**
- * Tools, resources and prompts that change while the server serves.
- * `Definitions.toHandler` builds the handler of a server definition, as
- * `McpServer.toHandler` does, with a `definitions` service next to it: add
- * entries with the same steps that define them (`Tool.add`,
- * `Resource.add`, `Resource.template`, `Prompt.add`), remove them, disable
- * and enable them. Each change is seen whole by the next request, and is
- * announced with the list-changed notification of its kind to every
- * initialized session (handshake era) and every `subscriptions/listen` that
- * asked for that kind (stateless era).
+ * Tools, resources and prompts that change while the server serves. The
+ * handle `McpServer.toHandler` builds carries them as `definitions`, for
+ * every kind whose `listChanged` the server declares in `capabilities`:
+ * add entries with the same steps that define them (`Tool.add`,
+ * `Tool.addJsonSchema`, `Resource.add`, `Resource.template`, `Prompt.add`),
+ * remove them, disable and enable them (see `McpServer.Definitions`).
+ * `toHandler` here is the shortcut that declares `listChanged` for every
+ * kind the server has entries of.
  *
  * @since 0.2.0
  */
 import * as Effect from "effect/Effect"
-import type { DefinitionError } from "./DefinitionError.ts"
-import * as LiveCatalogue from "./internal/LiveCatalogue.ts"
+import * as Catalogue from "./internal/Catalogue.ts"
 import * as McpServer from "./McpServer.ts"
 
 /**
@@ -23,58 +21,33 @@ import * as McpServer from "./McpServer.ts"
  * @since 0.2.0
  * @category models
  */
-export type Kind = LiveCatalogue.Kind
+export type Kind = McpServer.DefinitionKind
 
 /**
- * Changes the entries of a serving server. Each operation fails with a
- * `DefinitionError` and changes nothing when it cannot be done: a name
- * already defined (`add`), a name not defined (`remove`, `enable`,
- * `disable`), or an entry of a kind the server cannot change (see
- * `toHandler`). A call already running is not affected by a change.
+ * Changes the entries of a serving server: `McpServer.Definitions`.
  *
  * @since 0.2.0
  * @category models
  */
-export interface Definitions<R> {
-  /**
-   * Adds what a definition step adds, e.g. `Tool.add("shout", {…}, handler)`;
-   * several steps composed into one (`flow(Tool.add(…), Prompt.add(…))`) are
-   * added together or not at all. The step's handlers may need only what
-   * the server's handlers need.
-   */
-  readonly add: (step: (server: McpServer.McpServer<never>) => McpServer.McpServer<R>) => Effect.Effect<void, DefinitionError>
-  /** Removes an entry: gone from its list, and unknown to new calls. */
-  readonly remove: (kind: Kind, name: string) => Effect.Effect<void, DefinitionError>
-  /**
-   * Hides an entry: absent from its list and answered as unknown (a tool:
-   * -32602; a resource: not found) until `enable`. Disabling a disabled
-   * entry changes nothing and announces nothing.
-   */
-  readonly disable: (kind: Kind, name: string) => Effect.Effect<void, DefinitionError>
-  /** Shows a disabled entry again; enabling an enabled one changes nothing. */
-  readonly enable: (kind: Kind, name: string) => Effect.Effect<void, DefinitionError>
-}
+export type Definitions<R> = McpServer.Definitions<R>
 
 /**
- * What `toHandler` builds: `McpServer.toHandler`'s handle and the
- * definitions its handler serves.
+ * What `toHandler` builds: `McpServer.toHandler`'s handle, whose
+ * `definitions` change every kind the server has entries of.
  *
  * @since 0.2.0
  * @category models
  */
-export interface LiveServerHandle<R> extends McpServer.ServerHandle<R> {
-  readonly definitions: Definitions<R>
-}
+export type LiveServerHandle<R> = McpServer.ServerHandle<R>
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
- * Builds the handler of `server` with definitions that change while it
- * serves. A kind (tools, resources with their templates, prompts) can
- * change when the server has an entry of it, or declares that kind's
- * `listChanged` in `capabilities` (to start with none); those kinds declare
- * `listChanged: true` and are served even while empty. A kind whose
- * methods the server serves itself (`McpServer.method`) cannot change.
- * Stateless-era list results carry `ttlMs: 0`, whatever `resultCache`
- * says, so that no client keeps a list past a change.
+ * Builds the handler of `server` as `McpServer.toHandler` does, with
+ * `listChanged: true` declared for each kind (tools, resources with their
+ * templates, prompts) the server has an entry of, so that its
+ * `definitions` can change all of them. A kind whose methods the server
+ * serves itself (`McpServer.method`) cannot change.
  *
  * @example
  * ```ts
@@ -100,19 +73,18 @@ export interface LiveServerHandle<R> extends McpServer.ServerHandle<R> {
  */
 export const toHandler = <R>(server: McpServer.McpServer<R>): Effect.Effect<LiveServerHandle<R>> =>
   Effect.suspend(() => {
-    const live = LiveCatalogue.make(server)
-    return Effect.map(McpServer.toHandler(live.server), (handle): LiveServerHandle<R> => {
-      const change = (c: LiveCatalogue.Change<R>) =>
-        Effect.flatMap(live.apply(c), (notifications) =>
-          Effect.forEach(notifications, (method) => handle.notifyAll(method), { discard: true }))
-      return {
-        ...handle,
-        definitions: {
-          add: (step) => change({ _tag: "Add", step: step as (server: McpServer.McpServer<any>) => McpServer.McpServer<R> }),
-          remove: (kind, name) => change({ _tag: "Remove", kind, name }),
-          disable: (kind, name) => change({ _tag: "Disable", kind, name }),
-          enable: (kind, name) => change({ _tag: "Enable", kind, name })
-        }
-      }
-    })
+    const catalogue = Catalogue.of(server)
+    const capabilities: Record<string, unknown> = { ...server.options.capabilities }
+    const declare = (capability: string, has: boolean) => {
+      if (!has) return
+      const base = capabilities[capability]
+      capabilities[capability] = { ...(isRecord(base) ? base : {}), listChanged: true }
+    }
+    declare("tools", catalogue.tools.size > 0)
+    declare("resources", catalogue.resources.size > 0 || catalogue.templates.size > 0)
+    declare("prompts", catalogue.prompts.size > 0)
+    const declared = Object.assign(Object.create(Object.getPrototypeOf(server)), server, {
+      options: { ...server.options, capabilities }
+    }) as McpServer.McpServer<R>
+    return McpServer.toHandler(declared)
   })

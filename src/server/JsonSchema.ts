@@ -11,6 +11,11 @@
  * the schema promises is what the codec does. Named schemas (an
  * `identifier` annotation) and recursive ones become `$defs` reached by
  * `$ref`; a top-level reference is inlined so the root keeps its `type`.
+ * Dates carried as strings (`Schema.Date`, `Schema.DateFromString`,
+ * `Schema.DateTimeUtc`, `Schema.DateTimeUtcFromString`…) are
+ * `{ "type": "string", "format": "date-time" }`, and the codec takes only
+ * RFC 3339 date-times for them (Effect's own accepts any string `Date`
+ * parses, such as `"2026-07-28"` or `"July 28"`).
  * `title`, `description`, `examples` and `default` annotations are carried,
  * and so is `x-mcp-header` (see `header`).
  *
@@ -72,13 +77,40 @@ const hasCheckId = (checks: SchemaAST.Checks | undefined, id: string): boolean =
 
 const finiteCheck = Schema.isFinite()
 
+/** The decoded types whose JSON form is an ISO 8601 string. */
+const DATE_IDS: ReadonlySet<unknown> = new Set(["effect/schema/Date", "effect/schema/DateTimeUtc"])
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:Z|[+-](\d{2}):(\d{2}))$/i
+
+/** An RFC 3339 `date-time` (JSON Schema's `format: "date-time"`): a real calendar day and time, with its offset. */
+const isDateTime = (s: string): boolean => {
+  const m = RFC3339.exec(s)
+  if (m === null) return false
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number)
+  const days = new Date(Date.UTC(year, month, 0)).getUTCDate()
+  const offsetOk = m[7] === undefined || (Number(m[7]) <= 23 && Number(m[8]) <= 59)
+  return month >= 1 && month <= 12 && day >= 1 && day <= days && hour <= 23 && minute <= 59 && second <= 59 && offsetOk
+}
+
+const dateTimeCheck = Schema.makeFilter<string>((s) => isDateTime(s), {
+  expected: "an RFC 3339 date-time, e.g. 2026-07-28T09:30:00Z",
+  toJsonSchema: () => ({ format: "date-time" })
+})
+
+const isDateNode = (ast: SchemaAST.AST): boolean =>
+  ast._tag === "Declaration" &&
+  DATE_IDS.has((ast.annotations?.representation as { readonly id?: unknown } | undefined)?.id)
+
+const checkedString = (ast: SchemaAST.String) => Schema.make<Schema.String>(ast).check(dateTimeCheck).ast
+
 /**
- * The same AST with a finiteness check on every number the JSON form
- * carries as a number. Transformations keep their decoded side: only the
- * encoded end of an encoding chain is rewritten, where the JSON codec looks.
- * Nodes this does not know how to rebuild are left as they are.
+ * The same AST with what the JSON form promises checked: every date carried
+ * as a string is an RFC 3339 date-time, and (with `finite`) every number
+ * carried as a number is finite. Transformations keep their decoded side:
+ * only the encoded end of an encoding chain is rewritten, where the JSON
+ * codec looks. Nodes this does not know how to rebuild are left as they are.
  */
-const finiteNumbers = (root: SchemaAST.AST): SchemaAST.AST => {
+const wireForm = (root: SchemaAST.AST, finite: boolean): SchemaAST.AST => {
   const memo = new Map<SchemaAST.AST, SchemaAST.AST>()
   const rewrite = (ast: SchemaAST.AST): SchemaAST.AST => {
     const known = memo.get(ast)
@@ -140,7 +172,30 @@ const finiteNumbers = (root: SchemaAST.AST): SchemaAST.AST => {
     }
     return undefined
   }
+  /**
+   * A date whose JSON form is a string, with that string checked as an RFC
+   * 3339 date-time (and so described as `format: "date-time"`); `undefined`
+   * for a date carried some other way (e.g. milliseconds).
+   */
+  const dateTime = (ast: SchemaAST.AST): SchemaAST.AST | undefined => {
+    if (ast.encoding !== undefined) {
+      const last = ast.encoding[ast.encoding.length - 1]
+      if (last.to._tag !== "String") return undefined
+      const encoding = [...ast.encoding.slice(0, -1), new SchemaAST.Link(checkedString(last.to as SchemaAST.String), last.transformation)]
+      return withEncoding(ast, encoding as unknown as SchemaAST.Encoding)
+    }
+    // A bare date declaration says how it goes to JSON in its toCodecJson annotation.
+    const getLink = ast.annotations?.toCodecJson
+    if (typeof getLink !== "function") return undefined
+    const link = getLink([]) as SchemaAST.Link | undefined
+    if (link === undefined || link.to._tag !== "String") return undefined
+    return withEncoding(ast, [new SchemaAST.Link(checkedString(link.to as SchemaAST.String), link.transformation)])
+  }
   const step = (ast: SchemaAST.AST): SchemaAST.AST => {
+    if (isDateNode(ast)) {
+      const date = dateTime(ast)
+      if (date !== undefined) return date
+    }
     if (ast.encoding !== undefined) {
       const links = ast.encoding
       const last = links[links.length - 1]
@@ -150,7 +205,7 @@ const finiteNumbers = (root: SchemaAST.AST): SchemaAST.AST => {
       return withEncoding(ast, encoding) ?? ast
     }
     if (ast._tag === "Number") {
-      return hasCheckId(ast.checks, FINITE_ID) || hasCheckId(ast.checks, INT_ID)
+      return !finite || hasCheckId(ast.checks, FINITE_ID) || hasCheckId(ast.checks, INT_ID)
         ? ast
         : Schema.make<Schema.Number>(ast).check(finiteCheck).ast
     }
@@ -170,9 +225,7 @@ export const codec = <S extends Schema.Top>(
   schema: S,
   options?: JsonSchemaOptions
 ): Schema.Codec<S["Type"], unknown, S["DecodingServices"], S["EncodingServices"]> =>
-  Schema.toCodecJson(
-    options?.nonFinite === true ? schema : Schema.make<S>(finiteNumbers(schema.ast))
-  ) as unknown as Schema.Codec<S["Type"], unknown, S["DecodingServices"], S["EncodingServices"]>
+  Schema.toCodecJson(Schema.make<S>(wireForm(schema.ast, options?.nonFinite !== true))) as unknown as Schema.Codec<S["Type"], unknown, S["DecodingServices"], S["EncodingServices"]>
 
 const SAFE_MAX = Number.MAX_SAFE_INTEGER
 const includeAnnotationKey = (key: string) => key === "x-mcp-header"
@@ -216,7 +269,7 @@ const refTo = (name: string) => `#/$defs/${name.replace(/~/g, "~0").replace(/\//
  * @category converting
  */
 export const make = (schema: Schema.Top, options?: JsonSchemaOptions): JsonSchemaObject => {
-  const source = options?.nonFinite === true ? schema : Schema.make(finiteNumbers(schema.ast))
+  const source = Schema.make(wireForm(schema.ast, options?.nonFinite !== true))
   const document = Schema.toJsonSchemaDocument(source, { includeAnnotationKey })
   let defs: Record<string, unknown> = { ...(tidy(document.definitions) as Record<string, unknown>) }
   let root = tidy(document.schema) as Record<string, unknown>

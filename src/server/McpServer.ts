@@ -33,12 +33,13 @@ import {
 } from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
+import * as LiveCatalogue from "./internal/LiveCatalogue.ts"
 import * as RequestState from "./internal/RequestState.ts"
 import * as RetiredCodes from "./internal/RetiredCodes.ts"
 import { InputKey, Rounds } from "./internal/Rounds.ts"
 import * as SessionStore from "./internal/SessionStore.ts"
 import * as Subscriptions from "./internal/Subscriptions.ts"
-import { duplicate } from "./DefinitionError.ts"
+import { type DefinitionError, duplicate } from "./DefinitionError.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import type { MethodName } from "./Methods.ts"
 import * as Middleware from "./Middleware.ts"
@@ -552,6 +553,59 @@ export interface ServerHandle<R> {
    * shutdown. Stream transports run it themselves when their input ends.
    */
   readonly shutdown: Effect.Effect<void>
+  /**
+   * The tools, resources and prompts this handler serves, changed while it
+   * serves: each kind whose `listChanged` the server declares in
+   * `capabilities` (see `Definitions`).
+   */
+  readonly definitions: Definitions<R>
+}
+
+/**
+ * The kinds of entries that change, named as `DefinitionError` names them; a
+ * `resourceTemplate` is named by its URI template.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type DefinitionKind = LiveCatalogue.Kind
+
+/**
+ * Changes the entries of a serving server (`ServerHandle.definitions`). A
+ * kind (tools; resources with their templates; prompts) can change when the
+ * server declares its `listChanged` in `capabilities` and serves it with
+ * `Tool`, `Resource` or `Prompt`; such a kind is served even while empty.
+ * Each change is seen whole by the next request and announced with its
+ * kind's list-changed notification to every initialized session (handshake
+ * era) and every `subscriptions/listen` that asked for that kind
+ * (stateless era); stateless-era lists of such a kind carry `ttlMs: 0`.
+ *
+ * Each operation fails with a `DefinitionError` and changes nothing when it
+ * cannot be done: a name already defined (`add`), a name not defined
+ * (`remove`, `enable`, `disable`), or a kind that cannot change. A call
+ * already running is not affected by a change.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Definitions<R> {
+  /**
+   * Adds what a definition step adds, e.g. `Tool.add("shout", {…}, handler)`;
+   * several steps composed into one (`flow(Tool.add(…), Prompt.add(…))`) are
+   * added together or not at all. The step's handlers may need only what
+   * the server's handlers need.
+   */
+  readonly add: (step: (server: McpServer<never>) => McpServer<R>) => Effect.Effect<void, DefinitionError>
+  /** Removes an entry: gone from its list, and unknown to new calls. */
+  readonly remove: (kind: DefinitionKind, name: string) => Effect.Effect<void, DefinitionError>
+  /**
+   * Hides an entry: absent from its list and answered as unknown (a tool:
+   * -32602; a resource: not found) until `enable`. Disabling a disabled
+   * entry changes nothing and announces nothing.
+   */
+  readonly disable: (kind: DefinitionKind, name: string) => Effect.Effect<void, DefinitionError>
+  /** Shows a disabled entry again; enabling an enabled one changes nothing. */
+  readonly enable: (kind: DefinitionKind, name: string) => Effect.Effect<void, DefinitionError>
 }
 
 const sessionKey = (id: string | undefined) => id ?? ""
@@ -807,12 +861,32 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
 }
 
 /**
- * Builds the handler and its per-session state.
+ * Builds the handler and its per-session state, with the `definitions`
+ * that change what it serves.
  *
  * @since 0.1.0
  * @category utils
  */
 export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>> =>
+  Effect.suspend(() => {
+    const live = LiveCatalogue.make(server)
+    return Effect.map(handlerOf(live.server), (handle): ServerHandle<R> => {
+      const change = (c: LiveCatalogue.Change) =>
+        Effect.flatMap(live.apply(c), (notifications) =>
+          Effect.forEach(notifications, (method) => handle.notifyAll(method), { discard: true }))
+      return {
+        ...handle,
+        definitions: {
+          add: (step) => change({ _tag: "Add", step }),
+          remove: (kind, name) => change({ _tag: "Remove", kind, name }),
+          disable: (kind, name) => change({ _tag: "Disable", kind, name }),
+          enable: (kind, name) => change({ _tag: "Enable", kind, name })
+        }
+      }
+    })
+  })
+
+const handlerOf = <R>(server: McpServer<R>): Effect.Effect<Omit<ServerHandle<R>, "definitions">> =>
   Effect.sync(() => {
     const options = server.options
     const stateless = options.stateless !== false

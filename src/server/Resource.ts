@@ -60,6 +60,21 @@ export interface ResourceOptions {
 }
 
 /**
+ * How a resource at a fixed URI is described.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface FixedResourceOptions extends ResourceOptions {
+  /**
+   * `false`: readable by its URI (and subscribable) but left out of
+   * `resources/list`, e.g. a resource only tool results or other resources
+   * point at. Default `true`.
+   */
+  readonly listed?: boolean | undefined
+}
+
+/**
  * A value that completes an argument or a variable: the values to offer for
  * what the user typed so far, given the other arguments already chosen. At
  * most 100 are sent (`total` and `hasMore` say how many there were).
@@ -142,8 +157,9 @@ const toContents = (contents: Contents, uri: string, mimeType: string | undefine
 }
 
 /**
- * Registers a resource at a fixed URI. Throws `DefinitionError` when the
- * server already has a resource at that URI.
+ * Registers a resource at a fixed URI; `listed: false` keeps it out of
+ * `resources/list` while it stays readable. Throws `DefinitionError` when
+ * the server already has a resource at that URI.
  *
  * @example
  * ```ts
@@ -162,12 +178,13 @@ const toContents = (contents: Contents, uri: string, mimeType: string | undefine
  */
 export const add = <E = never, R2 = never>(
   uri: string,
-  options: ResourceOptions,
+  options: FixedResourceOptions,
   handler: (uri: string, context: RequestContext) => Effect.Effect<Contents, E, R2>
 ) =>
 <R>(server: McpServer<R>): McpServer<R | R2> =>
   Catalogue.add(server, "resources", uri, {
     definition: listEntry("uri", uri, options),
+    listed: options.listed !== false,
     read: (read, context) =>
       Effect.map(Effect.suspend(() => handler(read, context)), (c) => toContents(c, read, options.mimeType))
   }) as McpServer<R | R2>

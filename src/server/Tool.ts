@@ -8,7 +8,8 @@
  * model what to fix. A typed result is encoded (and so checked) by
  * `success` and sent as `structuredContent` with a text copy; a failure the
  * `failure` Schema accepts is sent as a tool error. `fromToolkit` serves
- * the tools of an `effect/ai` `Toolkit` the same way.
+ * the tools of an `effect/ai` `Toolkit` the same way; `addJsonSchema`
+ * serves a tool described by hand-written JSON Schema next to them.
  *
  * @since 0.2.0
  */
@@ -293,6 +294,111 @@ export const add = <
   }
 
   return Catalogue.add(server, "tools", name, { definition, call }) as McpServer<any>
+}
+
+/**
+ * How a tool defined by JSON Schema documents is described.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface JsonSchemaToolOptions {
+  /** What the tool does, for the model. Default: none. */
+  readonly description?: string | undefined
+  /** A name for people. Default: none. */
+  readonly title?: string | undefined
+  /**
+   * The arguments' JSON Schema, listed exactly as given (any dialect and
+   * keyword: `$schema`, `$defs`, `$anchor`, `if`/`then`/`else`…). Its root
+   * must be `type: "object"`. It is not checked against the arguments.
+   */
+  readonly inputSchema: JsonSchema.JsonSchemaObject
+  /**
+   * The JSON Schema of the result's `structuredContent`, listed exactly as
+   * given; its root must be `type: "object"`. The handler's results are
+   * not checked against it. Default: none.
+   */
+  readonly outputSchema?: JsonSchema.JsonSchemaObject | undefined
+  /** Behaviour hints. Default: none. */
+  readonly annotations?: ToolAnnotations | undefined
+  /** Sent as the tool's `_meta`. Default: none. */
+  readonly _meta?: { readonly [key: string]: unknown } | undefined
+}
+
+const objectRoot = (name: string, which: string, schema: unknown): JsonSchema.JsonSchemaObject => {
+  if (!isRecord(schema) || schema.type !== "object") {
+    throw new DefinitionError({ kind: "tool", name, reason: `has an ${which} whose root is not { "type": "object" }` })
+  }
+  // A copy: a later change to the caller's object must not change what is listed.
+  return structuredClone(schema)
+}
+
+/**
+ * Registers a tool described by hand-written JSON Schema documents, next to
+ * the tools of `add` (same table, same `tools/list` and `tools/call`).
+ * `inputSchema` and `outputSchema` are listed exactly as given. The handler
+ * gets the call's `arguments` object as the client sent it, not validated
+ * against `inputSchema` (decode it yourself, e.g. with
+ * `Schema.decodeUnknownEffect`); arguments that are not an object are
+ * answered with a tool error before it runs. It returns a `ToolResult`
+ * (a string is one text block). Its failures: `RpcError` → that error
+ * reply; anything else → -32603 with no details.
+ *
+ * Throws `DefinitionError` when the server already has a tool of that name
+ * (from `add` or `addJsonSchema`), when a schema's root is not
+ * `type: "object"`, or when an `x-mcp-header` annotation is not one MCP
+ * allows.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import * as McpServer from "effect-mcp-transport/server/McpServer"
+ * import * as Tool from "effect-mcp-transport/server/Tool"
+ *
+ * const server = McpServer.make({ serverInfo: { name: "contacts", version: "1.0.0" } }).pipe(
+ *   Tool.addJsonSchema("save_contact", {
+ *     inputSchema: {
+ *       $schema: "https://json-schema.org/draft/2020-12/schema",
+ *       type: "object",
+ *       properties: { name: { type: "string" }, phone: { type: "string" }, email: { type: "string" } },
+ *       if: { required: ["phone"] },
+ *       then: { properties: { phone: { pattern: "^[0-9+ ]+$" } } },
+ *       else: { required: ["email"] }
+ *     }
+ *   }, (args) => Effect.succeed(`saved ${JSON.stringify(args.name)}`))
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category definitions
+ */
+export const addJsonSchema = <E = never, R2 = never>(
+  name: string,
+  options: JsonSchemaToolOptions,
+  handler: (args: { readonly [key: string]: unknown }, context: RequestContext) => Effect.Effect<ToolResult, E, R2>
+) =>
+<R>(server: McpServer<R>): McpServer<R | R2> => {
+  const inputSchema = objectRoot(name, "inputSchema", options.inputSchema)
+  const outputSchema = options.outputSchema === undefined ? undefined : objectRoot(name, "outputSchema", options.outputSchema)
+  const headers = RequestMeta.headerParams(inputSchema)
+  if (headers._tag === "Invalid") throw new DefinitionError({ kind: "tool", name, reason: `has an invalid ${headers.reason}` })
+  const definition: Record<string, unknown> = {
+    name,
+    ...(options.title === undefined ? {} : { title: options.title }),
+    ...(options.description === undefined ? {} : { description: options.description }),
+    inputSchema,
+    ...(outputSchema === undefined ? {} : { outputSchema }),
+    ...(options.annotations === undefined ? {} : { annotations: options.annotations }),
+    ...(options._meta === undefined ? {} : { _meta: options._meta })
+  }
+  const call = (args: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, R2> => {
+    if (!isRecord(args)) {
+      return Effect.succeed(errorResult(`Invalid arguments for tool ${JSON.stringify(name)}: expected an object`))
+    }
+    return Effect.map(handler(args, context), (result) =>
+      typeof result === "string" ? { content: [{ type: "text", text: result }] } : result as Record<string, unknown>)
+  }
+  return Catalogue.add(server, "tools", name, { definition, call }) as McpServer<R | R2>
 }
 
 /**

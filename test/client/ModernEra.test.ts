@@ -322,6 +322,40 @@ describe("McpClient in the stateless era", () => {
         expect(script.seen.filter((s) => s.method === "tools/list")).toHaveLength(2)
       }))
 
+    it.effect("a list-changed notification drops the cached list: a tool added at run time is in the next listTools", () =>
+      Effect.gen(function*() {
+        const tools: Array<{ name: string; inputSchema: { type: "object" } }> = [{ name: "first", inputSchema: { type: "object" } }]
+        const prompts: Array<{ name: string }> = [{ name: "p1" }]
+        const server = McpServer.make({
+          serverInfo: { name: "growing", version: "1" },
+          stateless: true,
+          capabilities: { tools: { listChanged: true }, prompts: { listChanged: true } }
+        }).pipe(
+          McpServer.method("tools/list", {}, () => Effect.sync(() => ({ tools: [...tools], ttlMs: 60_000 }))),
+          McpServer.method("prompts/list", {}, () => Effect.sync(() => ({ prompts: [...prompts], ttlMs: 60_000 })))
+        )
+        const handle = yield* McpServer.toHandler(server)
+        const pair = yield* InMemoryTransport.makePair(handle.handler)
+        const client = yield* McpClient.fromTransport(pair.client, { protocol: "2026-07-28" })
+        yield* SubscriptionRef.changes(client.subscription).pipe(
+          Stream.filter((state) => state._tag === "Listening"),
+          Stream.take(1),
+          Stream.runDrain
+        )
+        expect((yield* client.listTools()).tools.map((t) => t.name)).toEqual(["first"])
+        expect((yield* client.listPrompts()).prompts.map((p) => p.name)).toEqual(["p1"])
+
+        const heard = yield* Stream.take(client.listChanged, 2).pipe(Stream.runCollect, Effect.forkChild({ startImmediately: true }))
+        tools.push({ name: "second", inputSchema: { type: "object" } })
+        prompts.push({ name: "p2" })
+        yield* handle.notifyAll("notifications/tools/list_changed")
+        yield* handle.notifyAll("notifications/prompts/list_changed")
+        yield* Fiber.join(heard)
+        // Well inside the 60 s the lists were kept for.
+        expect((yield* client.listTools()).tools.map((t) => t.name)).toEqual(["first", "second"])
+        expect((yield* client.listPrompts()).prompts.map((p) => p.name)).toEqual(["p1", "p2"])
+      }))
+
     it.effect("without ttlMs nothing is kept", () =>
       Effect.gen(function*() {
         const script = modern()

@@ -74,15 +74,58 @@ const catalogue: Record<string, { schema: Schema.Codec<any, any>; valid: Readonl
     invalid: [{ id: "" }, { id: 1 }]
   },
   "dates": {
-    schema: Schema.Struct({ at: Schema.Date, day: Schema.DateTimeUtcFromString }),
-    valid: [{ at: "2026-07-28T00:00:00.000Z", day: "2026-07-28T00:00:00.000Z" }],
-    invalid: [{ at: 0, day: "x" }]
+    schema: Schema.Struct({
+      at: Schema.Date,
+      parsed: Schema.DateFromString,
+      utc: Schema.DateTimeUtc,
+      day: Schema.DateTimeUtcFromString,
+      since: Schema.optionalKey(Schema.DateFromString)
+    }),
+    valid: [
+      { at: "2026-07-28T00:00:00.000Z", parsed: "2026-07-28T09:30:00Z", utc: "2026-07-28T00:00:00Z", day: "2026-07-28T00:00:00.000Z" },
+      {
+        at: "2026-07-28T09:30:00+02:00",
+        parsed: "2024-02-29T23:59:59.5-05:30",
+        utc: "2026-01-01T00:00:00Z",
+        day: "2026-12-31T23:59:59Z",
+        since: "2000-01-01T00:00:00Z"
+      }
+    ],
+    invalid: [
+      { at: 0, parsed: "2026-07-28T00:00:00Z", utc: "2026-07-28T00:00:00Z", day: "2026-07-28T00:00:00Z" },
+      // A day without a time, a time without an offset, and strings Date parses but RFC 3339 refuses.
+      { at: "2026-07-28", parsed: "2026-07-28T00:00:00Z", utc: "2026-07-28T00:00:00Z", day: "2026-07-28T00:00:00Z" },
+      { at: "2026-07-28T00:00:00Z", parsed: "2026-07-28T09:30:00", utc: "2026-07-28T00:00:00Z", day: "2026-07-28T00:00:00Z" },
+      { at: "2026-07-28T00:00:00Z", parsed: "July 28, 2026", utc: "2026-07-28T00:00:00Z", day: "2026-07-28T00:00:00Z" },
+      { at: "2026-07-28T00:00:00Z", parsed: "2026-07-28T00:00:00Z", utc: "2026-02-30T00:00:00Z", day: "2026-07-28T00:00:00Z" },
+      { at: "2026-07-28T00:00:00Z", parsed: "2026-07-28T00:00:00Z", utc: "2026-07-28T00:00:00Z", day: "2026-07-28T24:00:00Z" },
+      { at: "2026-07-28T00:00:00Z", parsed: "2026-07-28T00:00:00Z", utc: "2026-07-28T00:00:00Z", day: "x" },
+      { at: "2026-07-28T00:00:00Z", parsed: "2026-07-28T00:00:00Z", utc: "2026-07-28T00:00:00Z", day: "2026-07-28T00:00:00Z", since: "yesterday" }
+    ]
+  },
+  "dates carried as numbers stay numbers": {
+    schema: Schema.Struct({ ms: Schema.DateFromMillis }),
+    valid: [{ ms: 0 }, { ms: 1_785_196_800_000 }],
+    invalid: [{ ms: "2026-07-28T00:00:00Z" }]
   }
+}
+
+/** RFC 3339 §5.6 `date-time`, written here apart from the module's own check (Ajv 2020 knows no formats by itself). */
+const isRfc3339DateTime = (s: string): boolean => {
+  const m = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|([+-])(\d{2}):(\d{2}))$/.exec(s)
+  if (m === null) return false
+  const [y, mo, d, h, mi, se] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number)
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)
+  const monthDays = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+  return mo >= 1 && mo <= 12 && d >= 1 && d <= monthDays[mo - 1]! && h < 24 && mi < 60 && se < 60 &&
+    (m[10] === undefined || (Number(m[10]) < 24 && Number(m[11]) < 60))
 }
 
 const ajv = new Ajv2020({ strict: true, allErrors: true })
 // The one keyword MCP adds to tool input schemas.
 ajv.addKeyword("x-mcp-header")
+// Asserted, not only annotated: a date the schema lets through is one the codec decodes.
+ajv.addFormat("date-time", isRfc3339DateTime)
 
 describe("JsonSchema", () => {
   for (const [name, { invalid, schema, valid }] of Object.entries(catalogue)) {
@@ -98,6 +141,18 @@ describe("JsonSchema", () => {
       for (const value of invalid) expect(decode(value)._tag, JSON.stringify(value)).toBe("Failure")
     })
   }
+
+  it("dates carried as strings are RFC 3339 date-times, with or without nonFinite", () => {
+    const dateTime = { type: "string", format: "date-time" }
+    expect(JsonSchema.make(Schema.Date)).toEqual(dateTime)
+    expect(JsonSchema.make(Schema.DateFromString, { nonFinite: true })).toEqual(dateTime)
+    expect(JsonSchema.make(Schema.Struct({ d: Schema.DateTimeUtcFromDate })).properties).toEqual({ d: dateTime })
+    const codec = JsonSchema.codec(Schema.Date)
+    expect(Schema.encodeUnknownSync(codec)(new Date(Date.UTC(2026, 6, 28)))).toBe("2026-07-28T00:00:00.000Z")
+    const refused = Schema.decodeUnknownExit(codec)("2026-07-28")
+    expect(refused._tag).toBe("Failure")
+    expect(String(refused)).toContain("an RFC 3339 date-time")
+  })
 
   it("a plain number unless the author opts into non-finite values", () => {
     expect(JsonSchema.make(Schema.Number)).toEqual({ type: "number" })

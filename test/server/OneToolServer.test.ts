@@ -17,6 +17,13 @@ describe("a one-tool server in the fewest lines", () => {
     expect(lines.length).toBeLessThanOrEqual(15)
   })
 
+  it("is the example docs/mcp-server.md opens with, word for word", () => {
+    const docs = readFileSync(fileURLToPath(new URL("../../docs/mcp-server.md", import.meta.url)), "utf8")
+    const first = /```ts\n([\s\S]*?)```/.exec(docs)![1]
+    const asPublished = readFileSync(fixture, "utf8").replace(/"\.\.\/\.\.\/src\/(.*)\.ts"/g, "\"effect-mcp-transport/$1\"")
+    expect(first).toBe(asPublished)
+  })
+
   it.live("serves McpClient in the stateless era and the SDK 1.x client in the handshake era over stdio", () =>
     Effect.gen(function*() {
       const client = yield* McpClient.connect(

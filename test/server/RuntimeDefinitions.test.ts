@@ -1,6 +1,6 @@
 /**
  * Tools, resources and prompts changed while the server serves
- * (`Definitions.toHandler`): lists follow each change, changes are
+ * (`McpServer.toHandler`'s `definitions`; `Definitions.toHandler`): lists follow each change, changes are
  * announced in both eras, disabled entries answer as unknown, and calls
  * already running are not affected.
  */
@@ -202,6 +202,42 @@ describe("definitions changed while serving", () => {
         "ToolListChanged",
         "ToolListChanged"
       ])
+    }))
+
+  it.effect("McpServer.toHandler: a server declaring tools.listChanged changes its tools through handle.definitions", () =>
+    Effect.gen(function*() {
+      const server = McpServer.make({
+        serverInfo: { name: "declared", version: "1" },
+        stateless: true,
+        capabilities: { tools: { listChanged: true } }
+      }).pipe(echo("echo"), Prompt.add("greet", {}, () => Effect.succeed("hi")))
+      const handle = yield* McpServer.toHandler(server)
+      const pair = yield* InMemoryTransport.makePair(handle.handler)
+      const client = yield* McpClient.fromTransport(pair.client, { protocol: "2025-11-25" })
+      yield* client.ping()
+      expect(yield* announced(client, handle.definitions.add(echo("shout")))).toBe("ToolListChanged")
+      expect(yield* toolNames(client)).toEqual(["echo", "shout"])
+      // Prompts did not declare listChanged: they are served as defined and refuse to change.
+      expect(client.serverCapabilities.prompts).toEqual({})
+      const refused = yield* Effect.flip(handle.definitions.disable("prompt", "greet"))
+      expect(refused).toMatchObject({ _tag: "DefinitionError", kind: "method", name: "prompts/list" })
+      expect(refused.reason).toContain("capabilities.prompts.listChanged")
+      expect((yield* client.listPrompts()).prompts.map((p) => p.name)).toEqual(["greet"])
+    }))
+
+  it.effect("McpServer.toHandler: a server declaring no listChanged is served as defined, and its definitions refuse every change", () =>
+    Effect.gen(function*() {
+      const server = McpServer.make({ serverInfo: { name: "fixed", version: "1" }, stateless: true }).pipe(echo("echo"))
+      const handle = yield* McpServer.toHandler(server)
+      const added = yield* Effect.flip(handle.definitions.add(echo("shout")))
+      expect(added).toMatchObject({ _tag: "DefinitionError", kind: "method", name: "tools/list" })
+      expect(yield* Effect.flip(handle.definitions.remove("tool", "echo"))).toMatchObject({ name: "tools/list" })
+      // A name it does not have is still named as such.
+      expect(yield* Effect.flip(handle.definitions.remove("tool", "nope"))).toMatchObject({ kind: "tool", reason: "is not defined" })
+      const pair = yield* InMemoryTransport.makePair(handle.handler)
+      const client = yield* McpClient.fromTransport(pair.client, { protocol: "2026-07-28" })
+      expect(client.serverCapabilities.tools).toEqual({})
+      expect(yield* toolNames(client)).toEqual(["echo"])
     }))
 
   it.effect("stateless era: a list kept for resultCache.ttlMs does not outlive a change", () =>

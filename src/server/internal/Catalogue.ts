@@ -12,11 +12,24 @@ import * as Effect from "effect/Effect"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { RpcError } from "../../McpError.ts"
 import { DefinitionError, duplicate } from "../DefinitionError.ts"
-import type { McpServer, RequestContext } from "../McpServer.ts"
 import type * as Router from "../Router.ts"
 import type { UriTemplate } from "./UriTemplate.ts"
 
 type Json = Record<string, unknown>
+
+/**
+ * McpServer's `RequestContext`, passed through untouched. Not imported: McpServer builds its handler on
+ * the live catalogue, so this module stays below it.
+ */
+type RequestContext = any
+
+/** A server definition as the catalogue reads and rebuilds it: McpServer's shape. */
+export interface Definable<R = any> {
+  readonly options: {
+    readonly capabilities?: Record<string, unknown> | undefined
+  }
+  readonly router: Router.Router<RequestContext, R>
+}
 
 /** Completes one argument or variable: the values to offer for what the user typed so far. */
 export type Completer<R> = (
@@ -31,6 +44,8 @@ export interface ToolEntry<R> {
 
 export interface ResourceEntry<R> {
   readonly definition: Json
+  /** `false`: readable by its URI, left out of `resources/list`. */
+  readonly listed?: boolean | undefined
   readonly read: (uri: string, ctx: RequestContext) => Effect.Effect<ReadonlyArray<Json>, unknown, R>
 }
 
@@ -83,7 +98,7 @@ const EMPTY: Catalogue<never> = {
 }
 
 /** The catalogue a server's routes carry (empty when it has none yet). */
-export const of = <R>(server: McpServer<R>): Catalogue<R> => {
+export const of = <R>(server: Definable<R>): Catalogue<R> => {
   for (const route of server.router.requests.values()) {
     if (isCatalogueRoute(route)) return route[CatalogueKey]
   }
@@ -127,7 +142,7 @@ export const methodsOf = <R>(c: Catalogue<R>, served: Served = {}): Record<strin
     }
   }
   if (c.resources.size > 0 || c.templates.size > 0 || served.resources === true) {
-    const resources = Array.from(c.resources.values(), (r) => r.definition)
+    const resources = Array.from(c.resources.values()).flatMap((r) => (r.listed === false ? [] : [r.definition]))
     const resourceTemplates = Array.from(c.templates.values(), (t) => t.definition)
     methods["resources/list"] = () => Effect.succeed({ resources })
     methods["resources/templates/list"] = () => Effect.succeed({ resourceTemplates })
@@ -240,12 +255,12 @@ const complete = <R>(c: Catalogue<R>, params: unknown): Effect.Effect<unknown, u
  * `DefinitionError`. Catalogues only grow, so every method installed before
  * is installed again.
  */
-export const install = <R, R2>(server: McpServer<R>, catalogue: Catalogue<R | R2>): McpServer<R | R2> => {
+export const install = <S extends Definable>(server: S, catalogue: Catalogue<any>): S => {
   const requests = new Map<string, Router.RequestRoute<RequestContext, any>>(server.router.requests)
   for (const [method, handle] of Object.entries(methodsOf(catalogue))) {
     const existing = requests.get(method)
     if (existing !== undefined && !isCatalogueRoute(existing)) throw duplicate("method", method)
-    const route: CatalogueRoute<R | R2> = { decode: identity, encode: identity, handle, [CatalogueKey]: catalogue }
+    const route: CatalogueRoute<any> = { decode: identity, encode: identity, handle, [CatalogueKey]: catalogue }
     requests.set(method, route)
   }
   // The prototype carries `pipe`; own fields are copied as they are.
@@ -255,21 +270,21 @@ export const install = <R, R2>(server: McpServer<R>, catalogue: Catalogue<R | R2
 }
 
 /** Adds one entry to the table `kind` of the server's catalogue. */
-export const add = <R, R2, K extends "tools" | "resources" | "templates" | "prompts">(
-  server: McpServer<R>,
+export const add = <S extends Definable, R2, K extends "tools" | "resources" | "templates" | "prompts">(
+  server: S,
   kind: K,
   name: string,
   entry: Catalogue<R2>[K] extends ReadonlyMap<string, infer E> ? E : never
-): McpServer<R | R2> => {
-  const current = of(server) as Catalogue<R | R2>
+): S => {
+  const current = of(server) as Catalogue<any>
   const table = current[kind] as ReadonlyMap<string, unknown>
   if (table.has(name)) throw duplicate(KIND_NAMES[kind], name)
   return install(server, { ...current, [kind]: new Map(table).set(name, entry) })
 }
 
 /** Sets the subscription hooks; a second set is a `DefinitionError`. */
-export const setSubscriptions = <R, R2>(server: McpServer<R>, hooks: SubscriptionHooks<R2>): McpServer<R | R2> => {
-  const current = of(server) as Catalogue<R | R2>
+export const setSubscriptions = <S extends Definable, R2>(server: S, hooks: SubscriptionHooks<R2>): S => {
+  const current = of(server) as Catalogue<any>
   if (current.subscriptions !== undefined) {
     throw new DefinitionError({ kind: "method", name: "resources/subscribe", reason: "already has subscription hooks" })
   }

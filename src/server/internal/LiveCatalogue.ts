@@ -10,8 +10,7 @@ import * as Effect from "effect/Effect"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { RpcError } from "../../McpError.ts"
 import { DefinitionError } from "../DefinitionError.ts"
-import * as McpServer from "../McpServer.ts"
-import type * as Router from "../Router.ts"
+import * as Router from "../Router.ts"
 import * as Catalogue from "./Catalogue.ts"
 
 /** The kinds of entries, named as `DefinitionError` names them. */
@@ -37,18 +36,18 @@ interface Snapshot<R> {
   readonly methods: Readonly<Record<string, Catalogue.Method<R>>>
 }
 
-export interface Live<R> {
+export interface Live<S> {
   /** The server to build a handler from: the catalogue methods read the current snapshot. */
-  readonly server: McpServer.McpServer<R>
+  readonly server: S
   /**
    * Applies a change in one step and returns the notifications it calls
    * for (none when it changed nothing a list shows).
    */
-  readonly apply: (change: Change<R>) => Effect.Effect<ReadonlyArray<string>, DefinitionError>
+  readonly apply: (change: Change) => Effect.Effect<ReadonlyArray<string>, DefinitionError>
 }
 
-export type Change<R> =
-  | { readonly _tag: "Add"; readonly step: (server: McpServer.McpServer<any>) => McpServer.McpServer<R> }
+export type Change =
+  | { readonly _tag: "Add"; readonly step: (server: any) => Catalogue.Definable }
   | { readonly _tag: "Remove" | "Enable" | "Disable"; readonly kind: Kind; readonly name: string }
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -81,14 +80,27 @@ const served = <R>(full: Catalogue.Catalogue<R>, disabled: Disabled): Catalogue.
   subscriptions: full.subscriptions
 })
 
+/** The capability and list method of each table. */
+const KIND_OF: Record<Table, { readonly capability: "tools" | "resources" | "prompts"; readonly list: string }> = {
+  tools: { capability: "tools", list: "tools/list" },
+  resources: { capability: "resources", list: "resources/list" },
+  templates: { capability: "resources", list: "resources/list" },
+  prompts: { capability: "prompts", list: "prompts/list" }
+}
+
+/** The capabilities whose lists a change of the catalogue from `before` to `after` touches. */
+const touched = (before: Snapshot<any>, full: Catalogue.Catalogue<any>, disabled: Disabled): ReadonlyArray<Table> =>
+  (Object.keys(CHANGED) as Array<Table>).filter((table) =>
+    !same(before.full[table], full[table]) || !same(before.disabled[table], disabled[table])
+  )
+
 /**
  * The server `server` becomes when its catalogue may change: a kind can
- * change when the server has entries of it, or declares its `listChanged`
- * in `capabilities` (to start with none), and the server serves no method
- * of that kind some other way. The kinds that can change are served even
- * while empty and declare `listChanged: true`.
+ * change when the server declares its `listChanged` in `capabilities` and
+ * serves no method of that kind some other way; those kinds are served
+ * even while empty. A server with no such kind is served as it is.
  */
-export const make = <R>(server: McpServer.McpServer<R>): Live<R> => {
+export const make = <S extends Catalogue.Definable>(server: S): Live<S> => {
   const initial = Catalogue.of(server)
   const explicit = server.options.capabilities ?? {}
   const own = (method: string) => {
@@ -100,22 +112,28 @@ export const make = <R>(server: McpServer.McpServer<R>): Live<R> => {
     return isRecord(entry) && entry.listChanged === true
   }
   const kinds: Catalogue.Served = {
-    tools: !own("tools/list") && !own("tools/call") && (initial.tools.size > 0 || declares("tools")),
-    resources: !own("resources/list") && !own("resources/read") &&
-      (initial.resources.size > 0 || initial.templates.size > 0 || declares("resources")),
-    prompts: !own("prompts/list") && !own("prompts/get") && (initial.prompts.size > 0 || declares("prompts")),
+    tools: !own("tools/list") && !own("tools/call") && declares("tools"),
+    resources: !own("resources/list") && !own("resources/read") && declares("resources"),
+    prompts: !own("prompts/list") && !own("prompts/get") && declares("prompts"),
     completions: server.router.requests.has("completion/complete") && !own("completion/complete")
   }
+  const refused = (table: Table) =>
+    new DefinitionError({
+      kind: "method",
+      name: KIND_OF[table].list,
+      reason: `cannot change while the server serves: declare capabilities.${KIND_OF[table].capability}.listChanged ` +
+        "(and serve that kind with Tool, Resource or Prompt, not McpServer.method)"
+    })
 
-  let current: Snapshot<R> = { full: initial, disabled: NOTHING_DISABLED, methods: Catalogue.methodsOf(initial, kinds) }
+  let current: Snapshot<any> = { full: initial, disabled: NOTHING_DISABLED, methods: Catalogue.methodsOf(initial, kinds) }
   const installed = new Set(Object.keys(current.methods))
 
-  const requests = new Map<string, Router.RequestRoute<McpServer.RequestContext, any>>(server.router.requests)
+  const requests = new Map<string, Router.RequestRoute<any, any>>(server.router.requests)
   for (const method of installed) {
     requests.set(method, {
       decode: Effect.succeed,
       encode: Effect.succeed,
-      handle: (params, ctx) => {
+      handle: (params, ctx: { readonly session: { readonly era: string } }) => {
         const handle = current.methods[method]
         if (handle === undefined) {
           return Effect.fail(new RpcError({ code: JsonRpc.ErrorCode.MethodNotFound, rpcMessage: `Method not found: ${method}` }))
@@ -128,21 +146,22 @@ export const make = <R>(server: McpServer.McpServer<R>): Live<R> => {
       }
     })
   }
-  const capabilities: Record<string, unknown> = { ...explicit }
-  for (const capability of ["tools", "resources", "prompts"] as const) {
-    if (kinds[capability] === true) {
-      const base = capabilities[capability]
-      capabilities[capability] = { ...(isRecord(base) ? base : {}), listChanged: true }
-    }
-  }
-  const liveServer = Object.assign(Object.create(Object.getPrototypeOf(server)), server, {
-    options: { ...server.options, capabilities },
-    router: { requests, notifications: server.router.notifications }
-  }) as McpServer.McpServer<R>
+  // Nothing can change: the server is served as it is, and every change is refused.
+  const liveServer = kinds.tools !== true && kinds.resources !== true && kinds.prompts !== true
+    ? server
+    : Object.assign(Object.create(Object.getPrototypeOf(server)), server, {
+      router: { requests, notifications: server.router.notifications }
+    }) as S
 
-  const scratch = McpServer.make({ serverInfo: server.options.serverInfo })
+  // A definition step reads the catalogue off the routes it is given: a server with only the catalogue's.
+  const scratch = Object.assign(Object.create(Object.getPrototypeOf(server)), server, { router: Router.empty() }) as S
 
-  const next = (full: Catalogue.Catalogue<R>, disabled: Disabled): Effect.Effect<ReadonlyArray<string>, DefinitionError> => {
+  const isLive = (table: Table) => kinds[KIND_OF[table].capability] === true
+
+  const next = (full: Catalogue.Catalogue<any>, disabled: Disabled): Effect.Effect<ReadonlyArray<string>, DefinitionError> => {
+    const tables = touched(current, full, disabled)
+    const fixed = tables.find((table) => !isLive(table))
+    if (fixed !== undefined) return Effect.fail(refused(fixed))
     const methods = Catalogue.methodsOf(served(full, disabled), kinds)
     const missing = Object.keys(methods).find((m) => !installed.has(m))
     if (missing !== undefined) {
@@ -150,20 +169,12 @@ export const make = <R>(server: McpServer.McpServer<R>): Live<R> => {
         new DefinitionError({
           kind: "method",
           name: missing,
-          reason: "cannot be added while the server serves: define the server with an entry of its kind, " +
-            "or declare that kind's listChanged capability"
+          reason: "cannot be added while the server serves: define the server with an entry that needs it"
         })
       )
     }
-    const before = current
-    const changed = new Set<string>()
-    for (const table of Object.keys(CHANGED) as Array<Table>) {
-      if (!same(before.full[table], full[table]) || !same(before.disabled[table], disabled[table])) {
-        changed.add(CHANGED[table])
-      }
-    }
     current = { full, disabled, methods }
-    return Effect.succeed(Array.from(changed))
+    return Effect.succeed(Array.from(new Set(tables.map((table) => CHANGED[table]))))
   }
 
   const find = (kind: Kind, name: string): Effect.Effect<Table, DefinitionError> => {
@@ -180,13 +191,13 @@ export const make = <R>(server: McpServer.McpServer<R>): Live<R> => {
     return { ...current.disabled, [table]: names }
   }
 
-  const apply = (change: Change<R>): Effect.Effect<ReadonlyArray<string>, DefinitionError> =>
+  const apply = (change: Change): Effect.Effect<ReadonlyArray<string>, DefinitionError> =>
     Effect.suspend(() => {
       switch (change._tag) {
         case "Add": {
-          let full: Catalogue.Catalogue<R>
+          let full: Catalogue.Catalogue<any>
           try {
-            full = Catalogue.of(change.step(Catalogue.install(scratch, current.full))) as Catalogue.Catalogue<R>
+            full = Catalogue.of(change.step(Catalogue.install(scratch, current.full)))
           } catch (e) {
             if (e instanceof DefinitionError) return Effect.fail(e)
             throw e
