@@ -182,6 +182,8 @@ export interface Sessions {
   readonly closeAll: Effect.Effect<void>
   /** A new resumable (or, without a store, plain) stream owned by the session. */
   readonly newStream: (session: Session, resumable: boolean) => Effect.Effect<OutStream.OutStream>
+  /** `newStream` outside an effect (opened on first use, from a handler's `notify`). */
+  readonly openStream: (session: Session, resumable: boolean) => OutStream.OutStream
   /**
    * Counts the request (and, with `stream`, a slot of the principal's and the
    * session's, if any) until the current request scope closes.
@@ -298,31 +300,31 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       })
     })
 
-  const newStream = (session: Session, resumable: boolean) =>
-    Effect.gen(function*() {
-      const id = streamId()
-      const out = yield* OutStream.make({
-        streamId: id,
-        store: resumable ? config.store : undefined,
-        keepAlive,
-        maxBufferedBytes: config.maxBufferedBytes,
-        onDropped,
-        onDrained: Effect.suspend(() => {
-          session.liveStreams.delete(id)
-          if (!resumable || session.closed) return Effect.void
-          session.finishedStreams.push(id)
-          if (session.finishedStreams.length <= FINISHED_STREAMS_KEPT) return Effect.void
-          const oldest = session.finishedStreams.shift()!
-          session.ownedStreams.delete(oldest)
-          return config.store.removeStream(oldest)
-        })
+  const openStream = (session: Session, resumable: boolean): OutStream.OutStream => {
+    const id = streamId()
+    const out = OutStream.makeUnsafe({
+      streamId: id,
+      store: resumable ? config.store : undefined,
+      keepAlive,
+      maxBufferedBytes: config.maxBufferedBytes,
+      onDropped,
+      onDrained: Effect.suspend(() => {
+        session.liveStreams.delete(id)
+        if (!resumable || session.closed) return Effect.void
+        session.finishedStreams.push(id)
+        if (session.finishedStreams.length <= FINISHED_STREAMS_KEPT) return Effect.void
+        const oldest = session.finishedStreams.shift()!
+        session.ownedStreams.delete(oldest)
+        return config.store.removeStream(oldest)
       })
-      if (resumable) {
-        session.ownedStreams.add(id)
-        session.liveStreams.set(id, out)
-      }
-      return out
     })
+    if (resumable) {
+      session.ownedStreams.add(id)
+      session.liveStreams.set(id, out)
+    }
+    return out
+  }
+  const newStream = (session: Session, resumable: boolean) => Effect.sync(() => openStream(session, resumable))
 
   const runsWork = (session: Session) => !session.work[Symbol.iterator]().next().done
   // Requests are answered in `work` fibers, and an HTTP request (a stream too) counts in `active`.
@@ -634,6 +636,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     close,
     closeAll,
     newStream,
+    openStream,
     enter,
     enterSlots,
     stats,

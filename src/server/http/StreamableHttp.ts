@@ -11,6 +11,7 @@
  * them (a 2025-03-26 session, or a request without a session that names no
  * later revision in `MCP-Protocol-Version`).
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -22,7 +23,8 @@ import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
-import { completesHandshake, isRefused, runHoldingSlots, type Session } from "./Sessions.ts"
+import type { OutStream } from "./OutStream.ts"
+import { completesHandshake, isRefused, type RequestRoute, runHoldingSlots, type Session } from "./Sessions.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 import * as StatelessPost from "./StatelessPost.ts"
@@ -166,8 +168,22 @@ export const post = (env: Env): Guarded => (request, principal) =>
       return HttpServerResponse.empty({ status: 202, headers })
     }
 
-    const out = yield* env.sessions.newStream(s, !ephemeral)
-    const route = { out, canStream: accepts.sse }
+    // A single message answered with JSON needs no response stream unless its handler sends the client
+    // something on the way (or cuts the stream): the stream opens then, and this exchange waits for that
+    // or for the answer, whichever comes first.
+    const lazy = decoded._tag === "Single" && !initialize && accepts.json && config.responseMode !== "sse"
+    let opened: OutStream | undefined = lazy ? undefined : sessions.openStream(s, !ephemeral)
+    const openedOrAnswered = Deferred.makeUnsafe<void>()
+    const route: RequestRoute = {
+      canStream: accepts.sse,
+      get out() {
+        if (opened === undefined) {
+          opened = sessions.openStream(s, !ephemeral)
+          Deferred.doneUnsafe(openedOrAnswered, Effect.void)
+        }
+        return opened
+      }
+    }
     const claimed = new Set<JsonRpc.RequestId>()
     // Requests past the slots granted, in batch order: answered with the refusal, never run.
     const refused = new Set<JsonRpc.Classified>()
@@ -191,11 +207,18 @@ export const post = (env: Env): Guarded => (request, principal) =>
       }
       return s.server.handleMessage(m)
     }
+    // The answer of a lazy exchange whose stream never opened.
+    let direct: JsonRpc.JsonRpcResponse | undefined
     const answerOne = (m: JsonRpc.Classified) =>
       answer(m).pipe(
         Effect.flatMap((reply) => {
           if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
-          return reply === null ? Effect.void : out.offer(reply)
+          if (reply === null) return Effect.void
+          if (opened === undefined) {
+            direct = reply
+            return Effect.void
+          }
+          return opened.offer(reply)
         })
       )
     const work = (messages.length === 1
@@ -203,12 +226,27 @@ export const post = (env: Env): Guarded => (request, principal) =>
       : Effect.forEach(messages, answerOne, { concurrency: "unbounded", discard: true })).pipe(
         Effect.ensuring(Effect.suspend(() => {
           for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
-          return out.end
+          // No route left to open the stream through: a stream not open by now never will be.
+          if (opened === undefined) {
+            Deferred.doneUnsafe(openedOrAnswered, Effect.void)
+            return Effect.void
+          }
+          return opened.end
         }))
       )
     // The work belongs to the session: a client that disconnects does not cancel it,
     // and it keeps the slots taken until it ends.
     yield* runHoldingSlots(s, grant, work)
+
+    if (lazy) {
+      yield* Deferred.await(openedOrAnswered)
+      if (opened === undefined) {
+        return direct === undefined
+          ? HttpServerResponse.empty({ status: 202, headers })
+          : jsonAnswer(JSON.stringify(direct), headers)
+      }
+    }
+    const out = opened!
 
     // Answered already (a quick handler) with responses only: the whole SSE body in one write.
     const stream = Effect.suspend(() => {
