@@ -24,7 +24,14 @@ import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
 import type { OutStream } from "./OutStream.ts"
-import { completesHandshake, isRefused, type RequestRoute, runHoldingSlots, type Session } from "./Sessions.ts"
+import {
+  completesHandshake,
+  isRefused,
+  type RequestRoute,
+  runHoldingSlots,
+  type Session,
+  type Sessions
+} from "./Sessions.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 import * as StatelessPost from "./StatelessPost.ts"
@@ -172,18 +179,8 @@ export const post = (env: Env): Guarded => (request, principal) =>
     // something on the way (or cuts the stream): the stream opens then, and this exchange waits for that
     // or for the answer, whichever comes first.
     const lazy = decoded._tag === "Single" && !initialize && accepts.json && config.responseMode !== "sse"
-    let opened: OutStream | undefined = lazy ? undefined : sessions.openStream(s, !ephemeral)
-    const openedOrAnswered = Deferred.makeUnsafe<void>()
-    const route: RequestRoute = {
-      canStream: accepts.sse,
-      get out() {
-        if (opened === undefined) {
-          opened = sessions.openStream(s, !ephemeral)
-          Deferred.doneUnsafe(openedOrAnswered, Effect.void)
-        }
-        return opened
-      }
-    }
+    const route = new PostRoute(accepts.sse, sessions, s, !ephemeral)
+    if (!lazy) route.open()
     const claimed = new Set<JsonRpc.RequestId>()
     // Requests past the slots granted, in batch order: answered with the refusal, never run.
     const refused = new Set<JsonRpc.Classified>()
@@ -214,11 +211,11 @@ export const post = (env: Env): Guarded => (request, principal) =>
         Effect.flatMap((reply) => {
           if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
           if (reply === null) return Effect.void
-          if (opened === undefined) {
+          if (route.opened === undefined) {
             direct = reply
             return Effect.void
           }
-          return opened.offer(reply)
+          return route.opened.offer(reply)
         })
       )
     const work = (messages.length === 1
@@ -227,11 +224,11 @@ export const post = (env: Env): Guarded => (request, principal) =>
         Effect.ensuring(Effect.suspend(() => {
           for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
           // No route left to open the stream through: a stream not open by now never will be.
-          if (opened === undefined) {
-            Deferred.doneUnsafe(openedOrAnswered, Effect.void)
+          if (route.opened === undefined) {
+            route.settle()
             return Effect.void
           }
-          return opened.end
+          return route.opened.end
         }))
       )
     // The work belongs to the session: a client that disconnects does not cancel it,
@@ -239,14 +236,14 @@ export const post = (env: Env): Guarded => (request, principal) =>
     yield* runHoldingSlots(s, grant, work)
 
     if (lazy) {
-      yield* Deferred.await(openedOrAnswered)
-      if (opened === undefined) {
+      yield* route.openedOrAnswered
+      if (route.opened === undefined) {
         return direct === undefined
           ? HttpServerResponse.empty({ status: 202, headers })
           : jsonAnswer(JSON.stringify(direct), headers)
       }
     }
-    const out = opened!
+    const out = route.opened!
 
     // Answered already (a quick handler) with responses only: the whole SSE body in one write.
     const stream = Effect.suspend(() => {
@@ -278,6 +275,43 @@ export const post = (env: Env): Guarded => (request, principal) =>
     // The replies' JSON was computed when they were queued (to size them): not serialized again.
     return jsonAnswer(decoded._tag === "Single" ? replies[0].json : `[${replies.map((r) => r.json).join(",")}]`, headers)
   })
+
+/**
+ * Where the messages a POST's handlers send on the way go. Its response
+ * stream is made on first use (`out`, read by the session's `sendFor` and
+ * `closeSseStream`), or up front with `open`.
+ */
+class PostRoute implements RequestRoute {
+  opened: OutStream | undefined = undefined
+  readonly #settled = Deferred.makeUnsafe<void>()
+  readonly canStream: boolean
+  readonly #sessions: Sessions
+  readonly #session: Session
+  readonly #resumable: boolean
+  constructor(canStream: boolean, sessions: Sessions, session: Session, resumable: boolean) {
+    this.canStream = canStream
+    this.#sessions = sessions
+    this.#session = session
+    this.#resumable = resumable
+  }
+  get out(): OutStream {
+    return this.open()
+  }
+  open(): OutStream {
+    if (this.opened === undefined) {
+      this.opened = this.#sessions.openStream(this.#session, this.#resumable)
+      this.settle()
+    }
+    return this.opened
+  }
+  /** Wakes `openedOrAnswered`: the stream opened, or the work ended without it. */
+  settle(): void {
+    Deferred.doneUnsafe(this.#settled, Effect.void)
+  }
+  get openedOrAnswered(): Effect.Effect<void> {
+    return Deferred.await(this.#settled)
+  }
+}
 
 const jsonAnswer = (json: string, headers: Record<string, string>) =>
   HttpServerResponse.text(json, { contentType: "application/json", headers })
