@@ -13,6 +13,8 @@
  *
  * Prints the median and minimum CPU µs per request of each, and B ÷ A.
  */
+import { resolve } from "node:path"
+import { pathToFileURL } from "node:url"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { HttpRouter } from "effect/http"
@@ -23,8 +25,9 @@ const stateless = proto === "2026-07-28"
 const result = { content: [{ type: "text" as const, text: "ok" }] }
 
 const setup = async (root: string) => {
-  const McpServer = await import(`${root}/src/server/McpServer.ts`)
-  const HttpServerTransport = await import(`${root}/src/server/HttpServerTransport.ts`)
+  const src = (module: string) => pathToFileURL(resolve(root, "src", module)).href
+  const McpServer = await import(src("server/McpServer.ts"))
+  const HttpServerTransport = await import(src("server/HttpServerTransport.ts"))
   const definition = McpServer.make({ serverInfo: { name: "inproc", version: "1.0.0" }, capabilities: { tools: {} } }).pipe(
     McpServer.method("tools/call", {}, (params: any) => Effect.succeed(stateless ? { content: [{ type: "text", text: `echo: ${params.arguments?.text}` }] } : result))
   )
