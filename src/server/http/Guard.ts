@@ -54,26 +54,24 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
   const origin = request.headers["origin"]
   const originAllowed = Security.isOriginAllowed(env.lists, origin)
   const cors = Security.corsHeaders(origin, originAllowed)
-  return Effect.gen(function*() {
-    if (!Security.isHostAllowed(env.lists, request.headers["host"])) {
-      return Security.invalid(403, "Forbidden: Host header not allowed")
-    }
-    if (!originAllowed) return Security.invalid(403, "Forbidden: Origin not allowed")
-    let principal = Security.anonymous
-    if (options.auth && env.config.authenticate !== undefined) {
-      const checked = yield* Effect.result(env.config.authenticate(request))
-      if (Result.isFailure(checked)) {
+  const authenticate = options.auth ? env.config.authenticate : undefined
+  const answer: Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope> =
+    !Security.isHostAllowed(env.lists, request.headers["host"])
+      ? Effect.succeed(Security.invalid(403, "Forbidden: Host header not allowed"))
+      : !originAllowed
+      ? Effect.succeed(Security.invalid(403, "Forbidden: Origin not allowed"))
+      : authenticate === undefined
+      ? Effect.suspend(() => f(request, Security.anonymous))
+      : Effect.flatMap(Effect.result(Effect.suspend(() => authenticate(request))), (checked) => {
+        if (Result.isSuccess(checked)) return f(request, checked.success)
         const e = checked.failure
-        return Security.invalid(
+        return Effect.succeed(Security.invalid(
           e.status ?? 401,
           e.description ?? "Unauthorized",
           e.wwwAuthenticate === "" ? undefined : { "www-authenticate": e.wwwAuthenticate }
-        )
-      }
-      principal = checked.success
-    }
-    return yield* f(request, principal)
-  }).pipe(
+        ))
+      })
+  return answer.pipe(
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
@@ -83,7 +81,7 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
         )
     ),
     Effect.map((response) => withHeaders(response, cors))
-  ) as Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
+  )
 }
 
 /** Preflight: 204 with the CORS grants for an allowed origin, 403 for another. */

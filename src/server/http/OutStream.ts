@@ -150,317 +150,319 @@ const keepAliveFrame = SseWire.encode(": keepalive\n\n")
 /** Answers up to this many characters of JSON go out as one whole body (`takeWhole`). */
 export const WHOLE_BODY_LIMIT = 64 * 1024
 
-export const make = (options: OutStreamOptions): Effect.Effect<OutStream> =>
-  Effect.gen(function*() {
-    // Serialises storing and handing out, so the store's order is the wire's order.
-    const permit = yield* Semaphore.make(1)
-    const settled = yield* Deferred.make<boolean>()
-    const ended = yield* Deferred.make<void>()
-    const store = options.store
-    const capacity = options.capacity
-    const limit = options.maxBufferedBytes
-    const pending: Array<Pending> = []
-    let pendingBytes = 0
-    let attachedOnce = false
-    let isEnded = false
-    let closed = false
-    let drainedSignalled = false
-    let streaming = false
-    let current: Connection | undefined
+export const make = (options: OutStreamOptions): Effect.Effect<OutStream> => Effect.sync(() => makeUnsafe(options))
 
-    // JSON of the messages in `pending`, computed once: it sizes them, then frames or answers them.
-    const serialized = new WeakMap<JsonRpc.JsonRpcMessage, string>()
-    const json = (message: JsonRpc.JsonRpcMessage): string => {
-      let text = serialized.get(message)
-      if (text === undefined) {
-        text = JSON.stringify(message)
-        serialized.set(message, text)
+/** `make` outside an effect: a POST opens its response stream from inside a handler's `notify`. */
+export const makeUnsafe = (options: OutStreamOptions): OutStream => {
+  // Serialises storing and handing out, so the store's order is the wire's order.
+  const permit = Semaphore.makeUnsafe(1)
+  const settled = Deferred.makeUnsafe<boolean>()
+  const ended = Deferred.makeUnsafe<void>()
+  const store = options.store
+  const capacity = options.capacity
+  const limit = options.maxBufferedBytes
+  const pending: Array<Pending> = []
+  let pendingBytes = 0
+  let attachedOnce = false
+  let isEnded = false
+  let closed = false
+  let drainedSignalled = false
+  let streaming = false
+  let current: Connection | undefined
+
+  // JSON of the messages in `pending`, computed once: it sizes them, then frames or answers them.
+  const serialized = new WeakMap<JsonRpc.JsonRpcMessage, string>()
+  const json = (message: JsonRpc.JsonRpcMessage): string => {
+    let text = serialized.get(message)
+    if (text === undefined) {
+      text = JSON.stringify(message)
+      serialized.set(message, text)
+    }
+    return text
+  }
+  // A message's JSON length stands for its bytes: what its string costs in memory, not its UTF-8 size.
+  const sizeOf = (item: Pending): number =>
+    item === CLOSE ? 0 : isFramed(item) ? item.bytes.byteLength : json(item).length
+
+  const takeFirst = (): Pending => {
+    const item = pending.shift()!
+    pendingBytes -= sizeOf(item)
+    return item
+  }
+  const clearPending = () => {
+    pending.length = 0
+    pendingBytes = 0
+  }
+
+  /** Whether `item` was kept; false when the stream has to end instead (see the module comment). */
+  const keep = (item: Pending): boolean => {
+    if (
+      limit !== undefined && capacity === undefined && attachedOnce && item !== CLOSE && pendingBytes > limit
+    ) return false
+    pending.push(item)
+    pendingBytes += sizeOf(item)
+    // The oldest message goes first when nobody reads for long (the newest always stays).
+    if (capacity !== undefined) {
+      while (pending.length > capacity || (limit !== undefined && pendingBytes > limit && pending.length > 1)) {
+        takeFirst()
       }
-      return text
     }
-    // A message's JSON length stands for its bytes: what its string costs in memory, not its UTF-8 size.
-    const sizeOf = (item: Pending): number =>
-      item === CLOSE ? 0 : isFramed(item) ? item.bytes.byteLength : json(item).length
+    return true
+  }
 
-    const takeFirst = (): Pending => {
-      const item = pending.shift()!
-      pendingBytes -= sizeOf(item)
-      return item
-    }
-    const clearPending = () => {
-      pending.length = 0
-      pendingBytes = 0
-    }
+  const push = (connection: Connection, bytes: Uint8Array) => {
+    if (Queue.offerUnsafe(connection.queue, bytes)) connection.queued += bytes.byteLength
+  }
 
-    /** Whether `item` was kept; false when the stream has to end instead (see the module comment). */
-    const keep = (item: Pending): boolean => {
-      if (
-        limit !== undefined && capacity === undefined && attachedOnce && item !== CLOSE && pendingBytes > limit
-      ) return false
-      pending.push(item)
-      pendingBytes += sizeOf(item)
-      // The oldest message goes first when nobody reads for long (the newest always stays).
-      if (capacity !== undefined) {
-        while (pending.length > capacity || (limit !== undefined && pendingBytes > limit && pending.length > 1)) {
-          takeFirst()
+  const behind = (connection: Connection): boolean =>
+    (limit !== undefined && connection.queued + connection.writing > limit) ||
+    (capacity !== undefined && Queue.sizeUnsafe(connection.queue) >= capacity)
+
+  /** Drops a connection that fell behind: what it holds is discarded and its response cut. */
+  const drop = (connection: Connection) => {
+    if (current === connection) current = undefined
+    while (Queue.takeUnsafe(connection.queue)?._tag === "Success") {
+      // discarded
+    }
+    connection.queued = 0
+    Queue.endUnsafe(connection.queue)
+    options.onDropped?.()
+    connection.cut?.()
+  }
+
+  const frame = (message: JsonRpc.JsonRpcMessage): Effect.Effect<Uint8Array> => {
+    const data = serialized.get(message) ?? JSON.stringify(message)
+    return store === undefined
+      ? Effect.succeed(SseWire.encode(SseWire.event(data)))
+      : Effect.map(store.append(options.streamId, data), (id) => SseWire.encode(SseWire.event(data, id)))
+  }
+
+  /** Ends a connection after what it holds; what it never took goes back to `pending` when `reclaim`. */
+  const release = (connection: Connection, reclaim: boolean) => {
+    if (current === connection) current = undefined
+    if (reclaim) {
+      const back: Array<Pending> = []
+      for (let taken = Queue.takeUnsafe(connection.queue); taken?._tag === "Success"; taken = Queue.takeUnsafe(connection.queue)) {
+        if (taken.value !== keepAliveFrame && taken.value !== connection.head) {
+          back.push({ _tag: "Framed", bytes: taken.value })
+          pendingBytes += taken.value.byteLength
         }
-      }
-      return true
-    }
-
-    const push = (connection: Connection, bytes: Uint8Array) => {
-      if (Queue.offerUnsafe(connection.queue, bytes)) connection.queued += bytes.byteLength
-    }
-
-    const behind = (connection: Connection): boolean =>
-      (limit !== undefined && connection.queued + connection.writing > limit) ||
-      (capacity !== undefined && Queue.sizeUnsafe(connection.queue) >= capacity)
-
-    /** Drops a connection that fell behind: what it holds is discarded and its response cut. */
-    const drop = (connection: Connection) => {
-      if (current === connection) current = undefined
-      while (Queue.takeUnsafe(connection.queue)?._tag === "Success") {
-        // discarded
       }
       connection.queued = 0
-      Queue.endUnsafe(connection.queue)
-      options.onDropped?.()
-      connection.cut?.()
+      if (back.length > 0) pending.unshift(...back)
     }
+    Queue.endUnsafe(connection.queue)
+  }
 
-    const frame = (message: JsonRpc.JsonRpcMessage): Effect.Effect<Uint8Array> => {
-      const data = serialized.get(message) ?? JSON.stringify(message)
-      return store === undefined
-        ? Effect.succeed(SseWire.encode(SseWire.event(data)))
-        : Effect.map(store.append(options.streamId, data), (id) => SseWire.encode(SseWire.event(data, id)))
-    }
+  // Stores and hands one item to the attached connection (under the permit).
+  const deliver = (connection: Connection, item: JsonRpc.JsonRpcMessage): Effect.Effect<void> =>
+    Effect.map(frame(item), (bytes) => push(connection, bytes))
 
-    /** Ends a connection after what it holds; what it never took goes back to `pending` when `reclaim`. */
-    const release = (connection: Connection, reclaim: boolean) => {
-      if (current === connection) current = undefined
-      if (reclaim) {
-        const back: Array<Pending> = []
-        for (let taken = Queue.takeUnsafe(connection.queue); taken?._tag === "Success"; taken = Queue.takeUnsafe(connection.queue)) {
-          if (taken.value !== keepAliveFrame && taken.value !== connection.head) {
-            back.push({ _tag: "Framed", bytes: taken.value })
-            pendingBytes += taken.value.byteLength
-          }
-        }
-        connection.queued = 0
-        if (back.length > 0) pending.unshift(...back)
+  const offer = (message: JsonRpc.JsonRpcMessage) =>
+    Effect.suspend(() => {
+      if (isEnded) return Effect.succeed(false)
+      if (!streaming && !JsonRpc.isResponse(message)) {
+        streaming = true
+        Deferred.doneUnsafe(settled, Effect.succeed(true))
       }
-      Queue.endUnsafe(connection.queue)
-    }
-
-    // Stores and hands one item to the attached connection (under the permit).
-    const deliver = (connection: Connection, item: JsonRpc.JsonRpcMessage): Effect.Effect<void> =>
-      Effect.map(frame(item), (bytes) => push(connection, bytes))
-
-    const offer = (message: JsonRpc.JsonRpcMessage) =>
-      Effect.suspend(() => {
-        if (isEnded) return Effect.succeed(false)
-        if (!streaming && !JsonRpc.isResponse(message)) {
-          streaming = true
-          Deferred.doneUnsafe(settled, Effect.succeed(true))
+      return permit.withPermit(Effect.suspend(() => {
+        const connection = current
+        if (connection !== undefined && behind(connection)) {
+          drop(connection)
+          // Nothing to resume from: the stream ends with its connection.
+          if (store === undefined) return Effect.succeed(false)
         }
-        return permit.withPermit(Effect.suspend(() => {
-          const connection = current
-          if (connection !== undefined && behind(connection)) {
-            drop(connection)
-            // Nothing to resume from: the stream ends with its connection.
-            if (store === undefined) return Effect.succeed(false)
-          }
-          if (current === undefined) return Effect.succeed(keep(message))
-          return Effect.as(deliver(current, message), true)
-        })).pipe(Effect.flatMap((kept) => kept ? Effect.succeed(true) : Effect.as(abandon, false)))
-      })
-
-    /** Ends the stream for good, with what it holds (its reader is gone or hopelessly behind). */
-    const abandon: Effect.Effect<void> = Effect.suspend(() => {
-      closed = true
-      clearPending()
-      return Effect.andThen(end, signalDrained)
+        if (current === undefined) return Effect.succeed(keep(message))
+        return Effect.as(deliver(current, message), true)
+      })).pipe(Effect.flatMap((kept) => kept ? Effect.succeed(true) : Effect.as(abandon, false)))
     })
 
-    const end = Effect.suspend(() => {
-      if (isEnded) return Effect.void
-      isEnded = true
-      Deferred.doneUnsafe(settled, Effect.succeed(false))
-      Deferred.doneUnsafe(ended, Effect.void)
-      return permit.withPermit(Effect.sync(() => {
-        if (current !== undefined) release(current, false)
-      }))
-    })
-
-    const signalDrained = Effect.suspend(() => {
-      if (drainedSignalled) return Effect.void
-      drainedSignalled = true
-      return options.onDrained ?? Effect.void
-    })
-
-    // Moves `pending` into a new connection: framed items unless a replay already
-    // covered them, messages stored now, up to a close marker.
-    const drainPending = (connection: Connection, replayed: boolean): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        while (pending.length > 0) {
-          const item = takeFirst()
-          if (item === CLOSE) {
-            release(connection, false)
-            return
-          }
-          if (isFramed(item)) {
-            if (!replayed) push(connection, item.bytes)
-          } else {
-            yield* deliver(connection, item)
-          }
-        }
-        if (isEnded) release(connection, false)
-      })
-
-    /** The priming event and `retry` field a connection starts with, appended to `into`. */
-    const opening = (attachOptions: AttachOptions, into: Array<string>): Effect.Effect<void> => {
-      if (store === undefined) return Effect.void
-      if (!attachOptions.priming) {
-        if (attachOptions.retryMs !== undefined) into.push(SseWire.retry(attachOptions.retryMs))
-        return Effect.void
-      }
-      return Effect.map(store.append(options.streamId, ""), (id) => {
-        into.push(SseWire.event("", id))
-        if (attachOptions.retryMs !== undefined) into.push(SseWire.retry(attachOptions.retryMs))
-      })
-    }
-
-    const takeWhole = (attachOptions: AttachOptions): Effect.Effect<string | undefined> =>
-      permit.withPermit(Effect.suspend(() => {
-        if (!isEnded || closed || current !== undefined || attachOptions.lastEventId !== undefined) {
-          return Effect.succeed(undefined)
-        }
-        // A notification must not share a write with the response after it (see `attach`).
-        for (const item of pending) {
-          if (item === CLOSE || isFramed(item) || !JsonRpc.isResponse(item)) return Effect.succeed(undefined)
-        }
-        // Large answers are streamed instead: one body string would hold another copy of them.
-        const data: Array<string> = []
-        let size = 0
-        for (const message of pending as Array<JsonRpc.JsonRpcMessage>) {
-          const text = json(message)
-          data.push(text)
-          size += text.length
-          if (size > WHOLE_BODY_LIMIT) return Effect.succeed(undefined)
-        }
-        clearPending()
-        const parts: Array<string> = [...(attachOptions.preamble ?? [])]
-        return Effect.gen(function*() {
-          yield* opening(attachOptions, parts)
-          for (const text of data) {
-            parts.push(store === undefined ? SseWire.event(text) : SseWire.event(text, yield* store.append(options.streamId, text)))
-          }
-          return parts.join("")
-        })
-      })).pipe(Effect.tap((body) => body === undefined ? Effect.void : signalDrained))
-
-    const attach = (attachOptions: AttachOptions): Stream.Stream<Uint8Array> =>
-      Stream.unwrap(Effect.gen(function*() {
-        if (closed) return Stream.empty
-        const queue = yield* Queue.unbounded<Uint8Array, Cause.Done>()
-        const connection: Connection = { queue, head: undefined, queued: 0, writing: 0, cut: attachOptions.cut }
-        yield* permit.withPermit(Effect.gen(function*() {
-          const previous = current
-          current = connection
-          attachedOnce = true
-          // The connection taken over gives back what it never took.
-          if (previous !== undefined) release(previous, true)
-          const head: Array<string> = [...(attachOptions.preamble ?? [])]
-          yield* opening(attachOptions, head)
-          let replayed = false
-          if (attachOptions.lastEventId !== undefined && store !== undefined) {
-            const replay = yield* store.replayAfter(attachOptions.lastEventId)
-            if (Option.isSome(replay) && replay.value.streamId === options.streamId) {
-              replayed = true
-              for (const e of replay.value.events) head.push(SseWire.event(e.data, e.id, e.event))
-            }
-          }
-          // Something on the wire at once, so the response headers go out now
-          // rather than with the first message (or keep-alive).
-          if (head.length === 0) head.push(": stream open\n\n")
-          connection.head = SseWire.encode(head.join(""))
-          push(connection, connection.head)
-          yield* drainPending(connection, replayed)
-        }))
-        // Only an idle connection needs one, and it never displaces a message.
-        const stopKeepAlive = yield* (options.keepAlive ?? KeepAlive.none).add(() => {
-          if (Queue.sizeUnsafe(queue) === 0) push(connection, keepAliveFrame)
-        })
-        yield* Effect.addFinalizer(() =>
-          permit.withPermit(Effect.suspend(() => {
-            stopKeepAlive()
-            const wasCurrent = current === connection
-            release(connection, wasCurrent)
-            return isEnded && pending.length === 0 ? signalDrained : Effect.void
-          }))
-        )
-        // One frame per write, and a message that follows another message goes
-        // out in a later turn: some clients dispatch a chunk's events out of
-        // order (a response before the progress that preceded it on the wire).
-        let spaced = false
-        const take = Effect.map(Queue.take(queue), (bytes): readonly [Uint8Array] => {
-          spaced = bytes !== connection.head && bytes !== keepAliveFrame
-          connection.queued -= bytes.byteLength
-          connection.writing = bytes.byteLength
-          return [bytes]
-        })
-        return Stream.fromPull(Effect.succeed(Effect.suspend(() => {
-          // Asked for the next chunk: the writer's socket took the last one.
-          connection.writing = 0
-          return spaced && Queue.sizeUnsafe(queue) > 0 ? Effect.andThen(Effect.yieldNow, take) : take
-        })))
-      }))
-
-    const detach = permit.withPermit(Effect.sync(() => {
-      if (current !== undefined) release(current, true)
-    }))
-
-    const closeConnection = permit.withPermit(Effect.sync(() => {
-      if (isEnded) return
-      if (current !== undefined) release(current, false)
-      else keep(CLOSE)
-    }))
-
-    const close = Effect.suspend(() => {
-      closed = true
-      // Frames kept for the next connection are garbage now that none can attach; messages
-      // stay for a JSON answer still to be taken.
-      if (pending.some(isFramed)) {
-        const messages = pending.filter((item) => !isFramed(item))
-        clearPending()
-        for (const item of messages) {
-          pending.push(item)
-          pendingBytes += sizeOf(item)
-        }
-      }
-      return end
-    })
-
-    return {
-      streamId: options.streamId,
-      offer,
-      end,
-      isEnded: () => isEnded,
-      awaitStreamingOrEnd: Deferred.await(settled),
-      awaitEnded: Deferred.await(ended),
-      isStreaming: () => streaming,
-      takeQueued: Effect.sync(() => {
-        const queued: Array<Queued> = []
-        for (const item of pending) if (item !== CLOSE && !isFramed(item)) queued.push({ message: item, json: json(item) })
-        clearPending()
-        return queued
-      }),
-      bufferedBytes: () => pendingBytes + (current === undefined ? 0 : current.queued + current.writing),
-      attach,
-      takeWhole,
-      detach,
-      closeConnection,
-      hasReader: () => current !== undefined,
-      close
-    } satisfies OutStream
+  /** Ends the stream for good, with what it holds (its reader is gone or hopelessly behind). */
+  const abandon: Effect.Effect<void> = Effect.suspend(() => {
+    closed = true
+    clearPending()
+    return Effect.andThen(end, signalDrained)
   })
+
+  const end = Effect.suspend(() => {
+    if (isEnded) return Effect.void
+    isEnded = true
+    Deferred.doneUnsafe(settled, Effect.succeed(false))
+    Deferred.doneUnsafe(ended, Effect.void)
+    return permit.withPermit(Effect.sync(() => {
+      if (current !== undefined) release(current, false)
+    }))
+  })
+
+  const signalDrained = Effect.suspend(() => {
+    if (drainedSignalled) return Effect.void
+    drainedSignalled = true
+    return options.onDrained ?? Effect.void
+  })
+
+  // Moves `pending` into a new connection: framed items unless a replay already
+  // covered them, messages stored now, up to a close marker.
+  const drainPending = (connection: Connection, replayed: boolean): Effect.Effect<void> =>
+    Effect.gen(function*() {
+      while (pending.length > 0) {
+        const item = takeFirst()
+        if (item === CLOSE) {
+          release(connection, false)
+          return
+        }
+        if (isFramed(item)) {
+          if (!replayed) push(connection, item.bytes)
+        } else {
+          yield* deliver(connection, item)
+        }
+      }
+      if (isEnded) release(connection, false)
+    })
+
+  /** The priming event and `retry` field a connection starts with, appended to `into`. */
+  const opening = (attachOptions: AttachOptions, into: Array<string>): Effect.Effect<void> => {
+    if (store === undefined) return Effect.void
+    if (!attachOptions.priming) {
+      if (attachOptions.retryMs !== undefined) into.push(SseWire.retry(attachOptions.retryMs))
+      return Effect.void
+    }
+    return Effect.map(store.append(options.streamId, ""), (id) => {
+      into.push(SseWire.event("", id))
+      if (attachOptions.retryMs !== undefined) into.push(SseWire.retry(attachOptions.retryMs))
+    })
+  }
+
+  const takeWhole = (attachOptions: AttachOptions): Effect.Effect<string | undefined> =>
+    permit.withPermit(Effect.suspend(() => {
+      if (!isEnded || closed || current !== undefined || attachOptions.lastEventId !== undefined) {
+        return Effect.succeed(undefined)
+      }
+      // A notification must not share a write with the response after it (see `attach`).
+      for (const item of pending) {
+        if (item === CLOSE || isFramed(item) || !JsonRpc.isResponse(item)) return Effect.succeed(undefined)
+      }
+      // Large answers are streamed instead: one body string would hold another copy of them.
+      const data: Array<string> = []
+      let size = 0
+      for (const message of pending as Array<JsonRpc.JsonRpcMessage>) {
+        const text = json(message)
+        data.push(text)
+        size += text.length
+        if (size > WHOLE_BODY_LIMIT) return Effect.succeed(undefined)
+      }
+      clearPending()
+      const parts: Array<string> = [...(attachOptions.preamble ?? [])]
+      return Effect.gen(function*() {
+        yield* opening(attachOptions, parts)
+        for (const text of data) {
+          parts.push(store === undefined ? SseWire.event(text) : SseWire.event(text, yield* store.append(options.streamId, text)))
+        }
+        return parts.join("")
+      })
+    })).pipe(Effect.tap((body) => body === undefined ? Effect.void : signalDrained))
+
+  const attach = (attachOptions: AttachOptions): Stream.Stream<Uint8Array> =>
+    Stream.unwrap(Effect.gen(function*() {
+      if (closed) return Stream.empty
+      const queue = yield* Queue.unbounded<Uint8Array, Cause.Done>()
+      const connection: Connection = { queue, head: undefined, queued: 0, writing: 0, cut: attachOptions.cut }
+      yield* permit.withPermit(Effect.gen(function*() {
+        const previous = current
+        current = connection
+        attachedOnce = true
+        // The connection taken over gives back what it never took.
+        if (previous !== undefined) release(previous, true)
+        const head: Array<string> = [...(attachOptions.preamble ?? [])]
+        yield* opening(attachOptions, head)
+        let replayed = false
+        if (attachOptions.lastEventId !== undefined && store !== undefined) {
+          const replay = yield* store.replayAfter(attachOptions.lastEventId)
+          if (Option.isSome(replay) && replay.value.streamId === options.streamId) {
+            replayed = true
+            for (const e of replay.value.events) head.push(SseWire.event(e.data, e.id, e.event))
+          }
+        }
+        // Something on the wire at once, so the response headers go out now
+        // rather than with the first message (or keep-alive).
+        if (head.length === 0) head.push(": stream open\n\n")
+        connection.head = SseWire.encode(head.join(""))
+        push(connection, connection.head)
+        yield* drainPending(connection, replayed)
+      }))
+      // Only an idle connection needs one, and it never displaces a message.
+      const stopKeepAlive = yield* (options.keepAlive ?? KeepAlive.none).add(() => {
+        if (Queue.sizeUnsafe(queue) === 0) push(connection, keepAliveFrame)
+      })
+      yield* Effect.addFinalizer(() =>
+        permit.withPermit(Effect.suspend(() => {
+          stopKeepAlive()
+          const wasCurrent = current === connection
+          release(connection, wasCurrent)
+          return isEnded && pending.length === 0 ? signalDrained : Effect.void
+        }))
+      )
+      // One frame per write, and a message that follows another message goes
+      // out in a later turn: some clients dispatch a chunk's events out of
+      // order (a response before the progress that preceded it on the wire).
+      let spaced = false
+      const take = Effect.map(Queue.take(queue), (bytes): readonly [Uint8Array] => {
+        spaced = bytes !== connection.head && bytes !== keepAliveFrame
+        connection.queued -= bytes.byteLength
+        connection.writing = bytes.byteLength
+        return [bytes]
+      })
+      return Stream.fromPull(Effect.succeed(Effect.suspend(() => {
+        // Asked for the next chunk: the writer's socket took the last one.
+        connection.writing = 0
+        return spaced && Queue.sizeUnsafe(queue) > 0 ? Effect.andThen(Effect.yieldNow, take) : take
+      })))
+    }))
+
+  const detach = permit.withPermit(Effect.sync(() => {
+    if (current !== undefined) release(current, true)
+  }))
+
+  const closeConnection = permit.withPermit(Effect.sync(() => {
+    if (isEnded) return
+    if (current !== undefined) release(current, false)
+    else keep(CLOSE)
+  }))
+
+  const close = Effect.suspend(() => {
+    closed = true
+    // Frames kept for the next connection are garbage now that none can attach; messages
+    // stay for a JSON answer still to be taken.
+    if (pending.some(isFramed)) {
+      const messages = pending.filter((item) => !isFramed(item))
+      clearPending()
+      for (const item of messages) {
+        pending.push(item)
+        pendingBytes += sizeOf(item)
+      }
+    }
+    return end
+  })
+
+  return {
+    streamId: options.streamId,
+    offer,
+    end,
+    isEnded: () => isEnded,
+    awaitStreamingOrEnd: Deferred.await(settled),
+    awaitEnded: Deferred.await(ended),
+    isStreaming: () => streaming,
+    takeQueued: Effect.sync(() => {
+      const queued: Array<Queued> = []
+      for (const item of pending) if (item !== CLOSE && !isFramed(item)) queued.push({ message: item, json: json(item) })
+      clearPending()
+      return queued
+    }),
+    bufferedBytes: () => pendingBytes + (current === undefined ? 0 : current.queued + current.writing),
+    attach,
+    takeWhole,
+    detach,
+    closeConnection,
+    hasReader: () => current !== undefined,
+    close
+  } satisfies OutStream
+}

@@ -60,7 +60,8 @@ const mediaTypes = (header: string | undefined): ReadonlyArray<string> =>
 
 /** A body we can parse: JSON, or no `Content-Type` at all (plain clients of `POST /mcp`). */
 export const isJsonContent = (header: string | undefined): boolean => {
-  if (header === undefined || header.trim() === "") return true
+  if (header === undefined || header === "application/json") return true
+  if (header.trim() === "") return true
   const type = mediaTypes(header)[0]
   return type === "application/json" || (type !== undefined && type.endsWith("+json"))
 }
@@ -71,14 +72,28 @@ export interface Accepts {
   readonly sse: boolean
 }
 
-/** A missing `Accept` means JSON only (plain clients send none and read JSON). */
-export const accepts = (header: string | undefined): Accepts => {
+const parseAccept = (header: string | undefined): Accepts => {
   const types = mediaTypes(header)
   if (types.length === 0) return { json: true, sse: false }
   return {
     json: types.includes("*/*") || types.includes("application/json") || types.includes("application/*"),
     sse: types.includes("text/event-stream")
   }
+}
+
+// A client sends the same `Accept` with every POST: parsed once per distinct value, up to a bound.
+const ACCEPT_VALUES_KEPT = 64
+const parsedAccept = new Map<string, Accepts>()
+
+/** A missing `Accept` means JSON only (plain clients send none and read JSON). */
+export const accepts = (header: string | undefined): Accepts => {
+  if (header === undefined) return parseAccept(header)
+  let parsed = parsedAccept.get(header)
+  if (parsed === undefined) {
+    parsed = parseAccept(header)
+    if (parsedAccept.size < ACCEPT_VALUES_KEPT) parsedAccept.set(header, parsed)
+  }
+  return parsed
 }
 
 /** For endpoints that only stream (GET): a missing `Accept` or a wildcard will do. */

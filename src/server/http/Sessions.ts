@@ -182,6 +182,8 @@ export interface Sessions {
   readonly closeAll: Effect.Effect<void>
   /** A new resumable (or, without a store, plain) stream owned by the session. */
   readonly newStream: (session: Session, resumable: boolean) => Effect.Effect<OutStream.OutStream>
+  /** `newStream` outside an effect (opened on first use, from a handler's `notify`). */
+  readonly openStream: (session: Session, resumable: boolean) => OutStream.OutStream
   /**
    * Counts the request (and, with `stream`, a slot of the principal's and the
    * session's, if any) until the current request scope closes.
@@ -298,31 +300,31 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       })
     })
 
-  const newStream = (session: Session, resumable: boolean) =>
-    Effect.gen(function*() {
-      const id = streamId()
-      const out = yield* OutStream.make({
-        streamId: id,
-        store: resumable ? config.store : undefined,
-        keepAlive,
-        maxBufferedBytes: config.maxBufferedBytes,
-        onDropped,
-        onDrained: Effect.suspend(() => {
-          session.liveStreams.delete(id)
-          if (!resumable || session.closed) return Effect.void
-          session.finishedStreams.push(id)
-          if (session.finishedStreams.length <= FINISHED_STREAMS_KEPT) return Effect.void
-          const oldest = session.finishedStreams.shift()!
-          session.ownedStreams.delete(oldest)
-          return config.store.removeStream(oldest)
-        })
+  const openStream = (session: Session, resumable: boolean): OutStream.OutStream => {
+    const id = streamId()
+    const out = OutStream.makeUnsafe({
+      streamId: id,
+      store: resumable ? config.store : undefined,
+      keepAlive,
+      maxBufferedBytes: config.maxBufferedBytes,
+      onDropped,
+      onDrained: Effect.suspend(() => {
+        session.liveStreams.delete(id)
+        if (!resumable || session.closed) return Effect.void
+        session.finishedStreams.push(id)
+        if (session.finishedStreams.length <= FINISHED_STREAMS_KEPT) return Effect.void
+        const oldest = session.finishedStreams.shift()!
+        session.ownedStreams.delete(oldest)
+        return config.store.removeStream(oldest)
       })
-      if (resumable) {
-        session.ownedStreams.add(id)
-        session.liveStreams.set(id, out)
-      }
-      return out
     })
+    if (resumable) {
+      session.ownedStreams.add(id)
+      session.liveStreams.set(id, out)
+    }
+    return out
+  }
+  const newStream = (session: Session, resumable: boolean) => Effect.sync(() => openStream(session, resumable))
 
   const runsWork = (session: Session) => !session.work[Symbol.iterator]().next().done
   // Requests are answered in `work` fibers, and an HTTP request (a stream too) counts in `active`.
@@ -520,57 +522,64 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     session: Session | undefined,
     wanted: number
   ): Effect.Effect<Grant, never, Scope.Scope> =>
-    Effect.gen(function*() {
-      const serverFree = config.maxStreams - slotsInUse
-      const principalFree = config.maxStreamsPerPrincipal === undefined
-        ? Number.POSITIVE_INFINITY
-        : config.maxStreamsPerPrincipal - (principalSlots.get(principalId) ?? 0)
-      const sessionFree = session === undefined ? Number.POSITIVE_INFINITY : config.maxStreamsPerSession - session.slots
-      const free = Math.min(serverFree, principalFree, sessionFree)
-      const granted = Math.max(0, Math.min(wanted, free))
-      // On a tie the wider limit is named: the server's, then the principal's.
-      const short: Refusal | undefined = granted === wanted
-        ? undefined
-        : free === serverFree
-        ? "server-full"
-        : free === principalFree
-        ? "principal-full"
-        : "session-full"
-      if (wanted > 0 && granted === 0) return refusedGrant(short)
-      if (granted > 0) {
-        if (openStreams === 0) noStreams.closeUnsafe()
-        openStreams += granted
-        takeSlots(principalId, session, granted)
-      }
-      if (session !== undefined) {
-        session.active++
-        yield* touch(session)
-      }
-      // The request scope holds the slots, and so does each fiber handed to `holdUntilDone`; the last one out frees them.
-      let holders = 1
-      const release = () => {
-        if (--holders === 0) takeSlots(principalId, session, -granted)
-      }
-      yield* Effect.addFinalizer(() =>
-        Effect.suspend(() => {
-          if (granted > 0) {
-            openStreams -= granted
-            if (openStreams === 0) noStreams.openUnsafe()
-            release()
-          }
-          if (session === undefined) return Effect.void
-          session.active--
-          return touch(session)
-        })
-      )
-      const holdUntilDone = (fiber: Fiber.Fiber<unknown, unknown>) =>
-        Effect.sync(() => {
-          if (holders === 0 || granted === 0) return
-          holders++
-          fiber.addObserver(release)
-        })
-      return { granted, short, holdUntilDone }
-    })
+    // Synchronous apart from the finalizer: one of these runs for every POST.
+    Effect.clockWith((clock) =>
+      Effect.flatMap(Effect.scope, (scope): Effect.Effect<Grant> => {
+        const serverFree = config.maxStreams - slotsInUse
+        const principalFree = config.maxStreamsPerPrincipal === undefined
+          ? Number.POSITIVE_INFINITY
+          : config.maxStreamsPerPrincipal - (principalSlots.get(principalId) ?? 0)
+        const sessionFree = session === undefined ? Number.POSITIVE_INFINITY : config.maxStreamsPerSession - session.slots
+        const free = Math.min(serverFree, principalFree, sessionFree)
+        const granted = Math.max(0, Math.min(wanted, free))
+        // On a tie the wider limit is named: the server's, then the principal's.
+        const short: Refusal | undefined = granted === wanted
+          ? undefined
+          : free === serverFree
+          ? "server-full"
+          : free === principalFree
+          ? "principal-full"
+          : "session-full"
+        if (wanted > 0 && granted === 0) return Effect.succeed(refusedGrant(short))
+        if (granted > 0) {
+          if (openStreams === 0) noStreams.closeUnsafe()
+          openStreams += granted
+          takeSlots(principalId, session, granted)
+        }
+        if (session !== undefined) {
+          session.active++
+          session.lastActive = clock.currentTimeMillisUnsafe()
+        }
+        // The request scope holds the slots, and so does each fiber handed to `holdUntilDone`; the last one out frees them.
+        let holders = 1
+        const release = () => {
+          if (--holders === 0) takeSlots(principalId, session, -granted)
+        }
+        const holdUntilDone = (fiber: Fiber.Fiber<unknown, unknown>) =>
+          Effect.sync(() => {
+            if (holders === 0 || granted === 0) return
+            holders++
+            fiber.addObserver(release)
+          })
+        const grant: Grant = { granted, short, holdUntilDone }
+        return Effect.as(
+          Scope.addFinalizer(
+            scope,
+            Effect.sync(() => {
+              if (granted > 0) {
+                openStreams -= granted
+                if (openStreams === 0) noStreams.openUnsafe()
+                release()
+              }
+              if (session === undefined) return
+              session.active--
+              session.lastActive = clock.currentTimeMillisUnsafe()
+            })
+          ),
+          grant
+        )
+      })
+    )
 
   const enter = (principalId: string, session: Session | undefined, stream: boolean) =>
     Effect.map(enterSlots(principalId, session, stream ? 1 : 0), (grant): Admission => grant.short ?? "ok")
@@ -634,6 +643,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     close,
     closeAll,
     newStream,
+    openStream,
     enter,
     enterSlots,
     stats,

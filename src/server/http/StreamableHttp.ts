@@ -11,6 +11,7 @@
  * them (a 2025-03-26 session, or a request without a session that names no
  * later revision in `MCP-Protocol-Version`).
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -22,7 +23,15 @@ import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
-import { completesHandshake, isRefused, runHoldingSlots, type Session } from "./Sessions.ts"
+import type { OutStream } from "./OutStream.ts"
+import {
+  completesHandshake,
+  isRefused,
+  type RequestRoute,
+  runHoldingSlots,
+  type Session,
+  type Sessions
+} from "./Sessions.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 import * as StatelessPost from "./StatelessPost.ts"
@@ -166,8 +175,12 @@ export const post = (env: Env): Guarded => (request, principal) =>
       return HttpServerResponse.empty({ status: 202, headers })
     }
 
-    const out = yield* env.sessions.newStream(s, !ephemeral)
-    const route = { out, canStream: accepts.sse }
+    // A single message answered with JSON needs no response stream unless its handler sends the client
+    // something on the way (or cuts the stream): the stream opens then, and this exchange waits for that
+    // or for the answer, whichever comes first.
+    const lazy = decoded._tag === "Single" && !initialize && accepts.json && config.responseMode !== "sse"
+    const route = new PostRoute(accepts.sse, sessions, s, !ephemeral)
+    if (!lazy) route.open()
     const claimed = new Set<JsonRpc.RequestId>()
     // Requests past the slots granted, in batch order: answered with the refusal, never run.
     const refused = new Set<JsonRpc.Classified>()
@@ -191,11 +204,18 @@ export const post = (env: Env): Guarded => (request, principal) =>
       }
       return s.server.handleMessage(m)
     }
+    // The answer of a lazy exchange whose stream never opened.
+    let direct: JsonRpc.JsonRpcResponse | undefined
     const answerOne = (m: JsonRpc.Classified) =>
       answer(m).pipe(
         Effect.flatMap((reply) => {
           if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
-          return reply === null ? Effect.void : out.offer(reply)
+          if (reply === null) return Effect.void
+          if (route.opened === undefined) {
+            direct = reply
+            return Effect.void
+          }
+          return route.opened.offer(reply)
         })
       )
     const work = (messages.length === 1
@@ -203,12 +223,27 @@ export const post = (env: Env): Guarded => (request, principal) =>
       : Effect.forEach(messages, answerOne, { concurrency: "unbounded", discard: true })).pipe(
         Effect.ensuring(Effect.suspend(() => {
           for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
-          return out.end
+          // No route left to open the stream through: a stream not open by now never will be.
+          if (route.opened === undefined) {
+            route.settle()
+            return Effect.void
+          }
+          return route.opened.end
         }))
       )
     // The work belongs to the session: a client that disconnects does not cancel it,
     // and it keeps the slots taken until it ends.
     yield* runHoldingSlots(s, grant, work)
+
+    if (lazy) {
+      yield* route.openedOrAnswered
+      if (route.opened === undefined) {
+        return direct === undefined
+          ? HttpServerResponse.empty({ status: 202, headers })
+          : jsonAnswer(JSON.stringify(direct), headers)
+      }
+    }
+    const out = route.opened!
 
     // Answered already (a quick handler) with responses only: the whole SSE body in one write.
     const stream = Effect.suspend(() => {
@@ -240,6 +275,43 @@ export const post = (env: Env): Guarded => (request, principal) =>
     // The replies' JSON was computed when they were queued (to size them): not serialized again.
     return jsonAnswer(decoded._tag === "Single" ? replies[0].json : `[${replies.map((r) => r.json).join(",")}]`, headers)
   })
+
+/**
+ * Where the messages a POST's handlers send on the way go. Its response
+ * stream is made on first use (`out`, read by the session's `sendFor` and
+ * `closeSseStream`), or up front with `open`.
+ */
+class PostRoute implements RequestRoute {
+  opened: OutStream | undefined = undefined
+  readonly #settled = Deferred.makeUnsafe<void>()
+  readonly canStream: boolean
+  readonly #sessions: Sessions
+  readonly #session: Session
+  readonly #resumable: boolean
+  constructor(canStream: boolean, sessions: Sessions, session: Session, resumable: boolean) {
+    this.canStream = canStream
+    this.#sessions = sessions
+    this.#session = session
+    this.#resumable = resumable
+  }
+  get out(): OutStream {
+    return this.open()
+  }
+  open(): OutStream {
+    if (this.opened === undefined) {
+      this.opened = this.#sessions.openStream(this.#session, this.#resumable)
+      this.settle()
+    }
+    return this.opened
+  }
+  /** Wakes `openedOrAnswered`: the stream opened, or the work ended without it. */
+  settle(): void {
+    Deferred.doneUnsafe(this.#settled, Effect.void)
+  }
+  get openedOrAnswered(): Effect.Effect<void> {
+    return Deferred.await(this.#settled)
+  }
+}
 
 const jsonAnswer = (json: string, headers: Record<string, string>) =>
   HttpServerResponse.text(json, { contentType: "application/json", headers })

@@ -61,6 +61,33 @@ describe("Streamable HTTP server", () => {
       expect(new Set(ids).size).toBe(ids.length)
     }))
 
+  it.live("a JSON-only client gets JSON whatever its handler sends on the way: notifications go to the standalone stream, a cut stream changes nothing", () =>
+    withServer(undefined, async ({ url }) => {
+      const sessionId = await openSession(url)
+      const h = { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" }
+      const standalone = await openSse(url, { headers: { ...h, accept: "text/event-stream" } })
+      expect(standalone.response.status).toBe(200)
+      const jsonOnly = { ...h, accept: "application/json" }
+
+      const progress = await post(url, call(2, "progress", { steps: 2 }, { progressToken: "p2" }), jsonOnly)
+      expect(progress.headers.get("content-type")).toContain("application/json")
+      expect(await progress.json()).toEqual({ jsonrpc: "2.0", id: 2, result: { content: [{ type: "text", text: "done 2" }] } })
+      expect(await standalone.reader!.until((r) => r.messages().length === 4)).toBe(true)
+      expect(standalone.reader!.messages().map((m) => m.method)).toEqual([
+        "notifications/progress",
+        "notifications/message",
+        "notifications/progress",
+        "notifications/message"
+      ])
+
+      // The handler closes its request's stream before the answer: there is none to close on a JSON exchange.
+      const cut = await post(url, call(3, "reconnect"), jsonOnly)
+      expect(cut.status).toBe(200)
+      expect(cut.headers.get("content-type")).toContain("application/json")
+      expect(await cut.json()).toEqual({ jsonrpc: "2.0", id: 3, result: { content: [{ type: "text", text: "reconnected" }] } })
+      standalone.reader!.close()
+    }))
+
   it.live("no priming event for clients of revisions before 2025-11-25", () =>
     withServer(undefined, async ({ url }) => {
       const sessionId = await openSession(url, "2025-06-18")
