@@ -52,10 +52,15 @@ const whoami: Handler = Object.assign(
   { stateless: true }
 )
 
-export const serve = (world: AuthWorld): Effect.Effect<ProtectedServer, unknown, Scope.Scope> =>
+/** `eras`: which protocol eras /mcp serves (default both). */
+export const serve = (
+  world: AuthWorld,
+  eras: HttpServerTransport.Options["eras"] = "both"
+): Effect.Effect<ProtectedServer, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const context = yield* Layer.build(HttpServerTransport.layer(whoami, {
       port: 0,
+      eras,
       legacySse: true,
       legacySsePath: "/mcp/sse",
       legacyMessagesPath: "/mcp/messages",
