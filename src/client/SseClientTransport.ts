@@ -9,6 +9,7 @@
  * servers that still speak it.
  */
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -56,7 +57,7 @@ export interface Options extends Http.TransportOptions {
   /**
    * How long to wait for the stream to open and name its `endpoint`. With
    * `auth`, a sign-in after a 401 is not counted (the provider bounds it):
-   * each GET and then the `endpoint` event get this long. Default 30 seconds.
+   * the time runs from the last GET. Default 30 seconds.
    */
   readonly connectTimeout?: Duration.Input | undefined
   /**
@@ -262,22 +263,26 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       Effect.catch((error) => shutDown(new TransportClosed({ reason: "SSE stream failed", cause: error })))
     )
 
-  const connectTimeout = options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT
+  const connectMs = Duration.toMillis(Duration.fromInputUnsafe(options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT))
+  /** When the last GET went out: the connect timeout counts from there, so a sign-in before it is not counted. */
+  let lastGetAt = 0
   const withinConnectTimeout = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | TransportClosed> =>
-    Effect.timeoutOrElse(effect, {
-      duration: connectTimeout,
-      orElse: () =>
-        Effect.fail(
-          new TransportClosed({ reason: `no endpoint event within ${Duration.toMillis(Duration.fromInputUnsafe(connectTimeout))}ms` })
-        )
-    })
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.timeoutOrElse(effect, {
+        duration: Duration.millis(Math.max(0, connectMs - (now - lastGetAt))),
+        orElse: () => Effect.fail(new TransportClosed({ reason: `no endpoint event within ${connectMs}ms` }))
+      }))
 
   const open = Effect.gen(function*() {
     // A 401 before the stream opens signs in and opens it once more.
     const response = yield* Authorized.send(options.auth, sseUrl, (authorization) =>
       Effect.flatMap(
         Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream", authorization }),
-        (headers) => withinConnectTimeout(Http.execute(client, HttpClientRequest.get(sseUrl, { headers }), "GET"))
+        (headers) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            lastGetAt = now
+            return withinConnectTimeout(Http.execute(client, HttpClientRequest.get(sseUrl, { headers }), "GET"))
+          })
       ))
     streamUrl = response.request.url
     if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, "GET"), Effect.fail)

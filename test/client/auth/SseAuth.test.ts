@@ -8,6 +8,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Logger, References, type Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { HttpClient } from "effect/http"
 import * as OAuthProvider from "../../../src/client/auth/OAuthProvider.ts"
 import * as SseTransport from "../../../src/client/SseClientTransport.ts"
@@ -136,6 +137,22 @@ describe("legacy HTTP+SSE with an OAuth provider", () => {
       expect(error).toMatchObject({ _tag: "HttpError", status: 401 })
       expect((error as { wwwAuthenticate?: string }).wwwAuthenticate).toContain("resource_metadata=")
     }))
+
+  it.effect("a sign-in on the stream's 401 is not counted in connectTimeout", () =>
+    Effect.gen(function*() {
+      const world = yield* World.make()
+      const server = yield* ProtectedServer.serve(world)
+      const user = World.browser()
+      // The user takes longer than the whole connect timeout to sign in.
+      const slowUser = {
+        openUrl: user.interaction.openUrl,
+        receiveRedirect: Effect.andThen(TestClock.adjust("1 second"), user.interaction.receiveRedirect)
+      }
+      const auth = yield* OAuthProvider.make({ redirectUrl: REDIRECT, interaction: slowUser })
+      const t = yield* SseTransport.make({ url: server.sseUrl, auth, connectTimeout: "300 millis" })
+      yield* handshake(t)
+      expect(user.opened).toHaveLength(1)
+    }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici)), 20_000)
 
   live("no token is in a log line, at any level, nor in any URL", () =>
     Effect.gen(function*() {
