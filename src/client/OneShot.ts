@@ -27,6 +27,7 @@ import * as HttpBody from "effect/http/HttpBody"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
+import type { AuthError } from "../AuthError.ts"
 import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "../Defaults.ts"
 import type { Implementation } from "../Implementation.ts"
 import * as JsonRpc from "../JsonRpc.ts"
@@ -47,6 +48,8 @@ import {
 } from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
+import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
+import * as Authorized from "./internal/Authorized.ts"
 import * as Http from "./internal/HttpExchange.ts"
 import * as SseReader from "./internal/SseReader.ts"
 import * as Negotiation from "./Negotiation.ts"
@@ -72,8 +75,9 @@ export interface Options {
    */
   readonly protocol?: "auto" | ProtocolVersion.AnyVersion | (string & {}) | undefined
   /**
-   * Bound on the whole call: handshake, request, retries. A session opened
-   * on the way is still ended after it, within `closeTimeout`. Default 30 seconds.
+   * Bound on the whole call: handshake, request, retries, and a sign-in
+   * with `auth`. A session opened on the way is still ended after it,
+   * within `closeTimeout`. Default 30 seconds.
    */
   readonly timeout?: Duration.Input | undefined
   /** Extra headers on every HTTP request of the call, e.g. `Authorization`. Default none. */
@@ -96,6 +100,15 @@ export interface Options {
    * before one retry. Default none.
    */
   readonly inputSchema?: unknown
+  /**
+   * OAuth 2.1 for a server behind the MCP authorization spec: every HTTP
+   * request of the call carries the provider's bearer token, in either era;
+   * a 401 runs discovery and sign-in (or a refresh) and sends the request
+   * once more, a 403 `insufficient_scope` steps up. Keep one provider
+   * across calls to reuse its tokens. Default none: a 401 fails as
+   * `HttpError` with the server's hints.
+   */
+  readonly auth?: OAuthProviderShape | undefined
 }
 
 /**
@@ -152,6 +165,7 @@ export type OneShotError =
   | InvalidPayload
   | InputRequired
   | UnknownResultType
+  | AuthError
 
 /**
  * The result of `tools/call`: content blocks, and structured content when
@@ -281,6 +295,7 @@ interface Context {
   /** The user's headers, lower-cased, with `accept`; used as they are when there is no hook. */
   readonly baseHeaders: Readonly<Record<string, string>>
   readonly hook: Http.HeaderHook | undefined
+  readonly auth: OAuthProviderShape | undefined
   readonly clientInfo: Implementation
   readonly capabilities: Readonly<Record<string, unknown>>
   readonly closeTimeout: Duration.Input
@@ -315,21 +330,25 @@ const headersFor = (
   return Effect.succeed(out)
 }
 
-/** Sends one message; the answer comes back unread, whatever its status. */
+/**
+ * Sends one message; the answer comes back unread, whatever its status
+ * (but for the 401 and 403 the provider, when there is one, answers).
+ */
 const post = (
   context: Context,
   message: JsonRpc.JsonRpcMessage,
   own: Readonly<Record<string, string | undefined>>
-): Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused | MessageTooLarge> => {
+): Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused | MessageTooLarge | AuthError> => {
   const body = HttpBody.text(JSON.stringify(message), "application/json")
   if (body.contentLength > context.maxBytes) {
     return Effect.fail(new MessageTooLarge({ limit: context.maxBytes, size: body.contentLength, direction: "outgoing" }))
   }
   const method = "method" in message ? message.method : undefined
-  return Effect.flatMap(
-    headersFor(context, message, own),
-    (headers) => Http.execute(context.client, HttpClientRequest.post(context.url, { headers, body }), method)
-  )
+  return Authorized.send(context.auth, context.url, (authorization) =>
+    Effect.flatMap(
+      headersFor(context, message, { ...own, authorization }),
+      (headers) => Http.execute(context.client, HttpClientRequest.post(context.url, { headers, body }), method)
+    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -545,7 +564,10 @@ const modernOnce = (
   method: string,
   params: unknown,
   paramHeaders: Readonly<Record<string, string>> | undefined
-): Effect.Effect<{ readonly answer: Answer; readonly request: JsonRpc.JsonRpcRequest }, ReadError | RedirectRefused> =>
+): Effect.Effect<
+  { readonly answer: Answer; readonly request: JsonRpc.JsonRpcRequest },
+  ReadError | RedirectRefused | AuthError
+> =>
   Effect.suspend(() => {
     const request = nextRequest(context, method, withMeta(context, version, params))
     const own = RequestMeta.standardHeaders(version, method, params)
@@ -577,7 +599,7 @@ const lookUpSchema = (
   context: Context,
   version: string,
   name: string
-): Effect.Effect<unknown, ReadError | RedirectRefused | HttpError | RpcError> =>
+): Effect.Effect<unknown, ReadError | RedirectRefused | HttpError | RpcError | AuthError> =>
   Effect.gen(function*() {
     let cursor: string | undefined
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
@@ -747,11 +769,16 @@ const callLegacy = (
     return reply.response.result
   }))
 
+/** Ends the session with the token the call holds; a refusal is not worth a sign-in. */
 const deleteSession = (context: Context, session: string, versionHeader: string | undefined): Effect.Effect<void> =>
-  Http.assemble({ headers: context.baseHeaders, requestHeaders: context.hook }, { verb: "DELETE", url: context.url }, {
-    "mcp-session-id": session,
-    "mcp-protocol-version": versionHeader
-  }).pipe(
+  (context.auth === undefined ? Effect.succeed(undefined) : context.auth.authorization(context.url)).pipe(
+    Effect.flatMap((authorization) =>
+      Http.assemble({ headers: context.baseHeaders, requestHeaders: context.hook }, { verb: "DELETE", url: context.url }, {
+        "mcp-session-id": session,
+        "mcp-protocol-version": versionHeader,
+        authorization
+      })
+    ),
     Effect.flatMap((headers) => Http.execute(context.client, HttpClientRequest.delete(context.url, { headers }), "DELETE")),
     Effect.flatMap(Http.discard),
     Effect.interruptible,
@@ -849,6 +876,7 @@ export const call = (
       maxBytes: opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
       baseHeaders: lowerKeys(opts.headers),
       hook: opts.requestHeaders,
+      auth: opts.auth,
       clientInfo: opts.clientInfo ?? DEFAULT_CLIENT_INFO,
       capabilities: opts.clientCapabilities ?? EMPTY_CAPABILITIES,
       closeTimeout: opts.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT,

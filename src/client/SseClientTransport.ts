@@ -9,6 +9,7 @@
  * servers that still speak it.
  */
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -21,6 +22,7 @@ import * as HttpBody from "effect/http/HttpBody"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
+import type { AuthError } from "../AuthError.ts"
 import * as JsonRpc from "../JsonRpc.ts"
 import {
   type HttpError,
@@ -29,6 +31,8 @@ import {
   type RedirectRefused,
   TransportClosed
 } from "../McpError.ts"
+import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
+import * as Authorized from "./internal/Authorized.ts"
 import * as ClientCore from "./internal/ClientCore.ts"
 import * as Http from "./internal/HttpExchange.ts"
 import * as SseReader from "./internal/SseReader.ts"
@@ -43,14 +47,28 @@ import {
 export type { HeaderContext, HeaderHook } from "./internal/HttpExchange.ts"
 
 /**
- * `url` is the SSE endpoint the client GETs.
+ * `url` is the SSE endpoint the client GETs; the rest are headers, limits,
+ * timeouts and authorization.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Options extends Http.TransportOptions {
-  /** How long to wait for the stream to open and name its `endpoint`. Default 30 seconds. */
+  /**
+   * How long to wait for the stream to open and name its `endpoint`. With
+   * `auth`, a sign-in after a 401 is not counted (the provider bounds it):
+   * the time runs from the last GET. Default 30 seconds.
+   */
   readonly connectTimeout?: Duration.Input | undefined
+  /**
+   * OAuth 2.1 for a server behind the MCP authorization spec: the stream's
+   * GET and every POST carry the provider's bearer token; a 401 runs
+   * discovery and sign-in (or a refresh) and sends the request once more, a
+   * 403 `insufficient_scope` steps up. Discovery and tokens are for `url`,
+   * the SSE URL (the POST endpoint the server names is on its origin).
+   * Default none: a 401 fails as `HttpError` with the server's hints.
+   */
+  readonly auth?: OAuthProviderShape | undefined
 }
 
 /**
@@ -68,13 +86,13 @@ export interface SseClientTransport extends ClientTransportShape {
 /**
  * What `make` and `layer` can fail with while connecting: the server unreachable, the GET
  * refused or redirected where the transport does not follow, no `endpoint` event before the
- * stream ended or `connectTimeout` ran out, or an answer that is not an event stream or
- * names an endpoint on another origin.
+ * stream ended or `connectTimeout` ran out, an answer that is not an event stream or
+ * names an endpoint on another origin, or (with `auth`) the sign-in failing.
  *
  * @since 0.1.0
  * @category models
  */
-export type ConnectError = HttpError | RedirectRefused | TransportClosed | MalformedMessage
+export type ConnectError = HttpError | RedirectRefused | TransportClosed | MalformedMessage | AuthError
 
 const DEFAULT_CONNECT_TIMEOUT = Duration.seconds(30)
 const encoder = new TextEncoder()
@@ -141,7 +159,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const post = (
     message: JsonRpc.JsonRpcMessage
-  ): Effect.Effect<void, HttpError | RedirectRefused | TransportClosed | MessageTooLarge> =>
+  ): Effect.Effect<void, HttpError | RedirectRefused | TransportClosed | MessageTooLarge | AuthError> =>
     Effect.gen(function*() {
       const target = endpointUrl
       if (target === undefined) return yield* new TransportClosed({ reason: "no endpoint yet" })
@@ -149,13 +167,18 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       if (bytes.length > maxBytes) {
         return yield* new MessageTooLarge({ limit: maxBytes, size: bytes.length, direction: "outgoing" })
       }
-      const headers = yield* Http.assemble(options, { verb: "POST", url: target, message }, {})
       const method = "method" in message ? message.method : undefined
-      const response = yield* Http.execute(
-        client,
-        HttpClientRequest.post(target, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
-        method
-      )
+      // The endpoint is on the SSE URL's origin (resolveEndpoint makes sure): its tokens are the SSE URL's.
+      const response = yield* Authorized.send(options.auth, sseUrl, (authorization) =>
+        Effect.flatMap(
+          Http.assemble(options, { verb: "POST", url: target, message }, { authorization }),
+          (headers) =>
+            Http.execute(
+              client,
+              HttpClientRequest.post(target, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
+              method
+            )
+        ))
       if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, method), Effect.fail)
       yield* Http.discard(response)
     })
@@ -240,9 +263,27 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       Effect.catch((error) => shutDown(new TransportClosed({ reason: "SSE stream failed", cause: error })))
     )
 
+  const connectMs = Duration.toMillis(Duration.fromInputUnsafe(options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT))
+  /** When the last GET went out: the connect timeout counts from there, so a sign-in before it is not counted. */
+  let lastGetAt = 0
+  const withinConnectTimeout = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | TransportClosed> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.timeoutOrElse(effect, {
+        duration: Duration.millis(Math.max(0, connectMs - (now - lastGetAt))),
+        orElse: () => Effect.fail(new TransportClosed({ reason: `no endpoint event within ${connectMs}ms` }))
+      }))
+
   const open = Effect.gen(function*() {
-    const headers = yield* Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream" })
-    const response = yield* Http.execute(client, HttpClientRequest.get(sseUrl, { headers }), "GET")
+    // A 401 before the stream opens signs in and opens it once more.
+    const response = yield* Authorized.send(options.auth, sseUrl, (authorization) =>
+      Effect.flatMap(
+        Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream", authorization }),
+        (headers) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            lastGetAt = now
+            return withinConnectTimeout(Http.execute(client, HttpClientRequest.get(sseUrl, { headers }), "GET"))
+          })
+      ))
     streamUrl = response.request.url
     if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, "GET"), Effect.fail)
     const type = Http.mediaType(response)
@@ -262,20 +303,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     })
   )
 
-  const connectTimeout = options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT
   const connected = Effect.gen(function*() {
     const response = yield* open
     yield* FiberSet.run(reader, read(response))
-    return yield* Deferred.await(endpoint)
+    return yield* withinConnectTimeout(Deferred.await(endpoint))
   })
   const url = yield* connected.pipe(
-    Effect.timeoutOrElse({
-      duration: connectTimeout,
-      orElse: () =>
-        Effect.fail(
-          new TransportClosed({ reason: `no endpoint event within ${Duration.toMillis(Duration.fromInputUnsafe(connectTimeout))}ms` })
-        )
-    }),
     Effect.tapError((error) =>
       error._tag === "TransportClosed"
         ? shutDown(error)

@@ -17,6 +17,7 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as HttpClient from "effect/http/HttpClient"
 import type { ChildProcessSpawner } from "effect/process"
 import type { HttpError, RequestError, SpawnError } from "../McpError.ts"
+import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
 import * as Http from "./internal/HttpExchange.ts"
 import { ClientTransport, type ClientTransportShape, type ConnectionState, type RequestHandler } from "./ClientTransport.ts"
 import * as SseClientTransport from "./SseClientTransport.ts"
@@ -46,6 +47,12 @@ export interface HttpServerConfig extends Http.HeaderSource {
   /** Default request timeout (a number is milliseconds). Default 30 seconds. */
   readonly timeout?: Duration.Input | undefined
   readonly maxMessageBytes?: number | undefined
+  /**
+   * OAuth 2.1 for a server behind the MCP authorization spec, on whichever
+   * transport carries the session (both share its tokens, kept for `url`).
+   * Default none.
+   */
+  readonly auth?: OAuthProviderShape | undefined
   /** Further Streamable HTTP options (listener, reconnect schedule, idle timeout…). */
   readonly streamableHttp?: Partial<StreamableHttpClientTransport.Options> | undefined
   /** Further legacy HTTP+SSE options, used when `type: "sse"` falls back. */
@@ -109,6 +116,7 @@ const streamableOptions = (config: HttpServerConfig): StreamableHttpClientTransp
   requestHeaders: config.requestHeaders,
   defaultTimeout: config.timeout,
   maxMessageBytes: config.maxMessageBytes,
+  auth: config.auth,
   ...config.streamableHttp
 })
 
@@ -118,6 +126,7 @@ const sseOptions = (config: HttpServerConfig): SseClientTransport.Options => ({
   requestHeaders: config.requestHeaders,
   defaultTimeout: config.timeout,
   maxMessageBytes: config.maxMessageBytes,
+  auth: config.auth,
   ...config.sse
 })
 

@@ -165,7 +165,10 @@ export const isSecureUrl = (text: string): boolean => {
   }
 }
 
-type Fetched = { readonly _tag: "Found"; readonly json: unknown } | { readonly _tag: "Absent"; readonly why: string }
+type Fetched =
+  | { readonly _tag: "Found"; readonly json: unknown }
+  /** `status`: the HTTP answer, when there was one. */
+  | { readonly _tag: "Absent"; readonly why: string; readonly status?: number | undefined }
 
 /**
  * GETs one metadata document. A non-2xx answer or no connection is "absent"
@@ -183,7 +186,7 @@ const fetchDocument = (
     const response = yield* Http.execute(client, request)
     if (!Http.isSuccess(response.status)) {
       yield* Http.discard(response)
-      return { _tag: "Absent", why: `${url}: HTTP ${response.status}` } as const
+      return { _tag: "Absent", why: `${url}: HTTP ${response.status}`, status: response.status } as const
     }
     const text = yield* Http.readText(response, maxBytes).pipe(
       Effect.catchTag("MessageTooLarge", () => Effect.fail(fail(`${url} is larger than ${maxBytes} bytes`)))
@@ -208,25 +211,92 @@ const fetchDocument = (
 const isStringArray = (value: unknown): value is ReadonlyArray<string> =>
   Array.isArray(value) && value.every((v) => typeof v === "string")
 
-/** The first of `urls` that is there (in the spec's order of preference), or a failure naming every miss. */
+type FirstDocument =
+  | { readonly _tag: "Found"; readonly url: string; readonly doc: Record<string, unknown> | null }
+  | {
+    readonly _tag: "Missing"
+    readonly misses: ReadonlyArray<string>
+    /** Every location answered with a 4xx: the server is there and publishes no such document. */
+    readonly absent: boolean
+  }
+
+/** The first of `urls` that is there (in the spec's order of preference), or every miss. */
 const firstDocument = (
   client: HttpClient.HttpClient,
   urls: ReadonlyArray<string>,
   limits: Limits,
+  fail: (reason: string) => DiscoveryFailed
+): Effect.Effect<FirstDocument, DiscoveryFailed> =>
+  Effect.gen(function*() {
+    const misses: Array<string> = []
+    let absent = true
+    for (const url of urls) {
+      const fetched = yield* fetchDocument(client, url, limits, fail)
+      if (fetched._tag === "Found") return { _tag: "Found", url, doc: fetched.json as Record<string, unknown> | null }
+      misses.push(fetched.why)
+      if (fetched.status === undefined || fetched.status >= 500) absent = false
+    }
+    return { _tag: "Missing", misses, absent }
+  })
+
+/** The document `firstDocument` found, or a failure naming every miss. */
+const required = (
+  found: FirstDocument,
   fail: (reason: string) => DiscoveryFailed,
   noneFound: string
 ): Effect.Effect<{ readonly url: string; readonly doc: Record<string, unknown> | null }, DiscoveryFailed> =>
-  Effect.gen(function*() {
-    const misses: Array<string> = []
-    for (const url of urls) {
-      const fetched = yield* fetchDocument(client, url, limits, fail)
-      if (fetched._tag === "Found") return { url, doc: fetched.json as Record<string, unknown> | null }
-      misses.push(fetched.why)
-    }
-    return yield* fail(`${noneFound} (${misses.join("; ")})`)
-  })
+  found._tag === "Found" ? Effect.succeed(found) : Effect.fail(fail(`${noneFound} (${found.misses.join("; ")})`))
 
 const optionalStrings = (value: unknown): boolean => value === undefined || isStringArray(value)
+
+/** The protected resource metadata's location check, then the documents at the locations in order. */
+const resourceDocument = (
+  client: HttpClient.HttpClient,
+  serverUrl: string,
+  challenge: BearerChallenge,
+  limits: Limits,
+  fail: (reason: string) => DiscoveryFailed
+): Effect.Effect<FirstDocument, DiscoveryFailed> =>
+  Effect.gen(function*() {
+    const hint = challenge.resourceMetadata
+    if (hint !== undefined) {
+      let hinted: URL
+      try {
+        hinted = new URL(hint)
+      } catch {
+        return yield* fail(`the resource_metadata in WWW-Authenticate is not a URL: ${hint}`)
+      }
+      // The challenge comes from the server itself: its metadata must be its own to vouch for.
+      if (hinted.origin !== new URL(serverUrl).origin) {
+        return yield* fail(`the resource_metadata URL ${hint} is on another origin than the server`)
+      }
+    }
+    return yield* firstDocument(client, resourceMetadataUrls(serverUrl, challenge), limits, fail)
+  })
+
+const checkResource = (
+  found: { readonly url: string; readonly doc: Record<string, unknown> | null },
+  serverUrl: string,
+  fail: (reason: string) => DiscoveryFailed
+): Effect.Effect<ResourceMetadata, DiscoveryFailed> => {
+  const { doc, url } = found
+  if (
+    typeof doc !== "object" || doc === null || typeof doc.resource !== "string" ||
+    !isStringArray(doc.authorization_servers) || doc.authorization_servers.length === 0 ||
+    !optionalStrings(doc.scopes_supported)
+  ) {
+    return Effect.fail(fail(`${url} is not protected resource metadata (resource and authorization_servers required)`))
+  }
+  // RFC 9728 §3.3: metadata naming another resource must not be used.
+  if (!resourceCovers(doc.resource, serverUrl)) {
+    return Effect.fail(fail(`${url} describes the resource ${doc.resource}, not ${serverUrl}`))
+  }
+  return Effect.succeed({
+    resource: doc.resource,
+    authorization_servers: doc.authorization_servers,
+    scopes_supported: doc.scopes_supported as ReadonlyArray<string> | undefined
+  })
+}
 
 /**
  * Fetches and checks the protected resource metadata of `serverUrl`.
@@ -242,43 +312,37 @@ export const discoverResource = (
 ): Effect.Effect<ResourceMetadata, DiscoveryFailed> =>
   Effect.gen(function*() {
     const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "protected-resource", reason })
-    const hint = challenge.resourceMetadata
-    if (hint !== undefined) {
-      let hinted: URL
-      try {
-        hinted = new URL(hint)
-      } catch {
-        return yield* fail(`the resource_metadata in WWW-Authenticate is not a URL: ${hint}`)
-      }
-      // The challenge comes from the server itself: its metadata must be its own to vouch for.
-      if (hinted.origin !== new URL(serverUrl).origin) {
-        return yield* fail(`the resource_metadata URL ${hint} is on another origin than the server`)
-      }
-    }
-    const { doc, url } = yield* firstDocument(
-      client,
-      resourceMetadataUrls(serverUrl, challenge),
-      limits,
-      fail,
-      "no metadata found"
-    )
-    if (
-      typeof doc !== "object" || doc === null || typeof doc.resource !== "string" ||
-      !isStringArray(doc.authorization_servers) || doc.authorization_servers.length === 0 ||
-      !optionalStrings(doc.scopes_supported)
-    ) {
-      return yield* fail(`${url} is not protected resource metadata (resource and authorization_servers required)`)
-    }
-    // RFC 9728 §3.3: metadata naming another resource must not be used.
-    if (!resourceCovers(doc.resource, serverUrl)) {
-      return yield* fail(`${url} describes the resource ${doc.resource}, not ${serverUrl}`)
-    }
-    return {
-      resource: doc.resource,
-      authorization_servers: doc.authorization_servers,
-      scopes_supported: doc.scopes_supported as ReadonlyArray<string> | undefined
-    }
+    const found = yield* required(yield* resourceDocument(client, serverUrl, challenge, limits, fail), fail, "no metadata found")
+    return yield* checkResource(found, serverUrl, fail)
   })
+
+const checkServer = (
+  found: { readonly url: string; readonly doc: Record<string, unknown> | null },
+  issuer: string,
+  fail: (reason: string) => DiscoveryFailed
+): Effect.Effect<ServerMetadata, DiscoveryFailed> => {
+  const { doc, url } = found
+  if (
+    typeof doc !== "object" || doc === null || typeof doc.issuer !== "string" ||
+    typeof doc.token_endpoint !== "string" ||
+    !(doc.authorization_endpoint === undefined || typeof doc.authorization_endpoint === "string") ||
+    !(doc.registration_endpoint === undefined || typeof doc.registration_endpoint === "string") ||
+    !optionalStrings(doc.code_challenge_methods_supported) ||
+    !optionalStrings(doc.token_endpoint_auth_methods_supported) || !optionalStrings(doc.scopes_supported)
+  ) {
+    return Effect.fail(fail(`${url} is not authorization server metadata (issuer and token_endpoint required)`))
+  }
+  if (doc.issuer.replace(/\/+$/, "") !== issuer.replace(/\/+$/, "")) {
+    return Effect.fail(fail(`${url} names the issuer ${doc.issuer}, not ${issuer}`))
+  }
+  const endpoints = [doc.token_endpoint, doc.authorization_endpoint, doc.registration_endpoint]
+  for (const endpoint of endpoints) {
+    if (endpoint !== undefined && !isSecureUrl(endpoint as string)) {
+      return Effect.fail(fail(`${url} names an endpoint that is not an https URL: ${endpoint}`))
+    }
+  }
+  return Effect.succeed(doc as unknown as ServerMetadata)
+}
 
 /**
  * Fetches and checks the metadata of the authorization server `issuer`.
@@ -297,37 +361,62 @@ export const discoverServer = (
   Effect.gen(function*() {
     const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "authorization-server", reason })
     if (!isSecureUrl(issuer)) return yield* fail(`the authorization server ${issuer} is not an https URL`)
-    const { doc, url } = yield* firstDocument(
-      client,
-      serverMetadataUrls(issuer),
-      limits,
-      fail,
-      `no metadata found for ${issuer}`
-    )
-    if (
-      typeof doc !== "object" || doc === null || typeof doc.issuer !== "string" ||
-      typeof doc.token_endpoint !== "string" ||
-      !(doc.authorization_endpoint === undefined || typeof doc.authorization_endpoint === "string") ||
-      !(doc.registration_endpoint === undefined || typeof doc.registration_endpoint === "string") ||
-      !optionalStrings(doc.code_challenge_methods_supported) ||
-      !optionalStrings(doc.token_endpoint_auth_methods_supported) || !optionalStrings(doc.scopes_supported)
-    ) {
-      return yield* fail(`${url} is not authorization server metadata (issuer and token_endpoint required)`)
-    }
-    if (doc.issuer.replace(/\/+$/, "") !== issuer.replace(/\/+$/, "")) {
-      return yield* fail(`${url} names the issuer ${doc.issuer}, not ${issuer}`)
-    }
-    const endpoints = [doc.token_endpoint, doc.authorization_endpoint, doc.registration_endpoint]
-    for (const endpoint of endpoints) {
-      if (endpoint !== undefined && !isSecureUrl(endpoint as string)) {
-        return yield* fail(`${url} names an endpoint that is not an https URL: ${endpoint}`)
-      }
-    }
-    return doc as unknown as ServerMetadata
+    const found = yield* firstDocument(client, serverMetadataUrls(issuer), limits, fail)
+    return yield* checkServer(yield* required(found, fail, `no metadata found for ${issuer}`), issuer, fail)
   })
 
 /**
- * Both steps: the resource metadata, then the first authorization server it names.
+ * Discovery as the 2025-03-26 revision has it, for a server of that
+ * revision (no protected resource metadata): its origin is the
+ * authorization server; the metadata is read at the origin's RFC 8414
+ * location, and when the origin answers 4xx there too, the default
+ * endpoints /authorize, /token and /register are used. That revision
+ * requires PKCE of every client, so metadata that names no challenge
+ * methods is taken to support S256. Tokens are still asked for the server
+ * URL as the resource (RFC 8707 §2: a server that does not know the
+ * parameter ignores it).
+ */
+const discoverAtOrigin = (
+  client: HttpClient.HttpClient,
+  serverUrl: string,
+  limits: Limits,
+  misses: ReadonlyArray<string>
+): Effect.Effect<Discovered, DiscoveryFailed> =>
+  Effect.gen(function*() {
+    const origin = new URL(serverUrl).origin
+    const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "authorization-server", reason })
+    const why = `no protected resource metadata (${misses.join("; ")})`
+    if (!isSecureUrl(origin)) return yield* fail(`${why}, and the origin ${origin} is not https to fall back to`)
+    const found = yield* firstDocument(client, [`${origin}/.well-known/oauth-authorization-server`], limits, fail)
+    if (found._tag === "Missing" && !found.absent) {
+      return yield* fail(`${why}, and no metadata at the origin (${found.misses.join("; ")})`)
+    }
+    const server: ServerMetadata = found._tag === "Found"
+      ? yield* Effect.map(checkServer(found, origin, fail), (metadata) => ({
+        ...metadata,
+        code_challenge_methods_supported: metadata.code_challenge_methods_supported ?? ["S256"]
+      }))
+      : {
+        issuer: origin,
+        authorization_endpoint: `${origin}/authorize`,
+        token_endpoint: `${origin}/token`,
+        registration_endpoint: `${origin}/register`,
+        code_challenge_methods_supported: ["S256"]
+      }
+    return {
+      serverUrl,
+      resource: { resource: canonicalResource(serverUrl), authorization_servers: [origin] },
+      server
+    }
+  })
+
+/**
+ * Both steps: the resource metadata, then the first authorization server it
+ * names. A server that publishes no resource metadata at all (its challenge
+ * names none, and every well-known location answers 4xx) is one of the
+ * 2025-03-26 revision: its origin is then the authorization server, with
+ * the default endpoints when it publishes no metadata either. Resource
+ * metadata that is there but unusable is never worked around.
  *
  * @since 0.2.0
  * @category discovery
@@ -339,7 +428,12 @@ export const discover = (
   limits: Limits = {}
 ): Effect.Effect<Discovered, DiscoveryFailed> =>
   Effect.gen(function*() {
-    const resource = yield* discoverResource(client, serverUrl, challenge, limits)
+    const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "protected-resource", reason })
+    const found = yield* resourceDocument(client, serverUrl, challenge, limits, fail)
+    if (found._tag === "Missing" && found.absent && challenge.resourceMetadata === undefined) {
+      return yield* discoverAtOrigin(client, serverUrl, limits, found.misses)
+    }
+    const resource = yield* checkResource(yield* required(found, fail, "no metadata found"), serverUrl, fail)
     const server = yield* discoverServer(client, serverUrl, resource.authorization_servers[0]!, limits)
     return { serverUrl, resource, server }
   })

@@ -20,10 +20,16 @@ export interface Seen {
 }
 
 export interface Knobs {
-  /** Where the protected resource metadata is served. */
-  prm: "path" | "root" | "hint" | "none"
+  /**
+   * Where the protected resource metadata is served. `hint-missing`: the
+   * challenge names a location where nothing is; `error`: the well-known
+   * locations answer 500.
+   */
+  prm: "path" | "root" | "hint" | "none" | "hint-missing" | "error"
   /** Replaces the metadata document's body. */
   prmBody?: string | undefined
+  /** Replaces the authorization server metadata document's body. */
+  asBody?: string | undefined
   /** Which well-known document of the issuer answers. */
   asMetadata: "oauth" | "openid" | "none"
   /** The issuer's path under the origin ("" or "/tenant1"). */
@@ -141,9 +147,10 @@ export const make = (overrides: Partial<Knobs> = {}) =>
         if (path === "/.well-known/oauth-protected-resource/mcp" && knobs.prm === "path") return send(200, prmDoc())
         if (path === "/.well-known/oauth-protected-resource" && knobs.prm === "root") return send(200, prmDoc())
         if (path === "/custom/prm.json" && knobs.prm === "hint") return send(200, prmDoc())
+        if (path.startsWith("/.well-known/oauth-protected-resource") && knobs.prm === "error") return send(500, "oops")
         // Authorization server metadata
         if (knobs.asMetadata === "oauth" && path === `/.well-known/oauth-authorization-server${knobs.issuerPath}`) {
-          return send(200, asDoc)
+          return send(200, knobs.asBody ?? asDoc)
         }
         if (knobs.asMetadata === "openid" && path === `${knobs.issuerPath}/.well-known/openid-configuration`) {
           return send(200, asDoc)
@@ -216,7 +223,7 @@ export const make = (overrides: Partial<Knobs> = {}) =>
           return send(400, { error: "unsupported_grant_type" })
         }
         if (path === "/mcp") {
-          const hint = knobs.prm === "hint" ? `, resource_metadata="${knobs.hintOrigin ?? origin}/custom/prm.json"` : ""
+          const hint = knobs.prm === "hint" || knobs.prm === "hint-missing" ? `, resource_metadata="${knobs.hintOrigin ?? origin}/custom/prm.json"` : ""
           const scope = knobs.challengeScope === undefined ? "" : `, scope="${knobs.challengeScope}"`
           const auth = req.headers.authorization
           const token = auth?.startsWith("Bearer ") ? accessTokens.get(auth.slice(7)) : undefined

@@ -168,7 +168,7 @@ describe("OAuth: discovery", () => {
   live("missing, malformed, oversized or foreign metadata is DiscoveryFailed, and nothing is retried", () =>
     Effect.gen(function*() {
       const cases: ReadonlyArray<readonly [Partial<World.Knobs>, string]> = [
-        [{ prm: "none" }, "no metadata found"],
+        [{ prm: "hint-missing" }, "no metadata found"],
         [{ prmBody: "{not json" }, "is not JSON"],
         [{ prmBody: JSON.stringify({ resource: "x" }) }, "is not protected resource metadata"],
         [{ prmBody: JSON.stringify({ resource: "x", authorization_servers: ["y"], pad: "z".repeat(70_000) }) }, "larger than"],
