@@ -147,9 +147,10 @@ export const fromConfigTransportWith = (
           url: config.url,
           headers: config.headers,
           timeout: config.timeout,
+          auth: provider,
           // Servers send list changes and logs outside requests on the standalone stream; it also
           // notices an expired session without waiting for a call.
-          streamableHttp: { listen: true, auth: provider }
+          streamableHttp: { listen: true }
         })
     )
   }

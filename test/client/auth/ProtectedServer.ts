@@ -4,8 +4,8 @@
  * legacy HTTP+SSE at /mcp/sse with POSTs to /mcp/messages, so that the one
  * resource, /mcp, covers every path a client reaches. Tokens count when the
  * world issued them and has not revoked or expired them; the tool `admin`
- * needs the scope `admin`. Any other request is answered with what the
- * server knows of the caller.
+ * needs the scope `admin`. `tools/list` lists `whoami`; any other request is
+ * answered with what the server knows of the caller.
  */
 import { Context, Effect, Layer, Option, type Scope } from "effect"
 import * as JsonRpc from "../../../src/JsonRpc.ts"
@@ -44,6 +44,8 @@ const whoami: Handler = Object.assign(
           capabilities: { tools: {} },
           serverInfo: { name: "protected", version: "1.0.0" }
         })
+        : message.method === "tools/list"
+        ? JsonRpc.success(message.id, { tools: [{ name: "whoami", inputSchema: { type: "object" } }] })
         : JsonRpc.success(message.id, {
           content: [{ type: "text", text: message.method }],
           structuredContent: { scopes: ctx.auth?.scopes }

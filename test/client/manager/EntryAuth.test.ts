@@ -13,6 +13,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Stream } from "effect"
 import * as McpManager from "../../../src/client/McpManager.ts"
 import * as AuthWorld from "../auth/AuthWorld.ts"
+import * as LegacyProtected from "../auth/ProtectedServer.ts"
 import { type ProtectedServer, startProtectedServer } from "../../cli/protectedServer.ts"
 
 const { Config } = McpManager
@@ -97,5 +98,20 @@ describe("McpManager entries with auth", () => {
       yield* statusWhere(manager, "user", (s) => s._tag === "Ready")
       expect(browser.opened.length).toBe(1)
       expect(server.world.count("/token", "authorization_code")).toBe(1)
+    }).pipe(Effect.scoped, Effect.provide(services)), 60_000)
+
+  it.live("an \"sse\" entry with auth signs in on the legacy HTTP+SSE transport it falls back to", () =>
+    Effect.gen(function*() {
+      const world = yield* AuthWorld.make()
+      const server = yield* LegacyProtected.serve(world)
+      const browser = AuthWorld.browser()
+      const manager = yield* McpManager.make({
+        config: { mcpServers: { legacy: { type: "sse", url: server.sseUrl, auth: {} } } },
+        auth: { interaction: browser.interaction, redirectUrl: "http://127.0.0.1:1/callback" }
+      })
+      yield* statusWhere(manager, "legacy", (s) => s._tag === "Ready")
+      const result = yield* manager.callTool("legacy__whoami", {})
+      expect(result.structuredContent).toEqual({ scopes: ["read"] })
+      expect(browser.opened.length).toBe(1)
     }).pipe(Effect.scoped, Effect.provide(services)), 60_000)
 })
