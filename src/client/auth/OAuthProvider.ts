@@ -96,6 +96,20 @@ export interface Options {
 }
 
 /**
+ * The request auth headers are made for: a DPoP proof is bound to its
+ * method and URL.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface AuthRequest {
+  /** The HTTP method, upper-case. */
+  readonly method: string
+  /** The URL requested (query and fragment are left out of a proof). */
+  readonly url: string
+}
+
+/**
  * What a transport asks of the provider.
  *
  * @since 0.2.0
@@ -103,12 +117,20 @@ export interface Options {
  */
 export interface OAuthProviderShape {
   /**
-   * The `Authorization` header value for a request to `serverUrl`
-   * (refreshing an expired token first); `undefined` while there is none.
+   * The auth headers for `request` to the MCP server `serverUrl`
+   * (refreshing an expired token first), lower-case names: `authorization`
+   * (`Bearer …` or `DPoP …`) and, with a DPoP-bound token, a fresh `dpop`
+   * proof. Empty while there is no token.
    */
-  readonly authorization: (serverUrl: string) => Effect.Effect<string | undefined, AuthError>
+  readonly headers: (serverUrl: string, request: AuthRequest) => Effect.Effect<Readonly<Record<string, string>>, AuthError>
   /**
-   * The server answered 401 to a request sent with `sent`: refresh, or
+   * A server at `url` handed out a DPoP nonce (`DPoP-Nonce`): proofs for
+   * its origin carry the latest one from now on.
+   */
+  readonly nonce: (url: string, nonce: string) => Effect.Effect<void>
+  /**
+   * The server answered 401 to a request sent with the `authorization`
+   * value `sent`: refresh, or
    * authorize from scratch. Does nothing when the token was replaced since.
    */
   readonly unauthorized: (
@@ -410,7 +432,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
   // ---------------------------------------------------------------------------
   // The service
 
-  const authorization: OAuthProviderShape["authorization"] = (serverUrl) =>
+  const authorization = (serverUrl: string) =>
     Effect.gen(function*() {
       const tokens = yield* current(serverUrl)
       if (tokens === undefined) return undefined
@@ -453,7 +475,13 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
     }))
   }
 
-  return OAuthProvider.of({ authorization, unauthorized, forbidden })
+  const headers: OAuthProviderShape["headers"] = (serverUrl) =>
+    Effect.map(authorization(serverUrl), (value): Readonly<Record<string, string>> =>
+      value === undefined ? {} : { authorization: value })
+
+  const nonce: OAuthProviderShape["nonce"] = () => Effect.void
+
+  return OAuthProvider.of({ headers, nonce, unauthorized, forbidden })
 })
 
 /**
