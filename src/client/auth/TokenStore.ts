@@ -170,7 +170,8 @@ const optional = (value: unknown, type: string): boolean => value === undefined 
 const isTokens = (value: unknown): value is Tokens =>
   isRecord(value) && typeof value.issuer === "string" && typeof value.resource === "string" &&
   typeof value.accessToken === "string" && typeof value.tokenType === "string" &&
-  optional(value.refreshToken, "string") && optional(value.expiresAt, "number") && optional(value.scope, "string")
+  optional(value.refreshToken, "string") && optional(value.expiresAt, "number") && optional(value.scope, "string") &&
+  optional(value.jkt, "string")
 
 const isClient = (value: unknown): value is RegisteredClient =>
   isRecord(value) && typeof value.issuer === "string" && typeof value.clientId === "string" &&

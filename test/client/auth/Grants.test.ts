@@ -16,6 +16,7 @@ import { Effect, type Scope } from "effect"
 import type { HttpClient } from "effect/http"
 import * as JwtBearer from "../../../src/client/auth/JwtBearer.ts"
 import * as OAuthProvider from "../../../src/client/auth/OAuthProvider.ts"
+import * as TokenStore from "../../../src/client/auth/TokenStore.ts"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as World from "./AuthWorld.ts"
 
@@ -79,6 +80,24 @@ describe("OAuth: DPoP-bound tokens", () => {
       expect(proofs(world, "/mcp")).toEqual([])
       const token = [...world.accessTokens.keys()][0]!
       expect(world.seen.filter((s) => s.path === "/mcp").map((s) => s.headers.authorization)).toEqual([undefined, `Bearer ${token}`])
+    }))
+
+  live("a bound token stored by another provider (another key) is not sent: this one gets its own", () =>
+    Effect.gen(function*() {
+      const world = yield* World.make({ dpop: true })
+      const store = yield* TokenStore.makeMemory
+      const withStore = (options: OAuthProvider.Options) =>
+        Effect.gen(function*() {
+          const auth = yield* OAuthProvider.make(options).pipe(Effect.provideService(TokenStore.TokenStore, store))
+          return yield* StreamableHttp.make({ url: world.mcpUrl, auth, protocolVersion: "2026-07-28", defaultTimeout: "10 seconds" })
+        })
+      yield* (yield* withStore(SERVICE)).request("tools/list", {})
+      yield* (yield* withStore(SERVICE)).request("tools/list", {})
+      expect(world.count("/token")).toBe(2)
+      const sent = world.seen.filter((s) => s.path === "/mcp").map((s) => s.headers.authorization)
+      const [first, second] = [...world.accessTokens.keys()]
+      // The second provider's first request goes out bare: the stored token is bound to the first one's key.
+      expect(sent).toEqual([undefined, `DPoP ${first}`, undefined, `DPoP ${second}`])
     }))
 
   live("each server's use_dpop_nonce is answered once, with a new proof carrying its nonce", () =>
