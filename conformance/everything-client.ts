@@ -150,24 +150,51 @@ const scenarios: Record<string, Scenario> = {
   }
 }
 
+/** What the suite hands an `auth/*` scenario's client through `MCP_CONFORMANCE_CONTEXT`. */
+interface AuthContext {
+  readonly client_id?: string
+  readonly client_secret?: string
+  /** private_key_jwt: the PKCS#8 key to sign client assertions with, and its algorithm. */
+  readonly private_key_pem?: string
+  readonly signing_algorithm?: "ES256" | "RS256"
+  /** Workload identity: the JWT of the JWT bearer grant. */
+  readonly valid_jwt?: string
+  /** Enterprise-managed authorization: the identity provider and the user's ID token there. */
+  readonly idp_client_id?: string
+  readonly idp_id_token?: string
+  readonly idp_token_endpoint?: string
+}
+
 /**
  * For the `auth/*` scenarios: an OAuth provider whose "user" follows the
  * authorization URL to its redirect at once (the suite's authorization
- * server approves without asking), with the client id and secret the
- * scenario's context gives, if any.
+ * server approves without asking), with what the scenario's context gives:
+ * a client id and secret or private key, a workload JWT, or an enterprise
+ * identity token. DPoP is left to the provider's default ("auto": the
+ * DPoP scenarios' authorization server advertises it).
  */
 const authFor = (name: string) =>
   Effect.gen(function*() {
     if (!name.startsWith("auth/")) return undefined
-    const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "{}") as {
-      client_id?: string
-      client_secret?: string
-    }
+    const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "{}") as AuthContext
     let redirect: Promise<string> | undefined
+    const enterprise = context.idp_token_endpoint !== undefined && context.idp_client_id !== undefined &&
+        context.idp_id_token !== undefined
+      ? {
+        tokenEndpoint: context.idp_token_endpoint,
+        clientId: context.idp_client_id,
+        idToken: Effect.succeed(context.idp_id_token)
+      }
+      : undefined
     return yield* OAuthProvider.make({
       clientId: context.client_id,
       clientSecret: context.client_secret,
-      grant: name.startsWith("auth/client-credentials") ? "client_credentials" : "authorization_code",
+      clientKey: context.private_key_pem === undefined
+        ? undefined
+        : { privateKey: context.private_key_pem, algorithm: context.signing_algorithm },
+      jwtBearer: context.valid_jwt === undefined ? undefined : Effect.succeed(context.valid_jwt),
+      enterprise,
+      grant: name.startsWith("auth/client-credentials") ? "client_credentials" : undefined,
       clientMetadataUrl: "https://conformance-test.local/client-metadata.json",
       redirectUrl: "http://localhost:3000/callback",
       interaction: {

@@ -72,14 +72,28 @@ export const readRequirements = (revision: string): Requirements =>
 
 /**
  * The scenarios of one leg the runner judges: the scored ones plus the
- * not-scored ones we pass anyway (pending, added after the release), without
- * protocol extensions (tasks, skills, extension auth flows) and, for the
- * client, without the OAuth scenarios (`auth/*`), which are out of scope.
+ * not-scored ones we pass anyway (pending, added after the release),
+ * without protocol extensions (tasks, skills, extension auth flows; see
+ * `authExtensions` for the latter).
  */
 export const inScope = (requirements: Requirements, leg: Leg): ReadonlyArray<string> => {
   const extra = requirements.notScored
     .filter((n) => n.leg === leg && n.reason !== "extension")
     .map((n) => n.scenario)
-  const all = [...requirements[leg], ...extra]
-  return leg === "client" ? all.filter((name) => !name.startsWith("auth/")) : all
+  return [...requirements[leg], ...extra]
+}
+
+/**
+ * The client's OAuth extension scenarios (client credentials, DPoP,
+ * enterprise-managed authorization, workload identity…): run without a
+ * protocol revision, judged as a group of their own. Every list names
+ * them; the union is taken, in order of first appearance.
+ */
+export const authExtensions = (lists: ReadonlyArray<Requirements>): ReadonlyArray<string> => {
+  const names = lists.flatMap((requirements) =>
+    requirements.notScored
+      .filter((n) => n.leg === "client" && n.reason === "extension" && n.scenario.startsWith("auth/"))
+      .map((n) => n.scenario)
+  )
+  return [...new Set(names)]
 }

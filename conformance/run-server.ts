@@ -9,11 +9,15 @@
  * - client: runs `conformance client --command "node
  *   conformance/everything-client.ts" --scenario NAME --spec-version REV` for
  *   each client scenario of the list (the suite's test server speaks REV and
- *   tells the client through `MCP_CONFORMANCE_PROTOCOL_VERSION`).
+ *   tells the client through `MCP_CONFORMANCE_PROTOCOL_VERSION`), three at
+ *   a time. Then, as a third group printed `client extensions (auth): …`,
+ *   the client's OAuth extension scenarios (DPoP, private_key_jwt, workload
+ *   identity, enterprise-managed authorization…), without `--spec-version`.
  *
- * Which scenarios are judged: those the list scores plus the ones it runs
- * unscored as pending or added after its release; protocol extensions and the
- * client's OAuth scenarios (`auth/*`) are left out (see `inScope`).
+ * Which scenarios are judged: those the list scores (the client's OAuth
+ * scenarios `auth/*` included) plus the ones it runs unscored as pending or
+ * added after its release; protocol extensions are left out (see `inScope`),
+ * except the client's auth extensions, judged in their own group.
  *
  * A scenario fails when any of its saved checks (`-o DIR`) is a FAILURE or a
  * WARNING, or when none succeeded (see `fromChecks`). Every failure must be listed
@@ -22,7 +26,8 @@
  * Exit code: 0 when nothing unexpected happened, 1 otherwise.
  *
  * Flags: `--verbose` prints the suite's whole output; `--only server|client`
- * runs one suite; `--requirements REV` runs one list (default: both).
+ * runs one suite; `--requirements REV` runs one list (default: both lists and
+ * the client's auth extensions; `--requirements extensions` runs those alone).
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -33,7 +38,7 @@ import { Context, Effect, Layer, Option, Stream } from "effect"
 import { ChildProcess } from "effect/process"
 import * as HttpServerTransport from "../src/server/HttpServerTransport.ts"
 import * as EverythingServer from "./everything-server.ts"
-import { inScope, readRequirements, type Revision, revisions } from "./requirements.ts"
+import { authExtensions, inScope, readRequirements, type Revision, revisions } from "./requirements.ts"
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, "..")
@@ -41,9 +46,15 @@ const conformanceBin = join(root, "node_modules/@modelcontextprotocol/conformanc
 const baselinePath = join(here, "baseline.json")
 const exampleClient = join(here, "everything-client.ts")
 
-/** The client scenarios of a requirement list the runner judges (no OAuth, no extensions). */
+/** The client scenarios of a requirement list the runner judges (OAuth included, no extensions). */
 export const clientScenarios = (revision: Revision): ReadonlyArray<string> =>
   inScope(readRequirements(revision), "client")
+
+/** The client's OAuth extension scenarios, judged as one group without a protocol revision. */
+export const clientAuthExtensions = (): ReadonlyArray<string> => authExtensions(revisions.map(readRequirements))
+
+/** How many client scenarios run at once: each is two processes (the suite and our client). */
+const CLIENT_CONCURRENCY = 3
 
 /** The server scenarios of a requirement list the runner judges (no extensions). */
 export const serverScenarios = (revision: Revision): ReadonlyArray<string> =>
@@ -61,16 +72,16 @@ export interface ListBaseline {
   readonly client: Readonly<Record<string, string>>
 }
 
-/** Expected failures per requirement list. */
-export type Baseline = Readonly<Record<Revision, ListBaseline>>
+/** Expected failures per requirement list, and of the client's auth extension scenarios (`extensions`). */
+export type Baseline = Readonly<Record<Revision | "extensions", ListBaseline>>
 
 export const readBaseline = (path = baselinePath): Baseline => {
-  const raw = JSON.parse(readFileSync(path, "utf8")) as Partial<Record<Revision, Partial<ListBaseline>>>
-  const list = (revision: Revision): ListBaseline => ({
-    server: raw[revision]?.server ?? {},
-    client: raw[revision]?.client ?? {}
+  const raw = JSON.parse(readFileSync(path, "utf8")) as Partial<Record<Revision | "extensions", Partial<ListBaseline>>>
+  const list = (key: Revision | "extensions"): ListBaseline => ({
+    server: raw[key]?.server ?? {},
+    client: raw[key]?.client ?? {}
   })
-  return { "2025-11-25": list("2025-11-25"), "2026-07-28": list("2026-07-28") }
+  return { "2025-11-25": list("2025-11-25"), "2026-07-28": list("2026-07-28"), extensions: list("extensions") }
 }
 
 // The suite's summary: `✓ name: 3 passed, 0 failed` (✗ when something failed).
@@ -131,16 +142,20 @@ export const fromChecks = (name: string, checks: ReadonlyArray<Check>): Scenario
 const TOLERATED_WARNINGS: ReadonlySet<string> = new Set(["client-sse-retry-timing"])
 
 // `-o DIR` writes `DIR/server-<scenario>-<timestamp>/checks.json` for server
-// scenarios and `DIR/<scenario>-<timestamp>/checks.json` for client ones.
-const RESULT_DIR = /^(?:(?:server|client)-)?(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/
+// scenarios and `DIR/<scenario>-<timestamp>/checks.json` for client ones; a
+// scenario name with a slash (`auth/dpop`) makes a subdirectory (`DIR/auth/dpop-<timestamp>`).
+// Only `server-` is a prefix: a client scenario may begin with `client-` (`auth/client-credentials-jwt`).
+const RESULT_DIR = /^(?:server-)?(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/
 
-/** Every scenario result saved under `dir`. */
-export const readResults = (dir: string): ReadonlyArray<ReturnType<typeof fromChecks>> =>
-  readdirSync(dir).flatMap((entry) => {
-    const m = RESULT_DIR.exec(entry)
-    const file = join(dir, entry, "checks.json")
-    if (m === null || !existsSync(file)) return []
-    return [fromChecks(m[1]!, JSON.parse(readFileSync(file, "utf8")) as ReadonlyArray<Check>)]
+/** Every scenario result saved under `dir` (names under a subdirectory get its name as a prefix). */
+export const readResults = (dir: string, prefix = ""): ReadonlyArray<ReturnType<typeof fromChecks>> =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    if (!entry.isDirectory()) return []
+    const m = RESULT_DIR.exec(entry.name)
+    const file = join(dir, entry.name, "checks.json")
+    if (m === null) return prefix === "" ? readResults(join(dir, entry.name), `${entry.name}/`) : []
+    if (!existsSync(file)) return []
+    return [fromChecks(`${prefix}${m[1]!}`, JSON.parse(readFileSync(file, "utf8")) as ReadonlyArray<Check>)]
   })
 
 export interface Verdict {
@@ -239,37 +254,58 @@ export const serverSuite = (baseline: Baseline, revision: Revision) =>
     return yield* report(`server ${revision}`, results, output, baseline[revision].server)
   }))
 
-/** The client scenarios of one requirement list, each against our example client at that list's wire version. */
-export const clientSuite = (baseline: Baseline, revision: Revision) =>
+/** One client scenario against our example client (at `revision`'s wire version when one is given). */
+const clientScenario = (scenario: string, revision: Revision | undefined) =>
   Effect.scoped(Effect.gen(function*() {
     const command = `${process.execPath} ${exampleClient}`
-    const results: Array<Detailed> = []
-    let output = ""
-    for (const scenario of clientScenarios(revision)) {
-      const dir = yield* tempDir
-      const run = yield* runCli(["client", "--command", command, "--scenario", scenario, "--spec-version", revision, "-o", dir])
-      output += `\n=== ${scenario}\n${run.output}`
-      const saved = readResults(dir).find((r) => r.name === scenario)
-      if (saved === undefined) {
-        // The suite saves every scenario it runs, so nothing saved means it did not run to the end.
-        const printed = parseSingle(scenario, run.output, run.exitCode)
-        results.push({ ...printed, failed: Math.max(printed.failed, 1), problems: ["no saved checks"] })
-      } else if (run.exitCode !== 0 && saved.failed === 0) {
-        results.push({ ...saved, failed: 1, problems: [`the suite exited ${run.exitCode}`] })
-      } else {
-        results.push(saved)
-      }
+    const dir = yield* tempDir
+    const version = revision === undefined ? [] : ["--spec-version", revision]
+    const run = yield* runCli(["client", "--command", command, "--scenario", scenario, ...version, "-o", dir])
+    const output = `\n=== ${scenario}\n${run.output}`
+    const saved = readResults(dir).find((r) => r.name === scenario)
+    if (saved === undefined) {
+      // The suite saves every scenario it runs, so nothing saved means it did not run to the end.
+      const printed = parseSingle(scenario, run.output, run.exitCode)
+      const result: Detailed = { ...printed, failed: Math.max(printed.failed, 1), problems: ["no saved checks"] }
+      return { result, output }
     }
-    return yield* report(`client ${revision}`, results, output, baseline[revision].client)
+    if (run.exitCode !== 0 && saved.failed === 0) {
+      const result: Detailed = { ...saved, failed: 1, problems: [`the suite exited ${run.exitCode}`] }
+      return { result, output }
+    }
+    return { result: saved as Detailed, output }
   }))
+
+/** Client scenarios, `CLIENT_CONCURRENCY` at a time, reported in their listed order as `suite`. */
+const clientGroup = (
+  suite: string,
+  scenarios: ReadonlyArray<string>,
+  revision: Revision | undefined,
+  expected: Readonly<Record<string, string>>
+) =>
+  Effect.gen(function*() {
+    const runs = yield* Effect.forEach(scenarios, (scenario) => clientScenario(scenario, revision), {
+      concurrency: CLIENT_CONCURRENCY
+    })
+    return yield* report(suite, runs.map((r) => r.result), runs.map((r) => r.output).join(""), expected)
+  })
+
+/** The client scenarios of one requirement list, each against our example client at that list's wire version. */
+export const clientSuite = (baseline: Baseline, revision: Revision) =>
+  clientGroup(`client ${revision}`, clientScenarios(revision), revision, baseline[revision].client)
+
+/** The client's OAuth extension scenarios, without a protocol revision. */
+export const clientExtensionSuite = (baseline: Baseline) =>
+  clientGroup("client extensions (auth)", clientAuthExtensions(), undefined, baseline.extensions.client)
 
 const main = Effect.gen(function*() {
   const baseline = readBaseline()
   const only = flagValue("only")
   const requested = flagValue("requirements")
   const lists = revisions.filter((r) => requested === undefined || r === requested)
-  if (lists.length === 0) {
-    process.stderr.write(`unknown requirement list ${requested}; known: ${revisions.join(", ")}\n`)
+  const extensions = requested === undefined || requested === "extensions"
+  if (lists.length === 0 && !extensions) {
+    process.stderr.write(`unknown requirement list ${requested}; known: ${revisions.join(", ")}, extensions\n`)
     process.exitCode = 1
     return
   }
@@ -280,6 +316,9 @@ const main = Effect.gen(function*() {
       if (existsSync(exampleClient)) ok = (yield* clientSuite(baseline, revision)) && ok
       else if (only === "client") ok = false
     }
+  }
+  if (extensions && (only === undefined || only === "client") && existsSync(exampleClient)) {
+    ok = (yield* clientExtensionSuite(baseline)) && ok
   }
   if (!ok) process.exitCode = 1
 }).pipe(Effect.provide(NodeServices.layer))

@@ -110,6 +110,20 @@ export class StateMismatch extends Data.TaggedError("StateMismatch")<{
 }
 
 /**
+ * The grants a token endpoint can refuse: `jwt_bearer` is RFC 7523's
+ * assertion grant, `token_exchange` RFC 8693's.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type GrantName =
+  | "authorization_code"
+  | "refresh_token"
+  | "client_credentials"
+  | "jwt_bearer"
+  | "token_exchange"
+
+/**
  * The token endpoint refused a grant: an authorization code or a refresh
  * token that is invalid, expired or revoked, or client credentials it does
  * not accept. A refused refresh token is removed from the store.
@@ -119,7 +133,7 @@ export class StateMismatch extends Data.TaggedError("StateMismatch")<{
  */
 export class InvalidGrant extends Data.TaggedError("InvalidGrant")<{
   readonly issuer: string
-  readonly grant: "authorization_code" | "refresh_token" | "client_credentials"
+  readonly grant: GrantName
   /** The OAuth error code (`invalid_grant`, `invalid_client`…). */
   readonly error: string
   readonly description?: string | undefined
@@ -129,7 +143,11 @@ export class InvalidGrant extends Data.TaggedError("InvalidGrant")<{
     const next = this.grant === "refresh_token"
       ? "The stored sign-in has expired or was revoked and was removed: sign in again."
       : this.grant === "client_credentials"
-      ? "Check the configured client id and secret."
+      ? "Check the configured client id and its secret or signing key."
+      : this.grant === "jwt_bearer"
+      ? "Check the assertion you supply (its issuer, audience, expiry and signing key) and the client's permission to use it."
+      : this.grant === "token_exchange"
+      ? "Check the identity token you supply and the identity provider client's permission to exchange it."
       : "Sign in again."
     return `${this.issuer} refused the ${this.grant} grant: ${this.error}${why}. ${next}`
   }
@@ -214,6 +232,52 @@ export class TokenStoreFailed extends Data.TaggedError("TokenStoreFailed")<{
 }
 
 /**
+ * A server demanded a DPoP nonce (`use_dpop_nonce`) and did not accept the
+ * retry that carried the nonce it handed out, or handed out none.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class DpopNonceRejected extends Data.TaggedError("DpopNonceRejected")<{
+  /** The token endpoint or the MCP server URL that asked. */
+  readonly url: string
+  readonly by: "authorization-server" | "resource-server"
+  /** Whether a proof with the server's nonce was sent and refused again (else no nonce came with the demand). */
+  readonly nonceSent: boolean
+}> {
+  override get message(): string {
+    const what = this.nonceSent
+      ? "refused the DPoP proof carrying the nonce it had just handed out"
+      : "demanded a DPoP nonce without sending one (no DPoP-Nonce header)"
+    return `${this.url} (${this.by}) ${what}. ` +
+      "The server's DPoP nonce handling is broken or its clock is off: tell its operator."
+  }
+}
+
+/**
+ * An assertion the client must present could not be had: the configured
+ * private key cannot sign (`private_key_jwt`), or the application's
+ * assertion source (JWT bearer, identity token) failed or gave no JWT.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class AssertionUnavailable extends Data.TaggedError("AssertionUnavailable")<{
+  /** `client-assertion` (private_key_jwt), `jwt-bearer` or `identity-token`. */
+  readonly kind: "client-assertion" | "jwt-bearer" | "identity-token"
+  readonly reason: string
+}> {
+  override get message(): string {
+    const next = this.kind === "client-assertion"
+      ? "Configure a PKCS#8 PEM private key (EC P-256 for ES256, RSA for RS256) matching the algorithm."
+      : this.kind === "jwt-bearer"
+      ? "Check the source of the workload's JWT (its file or provider) and that it yields a compact JWT."
+      : "Check the source of the enterprise identity token and that it yields a compact JWT."
+    return `No ${this.kind} could be made: ${this.reason}. ${next}`
+  }
+}
+
+/**
  * What reaching a server behind OAuth can fail with.
  *
  * @since 0.2.0
@@ -230,3 +294,5 @@ export type AuthError =
   | TokenRejected
   | InteractionRequired
   | TokenStoreFailed
+  | DpopNonceRejected
+  | AssertionUnavailable

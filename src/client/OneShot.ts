@@ -344,9 +344,9 @@ const post = (
     return Effect.fail(new MessageTooLarge({ limit: context.maxBytes, size: body.contentLength, direction: "outgoing" }))
   }
   const method = "method" in message ? message.method : undefined
-  return Authorized.send(context.auth, context.url, (authorization) =>
+  return Authorized.send(context.auth, context.url, (auth) =>
     Effect.flatMap(
-      headersFor(context, message, { ...own, authorization }),
+      headersFor(context, message, { ...own, ...auth }),
       (headers) => Http.execute(context.client, HttpClientRequest.post(context.url, { headers, body }), method)
     ))
 }
@@ -771,12 +771,12 @@ const callLegacy = (
 
 /** Ends the session with the token the call holds; a refusal is not worth a sign-in. */
 const deleteSession = (context: Context, session: string, versionHeader: string | undefined): Effect.Effect<void> =>
-  (context.auth === undefined ? Effect.succeed(undefined) : context.auth.authorization(context.url)).pipe(
-    Effect.flatMap((authorization) =>
+  Authorized.headers(context.auth, context.url, { method: "DELETE", url: context.url }).pipe(
+    Effect.flatMap((auth) =>
       Http.assemble({ headers: context.baseHeaders, requestHeaders: context.hook }, { verb: "DELETE", url: context.url }, {
         "mcp-session-id": session,
         "mcp-protocol-version": versionHeader,
-        authorization
+        ...auth
       })
     ),
     Effect.flatMap((headers) => Http.execute(context.client, HttpClientRequest.delete(context.url, { headers }), "DELETE")),

@@ -169,16 +169,21 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       }
       const method = "method" in message ? message.method : undefined
       // The endpoint is on the SSE URL's origin (resolveEndpoint makes sure): its tokens are the SSE URL's.
-      const response = yield* Authorized.send(options.auth, sseUrl, (authorization) =>
-        Effect.flatMap(
-          Http.assemble(options, { verb: "POST", url: target, message }, { authorization }),
-          (headers) =>
-            Http.execute(
-              client,
-              HttpClientRequest.post(target, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
-              method
-            )
-        ))
+      const response = yield* Authorized.send(
+        options.auth,
+        sseUrl,
+        (auth) =>
+          Effect.flatMap(
+            Http.assemble(options, { verb: "POST", url: target, message }, auth),
+            (headers) =>
+              Http.execute(
+                client,
+                HttpClientRequest.post(target, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
+                method
+              )
+          ),
+        { method: "POST", url: target }
+      )
       if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, method), Effect.fail)
       yield* Http.discard(response)
     })
@@ -275,15 +280,20 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const open = Effect.gen(function*() {
     // A 401 before the stream opens signs in and opens it once more.
-    const response = yield* Authorized.send(options.auth, sseUrl, (authorization) =>
-      Effect.flatMap(
-        Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream", authorization }),
-        (headers) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
-            lastGetAt = now
-            return withinConnectTimeout(Http.execute(client, HttpClientRequest.get(sseUrl, { headers }), "GET"))
-          })
-      ))
+    const response = yield* Authorized.send(
+      options.auth,
+      sseUrl,
+      (auth) =>
+        Effect.flatMap(
+          Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream", ...auth }),
+          (headers) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) => {
+              lastGetAt = now
+              return withinConnectTimeout(Http.execute(client, HttpClientRequest.get(sseUrl, { headers }), "GET"))
+            })
+        ),
+      { method: "GET", url: sseUrl }
+    )
     streamUrl = response.request.url
     if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, "GET"), Effect.fail)
     const type = Http.mediaType(response)

@@ -288,9 +288,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         "mcp-protocol-version": initialize ? undefined : versionHeader()
       }
       const method = "method" in message ? message.method : undefined
-      const response = yield* Authorized.send(options.auth, url, (authorization) =>
+      const response = yield* Authorized.send(options.auth, url, (auth) =>
         Effect.flatMap(
-          Http.assemble(options, { verb: "POST", url, message }, { ...own, authorization }),
+          Http.assemble(options, { verb: "POST", url, message }, { ...own, ...auth }),
           (headers) =>
             Http.execute(
               client,
@@ -312,17 +312,17 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError | MalformedMessage> =>
     Effect.gen(function*() {
       const sentSession = session
-      const response = yield* Authorized.send(options.auth, url, (authorization) =>
+      const response = yield* Authorized.send(options.auth, url, (auth) =>
         Effect.flatMap(
           Http.assemble(options, { verb: "GET", url }, {
             accept: "text/event-stream",
             "mcp-session-id": sentSession,
             "mcp-protocol-version": versionHeader(),
             "last-event-id": lastEventId,
-            authorization
+            ...auth
           }),
           (headers) => Http.execute(client, HttpClientRequest.get(url, { headers }), "GET")
-        ))
+        ), { method: "GET" })
       if (Http.isSuccess(response.status)) {
         const type = Http.mediaType(response)
         if (type === "text/event-stream") return response
@@ -507,12 +507,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // Close: abort everything in flight, then end the session
 
   const deleteSession = (sessionId: string): Effect.Effect<void> =>
-    (options.auth === undefined ? Effect.succeed(undefined) : options.auth.authorization(url)).pipe(
-      Effect.flatMap((authorization) =>
+    Authorized.headers(options.auth, url, { method: "DELETE", url }).pipe(
+      Effect.flatMap((auth) =>
         Http.assemble(options, { verb: "DELETE", url }, {
           "mcp-session-id": sessionId,
           "mcp-protocol-version": versionHeader(),
-          authorization
+          ...auth
         })
       ),
       Effect.flatMap((headers) => Http.execute(client, HttpClientRequest.delete(url, { headers }))),

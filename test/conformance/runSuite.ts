@@ -7,7 +7,7 @@ const runner = new URL("../../conformance/run-server.ts", import.meta.url).pathn
 /**
  * Runs `conformance/run-server.ts --only <suite>` (both requirement lists): its
  * exit code, its summary line per list (`"2025-11-25"` → `server 2025-11-25:
- * …`), and its output when it failed.
+ * …`; `"extensions"` → `client extensions (auth): …`), and its output when it failed.
  */
 export const runSuite = (suite: "server" | "client") =>
   Effect.scoped(Effect.gen(function*() {
@@ -19,7 +19,8 @@ export const runSuite = (suite: "server" | "client") =>
     const code = Number(yield* handle.exitCode)
     const lines: Record<string, string> = {}
     for (const line of stdout.split("\n")) {
-      const m = new RegExp(`^${suite} (\\S+): `).exec(line)
+      // `client extensions (auth): …` is keyed `extensions`.
+      const m = new RegExp(`^${suite} (\\S+)(?: \\([^)]*\\))?: `).exec(line)
       if (m !== null) lines[m[1]!] = line
     }
     return { code, lines, output: code === 0 ? "" : stdout + stderr }

@@ -15,8 +15,17 @@ import * as EverythingServer from "../../conformance/everything-server.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
-import { fromChecks, judge, parseSingle, parseSummary, readBaseline, readResults, serverScenarios } from "../../conformance/run-server.ts"
-import { inScope, parseRequirements } from "../../conformance/requirements.ts"
+import {
+  clientAuthExtensions,
+  fromChecks,
+  judge,
+  parseSingle,
+  parseSummary,
+  readBaseline,
+  readResults,
+  serverScenarios
+} from "../../conformance/run-server.ts"
+import { authExtensions, inScope, parseRequirements } from "../../conformance/requirements.ts"
 import { runSuite } from "./runSuite.ts"
 
 describe("conformance runner: verdicts", () => {
@@ -61,23 +70,29 @@ describe("conformance runner: verdicts", () => {
     expect(fromChecks("e", [{ id: "client-sse-retry-timing", status: "FAILURE" }]).failed).toBe(1)
   })
 
-  it("finds saved checks of server scenarios (server-<name>-<time>) and client scenarios (<name>-<time>)", () => {
+  it("finds saved checks of server scenarios (server-<name>-<time>) and client scenarios (<name>-<time>, auth/<name>-<time>)", () => {
     const dir = mkdtempSync(join(tmpdir(), "conformance-results-"))
     try {
-      for (const entry of ["server-ping-2026-12-01T17-21-19-694Z", "tools_call-2026-12-01T17-52-40-577Z"]) {
-        mkdirSync(join(dir, entry))
+      const entries = [
+        "server-ping-2026-12-01T17-21-19-694Z",
+        "tools_call-2026-12-01T17-52-40-577Z",
+        "auth/client-credentials-jwt-2026-12-01T23-55-02-189Z"
+      ]
+      for (const entry of entries) {
+        mkdirSync(join(dir, entry), { recursive: true })
         writeFileSync(join(dir, entry, "checks.json"), JSON.stringify([{ id: "x", status: "SUCCESS" }]))
       }
-      expect(readResults(dir).map((r) => r.name).sort()).toEqual(["ping", "tools_call"])
+      expect(readResults(dir).map((r) => r.name).sort()).toEqual(["auth/client-credentials-jwt", "ping", "tools_call"])
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
   })
 
-  it("the committed baseline expects no 2025-11-25 failure and no 2026-07-28 server failure", () => {
+  it("the committed baseline expects no 2025-11-25 failure, no 2026-07-28 server failure, no auth extension failure", () => {
     const baseline = readBaseline()
     expect(baseline["2025-11-25"]).toEqual({ server: {}, client: {} })
     expect(baseline["2026-07-28"].server).toEqual({})
+    expect(baseline.extensions.client).toEqual({})
   })
 })
 
@@ -121,10 +136,16 @@ describe("conformance runner: requirement lists", () => {
     ])
   })
 
-  it("judges scored and pending scenarios, never extensions, and no OAuth scenario of the client", () => {
+  it("judges scored and pending scenarios (the client's OAuth ones included), never extensions", () => {
     const list = parseRequirements("2026-07-28", text)
     expect(inScope(list, "server")).toEqual(["server-stateless", "tools-list", "http-header-validation"])
-    expect(inScope(list, "client")).toEqual(["tools_call", "json-schema-2020-12-preservation"])
+    expect(inScope(list, "client")).toEqual(["tools_call", "auth/metadata-default", "json-schema-2020-12-preservation"])
+  })
+
+  it("groups the client's auth extension scenarios of every list, once each", () => {
+    const list = parseRequirements("2026-07-28", text)
+    expect(authExtensions([list, list])).toEqual(["auth/dpop"])
+    expect(clientAuthExtensions()).toEqual(expect.arrayContaining(["auth/dpop", "auth/dpop-nonce", "auth/wif-jwt-bearer"]))
   })
 
   it("finds both installed lists", () => {

@@ -43,6 +43,8 @@ export interface ServerMetadata {
   readonly grant_types_supported?: ReadonlyArray<string> | undefined
   readonly client_id_metadata_document_supported?: boolean | undefined
   readonly authorization_response_iss_parameter_supported?: boolean | undefined
+  /** The JWS algorithms it accepts in DPoP proofs (RFC 9449 §5.1); it issues DPoP-bound tokens. */
+  readonly dpop_signing_alg_values_supported?: ReadonlyArray<string> | undefined
 }
 
 /**

@@ -6,8 +6,12 @@
  * On a 401 it discovers the server's authorization server, gets a client
  * identity (configured, client ID metadata document, or dynamic
  * registration, in that order), and obtains tokens: the authorization code
- * grant with PKCE S256 through an interactive handler, or client
- * credentials. Every grant names the resource (RFC 8707). Tokens are
+ * grant with PKCE S256 through an interactive handler, client credentials
+ * (with a secret or a `private_key_jwt` assertion), a JWT bearer grant
+ * (workload identity), or an enterprise identity assertion (token exchange
+ * at the identity provider, then JWT bearer). Every grant names the
+ * resource (RFC 8707). Where the authorization server offers DPoP, tokens
+ * are bound to a key the provider holds and each request carries a proof. Tokens are
  * refreshed when they expire, one refresh per server however many requests
  * wait for it, and a 403 `insufficient_scope` re-authorizes with the union
  * of the scopes held and asked for. The library itself never opens a
@@ -26,14 +30,16 @@ import {
   AuthorizationRefused,
   DiscoveryFailed,
   InteractionRequired,
-  type InvalidGrant,
   RegistrationRefused,
   StateMismatch,
-  type TokenEndpointFailed,
   type TokenStoreFailed,
   UserDenied
 } from "../../AuthError.ts"
+import type * as ClientAssertion from "./ClientAssertion.ts"
 import * as Discovery from "./Discovery.ts"
+import * as Dpop from "./Dpop.ts"
+import * as IdentityAssertion from "./IdentityAssertion.ts"
+import * as JwtBearer from "./JwtBearer.ts"
 import * as Pkce from "./Pkce.ts"
 import * as TokenEndpoint from "./TokenEndpoint.ts"
 import * as TokenStore from "./TokenStore.ts"
@@ -78,11 +84,35 @@ export interface Options {
   /** Shows the authorization URL and returns the redirect. Without it only client credentials can be used. */
   readonly interaction?: Interaction | undefined
   /**
-   * The grant: `authorization_code` (a user signs in) or `client_credentials`
-   * (a confidential client acts for itself). Default: `client_credentials`
-   * when a secret is given and no `interaction`, else `authorization_code`.
+   * The pre-registered client's private key: it authenticates with a signed
+   * assertion (`private_key_jwt`, RFC 7523) instead of a secret. Default none.
    */
-  readonly grant?: "authorization_code" | "client_credentials" | undefined
+  readonly clientKey?: ClientAssertion.SigningKey | undefined
+  /**
+   * The JWT of the JWT bearer grant (RFC 7523, workload identity), run for
+   * each token request: e.g. `JwtBearer.fromFile(path)`. Default none.
+   */
+  readonly jwtBearer?: JwtBearer.Source | undefined
+  /**
+   * Enterprise-managed authorization: the identity provider and the user's
+   * identity token to exchange there for an ID-JAG. Default none.
+   */
+  readonly enterprise?: IdentityAssertion.Options | undefined
+  /**
+   * The grant: `authorization_code` (a user signs in), `client_credentials`
+   * (a confidential client acts for itself), `jwt_bearer` (a workload's
+   * JWT) or `identity_assertion` (enterprise-managed). Default:
+   * `identity_assertion` with `enterprise`, else `jwt_bearer` with
+   * `jwtBearer`, else `client_credentials` when a secret or key is given and
+   * no `interaction`, else `authorization_code`.
+   */
+  readonly grant?: "authorization_code" | "client_credentials" | "jwt_bearer" | "identity_assertion" | undefined
+  /**
+   * DPoP-bound tokens (RFC 9449): `"auto"` binds them when the authorization
+   * server advertises ES256 in `dpop_signing_alg_values_supported`, `true`
+   * always sends proofs, `false` never. Default `"auto"`.
+   */
+  readonly dpop?: boolean | "auto" | undefined
   /** Scopes to ask for when neither the server's challenge nor its metadata name any. Default none (no `scope`). */
   readonly scope?: string | undefined
   /** Bound on each request to the authorization server (metadata, registration, token). Default 30 seconds. */
@@ -96,6 +126,20 @@ export interface Options {
 }
 
 /**
+ * The request auth headers are made for: a DPoP proof is bound to its
+ * method and URL.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface AuthRequest {
+  /** The HTTP method, upper-case. */
+  readonly method: string
+  /** The URL requested (query and fragment are left out of a proof). */
+  readonly url: string
+}
+
+/**
  * What a transport asks of the provider.
  *
  * @since 0.2.0
@@ -103,12 +147,20 @@ export interface Options {
  */
 export interface OAuthProviderShape {
   /**
-   * The `Authorization` header value for a request to `serverUrl`
-   * (refreshing an expired token first); `undefined` while there is none.
+   * The auth headers for `request` to the MCP server `serverUrl`
+   * (refreshing an expired token first), lower-case names: `authorization`
+   * (`Bearer …` or `DPoP …`) and, with a DPoP-bound token, a fresh `dpop`
+   * proof. Empty while there is no token.
    */
-  readonly authorization: (serverUrl: string) => Effect.Effect<string | undefined, AuthError>
+  readonly headers: (serverUrl: string, request: AuthRequest) => Effect.Effect<Readonly<Record<string, string>>, AuthError>
   /**
-   * The server answered 401 to a request sent with `sent`: refresh, or
+   * A server at `url` handed out a DPoP nonce (`DPoP-Nonce`): proofs for
+   * its origin carry the latest one from now on.
+   */
+  readonly nonce: (url: string, nonce: string) => Effect.Effect<void>
+  /**
+   * The server answered 401 to a request sent with the `authorization`
+   * value `sent`: refresh, or
    * authorize from scratch. Does nothing when the token was replaced since.
    */
   readonly unauthorized: (
@@ -141,8 +193,9 @@ const DEFAULT_TIMEOUT = Duration.seconds(30)
 const DEFAULT_INTERACTION_TIMEOUT = Duration.minutes(5)
 const DEFAULT_REFRESH_MARGIN = Duration.seconds(30)
 
+/** The `Authorization` value of the tokens: `Bearer …`, or `DPoP …` for a bound token. */
 const bearer = (tokens: TokenStore.Tokens | undefined): string | undefined =>
-  tokens === undefined ? undefined : `Bearer ${tokens.accessToken}`
+  tokens === undefined ? undefined : `${tokens.tokenType === "DPoP" ? "DPoP" : "Bearer"} ${tokens.accessToken}`
 
 const scopeUnion = (...scopes: ReadonlyArray<string | undefined>): string | undefined => {
   const all = new Set<string>()
@@ -166,7 +219,21 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
   const limits: Discovery.Limits = { maxBytes: options.maxMetadataBytes, timeout }
   const marginMs = Duration.toMillis(Duration.fromInputUnsafe(options.refreshMargin ?? DEFAULT_REFRESH_MARGIN))
   const grant = options.grant ??
-    (options.clientSecret !== undefined && options.interaction === undefined ? "client_credentials" : "authorization_code")
+    (options.enterprise !== undefined
+      ? "identity_assertion"
+      : options.jwtBearer !== undefined
+      ? "jwt_bearer"
+      : (options.clientSecret !== undefined || options.clientKey !== undefined) && options.interaction === undefined
+      ? "client_credentials"
+      : "authorization_code")
+  // One key for the provider's life: a bound token is only ever used with it (see `current`).
+  const signer = Dpop.make()
+  const dpopFor = (found: Discovery.Discovered): Dpop.Signer | undefined => {
+    if (options.dpop === false) return undefined
+    if (options.dpop === true) return signer
+    const algs = found.server.dpop_signing_alg_values_supported
+    return Array.isArray(algs) && algs.includes("ES256") ? signer : undefined
+  }
 
   /** Per server: what discovery found, and one lock that serializes its refreshes and grants. */
   const discovered = new Map<string, Discovery.Discovered>()
@@ -177,15 +244,19 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
     return lock
   }
 
+  /** A DPoP token bound to another key (stored by an earlier run) cannot be proven: it is as good as none. */
+  const usable = (tokens: TokenStore.Tokens | undefined) =>
+    tokens !== undefined && tokens.tokenType === "DPoP" && tokens.jkt !== signer.thumbprint ? undefined : tokens
+
   /** The tokens for the server: those of its discovered issuer and resource, or the one stored set covering it. */
   const current = (serverUrl: string): Effect.Effect<TokenStore.Tokens | undefined, TokenStoreFailed> =>
     Effect.map(store.load, (contents) => {
       const found = discovered.get(serverUrl)
       if (found !== undefined) {
-        return contents.tokens[TokenStore.bindingKey(found.server.issuer, found.resource.resource)]
+        return usable(contents.tokens[TokenStore.bindingKey(found.server.issuer, found.resource.resource)])
       }
       const covering = Object.values(contents.tokens).filter((t) => Discovery.resourceCovers(t.resource, serverUrl))
-      return covering.length === 1 ? covering[0] : undefined
+      return covering.length === 1 ? usable(covering[0]) : undefined
     })
 
   const discover = (serverUrl: string, challenge: WwwAuthenticate.BearerChallenge) =>
@@ -206,6 +277,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         resource: found.resource.resource,
         accessToken: response.accessToken,
         tokenType: response.tokenType,
+        jkt: response.tokenType === "DPoP" ? signer.thumbprint : undefined,
         // A refresh answer without a refresh token keeps the old one (RFC 6749 §6); with one, it rotates.
         refreshToken: response.refreshToken ?? previous?.refreshToken,
         expiresAt: response.expiresIn === undefined ? undefined : now + response.expiresIn * 1000,
@@ -228,7 +300,9 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
           issuer,
           clientId: options.clientId,
           clientSecret: options.clientSecret,
-          authMethod: options.clientSecret === undefined
+          authMethod: options.clientKey !== undefined
+            ? "private_key_jwt"
+            : options.clientSecret === undefined
             ? "none"
             : methods.includes("client_secret_basic") || !methods.includes("client_secret_post")
             ? "client_secret_basic"
@@ -357,7 +431,9 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
           code_verifier: pkce.verifier,
           resource: found.resource.resource
         },
-        timeout
+        timeout,
+        dpop: dpopFor(found),
+        signingKey: options.clientKey
       })
       return yield* save(found, response, undefined, scope)
     })
@@ -371,13 +447,67 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         client,
         grant: "client_credentials",
         params: { resource: found.resource.resource, ...(scope === undefined ? {} : { scope }) },
-        timeout
+        timeout,
+        dpop: dpopFor(found),
+        signingKey: options.clientKey
       })
       return yield* save(found, response, undefined, scope)
     })
 
-  const obtain = (found: Discovery.Discovered, scope: string | undefined) =>
-    grant === "client_credentials" ? clientCredentials(found, scope) : authorizationCode(found, scope)
+  /** RFC 7523 §2.1: the assertion is the grant; a client is named only when one is configured. */
+  const assertionGrant = (found: Discovery.Discovered, scope: string | undefined, assertion: string) =>
+    Effect.gen(function*() {
+      const client = options.clientId === undefined ? undefined : yield* identity(found, scope)
+      const response = yield* TokenEndpoint.requestToken(http, {
+        issuer: found.server.issuer,
+        tokenEndpoint: found.server.token_endpoint,
+        client,
+        grant: "jwt_bearer",
+        params: { assertion, resource: found.resource.resource, ...(scope === undefined ? {} : { scope }) },
+        timeout,
+        dpop: dpopFor(found),
+        signingKey: options.clientKey
+      })
+      return yield* save(found, response, undefined, scope)
+    })
+
+  const jwtBearer = (found: Discovery.Discovered, scope: string | undefined) =>
+    Effect.gen(function*() {
+      if (options.jwtBearer === undefined) {
+        return yield* new InteractionRequired({ serverUrl: found.serverUrl, reason: "the jwt_bearer grant needs the jwtBearer option" })
+      }
+      return yield* assertionGrant(found, scope, yield* JwtBearer.read(options.jwtBearer))
+    })
+
+  const identityAssertion = (found: Discovery.Discovered, scope: string | undefined) =>
+    Effect.gen(function*() {
+      if (options.enterprise === undefined) {
+        return yield* new InteractionRequired({
+          serverUrl: found.serverUrl,
+          reason: "the identity_assertion grant needs the enterprise option"
+        })
+      }
+      const idJag = yield* IdentityAssertion.exchange(http, options.enterprise, {
+        audience: found.server.issuer,
+        resource: found.resource.resource,
+        scope,
+        timeout
+      })
+      return yield* assertionGrant(found, scope, idJag)
+    })
+
+  const obtain = (found: Discovery.Discovered, scope: string | undefined) => {
+    switch (grant) {
+      case "client_credentials":
+        return clientCredentials(found, scope)
+      case "jwt_bearer":
+        return jwtBearer(found, scope)
+      case "identity_assertion":
+        return identityAssertion(found, scope)
+      default:
+        return authorizationCode(found, scope)
+    }
+  }
 
   /** Refreshes; a refused refresh token is removed, so the next attempt signs in again. */
   const refresh = (
@@ -393,9 +523,12 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         client,
         grant: "refresh_token",
         params: { refresh_token: tokens.refreshToken!, resource: tokens.resource },
-        timeout
+        timeout,
+        // A bound token's refresh token is bound too (RFC 9449 §5): its refresh needs a proof.
+        dpop: tokens.tokenType === "DPoP" ? signer : dpopFor(found),
+        signingKey: options.clientKey
       }).pipe(
-        Effect.tapError((error: InvalidGrant | TokenEndpointFailed) =>
+        Effect.tapError((error) =>
           error._tag === "InvalidGrant"
             ? store.update((contents) => TokenStore.withoutTokens(contents, tokens.issuer, tokens.resource))
             : Effect.void
@@ -410,19 +543,19 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
   // ---------------------------------------------------------------------------
   // The service
 
-  const authorization: OAuthProviderShape["authorization"] = (serverUrl) =>
+  const authorization = (serverUrl: string) =>
     Effect.gen(function*() {
       const tokens = yield* current(serverUrl)
       if (tokens === undefined) return undefined
-      if (tokens.refreshToken === undefined || !expired(tokens, yield* Clock.currentTimeMillis)) return bearer(tokens)
+      if (tokens.refreshToken === undefined || !expired(tokens, yield* Clock.currentTimeMillis)) return tokens
       return yield* lockOf(serverUrl).withPermit(Effect.gen(function*() {
         // Whoever held the lock before may have refreshed already.
         const latest = yield* current(serverUrl)
         if (latest === undefined) return undefined
-        if (latest.refreshToken === undefined || !expired(latest, yield* Clock.currentTimeMillis)) return bearer(latest)
+        if (latest.refreshToken === undefined || !expired(latest, yield* Clock.currentTimeMillis)) return latest
         const found = yield* discover(serverUrl, {})
         if (found.server.issuer !== latest.issuer) return undefined
-        return bearer(yield* refresh(found, latest))
+        return yield* refresh(found, latest)
       }))
     })
 
@@ -453,7 +586,19 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
     }))
   }
 
-  return OAuthProvider.of({ authorization, unauthorized, forbidden })
+  const headers: OAuthProviderShape["headers"] = (serverUrl, request) =>
+    Effect.map(authorization(serverUrl), (tokens): Readonly<Record<string, string>> => {
+      if (tokens === undefined) return {}
+      if (tokens.tokenType !== "DPoP") return { authorization: bearer(tokens)! }
+      return {
+        authorization: bearer(tokens)!,
+        dpop: signer.proof(request.method, request.url, tokens.accessToken)
+      }
+    })
+
+  const nonce: OAuthProviderShape["nonce"] = (url, value) => Effect.sync(() => signer.remember(url, value))
+
+  return OAuthProvider.of({ headers, nonce, unauthorized, forbidden })
 })
 
 /**

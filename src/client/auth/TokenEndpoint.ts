@@ -10,10 +10,18 @@ import * as Effect from "effect/Effect"
 import * as HttpBody from "effect/http/HttpBody"
 import type * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
-import { InvalidGrant, RegistrationRefused, TokenEndpointFailed } from "../../AuthError.ts"
+import {
+  type AssertionUnavailable,
+  DpopNonceRejected,
+  InvalidGrant,
+  RegistrationRefused,
+  TokenEndpointFailed
+} from "../../AuthError.ts"
 import { truncate } from "../../McpError.ts"
 import * as Http from "../internal/HttpExchange.ts"
-import type { RegisteredClient, TokenEndpointAuth } from "./TokenStore.ts"
+import * as ClientAssertion from "./ClientAssertion.ts"
+import type * as Dpop from "./Dpop.ts"
+import type { RegisteredClient } from "./TokenStore.ts"
 
 /**
  * A token endpoint's successful answer (RFC 6749 §5.1).
@@ -23,7 +31,10 @@ import type { RegisteredClient, TokenEndpointAuth } from "./TokenStore.ts"
  */
 export interface TokenResponse {
   readonly accessToken: string
+  /** `Bearer`, `DPoP` (bound to the proof's key), or, for a token exchange, what the server says (`N_A`). */
   readonly tokenType: string
+  /** A token exchange's `issued_token_type` (RFC 8693 §2.2.1). */
+  readonly issuedTokenType?: string | undefined
   readonly expiresIn?: number | undefined
   readonly refreshToken?: string | undefined
   readonly scope?: string | undefined
@@ -35,7 +46,15 @@ export interface TokenResponse {
  * @since 0.2.0
  * @category models
  */
-export type Grant = "authorization_code" | "refresh_token" | "client_credentials"
+export type Grant = "authorization_code" | "refresh_token" | "client_credentials" | "jwt_bearer" | "token_exchange"
+
+const GRANT_TYPES: Readonly<Record<Grant, string>> = {
+  authorization_code: "authorization_code",
+  refresh_token: "refresh_token",
+  client_credentials: "client_credentials",
+  jwt_bearer: "urn:ietf:params:oauth:grant-type:jwt-bearer",
+  token_exchange: "urn:ietf:params:oauth:grant-type:token-exchange"
+}
 
 const MAX_ANSWER_BYTES = 64 * 1024
 
@@ -43,10 +62,23 @@ const MAX_ANSWER_BYTES = 64 * 1024
 const formEncode = (text: string): string => encodeURIComponent(text).replace(/%20/g, "+")
 
 const withClientAuth = (
-  client: RegisteredClient,
-  params: Record<string, string>
+  client: RegisteredClient | undefined,
+  params: Record<string, string>,
+  assertion: string | undefined
 ): { readonly params: Record<string, string>; readonly headers: Record<string, string> } => {
-  const method: TokenEndpointAuth = client.clientSecret === undefined ? "none" : client.authMethod
+  if (client === undefined) return { params, headers: {} }
+  if (client.authMethod === "private_key_jwt" && assertion !== undefined) {
+    return {
+      params: {
+        ...params,
+        client_id: client.clientId,
+        client_assertion_type: ClientAssertion.ASSERTION_TYPE,
+        client_assertion: assertion
+      },
+      headers: {}
+    }
+  }
+  const method = client.clientSecret === undefined ? "none" : client.authMethod
   switch (method) {
     case "client_secret_basic":
       return {
@@ -57,7 +89,7 @@ const withClientAuth = (
       }
     case "client_secret_post":
       return { params: { ...params, client_id: client.clientId, client_secret: client.clientSecret! }, headers: {} }
-    case "none":
+    default:
       return { params: { ...params, client_id: client.clientId }, headers: {} }
   }
 }
@@ -79,6 +111,11 @@ const jsonObject = (text: string): Record<string, unknown> | undefined => {
  * `invalid_client`…) fails with `InvalidGrant`; any other failure,
  * including no answer within `timeout`, with `TokenEndpointFailed`.
  *
+ * With `dpop`, the request carries a proof and a `DPoP` token is accepted; a
+ * `use_dpop_nonce` refusal is retried once with the server's nonce, a second
+ * one is `DpopNonceRejected`. A `private_key_jwt` client signs an assertion
+ * for the issuer with `signingKey`.
+ *
  * @since 0.2.0
  * @category requests
  */
@@ -87,41 +124,84 @@ export const requestToken = (
   options: {
     readonly issuer: string
     readonly tokenEndpoint: string
-    readonly client: RegisteredClient
+    /** Who the client is; none for a grant that needs no client (a JWT bearer assertion alone). */
+    readonly client: RegisteredClient | undefined
     readonly grant: Grant
     readonly params: Record<string, string>
     readonly timeout: Duration.Input
+    /** Proves possession of the provider's DPoP key; the token is then bound to it. */
+    readonly dpop?: Dpop.Signer | undefined
+    /** The key of a `private_key_jwt` client. */
+    readonly signingKey?: ClientAssertion.SigningKey | undefined
   }
-): Effect.Effect<TokenResponse, InvalidGrant | TokenEndpointFailed> => {
-  const { issuer } = options
+): Effect.Effect<TokenResponse, InvalidGrant | TokenEndpointFailed | DpopNonceRejected | AssertionUnavailable> => {
+  const { issuer, dpop } = options
   const failed = (reason: string, status?: number) => new TokenEndpointFailed({ issuer, reason, status })
-  const auth = withClientAuth(options.client, { grant_type: options.grant, ...options.params })
-  const request = HttpClientRequest.post(options.tokenEndpoint, {
-    headers: { accept: "application/json", ...auth.headers },
-    body: HttpBody.text(new URLSearchParams(auth.params).toString(), "application/x-www-form-urlencoded")
-  })
+  const attempt = (assertion: string | undefined) => {
+    const auth = withClientAuth(options.client, { grant_type: GRANT_TYPES[options.grant], ...options.params }, assertion)
+    const proof = dpop === undefined ? {} : { dpop: dpop.proof("POST", options.tokenEndpoint) }
+    const request = HttpClientRequest.post(options.tokenEndpoint, {
+      headers: { accept: "application/json", ...auth.headers, ...proof },
+      body: HttpBody.text(new URLSearchParams(auth.params).toString(), "application/x-www-form-urlencoded")
+    })
+    return Effect.gen(function*() {
+      const response = yield* Http.execute(http, request)
+      const nonce = response.headers["dpop-nonce"]
+      if (dpop !== undefined && nonce !== undefined) dpop.remember(options.tokenEndpoint, nonce)
+      const text = yield* Http.readText(response, MAX_ANSWER_BYTES)
+      return { status: response.status, json: jsonObject(text), nonce }
+    })
+  }
+  const { client, signingKey } = options
+  const clientAssertion = client?.authMethod === "private_key_jwt" && signingKey !== undefined
+    ? ClientAssertion.make(signingKey, client.clientId, issuer)
+    : Effect.succeed(undefined)
   return Effect.gen(function*() {
-    const response = yield* Http.execute(http, request)
-    const text = yield* Http.readText(response, MAX_ANSWER_BYTES)
-    const json = jsonObject(text)
-    if (!Http.isSuccess(response.status)) {
+    const assertion = yield* clientAssertion
+    let answer = yield* attempt(assertion)
+    if (dpop !== undefined && !Http.isSuccess(answer.status) && answer.json?.error === "use_dpop_nonce") {
+      if (answer.nonce === undefined) {
+        return yield* new DpopNonceRejected({ url: options.tokenEndpoint, by: "authorization-server", nonceSent: false })
+      }
+      // A proof and an assertion are each good for one request: both are made afresh.
+      const again = yield* clientAssertion
+      answer = yield* attempt(again)
+      if (!Http.isSuccess(answer.status) && answer.json?.error === "use_dpop_nonce") {
+        return yield* new DpopNonceRejected({ url: options.tokenEndpoint, by: "authorization-server", nonceSent: true })
+      }
+    }
+    const { json, status } = answer
+    if (!Http.isSuccess(status)) {
       const error = typeof json?.error === "string" ? json.error : undefined
       const description = typeof json?.error_description === "string" ? truncate(json.error_description) : undefined
-      if (error !== undefined && GRANT_REFUSALS.has(error) && response.status < 500) {
+      if (error !== undefined && GRANT_REFUSALS.has(error) && status < 500) {
         return yield* new InvalidGrant({ issuer, grant: options.grant, error, description })
       }
-      return yield* failed(error === undefined ? "an error status" : `${error}${description ? ` (${description})` : ""}`, response.status)
+      return yield* failed(error === undefined ? "an error status" : `${error}${description ? ` (${description})` : ""}`, status)
     }
     if (json === undefined || typeof json.access_token !== "string" || typeof json.token_type !== "string") {
-      return yield* failed("the answer is not a token response (access_token and token_type required)", response.status)
+      return yield* failed("the answer is not a token response (access_token and token_type required)", status)
     }
-    if (json.token_type.toLowerCase() !== "bearer") {
-      return yield* failed(`the token type is ${json.token_type}; only Bearer is supported`, response.status)
+    const type = json.token_type.toLowerCase()
+    // A token exchange issues what it was asked for (an ID-JAG is `N_A`: not an access token).
+    const tokenType = options.grant === "token_exchange"
+      ? json.token_type
+      : type === "bearer"
+      ? "Bearer"
+      : type === "dpop" && dpop !== undefined
+      ? "DPoP"
+      : undefined
+    if (tokenType === undefined) {
+      return yield* failed(
+        `the token type is ${json.token_type}; only Bearer${dpop === undefined ? "" : " and DPoP"} are supported`,
+        status
+      )
     }
     const expiresIn = typeof json.expires_in === "number" && json.expires_in >= 0 ? json.expires_in : undefined
     return {
       accessToken: json.access_token,
-      tokenType: "Bearer",
+      tokenType,
+      issuedTokenType: typeof json.issued_token_type === "string" ? json.issued_token_type : undefined,
       expiresIn,
       refreshToken: typeof json.refresh_token === "string" ? json.refresh_token : undefined,
       scope: typeof json.scope === "string" ? json.scope : undefined

@@ -20,8 +20,10 @@ export interface Tokens {
   readonly issuer: string
   readonly resource: string
   readonly accessToken: string
-  /** `Bearer` (the only type sent). */
+  /** `Bearer`, or `DPoP` for a token bound to the provider's DPoP key. */
   readonly tokenType: string
+  /** For a `DPoP` token: the thumbprint of the key it is bound to (a token of another key is not used). */
+  readonly jkt?: string | undefined
   readonly refreshToken?: string | undefined
   /** When the access token expires, in epoch milliseconds; unknown when absent. */
   readonly expiresAt?: number | undefined
@@ -35,7 +37,7 @@ export interface Tokens {
  * @since 0.2.0
  * @category models
  */
-export type TokenEndpointAuth = "none" | "client_secret_basic" | "client_secret_post"
+export type TokenEndpointAuth = "none" | "client_secret_basic" | "client_secret_post" | "private_key_jwt"
 
 /**
  * A client identity at one authorization server (registered dynamically or configured).
@@ -168,7 +170,8 @@ const optional = (value: unknown, type: string): boolean => value === undefined 
 const isTokens = (value: unknown): value is Tokens =>
   isRecord(value) && typeof value.issuer === "string" && typeof value.resource === "string" &&
   typeof value.accessToken === "string" && typeof value.tokenType === "string" &&
-  optional(value.refreshToken, "string") && optional(value.expiresAt, "number") && optional(value.scope, "string")
+  optional(value.refreshToken, "string") && optional(value.expiresAt, "number") && optional(value.scope, "string") &&
+  optional(value.jkt, "string")
 
 const isClient = (value: unknown): value is RegisteredClient =>
   isRecord(value) && typeof value.issuer === "string" && typeof value.clientId === "string" &&

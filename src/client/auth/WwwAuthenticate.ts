@@ -1,7 +1,8 @@
 /**
- * The `Bearer` challenge of a `WWW-Authenticate` header (RFC 6750 §3, with
- * RFC 9728's `resource_metadata`): what a 401 or 403 tells the client about
- * where to discover authorization and which scopes it wants.
+ * The `Bearer` (RFC 6750 §3) or `DPoP` (RFC 9449 §7.1) challenge of a
+ * `WWW-Authenticate` header, with RFC 9728's `resource_metadata`: what a 401
+ * or 403 tells the client about where to discover authorization, which
+ * scopes it wants, and whether it wants a DPoP nonce (`use_dpop_nonce`).
  */
 
 /**
@@ -21,8 +22,9 @@ export interface BearerChallenge {
 }
 
 /**
- * Reads the `Bearer` challenge out of a `WWW-Authenticate` value (which may
- * hold several challenges); an empty challenge when there is none.
+ * Reads the first `Bearer` or `DPoP` challenge out of a `WWW-Authenticate`
+ * value (which may hold several challenges); an empty challenge when there
+ * is none.
  *
  * @since 0.2.0
  * @category parsing
@@ -41,7 +43,7 @@ export const parse = (header: string | undefined): BearerChallenge => {
 const TOKEN = /[!#$%&'*+\-.^_`|~0-9A-Za-z]+/y
 const SPACE = /[\s,]*/y
 
-/** The auth-params of the first `Bearer` challenge, names lower-cased. */
+/** The auth-params of the first `Bearer` or `DPoP` challenge, names lower-cased. */
 const bearerParams = (header: string): Map<string, string> => {
   const params = new Map<string, string>()
   let i = 0
@@ -63,9 +65,9 @@ const bearerParams = (header: string): Map<string, string> => {
     const afterName = i
     read(/[ \t]*/y)
     if (header[i] !== "=") {
-      // A new scheme starts: only the Bearer one is read.
+      // A new scheme starts: only the first Bearer or DPoP one is read.
       if (inBearer) return params
-      inBearer = name.toLowerCase() === "bearer"
+      inBearer = name.toLowerCase() === "bearer" || name.toLowerCase() === "dpop"
       i = afterName
       continue
     }

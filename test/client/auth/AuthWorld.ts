@@ -5,7 +5,7 @@
  * against challenge, the resource indicator, refresh tokens (rotated and
  * revocable), bearer tokens and their scopes.
  */
-import { createHash } from "node:crypto"
+import { createHash, createPublicKey, type KeyObject, verify } from "node:crypto"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
@@ -48,7 +48,49 @@ export interface Knobs {
   clientSecret: string
   /** Token endpoint auth methods advertised. */
   authMethods: ReadonlyArray<string>
+  /** Advertise DPoP (ES256) and bind tokens to the proof's key when a token request carries one. */
+  dpop: boolean
+  /**
+   * The token endpoint's 400 use_dpop_nonce: "required" for a proof without its nonce, "refused" for
+   * every proof (a broken server), "bare" for every proof and without a DPoP-Nonce header.
+   */
+  asNonce: "never" | "required" | "refused" | "bare"
+  /** The MCP server's 401 use_dpop_nonce: "required" for a proof without its nonce, "refused" for every proof. */
+  rsNonce: "never" | "required" | "refused"
+  /** The public key of client `svc`'s private_key_jwt assertions (client credentials). */
+  clientKey?: KeyObject | undefined
+  /** The public key a JWT bearer grant's assertion must be signed with (workload identity). */
+  assertionKey?: KeyObject | undefined
 }
+
+/** A compact JWS taken apart, and whether its signature verifies with `key` (or its header's `jwk`). */
+export interface CheckedJwt {
+  readonly header: Record<string, any>
+  readonly claims: Record<string, any>
+  readonly valid: boolean
+}
+
+export const checkJwt = (jwt: string, key?: KeyObject): CheckedJwt => {
+  const [h, p, sig] = jwt.split(".")
+  const header = JSON.parse(Buffer.from(h!, "base64url").toString())
+  const claims = JSON.parse(Buffer.from(p!, "base64url").toString())
+  const publicKey = key ?? createPublicKey({ key: header.jwk, format: "jwk" })
+  const ec = header.alg === "ES256"
+  const valid = verify(
+    "sha256",
+    Buffer.from(`${h}.${p}`),
+    ec ? { key: publicKey, dsaEncoding: "ieee-p1363" } : publicKey,
+    Buffer.from(sig!, "base64url")
+  )
+  return { header, claims, valid }
+}
+
+/** The RFC 7638 thumbprint of an EC public JWK. */
+export const thumbprint = (jwk: Record<string, string>): string =>
+  createHash("sha256").update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y })).digest("base64url")
+
+export const AS_NONCE = "as-nonce-1"
+export const RS_NONCE = "rs-nonce-1"
 
 export interface AuthWorld {
   readonly origin: string
@@ -57,7 +99,7 @@ export interface AuthWorld {
   readonly knobs: Knobs
   readonly seen: Array<Seen>
   /** Access tokens issued: token → scopes; delete one to revoke it. */
-  readonly accessTokens: Map<string, { scopes: ReadonlyArray<string>; expired: boolean }>
+  readonly accessTokens: Map<string, { scopes: ReadonlyArray<string>; expired: boolean; jkt?: string | undefined }>
   /** Valid refresh tokens. */
   readonly refreshTokens: Set<string>
   /** Every access token ever issued, to look for in logs. */
@@ -90,10 +132,14 @@ export const make = (overrides: Partial<Knobs> = {}) =>
         rotate: true,
         clientSecret: "svc-secret",
         authMethods: ["none", "client_secret_basic", "client_secret_post"],
+        dpop: false,
+        asNonce: "never",
+        rsNonce: "never",
         ...overrides
       }
       const seen: Array<Seen> = []
-      const accessTokens = new Map<string, { scopes: ReadonlyArray<string>; expired: boolean }>()
+      const accessTokens = new Map<string, { scopes: ReadonlyArray<string>; expired: boolean; jkt?: string | undefined }>()
+      const idJags = new Set<string>()
       const refreshTokens = new Set<string>()
       const issued: Array<string> = []
       const codes = new Map<string, { challenge: string; resource: string; scope: string; clientId: string }>()
@@ -102,9 +148,11 @@ export const make = (overrides: Partial<Knobs> = {}) =>
       const hanging: Array<http.ServerResponse> = []
       let origin = ""
 
+      /** The thumbprint the token gets bound to, or the error answer of a proof that does not pass. */
+      let bindTo: string | undefined
       const issueTokens = (scope: string) => {
         const access = fresh("at")
-        accessTokens.set(access, { scopes: scope === "" ? [] : scope.split(" "), expired: false })
+        accessTokens.set(access, { scopes: scope === "" ? [] : scope.split(" "), expired: false, jkt: bindTo })
         issued.push(access)
         const refresh = fresh("rt")
         refreshTokens.add(refresh)
@@ -140,8 +188,10 @@ export const make = (overrides: Partial<Knobs> = {}) =>
           ...(knobs.dcr ? { registration_endpoint: `${origin}/register` } : {}),
           code_challenge_methods_supported: ["S256"],
           token_endpoint_auth_methods_supported: knobs.authMethods,
-          ...(knobs.cimd ? { client_id_metadata_document_supported: true } : {})
+          ...(knobs.cimd ? { client_id_metadata_document_supported: true } : {}),
+          ...(knobs.dpop ? { dpop_signing_alg_values_supported: ["ES256"] } : {})
         }
+        const tokenType = () => bindTo === undefined ? "Bearer" : "DPoP"
         const path = url.pathname
         // Protected resource metadata
         if (path === "/.well-known/oauth-protected-resource/mcp" && knobs.prm === "path") return send(200, prmDoc())
@@ -179,6 +229,21 @@ export const make = (overrides: Partial<Knobs> = {}) =>
           if (knobs.token === "500") return send(500, "oops")
           if (knobs.token === "hang") return void hanging.push(res)
           const grant = form.get("grant_type")
+          bindTo = undefined
+          const proof = req.headers.dpop
+          if (knobs.dpop && typeof proof === "string") {
+            const checked = checkJwt(proof)
+            if (
+              !checked.valid || checked.header.typ !== "dpop+jwt" || checked.claims.htm !== "POST" ||
+              checked.claims.htu !== `${origin}/token`
+            ) return send(400, { error: "invalid_dpop_proof" })
+            const refuse = knobs.asNonce === "refused" || knobs.asNonce === "bare" ||
+              (knobs.asNonce === "required" && checked.claims.nonce !== AS_NONCE)
+            if (refuse) {
+              return send(400, { error: "use_dpop_nonce" }, knobs.asNonce === "bare" ? {} : { "dpop-nonce": AS_NONCE })
+            }
+            bindTo = thumbprint(checked.header.jwk)
+          }
           if (grant === "authorization_code") {
             const code = codes.get(form.get("code") ?? "")
             codes.delete(form.get("code") ?? "")
@@ -191,7 +256,7 @@ export const make = (overrides: Partial<Knobs> = {}) =>
             rtScope.set(refresh, code.scope)
             return send(200, {
               access_token: access,
-              token_type: "Bearer",
+              token_type: tokenType(),
               refresh_token: refresh,
               ...(knobs.expiresIn === undefined ? {} : { expires_in: knobs.expiresIn }),
               scope: code.scope
@@ -206,7 +271,7 @@ export const make = (overrides: Partial<Knobs> = {}) =>
             refreshTokens.delete(knobs.rotate ? rt : refresh)
             return send(200, {
               access_token: access,
-              token_type: "Bearer",
+              token_type: tokenType(),
               ...(knobs.rotate ? { refresh_token: refresh } : {}),
               ...(knobs.expiresIn === undefined ? {} : { expires_in: knobs.expiresIn })
             })
@@ -215,20 +280,76 @@ export const make = (overrides: Partial<Knobs> = {}) =>
             const basic = req.headers.authorization?.startsWith("Basic ")
               ? Buffer.from(req.headers.authorization.slice(6), "base64").toString().split(":")
               : undefined
-            const [id, secret] = basic ?? [form.get("client_id"), form.get("client_secret")]
-            if (id !== "svc" || secret !== knobs.clientSecret) return send(401, { error: "invalid_client" })
+            const assertion = form.get("client_assertion")
+            if (knobs.clientKey !== undefined && assertion !== null) {
+              const checked = checkJwt(assertion, knobs.clientKey)
+              const now = Math.floor(Date.now() / 1000)
+              if (
+                !checked.valid || form.get("client_assertion_type") !== "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" ||
+                checked.claims.iss !== "svc" || checked.claims.sub !== "svc" || checked.claims.aud !== issuer ||
+                typeof checked.claims.jti !== "string" || !(checked.claims.exp > now)
+              ) return send(401, { error: "invalid_client", error_description: "assertion rejected" })
+            } else {
+              const [id, secret] = basic ?? [form.get("client_id"), form.get("client_secret")]
+              if (id !== "svc" || secret !== knobs.clientSecret) return send(401, { error: "invalid_client" })
+            }
             const { access } = issueTokens(form.get("scope") ?? "")
-            return send(200, { access_token: access, token_type: "Bearer", expires_in: 3600 })
+            return send(200, { access_token: access, token_type: tokenType(), expires_in: 3600 })
+          }
+          if (grant === "urn:ietf:params:oauth:grant-type:jwt-bearer") {
+            const assertion = form.get("assertion") ?? ""
+            const ok = idJags.has(assertion) ||
+              (knobs.assertionKey !== undefined && assertion.split(".").length === 3 &&
+                checkJwt(assertion, knobs.assertionKey).valid && checkJwt(assertion, knobs.assertionKey).claims.aud === issuer)
+            if (!ok || form.get("resource") !== `${origin}/mcp`) {
+              return send(400, { error: "invalid_grant", error_description: "assertion rejected" })
+            }
+            const { access } = issueTokens(form.get("scope") ?? "")
+            return send(200, { access_token: access, token_type: tokenType(), expires_in: 3600 })
           }
           return send(400, { error: "unsupported_grant_type" })
+        }
+        // The enterprise identity provider's token endpoint: ID token -> ID-JAG.
+        if (path === "/idp/token" && req.method === "POST") {
+          if (
+            form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:token-exchange" ||
+            form.get("subject_token") !== "id.token.ok" ||
+            form.get("subject_token_type") !== "urn:ietf:params:oauth:token-type:id_token" ||
+            form.get("requested_token_type") !== "urn:ietf:params:oauth:token-type:id-jag"
+          ) return send(400, { error: "invalid_grant", error_description: "identity token rejected" })
+          const jag = `${Buffer.from("{}").toString("base64url")}.${Buffer.from(fresh("jag")).toString("base64url")}.sig`
+          idJags.add(jag)
+          return send(200, {
+            access_token: jag,
+            issued_token_type: "urn:ietf:params:oauth:token-type:id-jag",
+            token_type: "N_A"
+          })
         }
         if (path === "/mcp") {
           const hint = knobs.prm === "hint" || knobs.prm === "hint-missing" ? `, resource_metadata="${knobs.hintOrigin ?? origin}/custom/prm.json"` : ""
           const scope = knobs.challengeScope === undefined ? "" : `, scope="${knobs.challengeScope}"`
           const auth = req.headers.authorization
-          const token = auth?.startsWith("Bearer ") ? accessTokens.get(auth.slice(7)) : undefined
-          if (token === undefined || token.expired) {
-            return send(401, { error: "unauthorized" }, { "www-authenticate": `Bearer error="invalid_token"${hint}${scope}` })
+          const presented = auth?.startsWith("Bearer ") || auth?.startsWith("DPoP ") ? auth.slice(auth.indexOf(" ") + 1) : ""
+          const token = accessTokens.get(presented)
+          const scheme = knobs.dpop ? "DPoP" : "Bearer"
+          if (token === undefined || token.expired || (token.jkt !== undefined) !== auth?.startsWith("DPoP ")) {
+            return send(401, { error: "unauthorized" }, { "www-authenticate": `${scheme} error="invalid_token"${hint}${scope}` })
+          }
+          if (token.jkt !== undefined) {
+            const proof = req.headers.dpop
+            const checked = typeof proof === "string" ? checkJwt(proof) : undefined
+            if (
+              checked === undefined || !checked.valid || thumbprint(checked.header.jwk) !== token.jkt ||
+              checked.claims.htm !== req.method || checked.claims.htu !== `${origin}/mcp` ||
+              checked.claims.ath !== createHash("sha256").update(presented).digest("base64url")
+            ) return send(401, { error: "unauthorized" }, { "www-authenticate": `DPoP error="invalid_dpop_proof"` })
+            const refuse = knobs.rsNonce === "refused" || (knobs.rsNonce === "required" && checked.claims.nonce !== RS_NONCE)
+            if (refuse) {
+              return send(401, { error: "use_dpop_nonce" }, {
+                "www-authenticate": `DPoP error="use_dpop_nonce"`,
+                "dpop-nonce": RS_NONCE
+              })
+            }
           }
           if (json?.method === "tools/call" && json.params?.name === "admin" && !token.scopes.includes("admin")) {
             return send(403, { error: "forbidden" }, {

@@ -17,6 +17,13 @@ describe("WWW-Authenticate", () => {
     expect(WwwAuthenticate.parse(`Basic realm="x"`)).toEqual({})
     expect(WwwAuthenticate.parse(undefined)).toEqual({})
   })
+
+  it("reads a DPoP challenge like a Bearer one: its resource metadata and use_dpop_nonce", () => {
+    expect(WwwAuthenticate.parse(`DPoP resource_metadata="https://s/prm"`)).toEqual({ resourceMetadata: "https://s/prm" })
+    expect(WwwAuthenticate.parse(`DPoP error="use_dpop_nonce", error_description="Resource server requires nonce"`).error)
+      .toBe("use_dpop_nonce")
+    expect(WwwAuthenticate.parse(`Bearer scope="a", DPoP error="use_dpop_nonce"`).error).toBeUndefined()
+  })
 })
 
 describe("discovery URLs", () => {
