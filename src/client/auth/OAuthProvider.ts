@@ -109,8 +109,10 @@ export interface Options {
   readonly grant?: "authorization_code" | "client_credentials" | "jwt_bearer" | "identity_assertion" | undefined
   /**
    * DPoP-bound tokens (RFC 9449): `"auto"` binds them when the authorization
-   * server advertises ES256 in `dpop_signing_alg_values_supported`, `true`
-   * always sends proofs, `false` never. Default `"auto"`.
+   * server advertises ES256 in `dpop_signing_alg_values_supported` and the
+   * MCP server accepts them (its 401 offers the `DPoP` scheme, or its
+   * resource metadata names DPoP algorithms); `true` always sends proofs,
+   * `false` never. Default `"auto"`.
    */
   readonly dpop?: boolean | "auto" | undefined
   /** Scopes to ask for when neither the server's challenge nor its metadata name any. Default none (no `scope`). */
@@ -228,11 +230,16 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
       : "authorization_code")
   // One key for the provider's life: a bound token is only ever used with it (see `current`).
   const signer = Dpop.make()
+  // Servers whose challenge offered the DPoP scheme: a server that only knows Bearer would refuse a bound token.
+  const offersDpop = new Set<string>()
   const dpopFor = (found: Discovery.Discovered): Dpop.Signer | undefined => {
     if (options.dpop === false) return undefined
     if (options.dpop === true) return signer
     const algs = found.server.dpop_signing_alg_values_supported
-    return Array.isArray(algs) && algs.includes("ES256") ? signer : undefined
+    const resource = found.resource as { dpop_signing_alg_values_supported?: unknown; dpop_bound_access_tokens_required?: unknown }
+    const accepted = offersDpop.has(found.serverUrl) || Array.isArray(resource.dpop_signing_alg_values_supported) ||
+      resource.dpop_bound_access_tokens_required === true
+    return accepted && Array.isArray(algs) && algs.includes("ES256") ? signer : undefined
   }
 
   /** Per server: what discovery found, and one lock that serializes its refreshes and grants. */
@@ -564,6 +571,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
       // Another request signed in or refreshed while this one waited for the lock (sent nothing, or an older token).
       if (bearer(yield* current(serverUrl)) !== sent) return
       const challenge = WwwAuthenticate.parse(header)
+      if (challenge.dpop === true) offersDpop.add(serverUrl)
       const found = yield* discover(serverUrl, challenge)
       const tokens = yield* current(serverUrl)
       if (tokens !== undefined && sent !== undefined && tokens.refreshToken !== undefined && bearer(tokens) === sent) {

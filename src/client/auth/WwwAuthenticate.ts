@@ -19,6 +19,8 @@ export interface BearerChallenge {
   /** `invalid_token`, `insufficient_scope`… */
   readonly error?: string | undefined
   readonly errorDescription?: string | undefined
+  /** The server offers the `DPoP` scheme (RFC 9449 §7.1) among its challenges. */
+  readonly dpop?: boolean | undefined
 }
 
 /**
@@ -36,9 +38,13 @@ export const parse = (header: string | undefined): BearerChallenge => {
     resourceMetadata: params.get("resource_metadata"),
     scope: params.get("scope"),
     error: params.get("error"),
-    errorDescription: params.get("error_description")
+    errorDescription: params.get("error_description"),
+    dpop: DPOP_SCHEME.test(header) ? true : undefined
   }
 }
+
+// A challenge starts the header or follows a comma; a scheme name is not followed by "=" as a parameter's is.
+const DPOP_SCHEME = /(?:^|,)\s*dpop(?:\s+[^=\s]|\s*(?:,|$))/i
 
 const TOKEN = /[!#$%&'*+\-.^_`|~0-9A-Za-z]+/y
 const SPACE = /[\s,]*/y

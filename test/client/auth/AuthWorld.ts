@@ -50,6 +50,8 @@ export interface Knobs {
   authMethods: ReadonlyArray<string>
   /** Advertise DPoP (ES256) and bind tokens to the proof's key when a token request carries one. */
   dpop: boolean
+  /** The scheme of the MCP server's 401 challenge. Default: DPoP with `dpop`, else Bearer. */
+  rsScheme?: "Bearer" | "DPoP" | undefined
   /**
    * The token endpoint's 400 use_dpop_nonce: "required" for a proof without its nonce, "refused" for
    * every proof (a broken server), "bare" for every proof and without a DPoP-Nonce header.
@@ -331,7 +333,7 @@ export const make = (overrides: Partial<Knobs> = {}) =>
           const auth = req.headers.authorization
           const presented = auth?.startsWith("Bearer ") || auth?.startsWith("DPoP ") ? auth.slice(auth.indexOf(" ") + 1) : ""
           const token = accessTokens.get(presented)
-          const scheme = knobs.dpop ? "DPoP" : "Bearer"
+          const scheme = knobs.rsScheme ?? (knobs.dpop ? "DPoP" : "Bearer")
           if (token === undefined || token.expired || (token.jkt !== undefined) !== auth?.startsWith("DPoP ")) {
             return send(401, { error: "unauthorized" }, { "www-authenticate": `${scheme} error="invalid_token"${hint}${scope}` })
           }

@@ -19,10 +19,17 @@ describe("WWW-Authenticate", () => {
   })
 
   it("reads a DPoP challenge like a Bearer one: its resource metadata and use_dpop_nonce", () => {
-    expect(WwwAuthenticate.parse(`DPoP resource_metadata="https://s/prm"`)).toEqual({ resourceMetadata: "https://s/prm" })
+    expect(WwwAuthenticate.parse(`DPoP resource_metadata="https://s/prm"`)).toEqual({ resourceMetadata: "https://s/prm", dpop: true })
     expect(WwwAuthenticate.parse(`DPoP error="use_dpop_nonce", error_description="Resource server requires nonce"`).error)
       .toBe("use_dpop_nonce")
     expect(WwwAuthenticate.parse(`Bearer scope="a", DPoP error="use_dpop_nonce"`).error).toBeUndefined()
+  })
+
+  it("says whether any challenge offers the DPoP scheme, which decides DPoP-bound tokens in auto mode", () => {
+    expect(WwwAuthenticate.parse(`Bearer scope="a", DPoP algs="ES256"`).dpop).toBe(true)
+    expect(WwwAuthenticate.parse(`DPoP`).dpop).toBe(true)
+    expect(WwwAuthenticate.parse(`Bearer resource_metadata="https://s/prm"`).dpop).toBeUndefined()
+    expect(WwwAuthenticate.parse(`Bearer dpop="x"`).dpop).toBeUndefined()
   })
 })
 

@@ -82,6 +82,17 @@ describe("OAuth: DPoP-bound tokens", () => {
       expect(world.seen.filter((s) => s.path === "/mcp").map((s) => s.headers.authorization)).toEqual([undefined, `Bearer ${token}`])
     }))
 
+  live("auto keeps Bearer tokens where the authorization server offers DPoP but the MCP server's challenge is Bearer only", () =>
+    Effect.gen(function*() {
+      const world = yield* World.make({ dpop: true, rsScheme: "Bearer" })
+      const t = yield* connect(world, SERVICE)
+      yield* t.request("tools/list", {})
+      expect(proofs(world, "/token")).toEqual([])
+      expect(proofs(world, "/mcp")).toEqual([])
+      const token = [...world.accessTokens.keys()][0]!
+      expect(world.seen.filter((s) => s.path === "/mcp").map((s) => s.headers.authorization)).toEqual([undefined, `Bearer ${token}`])
+    }))
+
   live("a bound token stored by another provider (another key) is not sent: this one gets its own", () =>
     Effect.gen(function*() {
       const world = yield* World.make({ dpop: true })
