@@ -234,15 +234,7 @@ export const add = <
       : { ...schema, ...($defs === undefined ? {} : { $defs }) }
   }
 
-  const definition: Record<string, unknown> = {
-    name,
-    ...(options.title === undefined ? {} : { title: options.title }),
-    ...(options.description === undefined ? {} : { description: options.description }),
-    inputSchema,
-    ...(outputSchema === undefined ? {} : { outputSchema }),
-    ...(options.annotations === undefined ? {} : { annotations: options.annotations }),
-    ...(options._meta === undefined ? {} : { _meta: options._meta })
-  }
+  const definition = listed(name, options, inputSchema, outputSchema)
 
   const decodeArguments = Schema.decodeUnknownEffect(JsonSchema.codec(parameters, jsonOptions))
   const encodeSuccess = options.success === undefined
@@ -325,6 +317,27 @@ export interface JsonSchemaToolOptions {
   readonly _meta?: { readonly [key: string]: unknown } | undefined
 }
 
+/** The tool as `tools/list` shows it: optional members only when given. */
+const listed = (
+  name: string,
+  options: {
+    readonly title?: string | undefined
+    readonly description?: string | undefined
+    readonly annotations?: unknown
+    readonly _meta?: unknown
+  },
+  inputSchema: unknown,
+  outputSchema: unknown
+): Record<string, unknown> => ({
+  name,
+  ...(options.title === undefined ? {} : { title: options.title }),
+  ...(options.description === undefined ? {} : { description: options.description }),
+  inputSchema,
+  ...(outputSchema === undefined ? {} : { outputSchema }),
+  ...(options.annotations === undefined ? {} : { annotations: options.annotations }),
+  ...(options._meta === undefined ? {} : { _meta: options._meta })
+})
+
 const objectRoot = (name: string, which: string, schema: unknown): JsonSchema.JsonSchemaObject => {
   if (!isRecord(schema) || schema.type !== "object") {
     throw new DefinitionError({ kind: "tool", name, reason: `has an ${which} whose root is not { "type": "object" }` })
@@ -382,15 +395,7 @@ export const addJsonSchema = <E = never, R2 = never>(
   const outputSchema = options.outputSchema === undefined ? undefined : objectRoot(name, "outputSchema", options.outputSchema)
   const headers = RequestMeta.headerParams(inputSchema)
   if (headers._tag === "Invalid") throw new DefinitionError({ kind: "tool", name, reason: `has an invalid ${headers.reason}` })
-  const definition: Record<string, unknown> = {
-    name,
-    ...(options.title === undefined ? {} : { title: options.title }),
-    ...(options.description === undefined ? {} : { description: options.description }),
-    inputSchema,
-    ...(outputSchema === undefined ? {} : { outputSchema }),
-    ...(options.annotations === undefined ? {} : { annotations: options.annotations }),
-    ...(options._meta === undefined ? {} : { _meta: options._meta })
-  }
+  const definition = listed(name, options, inputSchema, outputSchema)
   const call = (args: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, R2> => {
     if (!isRecord(args)) {
       return Effect.succeed(errorResult(`Invalid arguments for tool ${JSON.stringify(name)}: expected an object`))

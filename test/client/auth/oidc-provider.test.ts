@@ -151,6 +151,21 @@ describe.each(["2025-11-25", "2026-07-28"] as const)("against oidc-provider, pro
     }))
 })
 
+/** An `initialize` POST carrying `token`, outside any client. */
+const rawInitialize = (url: string, token: string) =>
+  Effect.promise(() =>
+    fetch(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+      })
+    })
+  )
+
 describe("against oidc-provider: discovery and registration", () => {
   live("a provider serving only OpenID discovery is found there after the RFC 8414 location", () =>
     Effect.gen(function*() {
@@ -190,42 +205,12 @@ describe("against oidc-provider: audience", () => {
       const client = yield* connect(other.url, alice.auth, "2025-11-25")
       yield* client.callTool({ name: "whoami", arguments: {} })
       const token = (yield* alice.held).tokens[0]!.accessToken
-      const res = yield* Effect.promise(() =>
-        fetch(ours.url, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${token}`,
-            "content-type": "application/json",
-            accept: "application/json, text/event-stream"
-          },
-          body: JSON.stringify({
-            jsonrpc: "2.0",
-            id: 1,
-            method: "initialize",
-            params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
-          })
-        })
-      )
+      const res = yield* rawInitialize(ours.url, token)
       expect(res.status).toBe(401)
       expect(res.headers.get("www-authenticate")).toContain(`error="invalid_token"`)
       expect(res.headers.get("www-authenticate")).toContain("aud")
       // Sent to the server it was issued for, the same token works.
-      const right = yield* Effect.promise(() =>
-        fetch(other.url, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${token}`,
-            "content-type": "application/json",
-            accept: "application/json, text/event-stream"
-          },
-          body: JSON.stringify({
-            jsonrpc: "2.0",
-            id: 1,
-            method: "initialize",
-            params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
-          })
-        })
-      )
+      const right = yield* rawInitialize(other.url, token)
       expect(right.status).toBe(200)
       yield* Effect.promise(() => right.text())
     }))
