@@ -30,7 +30,6 @@ import type { ChildProcessSpawner } from "effect/process"
 import type { SpawnError } from "../McpError.ts"
 import type { ClientTransportShape } from "./ClientTransport.ts"
 import type * as OAuthProvider from "./auth/OAuthProvider.ts"
-import type * as TokenStore from "./auth/TokenStore.ts"
 import * as FromConfig from "./fromConfig.ts"
 import type * as McpClient from "./McpClient.ts"
 import type * as CircuitBreaker from "./manager/CircuitBreaker.ts"
@@ -90,20 +89,7 @@ export type TransportFactory<E = unknown, R = never> = (
  * @since 0.2.0
  * @category models
  */
-export interface McpManagerAuth {
-  /**
-   * Shows the authorization URL and returns the redirect. Default none: an
-   * entry then signs in only with stored tokens or client credentials, and
-   * fails with `InteractionRequired` when a user would have to sign in.
-   */
-  readonly interaction?: OAuthProvider.Interaction | undefined
-  /** The redirect URI `interaction` receives at; needed with it. Default none. */
-  readonly redirectUrl?: string | undefined
-  /** Where entries without their own `tokenStore` keep tokens. Default: in memory, one store per entry. */
-  readonly tokenStore?: TokenStore.TokenStoreShape | undefined
-  /** The `client_name` sent with dynamic registration. Default "effect-mcp-transport". */
-  readonly clientName?: string | undefined
-}
+export type McpManagerAuth = EntryAuth.Options
 
 /**
  * The default transport factory with `auth` for the entries that ask for

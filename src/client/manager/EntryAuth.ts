@@ -15,9 +15,17 @@ import type * as Config from "./Config.ts"
 
 /** What the application adds to every entry's `auth` settings. */
 export interface Options {
+  /**
+   * Shows the authorization URL and returns the redirect. Default none: an
+   * entry then signs in only with stored tokens or client credentials, and
+   * fails with `InteractionRequired` when a user would have to sign in.
+   */
   readonly interaction?: OAuthProvider.Interaction | undefined
+  /** The redirect URI `interaction` receives at; needed with it. Default none. */
   readonly redirectUrl?: string | undefined
+  /** Where entries without their own `tokenStore` keep tokens. Default: in memory, one store per entry. */
   readonly tokenStore?: TokenStore.TokenStoreShape | undefined
+  /** The `client_name` sent with dynamic registration. Default "effect-mcp-transport". */
   readonly clientName?: string | undefined
 }
 
