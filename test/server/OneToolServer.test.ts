@@ -24,6 +24,12 @@ describe("a one-tool server in the fewest lines", () => {
     expect(first).toBe(asPublished)
   })
 
+  it("is the smallest server README.md shows, word for word", () => {
+    const readme = readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8")
+    const asPublished = readFileSync(fixture, "utf8").replace(/"\.\.\/\.\.\/src\/(.*)\.ts"/g, "\"effect-mcp-transport/$1\"")
+    expect(readme).toContain("```ts\n" + asPublished + "```")
+  })
+
   it.live("serves McpClient in the stateless era and the SDK 1.x client in the handshake era over stdio", () =>
     Effect.gen(function*() {
       const client = yield* McpClient.connect(
