@@ -34,7 +34,7 @@ import * as FromConfig from "./fromConfig.ts"
 import type * as McpClient from "./McpClient.ts"
 import type * as CircuitBreaker from "./manager/CircuitBreaker.ts"
 import * as Config from "./manager/Config.ts"
-import * as EntryAuth from "./manager/EntryAuth.ts"
+import type * as EntryAuth from "./manager/EntryAuth.ts"
 import * as ManagedServer from "./manager/ManagedServer.ts"
 import {
   ConnectFailed,
@@ -112,7 +112,11 @@ export const fromConfigTransportWith = (
       const key = JSON.stringify([name, config.url, settings])
       const known = providers.get(key)
       if (known !== undefined) return Effect.succeed(known)
-      return Effect.tap(EntryAuth.provider(settings, auth), (made) => Effect.sync(() => providers.set(key, made)))
+      // Loaded on first use: a manager without OAuth entries does not load the OAuth client.
+      return Effect.promise(() => import("./manager/EntryAuth.ts")).pipe(
+        Effect.flatMap((EntryAuth) => EntryAuth.provider(settings, auth)),
+        Effect.tap((made) => Effect.sync(() => providers.set(key, made)))
+      )
     })
   return (name, config) => {
     if (Config.isStdio(config)) {

@@ -27,6 +27,12 @@ describe("start-up imports", () => {
     expect(loaded.filter((url) => /\/effect\/dist\/ai\/|\/src\/client\/McpClient\.ts$/.test(url))).toEqual([])
   }, 30_000)
 
+  it("McpManager loads the OAuth client only when an entry asks for it", () => {
+    const loaded = loadedBy("./src/client/McpManager.ts")
+    expect(loaded.some((url) => url.endsWith("/src/client/McpManager.ts"))).toBe(true)
+    expect(loaded.filter((url) => /\/src\/client\/auth\/(?!WwwAuthenticate)|EntryAuth|JwtSign/.test(url))).toEqual([])
+  })
+
   it("the JSON-RPC module does not load effect/Schema; its Schemas live in JsonRpcSchema", () => {
     expect(loadedBy("./src/JsonRpc.ts").filter((url) => url.endsWith("/effect/dist/Schema.js"))).toEqual([])
     expect(loadedBy("./src/JsonRpcSchema.ts").filter((url) => url.endsWith("/effect/dist/Schema.js"))).toHaveLength(1)
