@@ -28,6 +28,7 @@ import { type Env, guard, preflight } from "./http/Guard.ts"
 import * as LegacySse from "./http/LegacySse.ts"
 import * as EventsAndHealth from "./http/EventsAndHealth.ts"
 import * as Security from "./http/Security.ts"
+import * as SendWatch from "./http/SendWatch.ts"
 import * as Sessions from "./http/Sessions.ts"
 import * as StreamableHttp from "./http/StreamableHttp.ts"
 
@@ -47,6 +48,14 @@ export interface Stats extends Sessions.Stats {
   readonly broadcastListeners: number
   /** Broadcast listeners dropped so far because they fell too far behind. */
   readonly broadcastDropped: number
+  /**
+   * Connections cut so far because their client took none of the bytes
+   * waiting for it (`sendTimeout`, or a quarter of it past
+   * `maxBufferedBytesPerStream`).
+   */
+  readonly connectionsCut: number
+  /** Bytes Node holds right now for responses under way that their sockets have not taken. */
+  readonly unsentBytes: number
 }
 
 /**
@@ -155,6 +164,10 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     maxBufferedBytes: config.maxBufferedBytesPerStream,
     keepAliveMs: config.keepAliveMs
   })
+  const sendWatch = yield* SendWatch.make({
+    sendTimeoutMs: config.sendTimeoutMs,
+    maxBufferedBytes: config.maxBufferedBytesPerStream
+  })
   const env: Env = {
     config,
     sessions,
@@ -162,6 +175,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     lists,
     handler: handler as Handler<never>,
     services: services as Context.Context<never>,
+    sendWatch,
     authorize: authorization?.authorize
   }
   const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
@@ -221,7 +235,9 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     stats: Effect.map(sessions.stats, (s) => ({
       ...s,
       broadcastListeners: hub.listeners(),
-      broadcastDropped: hub.dropped()
+      broadcastDropped: hub.dropped(),
+      connectionsCut: sendWatch.cut(),
+      unsentBytes: sendWatch.unsentBytes()
     }))
   } satisfies HttpServerTransportShape
 })

@@ -168,9 +168,20 @@ export interface Options {
    * (Streamable HTTP and broadcast streams stay resumable with
    * `Last-Event-ID`; a legacy session ends, and from half of it its POSTs
    * that would add a reply get 503). One larger message is still sent whole.
+   * Every answer, JSON or SSE, counts against it too, as the bytes Node
+   * holds for its connection that the socket has not taken: past it, a
+   * connection whose socket takes nothing for a quarter of `sendTimeout` is
+   * cut, so a large answer goes only to a client that keeps reading.
    * Default 4 MiB.
    */
   readonly maxBufferedBytesPerStream?: number | undefined
+  /**
+   * How long any response (JSON or SSE) may have bytes waiting that its
+   * socket takes none of; past it the connection is cut (socket reset and
+   * destroyed, its buffers freed). Also the unit of the shorter allowance
+   * past `maxBufferedBytesPerStream`. `"never"`: no timeout. Default 30 seconds.
+   */
+  readonly sendTimeout?: Duration.Input | "never" | undefined
   /** Broadcast events buffered per `GET /mcp/events` listener before it is dropped. Default 256. */
   readonly broadcastBuffer?: number | undefined
   /**
@@ -232,6 +243,7 @@ export interface Resolved {
   readonly keepAliveMs: number | undefined
   readonly retryMs: number | undefined
   readonly maxBufferedBytesPerStream: number
+  readonly sendTimeoutMs: number | undefined
   readonly broadcastBuffer: number
   readonly standaloneBuffer: number
   readonly clientRequestTimeoutMs: number
@@ -266,6 +278,7 @@ export const defaults = {
   keepAliveInterval: "15 seconds",
   sseRetry: "1 second",
   maxBufferedBytesPerStream: 4 * 1024 * 1024,
+  sendTimeout: "30 seconds",
   broadcastBuffer: 256,
   standaloneBuffer: 1000,
   clientRequestTimeout: "60 seconds",
@@ -357,6 +370,7 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     keepAliveMs: millis(o.keepAliveInterval, defaults.keepAliveInterval),
     retryMs: millis(o.sseRetry, defaults.sseRetry),
     maxBufferedBytesPerStream: o.maxBufferedBytesPerStream ?? defaults.maxBufferedBytesPerStream,
+    sendTimeoutMs: millis(o.sendTimeout, defaults.sendTimeout),
     broadcastBuffer: o.broadcastBuffer ?? defaults.broadcastBuffer,
     standaloneBuffer: o.standaloneBuffer ?? defaults.standaloneBuffer,
     clientRequestTimeoutMs: millis(o.clientRequestTimeout, defaults.clientRequestTimeout) ?? 0,

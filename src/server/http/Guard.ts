@@ -15,6 +15,7 @@ import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
 import type { Resolved } from "./Config.ts"
 import * as Security from "./Security.ts"
+import type { SendWatch } from "./SendWatch.ts"
 import type { Sessions } from "./Sessions.ts"
 
 export interface Env {
@@ -26,6 +27,8 @@ export interface Env {
   readonly handler: Handler<never>
   /** What the handler runs with. */
   readonly services: Context.Context<never>
+  /** Cuts the connections of clients that stop taking their answer; absent: none are watched. */
+  readonly sendWatch?: SendWatch | undefined
   /**
    * Whether the principal may send these messages (the scopes they need);
    * a refusal is the answer to the whole POST. Absent: every message may be sent.
@@ -71,7 +74,8 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
           e.wwwAuthenticate === "" ? undefined : { "www-authenticate": e.wwwAuthenticate }
         ))
       })
-  return answer.pipe(
+  const watched = env.sendWatch === undefined ? answer : Effect.andThen(env.sendWatch.watch(request), answer)
+  return watched.pipe(
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
