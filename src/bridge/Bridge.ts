@@ -48,6 +48,7 @@ import type { Handler, HandlerContext } from "../server/Handler.ts"
 import * as HttpServerTransport from "../server/HttpServerTransport.ts"
 import * as StdioServerTransport from "../server/StdioServerTransport.ts"
 import * as EraFront from "./EraFront.ts"
+import * as UpstreamSlots from "./UpstreamSlots.ts"
 import { ErrorCode, firstLine, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
 
 export { ErrorCode, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
@@ -78,6 +79,12 @@ export interface BridgeOptions<E = never, R = never> {
    * (sampling, elicitation…). Default: none; the upstream server decides.
    */
   readonly clientRequestTimeout?: Duration.Input | undefined
+  /**
+   * Upstream connections (for a stdio server: processes) open at once, one
+   * per HTTP session plus the shared one. A new session past it is refused
+   * before anything is started: 503 with `Retry-After` over HTTP. Default 16.
+   */
+  readonly maxUpstreams?: number | undefined
   /** Told when a session's upstream closes (`undefined`: the shared, sessionless upstream). */
   readonly onUpstreamClosed?: ((sessionId: string | undefined, error: TransportClosed) => Effect.Effect<void>) | undefined
   /**
@@ -224,6 +231,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
   const bridgeScope = yield* Effect.scope
   const services = yield* Effect.context<Exclude<R, Scope.Scope>>()
   const entries = new Map<string, Entry>()
+  const slots = UpstreamSlots.make(options.maxUpstreams)
   const requestTimeout = options.requestTimeout === undefined ? Duration.infinity : options.requestTimeout
   const clientTimeoutMs = toMillis(options.clientRequestTimeout)
 
@@ -293,7 +301,10 @@ export const make = Effect.fnUntraced(function*<E, R>(
 
   const close = (key: string, entry: Entry): Effect.Effect<void> =>
     Effect.suspend(() => {
-      if (entries.get(key) === entry) entries.delete(key)
+      if (entries.get(key) === entry) {
+        entries.delete(key)
+        slots.release(key)
+      }
       return Scope.close(entry.scope, Exit.void)
     })
 
@@ -307,6 +318,13 @@ export const make = Effect.fnUntraced(function*<E, R>(
           fresh && up.closed !== undefined
             ? Effect.andThen(close(key, existing), upstreamFor(key, false))
             : Effect.succeed(up))
+      }
+      if (!slots.take(key)) {
+        return Effect.fail(
+          new UpstreamUnavailable({
+            cause: new TransportClosed({ reason: `the bridge runs its limit of ${slots.max} upstream connections` })
+          })
+        )
       }
       return Effect.gen(function*() {
         const entry: Entry = {
@@ -383,6 +401,8 @@ export const make = Effect.fnUntraced(function*<E, R>(
   const endSession = (sessionId: string): Effect.Effect<void> =>
     Effect.suspend(() => {
       const entry = entries.get(sessionId)
+      // A session admitted but never connected holds a slot all the same.
+      if (entry === undefined) slots.release(sessionId)
       return entry === undefined ? Effect.void : close(sessionId, entry)
     })
 
@@ -390,7 +410,10 @@ export const make = Effect.fnUntraced(function*<E, R>(
   const handler: Handler = Object.assign(
     (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, ctx: HandlerContext) =>
       "id" in message ? forwardRequest(message, ctx) : forwardNotification(message, ctx),
-    { sessionEnded: (sessionId: string | undefined) => sessionId === undefined ? Effect.void : endSession(sessionId) }
+    {
+      sessionEnded: (sessionId: string | undefined) => sessionId === undefined ? Effect.void : endSession(sessionId),
+      admitSession: (sessionId: string) => Effect.sync(() => slots.admit(sessionId))
+    }
   )
 
   return {

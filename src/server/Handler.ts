@@ -74,6 +74,19 @@ export interface HandlerContext {
 }
 
 /**
+ * A handler's refusal of a new session (`Handler.admitSession`): the HTTP
+ * answer is 503 with `Retry-After: retryAfterSeconds` and `message` in its
+ * JSON-RPC error.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface SessionRefusal {
+  readonly retryAfterSeconds: number
+  readonly message: string
+}
+
+/**
  * Answers one message. Failures and defects become -32603 Internal error
  * (with no stack trace on the wire); interruption (the client cancelled)
  * drops the reply.
@@ -115,6 +128,16 @@ export type Handler<R = never> =
      * Optional.
      */
     readonly sessionEnded?: ((sessionId: string | undefined) => Effect.Effect<void>) | undefined
+    /**
+     * Asked by the HTTP transport before it serves a new session (an
+     * `initialize` over Streamable HTTP, a legacy SSE connection), after
+     * authentication and the transport's own session caps: `undefined`
+     * admits it; a refusal answers that request with 503 and the refusal's
+     * `Retry-After`, and the session ends (`sessionEnded` is told). For a
+     * handler whose sessions cost more than the transport's own (the bridge
+     * starts a process for each). Optional (absent: every session is admitted).
+     */
+    readonly admitSession?: ((sessionId: string) => Effect.Effect<SessionRefusal | undefined>) | undefined
     /**
      * Whether the handler serves requests of the stateless era (2026-07-28)
      * on their own, with no session: the HTTP transport then routes such

@@ -25,7 +25,8 @@ export interface Bridged {
 export const bridgeOverHttp = (
   script: string = routerServer,
   args: ReadonlyArray<string> = [],
-  http: HttpServerTransport.Options = {}
+  http: HttpServerTransport.Options = {},
+  bridge: Omit<Bridge.BridgeOptions, "connect"> = {}
 ): Effect.Effect<Bridged, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const pids: Array<number> = []
@@ -36,7 +37,7 @@ export const bridgeOverHttp = (
       stderr: { log: false }
     }).pipe(Effect.tap((t) => Effect.sync(() => void pids.push(t.pid))))
     const services = yield* Layer.build(
-      Bridge.layerHttp({ connect }, { port: 0, ...http }).pipe(Layer.provide(NodeServices.layer))
+      Bridge.layerHttp({ ...bridge, connect }, { port: 0, ...http }).pipe(Layer.provide(NodeServices.layer))
     )
     const transport = Context.get(services, HttpServerTransport.HttpServerTransport)
     return {

@@ -14,6 +14,12 @@
  * Either target works with either side (a URL over HTTP is a plain proxy);
  * those two are what the command is for.
  *
+ * The HTTP side runs at most `--max-upstreams` upstream connections (child
+ * processes) at once, default 16; a session past it gets 503 with
+ * `Retry-After`. `--auth-issuer` with `--auth-jwks` or `--auth-introspection`
+ * makes it an OAuth protected resource: no process starts for a request
+ * without a valid bearer token.
+ *
  * `--front-era` crosses protocol eras: `stateless` serves a handshake-era
  * server to clients of 2026-07-28 (from `--upstream-pool N` upstream
  * connections, default 1), `handshake` serves a stateless-era server to
@@ -24,9 +30,12 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Bridge from "../../bridge/Bridge.ts"
+import * as UpstreamSlots from "../../bridge/UpstreamSlots.ts"
+import type * as ProtectedResource from "../../server/auth/ProtectedResource.ts"
 import * as HttpServerTransport from "../../server/HttpServerTransport.ts"
 import * as ListenFlags from "../ListenFlags.ts"
 import * as Output from "../Output.ts"
+import * as ProtectedResourceFlags from "../ProtectedResourceFlags.ts"
 import * as ServerFlags from "../ServerFlags.ts"
 import * as Target from "../Target.ts"
 
@@ -47,12 +56,19 @@ const optionsFor = (target: Target.Target, connection: ServerFlags.Connection, e
   upstreamPool: eras.upstreamPool
 })
 
+/** What the HTTP side admits: `--max-upstreams` and the `--auth-*` flags. */
+interface Admission {
+  readonly maxUpstreams: number | undefined
+  readonly authorization: ProtectedResource.Options | undefined
+}
+
 const serveHttp = (
   target: Target.Target,
   connection: ServerFlags.Connection,
   host: string,
   port: number,
-  eras: EraFlags
+  eras: EraFlags,
+  admission: Admission
 ) =>
   Effect.gen(function*() {
     const json = yield* Output.Json
@@ -64,7 +80,10 @@ const serveHttp = (
         : Output.note(`listening ${url} (bridging ${Target.describe(target)})`)
     }))
     return yield* Layer.launch(
-      announce.pipe(Layer.provideMerge(Bridge.layerHttp(optionsFor(target, connection, eras), { host, port })))
+      announce.pipe(Layer.provideMerge(Bridge.layerHttp(
+        { ...optionsFor(target, connection, eras), maxUpstreams: admission.maxUpstreams },
+        { host, port, authorization: admission.authorization }
+      )))
     )
   })
 
@@ -108,9 +127,17 @@ export const command = Command.make(
       Flag.filter((n) => n >= 1 && n <= 256, (n) => `expected a pool size between 1 and 256, got ${n}`),
       Flag.optional
     ),
+    maxUpstreams: Flag.Int("max-upstreams").pipe(
+      Flag.withDescription(
+        `With --http: upstream connections (child processes) at once, one per session; a session past it gets 503. Default ${UpstreamSlots.DEFAULT_MAX_UPSTREAMS}`
+      ),
+      Flag.filter((n) => n >= 1 && n <= 10_000, (n) => `expected a number of upstreams between 1 and 10000, got ${n}`),
+      Flag.optional
+    ),
+    authorization: ProtectedResourceFlags.flags,
     connection: ServerFlags.flags
   },
-  ({ connection, frontEra, host, http, port, stdio, upstreamPool, url }) =>
+  ({ authorization, connection, frontEra, host, http, maxUpstreams, port, stdio, upstreamPool, url }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
       if (http === stdio) {
         return yield* new Output.UsageError({
@@ -120,13 +147,20 @@ export const command = Command.make(
       if (stdio && (Option.isSome(port) || Option.isSome(host))) {
         return yield* new Output.UsageError({ message: "--port and --host need --http" })
       }
+      const protectedResource = yield* ProtectedResourceFlags.resolve(authorization)
+      if (stdio && (Option.isSome(maxUpstreams) || protectedResource !== undefined)) {
+        return yield* new Output.UsageError({ message: "--max-upstreams and --auth-issuer need --http" })
+      }
       if (Option.isSome(upstreamPool) && frontEra !== "stateless") {
         return yield* new Output.UsageError({ message: "--upstream-pool needs --front-era stateless" })
       }
       const eras: EraFlags = { front: frontEra, upstreamPool: Option.getOrUndefined(upstreamPool) }
       const { connection: to, target } = yield* ServerFlags.resolve(connection, Option.toArray(url))
       return yield* http
-        ? serveHttp(target, to, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras)
+        ? serveHttp(target, to, Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras, {
+          maxUpstreams: Option.getOrUndefined(maxUpstreams),
+          authorization: protectedResource
+        })
         : serveStdio(target, to, eras)
     })))
 ).pipe(

@@ -48,7 +48,8 @@ export interface Holdings<S extends Slot> {
   readonly isBusy: (session: S) => boolean
 }
 
-export type Refusal = "server-full" | "principal-full"
+/** `declined`: the handler refused the session (`Handler.admitSession`). */
+export type Refusal = "server-full" | "principal-full" | "declined"
 
 export type Decision<S> =
   | { readonly _tag: "Admit"; readonly evict: S | undefined }
@@ -119,9 +120,12 @@ export const decide = <S extends Slot>(
 
 /** 503 when the server is full, 429 when the principal is: both with the `Retry-After` of the rule above. */
 export const refused = (
-  refusal: { readonly reason: Refusal; readonly retryAfterSeconds: number }
+  refusal: { readonly reason: Refusal; readonly retryAfterSeconds: number; readonly message?: string | undefined }
 ): HttpServerResponse.HttpServerResponse => {
   const headers = { "retry-after": String(refusal.retryAfterSeconds) }
+  if (refusal.reason === "declined") {
+    return Security.invalid(503, refusal.message ?? "Service unavailable: no more sessions now", headers)
+  }
   return refusal.reason === "server-full"
     ? Security.invalid(503, "Service unavailable: too many sessions", headers)
     : Security.invalid(429, "Too many sessions for this principal", headers)

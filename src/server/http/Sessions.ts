@@ -125,6 +125,8 @@ export interface Refused {
   readonly _tag: "Refused"
   readonly reason: SessionAdmission.Refusal
   readonly retryAfterSeconds: number
+  /** The handler's words, when it declined the session. */
+  readonly message?: string | undefined
 }
 
 export const isRefused = (created: Session | Refused): created is Refused => "_tag" in created
@@ -399,7 +401,9 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         const admitted = admit(principalId, now)
         if (admitted !== undefined && isRefused(admitted)) return Effect.succeed(admitted)
         // An evicted session ends as any other does: its scope closed, onSessionEnd told.
-        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted), build(kind, principalId))
+        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted), build(kind, principalId)).pipe(
+          Effect.flatMap(askHandler)
+        )
       }),
       (created) =>
         isRefused(created) ? Effect.void : Effect.suspend(() => {
@@ -407,6 +411,19 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
           return touch(created)
         })
     )
+
+  /** The handler's say on a new session (`Handler.admitSession`); a declined one is closed at once. */
+  const askHandler = (session: Session): Effect.Effect<Session | Refused> => {
+    const admitSession = config.handler.admitSession
+    if (admitSession === undefined || session.id === undefined) return Effect.succeed(session)
+    return Effect.flatMap(admitSession(session.id), (refusal): Effect.Effect<Session | Refused> =>
+      refusal === undefined ? Effect.succeed(session) : Effect.as(close(session), {
+        _tag: "Refused",
+        reason: "declined",
+        retryAfterSeconds: Math.max(1, Math.ceil(refusal.retryAfterSeconds)),
+        message: refusal.message
+      }))
+  }
 
   /** For a streamable or legacy session, its slot was reserved by `admit`; `hold` takes it over. */
   const build = (kind: SessionKind, principalId: string): Effect.Effect<Session> => {
