@@ -10,6 +10,8 @@
  * the cap between the check and the start; an upstream opened for a key
  * that holds no slot takes one then, or fails. The slot is given back when
  * the key's upstream closes or its session ends.
+ *
+ * @since 0.2.0
  */
 import type { SessionRefusal } from "../server/Handler.ts"
 
@@ -21,9 +23,20 @@ import type { SessionRefusal } from "../server/Handler.ts"
  */
 export const DEFAULT_MAX_UPSTREAMS = 16
 
-/** What a client refused at the cap is told to wait, in seconds: a session may end at any moment, the bridge cannot tell when. */
+/**
+ * What a client refused at the cap is told to wait, in seconds: a session may end at any moment, the bridge cannot tell when.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
 export const RETRY_AFTER_SECONDS = 5
 
+/**
+ * The slots of one bridge.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface UpstreamSlots {
   /** Takes a slot for `key`; true when it holds one now (taken before, or just now). */
   readonly take: (key: string) => boolean
@@ -36,6 +49,12 @@ export interface UpstreamSlots {
   readonly max: number
 }
 
+/**
+ * Slots for at most `max` upstream connections (a whole number, at least 1).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
 export const make = (max: number = DEFAULT_MAX_UPSTREAMS): UpstreamSlots => {
   if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxUpstreams must be a whole number of at least 1, got ${max}`)
   const held = new Set<string>()
