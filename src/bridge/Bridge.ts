@@ -46,6 +46,7 @@ import type * as ProtocolVersion from "../ProtocolVersion.ts"
 import { RpcError, TransportClosed } from "../McpError.ts"
 import type { Handler, HandlerContext } from "../server/Handler.ts"
 import * as HttpServerTransport from "../server/HttpServerTransport.ts"
+import * as RequestStateKeys from "../server/internal/RequestStateKeys.ts"
 import * as StdioServerTransport from "../server/StdioServerTransport.ts"
 import * as EraFront from "./EraFront.ts"
 import * as UpstreamSlots from "./UpstreamSlots.ts"
@@ -102,9 +103,12 @@ export interface BridgeOptions<E = never, R = never> {
   readonly upstreamProtocol?: "auto" | ProtocolVersion.AnyVersion | undefined
   /**
    * `front: "stateless"`: signs `requestState`. Default: a random key per
-   * process; bridge processes behind one endpoint need a shared one.
+   * process; bridge processes behind one endpoint need a shared one. At
+   * least 32 bytes.
    */
   readonly requestStateKey?: string | Uint8Array | undefined
+  /** `front: "stateless"`: signing keys for rotation, current first (`McpServerOptions.requestStateKeys`). */
+  readonly requestStateKeys?: ReadonlyArray<string | Uint8Array> | undefined
 }
 
 /**
@@ -220,6 +224,8 @@ export const make = Effect.fnUntraced(function*<E, R>(
   options: BridgeOptions<E, R>
 ): Effect.fn.Return<BridgeShape, never, Exclude<R, Scope.Scope> | Scope.Scope> {
   if (options.front === "stateless" || options.front === "handshake") {
+    // A signing key the front cannot use is refused before any upstream starts.
+    if (options.front === "stateless") RequestStateKeys.resolve(options)
     const front = yield* EraFront.make({ ...options, front: options.front })
     return {
       handler: front.handler,

@@ -47,9 +47,11 @@ export interface StatelessFrontOptions {
   /**
    * Signs the `requestState` of `input_required` results. Default: a random
    * key per process; several bridge processes behind one endpoint need a
-   * shared one. See `McpServerOptions.requestStateKey`.
+   * shared one. At least 32 bytes. See `McpServerOptions.requestStateKey`.
    */
   readonly requestStateKey?: string | Uint8Array | undefined
+  /** Signing keys for rotation, current first (see `McpServerOptions.requestStateKeys`). */
+  readonly requestStateKeys?: ReadonlyArray<string | Uint8Array> | undefined
   /** How long a `requestState` may be brought back. Default 10 minutes. */
   readonly requestStateTtl?: Duration.Input | undefined
   /** Cache hints of `server/discover`. Default `{ ttlMs: 60000, cacheScope: "private" }`. */
@@ -226,6 +228,7 @@ export const make = (
     capabilities: frontCapabilities(init.capabilities),
     stateless: true,
     requestStateKey: options.requestStateKey,
+    requestStateKeys: options.requestStateKeys,
     requestStateTtl: options.requestStateTtl,
     discovery: options.discovery,
     resultCache: options.resultCache

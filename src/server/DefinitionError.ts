@@ -1,8 +1,9 @@
 /**
  * The error a server definition is refused with while it is being built: a
- * name given twice, a method registered twice, a schema MCP cannot carry.
- * It is thrown by the definition step that caused it (`McpServer.method`,
- * `Tool.add`, `Resource.add`, …), so a faulty server fails when its
+ * name given twice, a method registered twice, a schema MCP cannot carry,
+ * an option of `McpServer.make` it cannot serve with (a short signing key).
+ * It is thrown by the definition step that caused it (`McpServer.make`,
+ * `McpServer.method`, `Tool.add`, `Resource.add`, …), so a faulty server fails when its
  * definition is evaluated, before it serves anything.
  *
  * @since 0.2.0
@@ -11,7 +12,8 @@ import * as Data from "effect/Data"
 
 /**
  * What a definition step refused: `kind` names the table (`method`, `tool`,
- * `resource`, `resourceTemplate`, `prompt`), `name` the entry, `reason` why.
+ * `resource`, `resourceTemplate`, `prompt`) or `option` (an option of
+ * `McpServer.make`), `name` the entry or option, `reason` why.
  *
  * @example
  * ```ts
@@ -33,7 +35,7 @@ import * as Data from "effect/Data"
  * @category errors
  */
 export class DefinitionError extends Data.TaggedError("DefinitionError")<{
-  readonly kind: "method" | "tool" | "resource" | "resourceTemplate" | "prompt"
+  readonly kind: "method" | "tool" | "resource" | "resourceTemplate" | "prompt" | "option"
   readonly name: string
   readonly reason: string
 }> {

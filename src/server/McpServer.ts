@@ -35,6 +35,7 @@ import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import * as LiveCatalogue from "./internal/LiveCatalogue.ts"
 import * as RequestState from "./internal/RequestState.ts"
+import * as RequestStateKeys from "./internal/RequestStateKeys.ts"
 import * as RetiredCodes from "./internal/RetiredCodes.ts"
 import { InputKey, Rounds } from "./internal/Rounds.ts"
 import * as SessionStore from "./internal/SessionStore.ts"
@@ -127,10 +128,19 @@ export interface McpServerOptions {
   /**
    * The HMAC-SHA256 key that signs the `requestState` of `input_required`
    * results (stateless era), so a client can neither forge one nor move one
-   * to another request. Default: a random key made once per process, so
-   * several server processes behind one endpoint need a shared key here.
+   * to another request: at least 32 bytes (a string counts its UTF-8
+   * bytes), else `make` throws a `DefinitionError`. Default: a random key
+   * made once per process, so several server processes behind one endpoint
+   * need a shared key here. To rotate keys, use `requestStateKeys` instead.
    */
   readonly requestStateKey?: string | Uint8Array | undefined
+  /**
+   * Signing keys for rotation, current first: the first signs every state
+   * issued, any of them is accepted on a state brought back, so states
+   * issued before a rotation still work until they expire. Each at least 32
+   * bytes; not together with `requestStateKey`.
+   */
+  readonly requestStateKeys?: ReadonlyArray<string | Uint8Array> | undefined
   /** How long a `requestState` may be brought back, default 10 minutes. */
   readonly requestStateTtl?: Duration.Input | undefined
   /**
@@ -317,6 +327,8 @@ const build = <R>(
 
 /**
  * A server definition with no methods yet; `initialize`, `ping` and `logging/setLevel` are served regardless.
+ * Throws a `DefinitionError` (kind `option`) for options it cannot serve
+ * with: a `requestStateKey` (or one of `requestStateKeys`) shorter than 32 bytes.
  *
  * @example
  * ```ts
@@ -350,7 +362,10 @@ const build = <R>(
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: McpServerOptions): McpServer => build(options, Router.empty(), Router.empty())
+export const make = (options: McpServerOptions): McpServer => {
+  RequestStateKeys.resolve(options)
+  return build(options, Router.empty(), Router.empty())
+}
 
 /**
  * Registers a request method. `params` decodes the request's params (invalid
@@ -923,7 +938,7 @@ const handlerOf = <R>(server: McpServer<R>): Effect.Effect<Omit<ServerHandle<R>,
       cacheScope: options.resultCache?.cacheScope ?? "private"
     }
     const stateConfig: RequestState.Config = {
-      key: options.requestStateKey === undefined ? RequestState.defaultKey() : RequestState.keyFrom(options.requestStateKey),
+      keys: RequestStateKeys.resolve(options) ?? [RequestState.defaultKey()],
       ttlMs: options.requestStateTtl === undefined
         ? DEFAULT_REQUEST_STATE_TTL_MS
         : Duration.toMillis(Duration.fromInputUnsafe(options.requestStateTtl)),

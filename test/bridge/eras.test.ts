@@ -274,3 +274,19 @@ describe("bridge: a stateless-only stdio server behind a handshake front", { tim
       yield* Scope.close(scope, Exit.void)
     }))
 })
+
+describe("bridge: the stateless front's signing keys", () => {
+  it.effect("a requestStateKey shorter than 32 bytes is refused before any upstream starts", () =>
+    Effect.gen(function*() {
+      let connects = 0
+      const connect = Effect.suspend(() => {
+        connects++
+        return Effect.die("no upstream in this test")
+      })
+      const exit = yield* Effect.exit(Effect.scoped(Bridge.make({ connect, front: "stateless", requestStateKey: "a" })))
+      expect(Exit.isFailure(exit) && Exit.hasDies(exit)).toBe(true)
+      const defect = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Die") : undefined
+      expect(defect?._tag === "Die" ? defect.defect : undefined).toMatchObject({ _tag: "DefinitionError", kind: "option" })
+      expect(connects).toBe(0)
+    }))
+})

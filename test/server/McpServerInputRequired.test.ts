@@ -14,6 +14,7 @@ import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import * as RequestMeta from "../../src/RequestMeta.ts"
+import { DefinitionError } from "../../src/server/DefinitionError.ts"
 import type { Handler } from "../../src/server/Handler.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import { makeAskingServer } from "../fixtures/asking-server.ts"
@@ -29,6 +30,10 @@ const handlers = {
     } as const),
   listRoots: () => Effect.succeed([{ uri: "file:///a" }, { uri: "file:///b" }])
 }
+
+/** Signing keys of the 32 bytes a key needs at least. */
+const SHARED_KEY = "shared signing key, 32 bytes or more"
+const ANOTHER_KEY = "another signing key, 32 bytes too"
 
 const ALL_CAPS = { elicitation: { form: {} }, sampling: {}, roots: {} }
 
@@ -280,9 +285,9 @@ describe("asks in the stateless era: input_required", () => {
 
   it.effect("a state is signed with the server's key: another key refuses it, a shared key accepts it", () =>
     Effect.gen(function*() {
-      const a = yield* pairOf({ requestStateKey: "shared" })
-      const b = yield* pairOf({ requestStateKey: "shared" })
-      const c = yield* pairOf({ requestStateKey: "another" })
+      const a = yield* pairOf({ requestStateKey: SHARED_KEY })
+      const b = yield* pairOf({ requestStateKey: SHARED_KEY })
+      const c = yield* pairOf({ requestStateKey: ANOTHER_KEY })
       const first = yield* round(a.pair.client, { name: "counted" })
       const retry = { name: "counted", requestState: first.requestState, inputResponses: { "ask-0": { action: "accept", content: { name: "Bo" } } } }
       expect((yield* round(b.pair.client, retry)).resultType).toBe("complete")
@@ -329,6 +334,69 @@ describe("asks in the stateless era: input_required", () => {
     }))
 })
 
+describe("requestState signing keys", () => {
+  const refusal = (options: Partial<McpServer.McpServerOptions>) => {
+    try {
+      McpServer.make({ serverInfo: { name: "keys", version: "1.0.0" }, ...options })
+      return undefined
+    } catch (e) {
+      return e instanceof DefinitionError ? { kind: e.kind, name: e.name, message: e.message } : e
+    }
+  }
+
+  it.effect("a key shorter than 32 bytes, an empty list or both options at once are refused when the server is defined", () =>
+    Effect.sync(() => {
+      for (const key of ["", "a", "x".repeat(31), new Uint8Array(31), "\u00e9".repeat(15)]) {
+        expect(refusal({ requestStateKey: key })).toMatchObject({
+          kind: "option",
+          name: "requestStateKey",
+          message: expect.stringContaining("at least 32")
+        })
+      }
+      expect(refusal({ requestStateKeys: [SHARED_KEY, "a"] })).toMatchObject({ kind: "option", name: "requestStateKeys[1]" })
+      expect(refusal({ requestStateKeys: [] })).toMatchObject({ kind: "option", name: "requestStateKeys" })
+      expect(refusal({ requestStateKey: SHARED_KEY, requestStateKeys: [SHARED_KEY] })).toMatchObject({
+        kind: "option",
+        name: "requestStateKey"
+      })
+      // 32 bytes, counted in UTF-8: sixteen two-byte characters are enough.
+      for (const key of ["x".repeat(32), new Uint8Array(32), "\u00e9".repeat(16)]) {
+        expect(refusal({ requestStateKey: key })).toBeUndefined()
+      }
+      expect(refusal({ requestStateKeys: [SHARED_KEY, ANOTHER_KEY] })).toBeUndefined()
+    }))
+
+  it.effect("rotation: the first key signs, every listed key is accepted, a key no longer listed is refused", () =>
+    Effect.gen(function*() {
+      const retryOf = (state: string) => ({
+        name: "counted",
+        requestState: state,
+        inputResponses: { "ask-0": { action: "accept", content: { name: "Bo" } } }
+      })
+      const before = yield* pairOf({ requestStateKey: ANOTHER_KEY })
+      // Two servers after the rotation, sharing the key list: the new key first, the old one still accepted.
+      const rotatedA = yield* pairOf({ requestStateKeys: [SHARED_KEY, ANOTHER_KEY] })
+      const rotatedB = yield* pairOf({ requestStateKeys: [SHARED_KEY, ANOTHER_KEY] })
+      // The old key dropped from the list.
+      const retired = yield* pairOf({ requestStateKeys: [SHARED_KEY] })
+
+      const old = (yield* round(before.pair.client, { name: "counted" })).requestState as string
+      expect((yield* round(rotatedA.pair.client, retryOf(old))).resultType).toBe("complete")
+      expect(yield* errorOf(retired.pair.client, "tools/call", retryOf(old))).toMatchObject({
+        code: -32602,
+        rpcMessage: expect.stringContaining("not issued by this server")
+      })
+
+      // Each rotated server accepts the other's states, and signs with the new key (the old server refuses them).
+      const fromA = (yield* round(rotatedA.pair.client, { name: "counted" })).requestState as string
+      const fromB = (yield* round(rotatedB.pair.client, { name: "counted" })).requestState as string
+      expect((yield* round(rotatedB.pair.client, retryOf(fromA))).resultType).toBe("complete")
+      expect((yield* round(rotatedA.pair.client, retryOf(fromB))).resultType).toBe("complete")
+      expect((yield* round(retired.pair.client, retryOf(fromA))).resultType).toBe("complete")
+      expect((yield* errorOf(before.pair.client, "tools/call", retryOf(fromA))).code).toBe(-32602)
+    }))
+})
+
 describe("asks in the stateless era over stdio", () => {
   const fixture = fileURLToPath(new URL("../fixtures/asking-server.ts", import.meta.url))
 
@@ -336,7 +404,7 @@ describe("asks in the stateless era over stdio", () => {
     Effect.gen(function*() {
       for (const protocol of ["2026-07-28", "auto"] as const) {
         const client = yield* McpClient.connect(
-          StdioClientTransport.make({ command: process.execPath, args: [fixture, "--key", "k"] }),
+          StdioClientTransport.make({ command: process.execPath, args: [fixture, "--key", SHARED_KEY] }),
           // A child still loading on a busy machine is not a server that ignores the probe.
           { protocol, handlers, listen: false, probeTimeout: "60 seconds" }
         )

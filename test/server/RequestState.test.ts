@@ -2,7 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Schema } from "effect"
 import * as RequestState from "../../src/server/internal/RequestState.ts"
 
-const config: RequestState.Config = { key: RequestState.keyFrom("a shared secret"), ttlMs: 60_000, maxBytes: 262_144 }
+const keyOf = (text: string) => new TextEncoder().encode(text.padEnd(32, "."))
+const config: RequestState.Config = { keys: [keyOf("a shared secret")], ttlMs: 60_000, maxBytes: 262_144 }
 const NOW = 1_700_000_000_000
 
 const bindingOf = (name: string, args: unknown): RequestState.Binding => ({
@@ -74,8 +75,15 @@ describe("RequestState", () => {
       const token = RequestState.issue(config, binding, stateOf({}), NOW)!
       expect(RequestState.verify(config, binding, token, NOW + 60_000)._tag).toBe("Valid")
       expect(RequestState.verify(config, binding, token, NOW + 60_001)).toEqual({ _tag: "Invalid", reason: "requestState has expired" })
-      const otherKey = { ...config, key: RequestState.keyFrom("another secret") }
+      const otherKey = { ...config, keys: [keyOf("another secret")] }
       expect(RequestState.verify(otherKey, binding, token, NOW)._tag).toBe("Invalid")
+      // Rotation: a list that still holds the signing key accepts the state, whatever the key's place.
+      const rotated = { ...config, keys: [keyOf("another secret"), ...config.keys] }
+      expect(RequestState.verify(rotated, binding, token, NOW)._tag).toBe("Valid")
+      // …and signs with its first key only: the list without that key refuses what it issues.
+      const issued = RequestState.issue(rotated, binding, stateOf({}), NOW)!
+      expect(RequestState.verify(config, binding, issued, NOW)._tag).toBe("Invalid")
+      expect(RequestState.verify(otherKey, binding, issued, NOW)._tag).toBe("Valid")
       expect(RequestState.verify(config, binding, 42, NOW)._tag).toBe("Invalid")
       const small = { ...config, maxBytes: token.length - 1 }
       expect(RequestState.verify(small, binding, token, NOW)).toMatchObject({ reason: expect.stringContaining("larger than") })

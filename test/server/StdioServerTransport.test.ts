@@ -5,6 +5,7 @@ import { systemError } from "effect/PlatformError"
 import { ChildProcess } from "effect/process"
 import { TestClock } from "effect/testing"
 import * as JsonRpc from "../../src/JsonRpc.ts"
+import * as RequestMeta from "../../src/RequestMeta.ts"
 import type { Handler } from "../../src/server/Handler.ts"
 import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
 import * as Arbitraries from "../../src/testing/Arbitraries.ts"
@@ -197,6 +198,25 @@ describe("StdioServerTransport (in process, Stdio.layerTest)", () => {
       })
       expect(seen).toEqual([])
       expect((lines[1] as unknown as Array<{ id: number }>).map((r) => r.id).sort()).toEqual([3, 4])
+    }))
+
+  it.effect("a batch holding a stateless-era message (its _meta names a protocol version) gets one -32600 and none of it runs", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const modernMeta = RequestMeta.requestMeta({ protocolVersion: "2026-07-28", clientCapabilities: {} })
+      const { lines } = yield* runOver(echo(seen), [
+        line([JsonRpc.notification("n"), req(1, "tools/list"), req(2, "tools/call", { name: "t", _meta: modernMeta })]),
+        line([JsonRpc.notification("m", { _meta: modernMeta })]),
+        // On its own, the same request is served (by the handler's stateless-era rules).
+        line(req(3, "tools/call", { name: "t", _meta: modernMeta }))
+      ])
+      const refused = {
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: "Invalid Request", data: expect.stringContaining("no batches") }
+      }
+      expect(lines).toEqual([refused, refused, expect.objectContaining({ id: 3, result: expect.anything() })])
+      expect(seen).toEqual([])
     }))
 
   it.effect("the default maxBatchSize is 100", () =>

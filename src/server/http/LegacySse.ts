@@ -19,6 +19,7 @@
 import * as Effect from "effect/Effect"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
+import * as EraRouting from "./EraRouting.ts"
 import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
@@ -84,6 +85,8 @@ export const message = (env: Env): Guarded => (request, principal) =>
       return Security.invalid(400, "Invalid Request: protocol revision 2024-11-05 has no batches")
     }
     const message = decoded.message
+    const mismatch = EraRouting.checkSessionOnly(env, request.headers, [message])
+    if (mismatch !== undefined) return mismatch
     const forbidden = env.authorize?.(principal, [message])
     if (forbidden !== undefined) return forbidden
     if (principal.auth !== undefined) session.auth = principal.auth

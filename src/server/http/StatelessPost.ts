@@ -25,19 +25,6 @@ import type * as Security from "./Security.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 
-/** Whether this POST is served statelessly (the endpoint's eras, the handler's and the version header decide). */
-export const routes = (env: Env, request: HttpServerRequest.HttpServerRequest): boolean => {
-  switch (env.config.eras) {
-    case "legacy":
-      return false
-    case "modern":
-      return true
-    case "both":
-      return env.handler.stateless === true &&
-        MetaHeaders.isStatelessVersion(request.headers[RequestMeta.Header.protocolVersion])
-  }
-}
-
 const answer = (id: JsonRpc.RequestId | null, rejection: MetaHeaders.Rejection) =>
   HttpServerResponse.jsonUnsafe(JsonRpc.failure(id, rejection.code, rejection.message, rejection.data), {
     status: rejection.status
@@ -53,18 +40,11 @@ export const post = (
   env: Env,
   request: HttpServerRequest.HttpServerRequest,
   principal: Security.Principal,
-  accepts: RequestBody.Accepts
+  accepts: RequestBody.Accepts,
+  decoded: Exclude<JsonRpc.Decoded, { readonly _tag: "ParseError" }>
 ) =>
   Effect.gen(function*() {
     const { config, sessions } = env
-    const body = yield* Effect.result(RequestBody.read(request, config.maxBodyBytes))
-    if (body._tag === "Failure") {
-      return body.failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(body.failure) : RequestBody.unreadable()
-    }
-    const decoded = JsonRpc.decode(body.success)
-    if (decoded._tag === "ParseError") {
-      return answer(null, { status: 400, code: JsonRpc.ErrorCode.ParseError, message: "Parse error", data: decoded.reason })
-    }
     if (decoded._tag === "Batch") {
       return invalid(null, "Invalid Request: protocol revision 2026-07-28 takes one message per POST, not a batch")
     }

@@ -4,7 +4,9 @@
  * DELETE ends the session.
  *
  * A POST of the stateless era (2026-07-28) is served on its own, without a
- * session (see StatelessPost), when the endpoint's `eras` allow it.
+ * session (see StatelessPost), when the endpoint's `eras` allow it; which
+ * era serves a POST is decided from its header and body together (see
+ * EraRouting).
  *
  * The same path also serves a plain `POST /mcp`: a single message or
  * a batch answered with JSON. Batches are accepted where a revision allows
@@ -19,6 +21,7 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
+import * as EraRouting from "./EraRouting.ts"
 import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
@@ -94,18 +97,8 @@ export const post = (env: Env): Guarded => (request, principal) =>
     if (!accepts.json && !accepts.sse) {
       return Security.invalid(406, "Not Acceptable: Accept must include application/json or text/event-stream")
     }
-    // Before any session rule: a stateless request carries no session, and a session id on it means nothing.
-    if (StatelessPost.routes(env, request)) return yield* StatelessPost.post(env, request, principal, accepts)
-    const versionError = badVersion(env, request)
-    if (Option.isSome(versionError)) return versionError.value
-
-    let session: Session | undefined
-    if (config.stateful) {
-      const found = lookup(env, request, principal)
-      if (found._tag === "Unknown") return unknownSession()
-      if (found._tag === "Found") session = found.session
-    }
-
+    const repeated = EraRouting.repeatedHeader(request)
+    if (repeated !== undefined) return repeated
     const body = yield* Effect.result(RequestBody.read(request, config.maxBodyBytes))
     if (body._tag === "Failure") {
       return body.failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(body.failure) : RequestBody.unreadable()
@@ -115,6 +108,20 @@ export const post = (env: Env): Guarded => (request, principal) =>
       return Security.errorResponse(400, JsonRpc.ErrorCode.ParseError, "Parse error", decoded.reason)
     }
     const messages = decoded._tag === "Single" ? [decoded.message] : decoded.messages
+    // One decision from header and body together, before any session rule: a stateless request
+    // carries no session, and a session id on it means nothing.
+    const era = EraRouting.decide(env, request.headers, messages)
+    if (era._tag === "Refused") return era.response
+    if (era._tag === "Stateless") return yield* StatelessPost.post(env, request, principal, accepts, decoded)
+    const versionError = badVersion(env, request)
+    if (Option.isSome(versionError)) return versionError.value
+
+    let session: Session | undefined
+    if (config.stateful) {
+      const found = lookup(env, request, principal)
+      if (found._tag === "Unknown") return unknownSession()
+      if (found._tag === "Found") session = found.session
+    }
     if (messages.length === 0) return Security.invalid(400, "Invalid Request: empty batch")
     if (decoded._tag === "Batch" && messages.length > config.maxBatchSize) {
       return batchTooLarge(config.maxBatchSize, messages.length)

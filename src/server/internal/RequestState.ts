@@ -36,7 +36,8 @@ export interface State {
 }
 
 export interface Config {
-  readonly key: Uint8Array
+  /** The first signs what is issued; any of them checks what comes back (rotation). */
+  readonly keys: ReadonlyArray<Uint8Array>
   readonly ttlMs: number
   readonly maxBytes: number
 }
@@ -51,9 +52,6 @@ let processKey: Uint8Array | undefined
 
 /** A random key made once per process: states survive a new handle in the same process, not a restart. */
 export const defaultKey = (): Uint8Array => processKey ??= new Uint8Array(randomBytes(32))
-
-export const keyFrom = (key: string | Uint8Array): Uint8Array =>
-  typeof key === "string" ? new TextEncoder().encode(key) : key
 
 const mac = (key: Uint8Array, payload: string): string =>
   createHmac("sha256", key).update(PREFIX).update(payload).digest("base64url")
@@ -87,7 +85,7 @@ export const issue = (config: Config, binding: Binding, state: State, nowMs: num
       k: state.asked
     })
   ).toString("base64url")
-  const token = `${PREFIX}${payload}.${mac(config.key, payload)}`
+  const token = `${PREFIX}${payload}.${mac(config.keys[0], payload)}`
   return token.length > config.maxBytes ? undefined : token
 }
 
@@ -103,8 +101,11 @@ export const verify = (config: Config, binding: Binding, token: unknown, nowMs: 
   if (!token.startsWith(PREFIX) || dot < 0) return invalid("requestState was not issued by this server")
   const payload = token.slice(PREFIX.length, dot)
   const given = Buffer.from(token.slice(dot + 1))
-  const expected = Buffer.from(mac(config.key, payload))
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+  const signedBy = (key: Uint8Array) => {
+    const expected = Buffer.from(mac(key, payload))
+    return given.length === expected.length && timingSafeEqual(given, expected)
+  }
+  if (!config.keys.some(signedBy)) {
     return invalid("requestState was not issued by this server or was altered")
   }
   let body: unknown

@@ -21,7 +21,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../../JsonRpc.ts"
-import type { Reply, ServerSession } from "./ServerSession.ts"
+import { holdsStatelessMessage, type Reply, type ServerSession } from "./ServerSession.ts"
 
 export interface ServerDispatchOptions {
   readonly session: ServerSession
@@ -124,8 +124,11 @@ export const make = Effect.fnUntraced(function*(
       case "ParseError":
         return Effect.flatMap(session.handleDecoded(decoded, text), answer)
       case "Batch": {
-        // Rejected batches (empty, too long, or not allowed) only need an error reply.
-        if (decoded.messages.length === 0 || !session.allowBatch || decoded.messages.length > session.maxBatchSize) {
+        // Rejected batches (empty, too long, not allowed, or holding a stateless-era message) only need an error reply.
+        if (
+          decoded.messages.length === 0 || !session.allowBatch || decoded.messages.length > session.maxBatchSize ||
+          holdsStatelessMessage(decoded.messages)
+        ) {
           return Effect.flatMap(session.handleDecoded(decoded, text), answer)
         }
         const responses = decoded.messages.filter(isResponse)

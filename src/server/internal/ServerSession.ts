@@ -123,6 +123,19 @@ export interface ServerSession {
   readonly closeOutgoing: (error: TransportClosed) => Effect.Effect<void>
 }
 
+/**
+ * Whether a batch holds a request or notification whose `_meta` names a
+ * protocol version, i.e. one of the stateless era: that era has no batches,
+ * so such a batch is refused whole (none of it runs), as on Streamable HTTP.
+ */
+export const holdsStatelessMessage = (messages: ReadonlyArray<JsonRpc.Classified>): boolean =>
+  messages.some((m) =>
+    (m._tag === "Request" || m._tag === "Notification") && RequestMeta.readMeta(m.message.params)._tag !== "Absent"
+  )
+
+export const statelessBatch = (): JsonRpc.JsonRpcResponse =>
+  JsonRpc.invalidRequest(null, "protocol revision 2026-07-28 takes no batches: a request whose _meta names a protocol version is sent on its own")
+
 const SESSIONLESS_REASON = "the request came in a POST without a session, so no answer could reach it"
 
 type Send = (message: JsonRpc.JsonRpcMessage) => Effect.Effect<void, TransportClosed>
@@ -373,6 +386,7 @@ export const make = Effect.fnUntraced(function*<R>(
         if (decoded.messages.length > maxBatchSize) {
           return Effect.succeed(BatchLimit.tooLarge(maxBatchSize, decoded.messages.length))
         }
+        if (holdsStatelessMessage(decoded.messages)) return Effect.succeed(statelessBatch())
         return Effect.forEach(decoded.messages, handleMessage, { concurrency: "unbounded" }).pipe(
           Effect.map((replies) => {
             const kept = replies.filter((r): r is JsonRpc.JsonRpcResponse => r !== null)
