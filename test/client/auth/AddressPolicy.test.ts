@@ -3,22 +3,25 @@
  * addresses a server's metadata names: the address classification, the
  * check with an injected resolver (public names that resolve to loopback
  * or private addresses), and discovery against a server at a public name
- * whose metadata points inside. Nothing here connects anywhere but
- * 127.0.0.1: the public server is a stub HTTP client that records every URL
- * asked of it, and refuses (without connecting) all but loopback ones.
+ * whose metadata points inside (PublicWorld: nothing connects anywhere but
+ * 127.0.0.1).
  */
-import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result, type Scope } from "effect"
 import * as HttpClient from "effect/http/HttpClient"
-import { HttpClientError, TransportError } from "effect/http/HttpClientError"
-import * as HttpClientResponse from "effect/http/HttpClientResponse"
 import * as AddressPolicy from "../../../src/client/auth/AddressPolicy.ts"
 import * as Discovery from "../../../src/client/auth/Discovery.ts"
 import * as OAuthProvider from "../../../src/client/auth/OAuthProvider.ts"
 import * as TokenEndpoint from "../../../src/client/auth/TokenEndpoint.ts"
+import {
+  CHALLENGE,
+  CHALLENGE_HEADER,
+  fakeResolver,
+  internalService,
+  PUBLIC_MCP,
+  stubClient
+} from "./PublicWorld.ts"
 
 // ---------------------------------------------------------------------------
 // Classification
@@ -112,37 +115,12 @@ describe("address classification", () => {
 // ---------------------------------------------------------------------------
 // The check, with an injected resolver
 
-const NAMES: Readonly<Record<string, ReadonlyArray<string>>> = {
-  "mcp.example.test": ["203.0.113.10"],
-  "as.example.test": ["203.0.113.40", "2001:db8::40"],
-  "auth.example.test": ["127.0.0.1"],
-  "intranet.example.test": ["10.0.0.1"],
-  "mixed.example.test": ["203.0.113.20", "10.0.0.7"],
-  "mapped.example.test": ["::ffff:169.254.169.254"],
-  "corp-mcp.example.test": ["10.1.0.5"],
-  "odd.example.test": ["not-an-address"]
-}
-
-/** A resolver over `NAMES` that records what it was asked. */
-const fakeResolver = () => {
-  const asked: Array<string> = []
-  const resolve: AddressPolicy.Resolve = (host) =>
-    Effect.suspend(() => {
-      asked.push(host)
-      const found = NAMES[host]
-      return found === undefined ? Effect.fail(new Error(`getaddrinfo ENOTFOUND ${host}`)) : Effect.succeed(found)
-    })
-  return { asked, resolve }
-}
-
-const PUBLIC_MCP = "https://mcp.example.test/mcp"
-
 const checked = (serverUrl: string, target: string, allow?: AddressPolicy.Allowance) => {
   const resolver = fakeResolver()
   return AddressPolicy.check(serverUrl, target, allow).pipe(
     Effect.provideService(AddressPolicy.HostResolver, resolver.resolve),
     Effect.result,
-    Effect.map((exit) => ({ exit, asked: resolver.asked }))
+    Effect.map((result) => ({ result, asked: resolver.asked }))
   )
 }
 
@@ -156,24 +134,24 @@ const refusal = (result: Result.Result<void, AddressPolicy.CheckError>): string 
 describe("AddressPolicy.check: a public server's metadata", () => {
   it.effect("may not lead to a public name that resolves to loopback or a private address", () =>
     Effect.gen(function*() {
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://auth.example.test/")).exit))
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://auth.example.test/")).result))
         .toBe("127.0.0.1: a loopback address (127.0.0.0/8)")
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://intranet.example.test/token")).exit))
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://intranet.example.test/token")).result))
         .toBe("10.0.0.1: a private network address (10.0.0.0/8)")
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://mapped.example.test/")).exit))
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://mapped.example.test/")).result))
         .toBe("::ffff:169.254.169.254: a link-local address (169.254.0.0/16)")
     }))
 
   it.effect("every resolved address is checked: one private address among public ones refuses the name", () =>
     Effect.gen(function*() {
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://mixed.example.test/")).exit))
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://mixed.example.test/")).result))
         .toBe("10.0.0.7: a private network address (10.0.0.0/8)")
     }))
 
   it.effect("a name that resolves to public addresses only is allowed", () =>
     Effect.gen(function*() {
-      const { asked, exit } = yield* checked(PUBLIC_MCP, "https://as.example.test/.well-known/oauth-authorization-server")
-      expect(refusal(exit)).toBe("allowed")
+      const { asked, result } = yield* checked(PUBLIC_MCP, "https://as.example.test/.well-known/oauth-authorization-server")
+      expect(refusal(result)).toBe("allowed")
       expect(asked).toEqual(["as.example.test"])
     }))
 
@@ -198,45 +176,45 @@ describe("AddressPolicy.check: a public server's metadata", () => {
         ["http://api.localhost/", "127.0.0.1"]
       ] as const
       for (const [target, address] of targets) {
-        const { asked, exit } = yield* checked(PUBLIC_MCP, target)
-        expect(refusal(exit), target).toMatch(new RegExp(`^${address.replace(/[.[\]]/g, "\\$&")}: `))
+        const { asked, result } = yield* checked(PUBLIC_MCP, target)
+        expect(refusal(result), target).toMatch(new RegExp(`^${address.replace(/[.[\]]/g, "\\$&")}: `))
         expect(asked, target).toEqual(["mcp.example.test"])
       }
     }))
 
   it.effect("what the resolver gives that is not an address is refused; a name it cannot resolve fails as no connection", () =>
     Effect.gen(function*() {
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://odd.example.test/")).exit)).toBe("not-an-address: not an IP address")
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://nowhere.example.test/")).exit)).toBe("TransportClosed")
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://odd.example.test/")).result)).toBe("not-an-address: not an IP address")
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://nowhere.example.test/")).result)).toBe("TransportClosed")
     }))
 })
 
 describe("AddressPolicy.check: what is allowed", () => {
   it.effect("the MCP server's own host, without resolving it", () =>
     Effect.gen(function*() {
-      const { asked, exit } = yield* checked("https://auth.example.test/mcp", "https://auth.example.test/.well-known/x")
-      expect(refusal(exit)).toBe("allowed")
+      const { asked, result } = yield* checked("https://auth.example.test/mcp", "https://auth.example.test/.well-known/x")
+      expect(refusal(result)).toBe("allowed")
       expect(asked).toEqual([])
     }))
 
   it.effect("an address of the kind the MCP server is on, and no other kind", () =>
     Effect.gen(function*() {
-      expect(refusal((yield* checked("http://127.0.0.1:9/mcp", "http://localhost:8/")).exit)).toBe("allowed")
-      expect(refusal((yield* checked("http://127.0.0.1:9/mcp", "https://auth.example.test/")).exit)).toBe("allowed")
-      expect(refusal((yield* checked("http://localhost:9/mcp", "http://[::1]:8/")).exit)).toBe("allowed")
-      expect(refusal((yield* checked("http://127.0.0.1:9/mcp", "https://10.0.0.1/")).exit))
+      expect(refusal((yield* checked("http://127.0.0.1:9/mcp", "http://localhost:8/")).result)).toBe("allowed")
+      expect(refusal((yield* checked("http://127.0.0.1:9/mcp", "https://auth.example.test/")).result)).toBe("allowed")
+      expect(refusal((yield* checked("http://localhost:9/mcp", "http://[::1]:8/")).result)).toBe("allowed")
+      expect(refusal((yield* checked("http://127.0.0.1:9/mcp", "https://10.0.0.1/")).result))
         .toBe("10.0.0.1: a private network address (10.0.0.0/8)")
-      expect(refusal((yield* checked("https://corp-mcp.example.test/mcp", "https://intranet.example.test/")).exit))
+      expect(refusal((yield* checked("https://corp-mcp.example.test/mcp", "https://intranet.example.test/")).result))
         .toBe("allowed")
-      expect(refusal((yield* checked("https://corp-mcp.example.test/mcp", "https://192.168.0.9/")).exit)).toBe("allowed")
-      expect(refusal((yield* checked("https://corp-mcp.example.test/mcp", "http://169.254.169.254/")).exit))
+      expect(refusal((yield* checked("https://corp-mcp.example.test/mcp", "https://192.168.0.9/")).result)).toBe("allowed")
+      expect(refusal((yield* checked("https://corp-mcp.example.test/mcp", "http://169.254.169.254/")).result))
         .toBe("169.254.169.254: a link-local address (169.254.0.0/16)")
     }))
 
   it.effect("allowPrivateNetworks: true allows every address", () =>
     Effect.gen(function*() {
       for (const target of ["https://auth.example.test/", "https://10.0.0.1/", "http://169.254.169.254/"]) {
-        expect(refusal((yield* checked(PUBLIC_MCP, target, true)).exit), target).toBe("allowed")
+        expect(refusal((yield* checked(PUBLIC_MCP, target, true)).result), target).toBe("allowed")
       }
     }))
 
@@ -244,24 +222,24 @@ describe("AddressPolicy.check: what is allowed", () => {
     Effect.gen(function*() {
       const allow = ["Auth.Example.Test", "10.0.0.0/8", "192.168.1.7", "fd00::/8"]
       const named = yield* checked(PUBLIC_MCP, "https://auth.example.test/", allow)
-      expect(refusal(named.exit)).toBe("allowed")
+      expect(refusal(named.result)).toBe("allowed")
       expect(named.asked).toEqual([])
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://intranet.example.test/", allow)).exit)).toBe("allowed")
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://[::ffff:10.2.3.4]/", allow)).exit)).toBe("allowed")
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://192.168.1.7/", allow)).exit)).toBe("allowed")
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://[fd00::5]/", allow)).exit)).toBe("allowed")
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://192.168.1.8/", allow)).exit))
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://intranet.example.test/", allow)).result)).toBe("allowed")
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://[::ffff:10.2.3.4]/", allow)).result)).toBe("allowed")
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://192.168.1.7/", allow)).result)).toBe("allowed")
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://[fd00::5]/", allow)).result)).toBe("allowed")
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://192.168.1.8/", allow)).result))
         .toBe("192.168.1.8: a private network address (192.168.0.0/16)")
-      expect(refusal((yield* checked(PUBLIC_MCP, "https://[fe80::1]/", allow)).exit))
+      expect(refusal((yield* checked(PUBLIC_MCP, "https://[fe80::1]/", allow)).result))
         .toBe("fe80::1: a link-local address (fe80::/10)")
-      expect(refusal((yield* checked(PUBLIC_MCP, "http://127.0.0.1/", allow)).exit))
+      expect(refusal((yield* checked(PUBLIC_MCP, "http://127.0.0.1/", allow)).result))
         .toBe("127.0.0.1: a loopback address (127.0.0.0/8)")
     }))
 
   it.effect("an entry that is not a range matches nothing", () =>
     Effect.gen(function*() {
       for (const entry of ["10.0.0.0/33", "10.0.0.0/x", "nonsense/8"]) {
-        expect(refusal((yield* checked(PUBLIC_MCP, "https://10.0.0.1/", [entry])).exit), entry)
+        expect(refusal((yield* checked(PUBLIC_MCP, "https://10.0.0.1/", [entry])).result), entry)
           .toBe("10.0.0.1: a private network address (10.0.0.0/8)")
       }
     }))
@@ -269,65 +247,6 @@ describe("AddressPolicy.check: what is allowed", () => {
 
 // ---------------------------------------------------------------------------
 // Discovery and token requests for a server at a public name
-
-/** A loopback service standing for an internal one: it records every request and answers 404. */
-const internalService = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const hits: Array<string> = []
-    const server = http.createServer((req, res) => {
-      hits.push(`${req.method} ${req.url}`)
-      req.resume()
-      res.writeHead(404).end()
-    })
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-    return { server, hits, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
-  }),
-  ({ server }) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
-)
-
-interface Canned {
-  /** The authorization servers the MCP server's protected resource metadata names. */
-  readonly authorizationServers: ReadonlyArray<string>
-  /** Endpoints of the public authorization server https://as.example.test. */
-  readonly endpoints?: Readonly<Record<string, string>> | undefined
-}
-
-const json = (body: unknown, status = 200) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } })
-
-/**
- * The public MCP server (https://mcp.example.test) and the public
- * authorization server (https://as.example.test) as canned answers; loopback
- * URLs go to the real client; anything else is recorded and fails as if
- * unreachable, without a connection.
- */
-const stubClient = (real: HttpClient.HttpClient, canned: Canned) => {
-  const requested: Array<string> = []
-  const client = HttpClient.make((request, url) => {
-    requested.push(`${request.method} ${url.href}`)
-    if (url.hostname === "127.0.0.1") return real.execute(request)
-    const answer = (response: Response) => Effect.succeed(HttpClientResponse.fromWeb(request, response))
-    if (url.href === "https://mcp.example.test/.well-known/oauth-protected-resource/mcp") {
-      return answer(json({ resource: PUBLIC_MCP, authorization_servers: canned.authorizationServers }))
-    }
-    if (url.href === "https://as.example.test/.well-known/oauth-authorization-server") {
-      return answer(json({
-        issuer: "https://as.example.test",
-        authorization_endpoint: "https://as.example.test/authorize",
-        token_endpoint: "https://as.example.test/token",
-        code_challenge_methods_supported: ["S256"],
-        ...canned.endpoints
-      }))
-    }
-    if (url.hostname.endsWith("example.test")) return answer(new Response("", { status: 404 }))
-    return Effect.fail(
-      new HttpClientError({ reason: new TransportError({ request, description: "unreachable from the test" }) })
-    )
-  })
-  return { client, requested }
-}
-
-const CHALLENGE = { resourceMetadata: "https://mcp.example.test/.well-known/oauth-protected-resource/mcp" }
 
 const live = (
   name: string,
@@ -399,7 +318,7 @@ describe("discovery for a server at a public name does not reach internal addres
     Effect.gen(function*() {
       const internal = yield* internalService
       const { client } = stubClient(real, { authorizationServers: [`${internal.origin}/internal`] })
-      const challenge = `Bearer resource_metadata="${CHALLENGE.resourceMetadata}"`
+      const challenge = CHALLENGE_HEADER
       const refused = yield* OAuthProvider.make({ clientId: "c", clientSecret: "s" }).pipe(
         Effect.provideService(HttpClient.HttpClient, client)
       )
