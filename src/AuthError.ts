@@ -300,7 +300,8 @@ export class ForbiddenAddress extends Data.TaggedError("ForbiddenAddress")<{
   override get message(): string {
     return `Refused to request ${this.url} for ${this.serverUrl}: its address ${this.address} is ${this.reason}. ` +
       "If this authorization server is meant to be on an internal network, allow it with the allowPrivateNetworks " +
-      "option (a host name or CIDR range, or true); otherwise the server's OAuth metadata points somewhere it should not."
+      "option (a host name or CIDR range, or true; --allow-private-networks on the command line); otherwise the " +
+      "server's OAuth metadata points somewhere it should not: tell its operator."
   }
 }
 
