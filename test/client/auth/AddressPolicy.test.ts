@@ -14,6 +14,8 @@ import * as AddressPolicy from "../../../src/client/auth/AddressPolicy.ts"
 import * as Discovery from "../../../src/client/auth/Discovery.ts"
 import * as OAuthProvider from "../../../src/client/auth/OAuthProvider.ts"
 import * as TokenEndpoint from "../../../src/client/auth/TokenEndpoint.ts"
+import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
+import * as World from "./AuthWorld.ts"
 import {
   CHALLENGE,
   CHALLENGE_HEADER,
@@ -368,5 +370,46 @@ describe("discovery for a server at a public name does not reach internal addres
       // An endpoint the application configured itself (no server named) is not checked.
       expect((yield* failureOf(token(`${internal.origin}/token`)))._tag).toBe("TokenEndpointFailed")
       expect(internal.hits).toEqual(["POST /token"])
+    }))
+})
+
+describe("a real MCP server on loopback", () => {
+  live("whose metadata names an authorization server that resolves to a private address: the request fails, unsent", () =>
+    Effect.gen(function*() {
+      const world = yield* World.make()
+      // intranet.example.test is 10.0.0.1 to the injected resolver: another kind than the server's loopback.
+      world.knobs.prmBody = JSON.stringify({
+        resource: world.mcpUrl,
+        authorization_servers: ["https://intranet.example.test/tenant"]
+      })
+      const auth = yield* OAuthProvider.make({ clientId: "svc", clientSecret: "svc-secret" })
+      const transport = yield* StreamableHttp.make({ url: world.mcpUrl, auth, defaultTimeout: "10 seconds" })
+      const error = yield* Effect.flip(transport.request("tools/list", {}))
+      expect(error).toMatchObject({
+        _tag: "ForbiddenAddress",
+        url: "https://intranet.example.test/.well-known/oauth-authorization-server/tenant",
+        serverUrl: world.mcpUrl,
+        address: "10.0.0.1"
+      })
+      expect(world.seen.map((r) => r.path)).toEqual(["/mcp", "/.well-known/oauth-protected-resource/mcp"])
+    }))
+
+  live("whose authorization server is on loopback too: signs in as before", () =>
+    Effect.gen(function*() {
+      const world = yield* World.make()
+      world.knobs.prmBody = JSON.stringify({
+        resource: world.mcpUrl,
+        authorization_servers: [world.issuer.replace("127.0.0.1", "localhost")],
+        scopes_supported: ["read", "write"]
+      })
+      world.knobs.asBody = JSON.stringify({
+        issuer: world.issuer.replace("127.0.0.1", "localhost"),
+        token_endpoint: `${world.origin}/token`,
+        token_endpoint_auth_methods_supported: ["client_secret_basic"]
+      })
+      const auth = yield* OAuthProvider.make({ clientId: "svc", clientSecret: "svc-secret" })
+      const transport = yield* StreamableHttp.make({ url: world.mcpUrl, auth, defaultTimeout: "10 seconds" })
+      expect(yield* transport.request("tools/list", {})).toEqual({ scopes: ["read", "write"] })
+      expect(world.count("/token", "client_credentials")).toBe(1)
     }))
 })
