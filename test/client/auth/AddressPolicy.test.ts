@@ -252,7 +252,7 @@ describe("AddressPolicy.check: what is allowed", () => {
 
 const live = (
   name: string,
-  body: (real: HttpClient.HttpClient) => Effect.Effect<void, unknown, Scope.Scope>
+  body: (real: HttpClient.HttpClient) => Effect.Effect<void, unknown, Scope.Scope | HttpClient.HttpClient>
 ) =>
   it.live(name, () =>
     Effect.gen(function*() {
