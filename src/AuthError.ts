@@ -278,6 +278,34 @@ export class AssertionUnavailable extends Data.TaggedError("AssertionUnavailable
 }
 
 /**
+ * A request the client was to make for authorization (metadata, registration,
+ * token) targets a loopback, private, link-local or otherwise internal
+ * address, named by the server's metadata or resolved from its host, while
+ * the MCP server itself is not on such an address. It was not sent: a
+ * server could otherwise make the client reach internal services.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class ForbiddenAddress extends Data.TaggedError("ForbiddenAddress")<{
+  /** The URL that was not requested. */
+  readonly url: string
+  /** The MCP server the request was for. */
+  readonly serverUrl: string
+  /** The address its host is or resolves to. */
+  readonly address: string
+  /** What kind of address it is, with its range: "a private network address (10.0.0.0/8)". */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `Refused to request ${this.url} for ${this.serverUrl}: its address ${this.address} is ${this.reason}. ` +
+      "If this authorization server is meant to be on an internal network, allow it with the allowPrivateNetworks " +
+      "option (a host name or CIDR range, or true; --allow-private-networks on the command line); otherwise the " +
+      "server's OAuth metadata points somewhere it should not: tell its operator."
+  }
+}
+
+/**
  * What reaching a server behind OAuth can fail with.
  *
  * @since 0.2.0
@@ -296,3 +324,4 @@ export type AuthError =
   | TokenStoreFailed
   | DpopNonceRejected
   | AssertionUnavailable
+  | ForbiddenAddress

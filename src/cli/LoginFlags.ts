@@ -66,6 +66,12 @@ export const flags = {
   open: Flag.Boolean("open").pipe(
     Flag.withDescription("With --auth: also open the sign-in URL with $BROWSER (or xdg-open / open). Default: only print it"),
     Flag.withDefault(false)
+  ),
+  allowPrivateNetworks: Flag.Boolean("allow-private-networks").pipe(
+    Flag.withDescription(
+      "With --auth: let the server's OAuth metadata lead to loopback, private and link-local addresses. Default: only to addresses of the server's own kind"
+    ),
+    Flag.withDefault(false)
   )
 }
 
@@ -80,6 +86,7 @@ export interface Parsed {
   readonly loginTimeout: Duration.Duration
   readonly callbackPort: Option.Option<number>
   readonly open: boolean
+  readonly allowPrivateNetworks: boolean
 }
 
 /** OAuth settings from a configuration entry's `auth`, the same fields as the flags. */
@@ -89,6 +96,7 @@ export interface Settings {
   readonly scope?: string | undefined
   readonly grant?: "authorization_code" | "client_credentials" | undefined
   readonly tokenStore?: string | undefined
+  readonly allowPrivateNetworks?: boolean | ReadonlyArray<string> | undefined
 }
 
 /** `$XDG_CONFIG_HOME/effect-mcp/tokens.json`, else `%APPDATA%\effect-mcp\tokens.json` on Windows, else `~/.config/effect-mcp/tokens.json`. */
@@ -156,6 +164,7 @@ export const provider = (
     const clientSecret = Option.getOrUndefined(parsed.clientSecret) ?? fromConfig.clientSecret
     const scope = Option.getOrUndefined(parsed.scope) ?? fromConfig.scope
     const grant = Option.getOrUndefined(parsed.grant) ?? fromConfig.grant ?? "authorization_code"
+    const allowPrivateNetworks = parsed.allowPrivateNetworks || fromConfig.allowPrivateNetworks
     if (clientSecret !== undefined && clientId === undefined) {
       return yield* new Output.UsageError({ message: "--client-secret needs --client-id" })
     }
@@ -165,7 +174,7 @@ export const provider = (
     const file = yield* tokenStorePath(parsed.tokenStore, fromConfig.tokenStore)
     const store = yield* FileTokenStore.make(file)
     const make = (options: OAuthProvider.Options) =>
-      OAuthProvider.make({ clientId, clientSecret, scope, grant, clientName: Output.PROGRAM, ...options }).pipe(
+      OAuthProvider.make({ clientId, clientSecret, scope, grant, allowPrivateNetworks, clientName: Output.PROGRAM, ...options }).pipe(
         Effect.provideService(TokenStore.TokenStore, store)
       )
     if (grant === "client_credentials") return yield* make({})

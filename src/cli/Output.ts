@@ -126,6 +126,7 @@ const AUTH = new Set([
   "TokenRejected",
   "InteractionRequired",
   "TokenStoreFailed",
+  "ForbiddenAddress",
   "LoopbackUnavailable"
 ])
 const CONNECTION = new Set([

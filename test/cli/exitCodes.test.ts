@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest"
 import * as Duration from "effect/Duration"
-import { InteractionRequired, TokenStoreFailed, UserDenied } from "../../src/AuthError.ts"
+import { ForbiddenAddress, InteractionRequired, TokenStoreFailed, UserDenied } from "../../src/AuthError.ts"
 import { LoginTimeout, LoopbackUnavailable } from "../../src/cli/LoopbackRedirect.ts"
 import { ConnectError, ExitCode, exitCodeOf } from "../../src/cli/Output.ts"
 import { InputRequired } from "../../src/cli/ServerQuestions.ts"
@@ -35,7 +35,13 @@ describe("exitCodeOf", () => {
       new UserDenied({ issuer: "http://127.0.0.1:1" }),
       new InteractionRequired({ serverUrl: "http://127.0.0.1:1/mcp", reason: "no interactive handler is configured" }),
       new TokenStoreFailed({ path: "/tmp/t.json", reason: "permissions", detail: "mode 644" }),
-      new LoopbackUnavailable({ port: 1, reason: "EACCES" })
+      new LoopbackUnavailable({ port: 1, reason: "EACCES" }),
+      new ForbiddenAddress({
+        url: "https://10.0.0.1/.well-known/oauth-authorization-server",
+        serverUrl: "https://mcp.example.com/mcp",
+        address: "10.0.0.1",
+        reason: "a private network address (10.0.0.0/8)"
+      })
     ]
     for (const failure of failures) {
       expect(exitCodeOf(failure)).toBe(ExitCode.Auth)

@@ -4,14 +4,16 @@
  * protected resource metadata, then to the metadata of the authorization
  * server it names. Every document is read with a size limit and a timeout,
  * and checked before it is trusted: the resource must be the server's, the
- * issuer the one asked for.
+ * issuer the one asked for. Every URL the server's metadata leads to is
+ * checked against the address policy (`AddressPolicy`) before it is requested.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
-import { DiscoveryFailed } from "../../AuthError.ts"
+import { DiscoveryFailed, type ForbiddenAddress } from "../../AuthError.ts"
 import * as Http from "../internal/HttpExchange.ts"
+import * as AddressPolicy from "./AddressPolicy.ts"
 import type { BearerChallenge } from "./WwwAuthenticate.ts"
 
 /**
@@ -61,7 +63,7 @@ export interface Discovered {
 }
 
 /**
- * Bounds on each metadata read.
+ * Bounds on each metadata read, and the internal addresses it may reach.
  *
  * @since 0.2.0
  * @category models
@@ -71,6 +73,12 @@ export interface Limits {
   readonly maxBytes?: number | undefined
   /** How long each metadata request may take. Default 10 seconds. */
   readonly timeout?: Duration.Input | undefined
+  /**
+   * Internal addresses (loopback, private, link-local…) the server's
+   * metadata may lead to beyond those of the server's own kind: `true` for
+   * all, or host names and CIDR ranges. Default none.
+   */
+  readonly allowPrivateNetworks?: AddressPolicy.Allowance | undefined
 }
 
 const DEFAULT_MAX_BYTES = 64 * 1024
@@ -173,18 +181,22 @@ type Fetched =
   | { readonly _tag: "Absent"; readonly why: string; readonly status?: number | undefined }
 
 /**
- * GETs one metadata document. A non-2xx answer or no connection is "absent"
- * (the next location is tried); a 2xx that is oversized or not JSON fails.
+ * GETs one metadata document for the server `serverUrl`, once its address is
+ * allowed. A non-2xx answer, no connection or a host that does not resolve
+ * is "absent" (the next location is tried); a 2xx that is oversized or not
+ * JSON fails.
  */
 const fetchDocument = (
   client: HttpClient.HttpClient,
+  serverUrl: string,
   url: string,
   limits: Limits,
   fail: (reason: string) => DiscoveryFailed
-): Effect.Effect<Fetched, DiscoveryFailed> => {
+): Effect.Effect<Fetched, DiscoveryFailed | ForbiddenAddress> => {
   const maxBytes = limits.maxBytes ?? DEFAULT_MAX_BYTES
   const request = HttpClientRequest.get(url, { headers: { accept: "application/json" } })
   return Effect.gen(function*() {
+    yield* AddressPolicy.check(serverUrl, url, limits.allowPrivateNetworks)
     const response = yield* Http.execute(client, request)
     if (!Http.isSuccess(response.status)) {
       yield* Http.discard(response)
@@ -225,15 +237,16 @@ type FirstDocument =
 /** The first of `urls` that is there (in the spec's order of preference), or every miss. */
 const firstDocument = (
   client: HttpClient.HttpClient,
+  serverUrl: string,
   urls: ReadonlyArray<string>,
   limits: Limits,
   fail: (reason: string) => DiscoveryFailed
-): Effect.Effect<FirstDocument, DiscoveryFailed> =>
+): Effect.Effect<FirstDocument, DiscoveryFailed | ForbiddenAddress> =>
   Effect.gen(function*() {
     const misses: Array<string> = []
     let absent = true
     for (const url of urls) {
-      const fetched = yield* fetchDocument(client, url, limits, fail)
+      const fetched = yield* fetchDocument(client, serverUrl, url, limits, fail)
       if (fetched._tag === "Found") return { _tag: "Found", url, doc: fetched.json as Record<string, unknown> | null }
       misses.push(fetched.why)
       if (fetched.status === undefined || fetched.status >= 500) absent = false
@@ -258,7 +271,7 @@ const resourceDocument = (
   challenge: BearerChallenge,
   limits: Limits,
   fail: (reason: string) => DiscoveryFailed
-): Effect.Effect<FirstDocument, DiscoveryFailed> =>
+): Effect.Effect<FirstDocument, DiscoveryFailed | ForbiddenAddress> =>
   Effect.gen(function*() {
     const hint = challenge.resourceMetadata
     if (hint !== undefined) {
@@ -273,7 +286,7 @@ const resourceDocument = (
         return yield* fail(`the resource_metadata URL ${hint} is on another origin than the server`)
       }
     }
-    return yield* firstDocument(client, resourceMetadataUrls(serverUrl, challenge), limits, fail)
+    return yield* firstDocument(client, serverUrl, resourceMetadataUrls(serverUrl, challenge), limits, fail)
   })
 
 const checkResource = (
@@ -311,7 +324,7 @@ export const discoverResource = (
   serverUrl: string,
   challenge: BearerChallenge,
   limits: Limits = {}
-): Effect.Effect<ResourceMetadata, DiscoveryFailed> =>
+): Effect.Effect<ResourceMetadata, DiscoveryFailed | ForbiddenAddress> =>
   Effect.gen(function*() {
     const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "protected-resource", reason })
     const found = yield* required(yield* resourceDocument(client, serverUrl, challenge, limits, fail), fail, "no metadata found")
@@ -347,9 +360,35 @@ const checkServer = (
 }
 
 /**
+ * The endpoints of accepted metadata pass the address policy, the
+ * authorization endpoint (opened in the user's browser) included. A host
+ * that does not resolve now is let through: its requests are checked again
+ * when they are made, and fail there if it still does not.
+ */
+const checkEndpoints = (
+  serverUrl: string,
+  server: ServerMetadata,
+  limits: Limits
+): Effect.Effect<ServerMetadata, ForbiddenAddress> =>
+  Effect.as(
+    Effect.forEach(
+      [server.token_endpoint, server.authorization_endpoint, server.registration_endpoint],
+      (endpoint) =>
+        endpoint === undefined
+          ? Effect.void
+          : AddressPolicy.check(serverUrl, endpoint, limits.allowPrivateNetworks).pipe(
+            Effect.catchTag("TransportClosed", () => Effect.void)
+          ),
+      { discard: true }
+    ),
+    server
+  )
+
+/**
  * Fetches and checks the metadata of the authorization server `issuer`.
  * Its `issuer` must equal the one asked for (RFC 8414 §3.3) and its
- * endpoints must be https (http only on loopback).
+ * endpoints must be https (http only on loopback). The issuer and the
+ * endpoints must pass the address policy (`AddressPolicy.check`).
  *
  * @since 0.2.0
  * @category discovery
@@ -359,12 +398,13 @@ export const discoverServer = (
   serverUrl: string,
   issuer: string,
   limits: Limits = {}
-): Effect.Effect<ServerMetadata, DiscoveryFailed> =>
+): Effect.Effect<ServerMetadata, DiscoveryFailed | ForbiddenAddress> =>
   Effect.gen(function*() {
     const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "authorization-server", reason })
     if (!isSecureUrl(issuer)) return yield* fail(`the authorization server ${issuer} is not an https URL`)
-    const found = yield* firstDocument(client, serverMetadataUrls(issuer), limits, fail)
-    return yield* checkServer(yield* required(found, fail, `no metadata found for ${issuer}`), issuer, fail)
+    const found = yield* firstDocument(client, serverUrl, serverMetadataUrls(issuer), limits, fail)
+    const server = yield* checkServer(yield* required(found, fail, `no metadata found for ${issuer}`), issuer, fail)
+    return yield* checkEndpoints(serverUrl, server, limits)
   })
 
 /**
@@ -383,21 +423,24 @@ const discoverAtOrigin = (
   serverUrl: string,
   limits: Limits,
   misses: ReadonlyArray<string>
-): Effect.Effect<Discovered, DiscoveryFailed> =>
+): Effect.Effect<Discovered, DiscoveryFailed | ForbiddenAddress> =>
   Effect.gen(function*() {
     const origin = new URL(serverUrl).origin
     const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "authorization-server", reason })
     const why = `no protected resource metadata (${misses.join("; ")})`
     if (!isSecureUrl(origin)) return yield* fail(`${why}, and the origin ${origin} is not https to fall back to`)
-    const found = yield* firstDocument(client, [`${origin}/.well-known/oauth-authorization-server`], limits, fail)
+    const found = yield* firstDocument(client, serverUrl, [`${origin}/.well-known/oauth-authorization-server`], limits, fail)
     if (found._tag === "Missing" && !found.absent) {
       return yield* fail(`${why}, and no metadata at the origin (${found.misses.join("; ")})`)
     }
     const server: ServerMetadata = found._tag === "Found"
-      ? yield* Effect.map(checkServer(found, origin, fail), (metadata) => ({
-        ...metadata,
-        code_challenge_methods_supported: metadata.code_challenge_methods_supported ?? ["S256"]
-      }))
+      ? yield* checkServer(found, origin, fail).pipe(
+        Effect.flatMap((metadata) => checkEndpoints(serverUrl, metadata, limits)),
+        Effect.map((metadata) => ({
+          ...metadata,
+          code_challenge_methods_supported: metadata.code_challenge_methods_supported ?? ["S256"]
+        }))
+      )
       : {
         issuer: origin,
         authorization_endpoint: `${origin}/authorize`,
@@ -418,7 +461,9 @@ const discoverAtOrigin = (
  * names none, and every well-known location answers 4xx) is one of the
  * 2025-03-26 revision: its origin is then the authorization server, with
  * the default endpoints when it publishes no metadata either. Resource
- * metadata that is there but unusable is never worked around.
+ * metadata that is there but unusable is never worked around. A URL that
+ * fails the address policy fails the whole discovery with `ForbiddenAddress`
+ * before it is requested.
  *
  * @since 0.2.0
  * @category discovery
@@ -428,7 +473,7 @@ export const discover = (
   serverUrl: string,
   challenge: BearerChallenge,
   limits: Limits = {}
-): Effect.Effect<Discovered, DiscoveryFailed> =>
+): Effect.Effect<Discovered, DiscoveryFailed | ForbiddenAddress> =>
   Effect.gen(function*() {
     const fail = (reason: string) => new DiscoveryFailed({ serverUrl, step: "protected-resource", reason })
     const found = yield* resourceDocument(client, serverUrl, challenge, limits, fail)

@@ -16,6 +16,9 @@
  * wait for it, and a 403 `insufficient_scope` re-authorizes with the union
  * of the scopes held and asked for. The library itself never opens a
  * browser nor listens for a redirect: the `interaction` handler does.
+ * Nor does it let a server's metadata send its requests to loopback,
+ * private or link-local addresses unless the MCP server is on one of that
+ * kind, or `allowPrivateNetworks` says so (`AddressPolicy`).
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -35,6 +38,7 @@ import {
   type TokenStoreFailed,
   UserDenied
 } from "../../AuthError.ts"
+import type * as AddressPolicy from "./AddressPolicy.ts"
 import type * as ClientAssertion from "./ClientAssertion.ts"
 import * as Discovery from "./Discovery.ts"
 import * as Dpop from "./Dpop.ts"
@@ -125,6 +129,16 @@ export interface Options {
   readonly maxMetadataBytes?: number | undefined
   /** A token this close to its expiry is refreshed before use. Default 30 seconds. */
   readonly refreshMargin?: Duration.Input | undefined
+  /**
+   * Internal addresses the server's metadata may send discovery,
+   * registration and token requests to. By default a URL whose host is, or
+   * resolves to, a loopback, private, link-local, carrier-grade NAT or
+   * unspecified address is refused with `ForbiddenAddress`, unless the MCP
+   * server's own host has an address of the same kind. `true` allows every
+   * address; a list allows those host names and addresses or CIDR ranges
+   * (`["auth.corp.internal", "10.20.0.0/16"]`). Default none.
+   */
+  readonly allowPrivateNetworks?: AddressPolicy.Allowance | undefined
 }
 
 /**
@@ -218,7 +232,15 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
   const store = Option.getOrUndefined(yield* Effect.serviceOption(TokenStore.TokenStore)) ??
     (yield* TokenStore.makeMemory)
   const timeout = options.timeout ?? DEFAULT_TIMEOUT
-  const limits: Discovery.Limits = { maxBytes: options.maxMetadataBytes, timeout }
+  const limits: Discovery.Limits = {
+    maxBytes: options.maxMetadataBytes,
+    timeout,
+    allowPrivateNetworks: options.allowPrivateNetworks
+  }
+  const addresses = (found: Discovery.Discovered): TokenEndpoint.AddressGuard => ({
+    serverUrl: found.serverUrl,
+    allowPrivateNetworks: options.allowPrivateNetworks
+  })
   const marginMs = Duration.toMillis(Duration.fromInputUnsafe(options.refreshMargin ?? DEFAULT_REFRESH_MARGIN))
   const grant = options.grant ??
     (options.enterprise !== undefined
@@ -344,7 +366,8 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         clientName: options.clientName ?? "effect-mcp-transport",
         redirectUri: options.redirectUrl,
         scope,
-        timeout
+        timeout,
+        addresses: addresses(found)
       })
       yield* store.update((contents) => TokenStore.withClient(contents, registered))
       return registered
@@ -440,7 +463,8 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         },
         timeout,
         dpop: dpopFor(found),
-        signingKey: options.clientKey
+        signingKey: options.clientKey,
+        addresses: addresses(found)
       })
       return yield* save(found, response, undefined, scope)
     })
@@ -456,7 +480,8 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         params: { resource: found.resource.resource, ...(scope === undefined ? {} : { scope }) },
         timeout,
         dpop: dpopFor(found),
-        signingKey: options.clientKey
+        signingKey: options.clientKey,
+        addresses: addresses(found)
       })
       return yield* save(found, response, undefined, scope)
     })
@@ -473,7 +498,8 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         params: { assertion, resource: found.resource.resource, ...(scope === undefined ? {} : { scope }) },
         timeout,
         dpop: dpopFor(found),
-        signingKey: options.clientKey
+        signingKey: options.clientKey,
+        addresses: addresses(found)
       })
       return yield* save(found, response, undefined, scope)
     })
@@ -533,7 +559,8 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         timeout,
         // A bound token's refresh token is bound too (RFC 9449 §5): its refresh needs a proof.
         dpop: tokens.tokenType === "DPoP" ? signer : dpopFor(found),
-        signingKey: options.clientKey
+        signingKey: options.clientKey,
+        addresses: addresses(found)
       }).pipe(
         Effect.tapError((error) =>
           error._tag === "InvalidGrant"

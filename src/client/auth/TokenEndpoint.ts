@@ -3,7 +3,9 @@
  * form-encoded grants with the client's authentication (RFC 6749 §2.3,
  * OAuth 2.1), and dynamic client registration (RFC 7591). Answers are read
  * with a size limit and every request with a timeout; no token or secret is
- * ever put in a URL, a log or an error.
+ * ever put in a URL, a log or an error. An endpoint named by an
+ * authorization server's metadata is checked against the address policy
+ * before it is requested.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -13,12 +15,14 @@ import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import {
   type AssertionUnavailable,
   DpopNonceRejected,
+  type ForbiddenAddress,
   InvalidGrant,
   RegistrationRefused,
   TokenEndpointFailed
 } from "../../AuthError.ts"
 import { truncate } from "../../McpError.ts"
 import * as Http from "../internal/HttpExchange.ts"
+import * as AddressPolicy from "./AddressPolicy.ts"
 import * as ClientAssertion from "./ClientAssertion.ts"
 import type * as Dpop from "./Dpop.ts"
 import type { RegisteredClient } from "./TokenStore.ts"
@@ -57,6 +61,25 @@ const GRANT_TYPES: Readonly<Record<Grant, string>> = {
 }
 
 const MAX_ANSWER_BYTES = 64 * 1024
+
+/**
+ * The MCP server an endpoint was discovered for, and the internal addresses
+ * allowed beyond those of its own kind: the endpoint is then checked with
+ * `AddressPolicy.check` before each request. Without it the endpoint is not
+ * checked (one the application configured itself).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface AddressGuard {
+  readonly serverUrl: string
+  readonly allowPrivateNetworks?: AddressPolicy.Allowance | undefined
+}
+
+const guard = (addresses: AddressGuard | undefined, endpoint: string) =>
+  addresses === undefined
+    ? Effect.void
+    : AddressPolicy.check(addresses.serverUrl, endpoint, addresses.allowPrivateNetworks)
 
 /** Form encoding as `application/x-www-form-urlencoded` wants it for Basic credentials (RFC 6749 §2.3.1). */
 const formEncode = (text: string): string => encodeURIComponent(text).replace(/%20/g, "+")
@@ -114,7 +137,8 @@ const jsonObject = (text: string): Record<string, unknown> | undefined => {
  * With `dpop`, the request carries a proof and a `DPoP` token is accepted; a
  * `use_dpop_nonce` refusal is retried once with the server's nonce, a second
  * one is `DpopNonceRejected`. A `private_key_jwt` client signs an assertion
- * for the issuer with `signingKey`.
+ * for the issuer with `signingKey`. With `addresses`, an endpoint that fails
+ * the address policy is `ForbiddenAddress`, and nothing is sent.
  *
  * @since 0.2.0
  * @category requests
@@ -133,8 +157,13 @@ export const requestToken = (
     readonly dpop?: Dpop.Signer | undefined
     /** The key of a `private_key_jwt` client. */
     readonly signingKey?: ClientAssertion.SigningKey | undefined
+    /** Checks the endpoint's address for the MCP server it was discovered for. Default: not checked. */
+    readonly addresses?: AddressGuard | undefined
   }
-): Effect.Effect<TokenResponse, InvalidGrant | TokenEndpointFailed | DpopNonceRejected | AssertionUnavailable> => {
+): Effect.Effect<
+  TokenResponse,
+  InvalidGrant | TokenEndpointFailed | DpopNonceRejected | AssertionUnavailable | ForbiddenAddress
+> => {
   const { issuer, dpop } = options
   const failed = (reason: string, status?: number) => new TokenEndpointFailed({ issuer, reason, status })
   const attempt = (assertion: string | undefined) => {
@@ -157,6 +186,7 @@ export const requestToken = (
     ? ClientAssertion.make(signingKey, client.clientId, issuer)
     : Effect.succeed(undefined)
   return Effect.gen(function*() {
+    yield* guard(options.addresses, options.tokenEndpoint)
     const assertion = yield* clientAssertion
     let answer = yield* attempt(assertion)
     if (dpop !== undefined && !Http.isSuccess(answer.status) && answer.json?.error === "use_dpop_nonce") {
@@ -223,7 +253,8 @@ export const requestToken = (
  * Registers a public client (no secret, `token_endpoint_auth_method: none`)
  * for the authorization code grant at `registrationEndpoint` (RFC 7591).
  * Refused with `invalid_client_metadata` while naming a `scope`, it
- * registers once more without one.
+ * registers once more without one. With `addresses`, an endpoint that
+ * fails the address policy is `ForbiddenAddress`, and nothing is sent.
  *
  * @since 0.2.0
  * @category requests
@@ -237,8 +268,10 @@ export const register = (
     readonly redirectUri: string
     readonly scope?: string | undefined
     readonly timeout: Duration.Input
+    /** Checks the endpoint's address for the MCP server it was discovered for. Default: not checked. */
+    readonly addresses?: AddressGuard | undefined
   }
-): Effect.Effect<RegisteredClient, RegistrationRefused> => {
+): Effect.Effect<RegisteredClient, RegistrationRefused | ForbiddenAddress> => {
   const { issuer } = options
   const refused = (reason: string, status?: number) => new RegistrationRefused({ issuer, reason, status })
   const metadata = {
@@ -255,6 +288,7 @@ export const register = (
     body: HttpBody.text(JSON.stringify(metadata), "application/json")
   })
   return Effect.gen(function*() {
+    yield* guard(options.addresses, options.registrationEndpoint)
     const response = yield* Http.execute(http, request)
     const text = yield* Http.readText(response, MAX_ANSWER_BYTES)
     const json = jsonObject(text)

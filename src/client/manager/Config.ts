@@ -70,7 +70,12 @@ export const AuthSettings = Schema.Struct({
   /** `authorization_code` (a user signs in) or `client_credentials` (the client acts for itself). */
   grant: Schema.optionalKey(Schema.Literals(["authorization_code", "client_credentials"])),
   /** A JSON file the tokens are kept in between runs (mode 0600); else they live in memory. */
-  tokenStore: Schema.optionalKey(Schema.NonEmptyString)
+  tokenStore: Schema.optionalKey(Schema.NonEmptyString),
+  /**
+   * Internal addresses (loopback, private, link-local…) the server's OAuth metadata may lead to:
+   * `true`, or host names and CIDR ranges. Else only addresses of the server's own kind.
+   */
+  allowPrivateNetworks: Schema.optionalKey(Schema.Union([Schema.Boolean, Schema.Array(Schema.NonEmptyString)]))
 })
 export type AuthSettings = typeof AuthSettings.Type
 

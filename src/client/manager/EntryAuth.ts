@@ -43,6 +43,7 @@ export const provider = (
       clientSecret: settings.clientSecret,
       scope: settings.scope,
       grant: settings.grant,
+      allowPrivateNetworks: settings.allowPrivateNetworks,
       interaction: options.interaction,
       redirectUrl: options.redirectUrl,
       clientName: options.clientName
