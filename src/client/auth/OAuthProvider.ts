@@ -16,6 +16,12 @@
  * wait for it, and a 403 `insufficient_scope` re-authorizes with the union
  * of the scopes held and asked for. The library itself never opens a
  * browser nor listens for a redirect: the `interaction` handler does.
+ *
+ * Configured credentials (client id and secret or key, JWT bearer source,
+ * enterprise identity assertion) are bound to one authorization server, the
+ * `issuer` option's or else the first one used (kept in the token store):
+ * metadata naming another fails with `IssuerMismatch` before anything is
+ * sent to it.
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -30,6 +36,8 @@ import {
   AuthorizationRefused,
   DiscoveryFailed,
   InteractionRequired,
+  type InvalidGrant,
+  IssuerMismatch,
   RegistrationRefused,
   StateMismatch,
   type TokenStoreFailed,
@@ -71,6 +79,15 @@ export interface Options {
   readonly clientId?: string | undefined
   /** The pre-registered client's secret; makes it a confidential client. Default none (a public client). */
   readonly clientSecret?: string | undefined
+  /**
+   * The authorization server (its issuer identifier) the configured
+   * credentials belong to: `clientId` with its secret or `clientKey`,
+   * `jwtBearer`, `enterprise`. They are sent to no other: a server whose
+   * metadata names another fails with `IssuerMismatch`. Default: the first
+   * one they are used with, kept in the token store; setting it moves that
+   * binding.
+   */
+  readonly issuer?: string | undefined
   /**
    * An https URL of this client's metadata document, used as its `client_id`
    * where the authorization server supports client ID metadata documents.
@@ -199,6 +216,9 @@ const DEFAULT_REFRESH_MARGIN = Duration.seconds(30)
 const bearer = (tokens: TokenStore.Tokens | undefined): string | undefined =>
   tokens === undefined ? undefined : `${tokens.tokenType === "DPoP" ? "DPoP" : "Bearer"} ${tokens.accessToken}`
 
+/** Issuer identifiers compared as discovery compares them: a trailing slash makes no difference. */
+const sameIssuer = (a: string, b: string) => a.replace(/\/+$/, "") === b.replace(/\/+$/, "")
+
 const scopeUnion = (...scopes: ReadonlyArray<string | undefined>): string | undefined => {
   const all = new Set<string>()
   for (const scope of scopes) for (const s of (scope ?? "").split(" ")) if (s !== "") all.add(s)
@@ -251,6 +271,47 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
     return lock
   }
 
+  /**
+   * What the configured credentials are bound under in the store: the client
+   * id, else the grant that carries them. None without configured
+   * credentials: a dynamically registered client is kept per issuer already.
+   */
+  const credential = options.clientId !== undefined
+    ? `client_id ${options.clientId}`
+    : options.enterprise !== undefined
+    ? `identity_assertion ${options.enterprise.tokenEndpoint} ${options.enterprise.clientId}`
+    : options.jwtBearer !== undefined
+    ? "jwt_bearer"
+    : undefined
+
+  /**
+   * Checks, before anything is sent, that the configured credentials belong
+   * to the server's authorization server; binds them to it on first use.
+   */
+  const bind = (found: Discovery.Discovered): Effect.Effect<void, IssuerMismatch | TokenStoreFailed> =>
+    Effect.gen(function*() {
+      if (credential === undefined) return
+      const issuer = found.server.issuer
+      if (options.issuer !== undefined && !sameIssuer(options.issuer, issuer)) {
+        return yield* new IssuerMismatch({ serverUrl: found.serverUrl, bound: options.issuer, boundBy: "option", issuer })
+      }
+      const stored = (yield* store.load).issuers?.[credential]
+      if (stored !== undefined && sameIssuer(stored, issuer)) return
+      if (options.issuer !== undefined) {
+        yield* store.update((contents) => TokenStore.withIssuer(contents, credential, issuer))
+        return
+      }
+      // Whoever binds first wins, in this process or another sharing the store.
+      let bound = stored
+      yield* store.update((contents) => {
+        bound = contents.issuers?.[credential]
+        return bound === undefined ? TokenStore.withIssuer(contents, credential, issuer) : contents
+      })
+      if (bound !== undefined && !sameIssuer(bound, issuer)) {
+        return yield* new IssuerMismatch({ serverUrl: found.serverUrl, bound, boundBy: "first-use", issuer })
+      }
+    })
+
   /** A DPoP token bound to another key (stored by an earlier run) cannot be proven: it is as good as none. */
   const usable = (tokens: TokenStore.Tokens | undefined) =>
     tokens !== undefined && tokens.tokenType === "DPoP" && tokens.jkt !== signer.thumbprint ? undefined : tokens
@@ -276,23 +337,45 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
       )
     })
 
-  const save = (found: Discovery.Discovered, response: TokenEndpoint.TokenResponse, previous?: TokenStore.Tokens, requestedScope?: string) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const tokens: TokenStore.Tokens = {
-        issuer: found.server.issuer,
-        resource: found.resource.resource,
-        accessToken: response.accessToken,
-        tokenType: response.tokenType,
-        jkt: response.tokenType === "DPoP" ? signer.thumbprint : undefined,
-        // A refresh answer without a refresh token keeps the old one (RFC 6749 §6); with one, it rotates.
-        refreshToken: response.refreshToken ?? previous?.refreshToken,
-        expiresAt: response.expiresIn === undefined ? undefined : now + response.expiresIn * 1000,
-        scope: response.scope ?? requestedScope ?? previous?.scope
-      }
-      yield* store.update((contents) => TokenStore.withTokens(contents, tokens))
-      return tokens
-    })
+  const tokensOf = (
+    found: Discovery.Discovered,
+    response: TokenEndpoint.TokenResponse,
+    previous?: TokenStore.Tokens,
+    requestedScope?: string
+  ) =>
+    Effect.map(Clock.currentTimeMillis, (now): TokenStore.Tokens => ({
+      issuer: found.server.issuer,
+      resource: found.resource.resource,
+      accessToken: response.accessToken,
+      tokenType: response.tokenType,
+      jkt: response.tokenType === "DPoP" ? signer.thumbprint : undefined,
+      // A refresh answer without a refresh token keeps the old one (RFC 6749 §6); with one, it rotates.
+      refreshToken: response.refreshToken ?? previous?.refreshToken,
+      expiresAt: response.expiresIn === undefined ? undefined : now + response.expiresIn * 1000,
+      scope: response.scope ?? requestedScope ?? previous?.scope
+    }))
+
+  const save = (found: Discovery.Discovered, response: TokenEndpoint.TokenResponse, requestedScope?: string) =>
+    Effect.tap(tokensOf(found, response, undefined, requestedScope), (tokens) =>
+      store.update((contents) => TokenStore.withTokens(contents, tokens)))
+
+  /** Stores without a lock of their own (`modify`) are serialized within this process. */
+  const storeLock = Semaphore.makeUnsafe(1)
+
+  /**
+   * Runs `step` on the latest contents with the store locked (across
+   * processes, where the store can), and applies the change it gives.
+   */
+  const locked = <A, E>(
+    step: (contents: TokenStore.Contents) => Effect.Effect<readonly [A, ((contents: TokenStore.Contents) => TokenStore.Contents) | undefined], E>
+  ): Effect.Effect<A, E | TokenStoreFailed> =>
+    store.modify !== undefined
+      ? store.modify((contents) =>
+        Effect.map(step(contents), ([result, change]) => [result, change === undefined ? contents : change(contents)] as const)
+      )
+      : storeLock.withPermit(Effect.flatMap(store.load, (contents) =>
+        Effect.flatMap(step(contents), ([result, change]) =>
+          change === undefined ? Effect.succeed(result) : Effect.as(store.update(change), result))))
 
   // ---------------------------------------------------------------------------
   // Client identity: configured, client ID metadata document, stored registration, dynamic registration
@@ -442,7 +525,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         dpop: dpopFor(found),
         signingKey: options.clientKey
       })
-      return yield* save(found, response, undefined, scope)
+      return yield* save(found, response, scope)
     })
 
   const clientCredentials = (found: Discovery.Discovered, scope: string | undefined) =>
@@ -458,7 +541,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         dpop: dpopFor(found),
         signingKey: options.clientKey
       })
-      return yield* save(found, response, undefined, scope)
+      return yield* save(found, response, scope)
     })
 
   /** RFC 7523 §2.1: the assertion is the grant; a client is named only when one is configured. */
@@ -475,7 +558,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         dpop: dpopFor(found),
         signingKey: options.clientKey
       })
-      return yield* save(found, response, undefined, scope)
+      return yield* save(found, response, scope)
     })
 
   const jwtBearer = (found: Discovery.Discovered, scope: string | undefined) =>
@@ -503,7 +586,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
       return yield* assertionGrant(found, scope, idJag)
     })
 
-  const obtain = (found: Discovery.Discovered, scope: string | undefined) => {
+  const grantFor = (found: Discovery.Discovered, scope: string | undefined) => {
     switch (grant) {
       case "client_credentials":
         return clientCredentials(found, scope)
@@ -516,32 +599,59 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
     }
   }
 
-  /** Refreshes; a refused refresh token is removed, so the next attempt signs in again. */
+  const obtain = (found: Discovery.Discovered, scope: string | undefined) =>
+    Effect.andThen(bind(found), grantFor(found, scope))
+
+  /**
+   * Refreshes `tokens` with the store locked, so that of the processes
+   * sharing a store only one uses a refresh token: the others find the
+   * tokens replaced and use the new ones without asking the token endpoint.
+   * A refused refresh token is removed only while it is still the one
+   * stored; tokens stored since by a refresh that won are used instead.
+   * Undefined when the tokens were removed meanwhile: sign in again.
+   */
   const refresh = (
     found: Discovery.Discovered,
     tokens: TokenStore.Tokens
-  ): Effect.Effect<TokenStore.Tokens, AuthError> =>
+  ): Effect.Effect<TokenStore.Tokens | undefined, AuthError> =>
     Effect.gen(function*() {
+      yield* bind(found)
       const client = yield* identity(found, tokens.scope)
-      yield* Effect.logDebug("MCP auth: refreshing the access token", { issuer: tokens.issuer })
-      const response = yield* TokenEndpoint.requestToken(http, {
-        issuer: tokens.issuer,
-        tokenEndpoint: found.server.token_endpoint,
-        client,
-        grant: "refresh_token",
-        params: { refresh_token: tokens.refreshToken!, resource: tokens.resource },
-        timeout,
-        // A bound token's refresh token is bound too (RFC 9449 §5): its refresh needs a proof.
-        dpop: tokens.tokenType === "DPoP" ? signer : dpopFor(found),
-        signingKey: options.clientKey
-      }).pipe(
-        Effect.tapError((error) =>
-          error._tag === "InvalidGrant"
-            ? store.update((contents) => TokenStore.withoutTokens(contents, tokens.issuer, tokens.resource))
-            : Effect.void
-        )
+      const key = TokenStore.bindingKey(tokens.issuer, tokens.resource)
+      const replaced = (latest: TokenStore.Tokens | undefined) =>
+        latest === undefined || latest.accessToken !== tokens.accessToken || latest.refreshToken !== tokens.refreshToken
+      type Outcome = { readonly tokens: TokenStore.Tokens | undefined } | { readonly refused: InvalidGrant }
+      const outcome = yield* locked((contents) =>
+        Effect.gen(function*() {
+          const latest = contents.tokens[key]
+          if (replaced(latest)) return [{ tokens: usable(latest) } as Outcome, undefined] as const
+          yield* Effect.logDebug("MCP auth: refreshing the access token", { issuer: tokens.issuer })
+          const answer = yield* TokenEndpoint.requestToken(http, {
+            issuer: tokens.issuer,
+            tokenEndpoint: found.server.token_endpoint,
+            client,
+            grant: "refresh_token",
+            params: { refresh_token: tokens.refreshToken!, resource: tokens.resource },
+            timeout,
+            // A bound token's refresh token is bound too (RFC 9449 §5): its refresh needs a proof.
+            dpop: tokens.tokenType === "DPoP" ? signer : dpopFor(found),
+            signingKey: options.clientKey
+          }).pipe(
+            Effect.flatMap((response) => tokensOf(found, response, tokens)),
+            Effect.map((fresh): Outcome => ({ tokens: fresh })),
+            Effect.catchTag("InvalidGrant", (refused) => Effect.succeed<Outcome>({ refused }))
+          )
+          const change = "refused" in answer
+            ? (c: TokenStore.Contents) => TokenStore.withoutRefused(c, tokens.issuer, tokens.resource, tokens.refreshToken!)
+            : (c: TokenStore.Contents) => TokenStore.withTokens(c, answer.tokens!)
+          return [answer, change] as const
+        })
       )
-      return yield* save(found, response, tokens)
+      if (!("refused" in outcome)) return outcome.tokens
+      // A store locked only within this process: another process may have refreshed first, and stored its tokens.
+      const after = (yield* store.load).tokens[key]
+      if (after !== undefined && replaced(after) && usable(after) !== undefined) return after
+      return yield* outcome.refused
     })
 
   const expired = (tokens: TokenStore.Tokens, now: number) =>
@@ -575,8 +685,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
       const found = yield* discover(serverUrl, challenge)
       const tokens = yield* current(serverUrl)
       if (tokens !== undefined && sent !== undefined && tokens.refreshToken !== undefined && bearer(tokens) === sent) {
-        yield* refresh(found, tokens)
-        return
+        if ((yield* refresh(found, tokens)) !== undefined) return
       }
       const scope = challenge.scope ?? found.resource.scopes_supported?.join(" ") ?? options.scope
       yield* obtain(found, scope)
