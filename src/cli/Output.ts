@@ -126,6 +126,7 @@ const AUTH = new Set([
   "TokenRejected",
   "InteractionRequired",
   "TokenStoreFailed",
+  "IssuerMismatch",
   "LoopbackUnavailable"
 ])
 const CONNECTION = new Set([
