@@ -153,10 +153,13 @@ describe("effect-mcp-transport --auth", () => {
     expect(server.world.count("/token", "client_credentials")).toBe(1)
   }, TIMEOUT)
 
-  it("--issuer binds the client credentials to one authorization server: another is refused with nothing sent (exit 7)", async () => {
+  it("--issuer binds the client credentials to one authorization server: another is refused with nothing sent (exit 7), a non-URL is a usage error", async () => {
     server = await startProtectedServer()
     const store = tempFile("tokens.json")
     const service = ["--grant", "client_credentials", "--client-id", "svc", "--client-secret", "svc-secret"]
+    const notUrl = await runCli(ping(server.url, store, ...service, "--issuer", "auth.example.com"))
+    expect(notUrl.code).toBe(2)
+    expect(notUrl.stderr).toContain("--issuer needs the authorization server's URL")
     const refused = await runCli(ping(server.url, store, ...service, "--issuer", "https://as.example.com"))
     expect(refused.code, refused.stderr).toBe(7)
     expect(refused.stderr).toContain(`names the authorization server ${server.world.issuer}`)
