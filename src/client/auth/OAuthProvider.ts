@@ -37,7 +37,6 @@ import {
   DiscoveryFailed,
   InteractionRequired,
   type InvalidGrant,
-  IssuerMismatch,
   RegistrationRefused,
   StateMismatch,
   type TokenStoreFailed,
@@ -47,6 +46,7 @@ import type * as ClientAssertion from "./ClientAssertion.ts"
 import * as Discovery from "./Discovery.ts"
 import * as Dpop from "./Dpop.ts"
 import * as IdentityAssertion from "./IdentityAssertion.ts"
+import * as IssuerBinding from "./IssuerBinding.ts"
 import * as JwtBearer from "./JwtBearer.ts"
 import * as Pkce from "./Pkce.ts"
 import * as TokenEndpoint from "./TokenEndpoint.ts"
@@ -216,9 +216,6 @@ const DEFAULT_REFRESH_MARGIN = Duration.seconds(30)
 const bearer = (tokens: TokenStore.Tokens | undefined): string | undefined =>
   tokens === undefined ? undefined : `${tokens.tokenType === "DPoP" ? "DPoP" : "Bearer"} ${tokens.accessToken}`
 
-/** Issuer identifiers compared as discovery compares them: a trailing slash makes no difference. */
-const sameIssuer = (a: string, b: string) => a.replace(/\/+$/, "") === b.replace(/\/+$/, "")
-
 const scopeUnion = (...scopes: ReadonlyArray<string | undefined>): string | undefined => {
   const all = new Set<string>()
   for (const scope of scopes) for (const s of (scope ?? "").split(" ")) if (s !== "") all.add(s)
@@ -271,46 +268,8 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
     return lock
   }
 
-  /**
-   * What the configured credentials are bound under in the store: the client
-   * id, else the grant that carries them. None without configured
-   * credentials: a dynamically registered client is kept per issuer already.
-   */
-  const credential = options.clientId !== undefined
-    ? `client_id ${options.clientId}`
-    : options.enterprise !== undefined
-    ? `identity_assertion ${options.enterprise.tokenEndpoint} ${options.enterprise.clientId}`
-    : options.jwtBearer !== undefined
-    ? "jwt_bearer"
-    : undefined
-
-  /**
-   * Checks, before anything is sent, that the configured credentials belong
-   * to the server's authorization server; binds them to it on first use.
-   */
-  const bind = (found: Discovery.Discovered): Effect.Effect<void, IssuerMismatch | TokenStoreFailed> =>
-    Effect.gen(function*() {
-      if (credential === undefined) return
-      const issuer = found.server.issuer
-      if (options.issuer !== undefined && !sameIssuer(options.issuer, issuer)) {
-        return yield* new IssuerMismatch({ serverUrl: found.serverUrl, bound: options.issuer, boundBy: "option", issuer })
-      }
-      const stored = (yield* store.load).issuers?.[credential]
-      if (stored !== undefined && sameIssuer(stored, issuer)) return
-      if (options.issuer !== undefined) {
-        yield* store.update((contents) => TokenStore.withIssuer(contents, credential, issuer))
-        return
-      }
-      // Whoever binds first wins, in this process or another sharing the store.
-      let bound = stored
-      yield* store.update((contents) => {
-        bound = contents.issuers?.[credential]
-        return bound === undefined ? TokenStore.withIssuer(contents, credential, issuer) : contents
-      })
-      if (bound !== undefined && !sameIssuer(bound, issuer)) {
-        return yield* new IssuerMismatch({ serverUrl: found.serverUrl, bound, boundBy: "first-use", issuer })
-      }
-    })
+  const credential = IssuerBinding.credentialOf(options)
+  const bind = (found: Discovery.Discovered) => IssuerBinding.check(store, credential, options.issuer, found)
 
   /** A DPoP token bound to another key (stored by an earlier run) cannot be proven: it is as good as none. */
   const usable = (tokens: TokenStore.Tokens | undefined) =>
