@@ -52,7 +52,8 @@ const client = (file: string, url: string) =>
         if (message.load === true) loaded.open()
         else done.open(message)
       })
-      child.on("exit", (code) => done.open({ error: `exited with ${code} before answering: ${stderr}` }))
+      // "close", not "exit": by then every line of its output has been read.
+      child.on("close", (code) => done.open({ error: `exited with ${code} before answering: ${stderr}` }))
       return { child, loaded: loaded.opened, done: done.opened }
     }),
     ({ child }) => Effect.sync(() => void (child.exitCode === null && child.kill()))
