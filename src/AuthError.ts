@@ -211,14 +211,15 @@ export class InteractionRequired extends Data.TaggedError("InteractionRequired")
 
 /**
  * The token store could not be used: a file readable by others, contents that
- * are not a token store, or a read or write that failed.
+ * are not a token store, a read or write that failed, or a lock another
+ * process held for longer than the store waits.
  *
  * @since 0.2.0
  * @category errors
  */
 export class TokenStoreFailed extends Data.TaggedError("TokenStoreFailed")<{
   readonly path: string
-  readonly reason: "permissions" | "corrupt" | "io"
+  readonly reason: "permissions" | "corrupt" | "io" | "locked"
   readonly detail: string
 }> {
   override get message(): string {
@@ -226,6 +227,8 @@ export class TokenStoreFailed extends Data.TaggedError("TokenStoreFailed")<{
       ? `Restrict it to its owner (chmod 600 ${this.path}).`
       : this.reason === "corrupt"
       ? `Delete ${this.path} and sign in again.`
+      : this.reason === "locked"
+      ? `If no other process is using it, delete ${this.path}.lock.`
       : "Check the path and its directory's permissions."
     return `Token store ${this.path}: ${this.detail}. ${next}`
   }
@@ -306,6 +309,33 @@ export class ForbiddenAddress extends Data.TaggedError("ForbiddenAddress")<{
 }
 
 /**
+ * The server's metadata names an authorization server other than the one
+ * the configured credentials (a client id with its secret or key, a JWT
+ * bearer source, an enterprise identity assertion) are bound to. Nothing was
+ * sent to that server: credentials issued for one authorization server could
+ * be replayed by another at the first.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class IssuerMismatch extends Data.TaggedError("IssuerMismatch")<{
+  readonly serverUrl: string
+  /** The authorization server the credentials are bound to. */
+  readonly bound: string
+  /** Where the binding comes from: the `issuer` option, or the first use (kept in the token store). */
+  readonly boundBy: "option" | "first-use"
+  /** The authorization server the metadata names. */
+  readonly issuer: string
+}> {
+  override get message(): string {
+    const by = this.boundBy === "option" ? "by the issuer option" : "since their first use (kept in the token store)"
+    return `${this.serverUrl} names the authorization server ${this.issuer}, but the configured client credentials ` +
+      `are bound to ${this.bound} ${by}; nothing was sent to ${this.issuer}. ` +
+      `If ${this.issuer} is the right one, allow it with the issuer option (--issuer ${this.issuer} on the command line).`
+  }
+}
+
+/**
  * What reaching a server behind OAuth can fail with.
  *
  * @since 0.2.0
@@ -325,3 +355,4 @@ export type AuthError =
   | DpopNonceRejected
   | AssertionUnavailable
   | ForbiddenAddress
+  | IssuerMismatch

@@ -49,6 +49,11 @@ export const flags = {
   ),
   clientId: optionalString("client-id", "ID", "With --auth: a pre-registered client id. Default: dynamic registration"),
   clientSecret: optionalString("client-secret", "SECRET", "With --auth: the pre-registered client's secret"),
+  issuer: optionalString(
+    "issuer",
+    "URL",
+    "With --auth: the authorization server (issuer) --client-id and --client-secret belong to; they are sent to no other. Default: the first one they are used with, kept in the token file"
+  ),
   scope: optionalString("scope", "SCOPES", "With --auth: scopes to ask for when the server names none"),
   grant: Flag.Literals("grant", ["authorization_code", "client_credentials"]).pipe(
     Flag.withDescription(
@@ -80,6 +85,7 @@ export interface Parsed {
   readonly auth: boolean
   readonly clientId: Option.Option<string>
   readonly clientSecret: Option.Option<string>
+  readonly issuer: Option.Option<string>
   readonly scope: Option.Option<string>
   readonly grant: Option.Option<"authorization_code" | "client_credentials">
   readonly tokenStore: Option.Option<string>
@@ -93,6 +99,7 @@ export interface Parsed {
 export interface Settings {
   readonly clientId?: string | undefined
   readonly clientSecret?: string | undefined
+  readonly issuer?: string | undefined
   readonly scope?: string | undefined
   readonly grant?: "authorization_code" | "client_credentials" | undefined
   readonly tokenStore?: string | undefined
@@ -143,7 +150,7 @@ const registeredPort = (store: TokenStore.TokenStoreShape, url: string) =>
 /** Whether the flags (or a configuration entry) ask for OAuth. */
 export const requested = (parsed: Parsed, fromConfig: Settings | undefined): boolean =>
   parsed.auth || fromConfig !== undefined || Option.isSome(parsed.clientId) || Option.isSome(parsed.clientSecret) ||
-  Option.isSome(parsed.grant)
+  Option.isSome(parsed.issuer) || Option.isSome(parsed.grant)
 
 /**
  * The provider for `url`: flags over the configuration entry's settings.
@@ -162,11 +169,15 @@ export const provider = (
   Effect.gen(function*() {
     const clientId = Option.getOrUndefined(parsed.clientId) ?? fromConfig.clientId
     const clientSecret = Option.getOrUndefined(parsed.clientSecret) ?? fromConfig.clientSecret
+    const issuer = Option.getOrUndefined(parsed.issuer) ?? fromConfig.issuer
     const scope = Option.getOrUndefined(parsed.scope) ?? fromConfig.scope
     const grant = Option.getOrUndefined(parsed.grant) ?? fromConfig.grant ?? "authorization_code"
     const allowPrivateNetworks = parsed.allowPrivateNetworks || fromConfig.allowPrivateNetworks
     if (clientSecret !== undefined && clientId === undefined) {
       return yield* new Output.UsageError({ message: "--client-secret needs --client-id" })
+    }
+    if (issuer !== undefined && !URL.canParse(issuer)) {
+      return yield* new Output.UsageError({ message: `--issuer needs the authorization server's URL, got "${issuer}"` })
     }
     if (grant === "client_credentials" && (clientId === undefined || clientSecret === undefined)) {
       return yield* new Output.UsageError({ message: "--grant client_credentials needs --client-id and --client-secret" })
@@ -174,7 +185,7 @@ export const provider = (
     const file = yield* tokenStorePath(parsed.tokenStore, fromConfig.tokenStore)
     const store = yield* FileTokenStore.make(file)
     const make = (options: OAuthProvider.Options) =>
-      OAuthProvider.make({ clientId, clientSecret, scope, grant, allowPrivateNetworks, clientName: Output.PROGRAM, ...options }).pipe(
+      OAuthProvider.make({ clientId, clientSecret, issuer, scope, grant, allowPrivateNetworks, clientName: Output.PROGRAM, ...options }).pipe(
         Effect.provideService(TokenStore.TokenStore, store)
       )
     if (grant === "client_credentials") return yield* make({})

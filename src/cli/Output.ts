@@ -127,6 +127,7 @@ const AUTH = new Set([
   "InteractionRequired",
   "TokenStoreFailed",
   "ForbiddenAddress",
+  "IssuerMismatch",
   "LoopbackUnavailable"
 ])
 const CONNECTION = new Set([

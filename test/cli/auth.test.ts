@@ -152,6 +152,23 @@ describe("effect-mcp-transport --auth", () => {
     expect(r.stderr).not.toContain("/authorize?")
     expect(server.world.count("/token", "client_credentials")).toBe(1)
   }, TIMEOUT)
+
+  it("--issuer binds the client credentials to one authorization server: another is refused with nothing sent (exit 7), a non-URL is a usage error", async () => {
+    server = await startProtectedServer()
+    const store = tempFile("tokens.json")
+    const service = ["--grant", "client_credentials", "--client-id", "svc", "--client-secret", "svc-secret"]
+    const notUrl = await runCli(ping(server.url, store, ...service, "--issuer", "auth.example.com"))
+    expect(notUrl.code).toBe(2)
+    expect(notUrl.stderr).toContain("--issuer needs the authorization server's URL")
+    const refused = await runCli(ping(server.url, store, ...service, "--issuer", "https://as.example.com"))
+    expect(refused.code, refused.stderr).toBe(7)
+    expect(refused.stderr).toContain(`names the authorization server ${server.world.issuer}`)
+    expect(refused.stderr).toContain(`--issuer ${server.world.issuer}`)
+    expect(server.world.count("/token")).toBe(0)
+    const allowed = await runCli(ping(server.url, store, ...service, "--issuer", server.world.issuer))
+    expect(allowed.code, allowed.stderr).toBe(0)
+    expect(server.world.count("/token", "client_credentials")).toBe(1)
+  }, TIMEOUT)
 })
 
 describe("effect-mcp-transport --config with an auth entry", () => {

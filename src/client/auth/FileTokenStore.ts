@@ -4,13 +4,18 @@
  * refused, not used, and so is one whose contents are not a token store.
  * Every write goes to a temporary file in the same directory, renamed over
  * the old one, so a crash leaves the old contents or the new, never half.
+ * Every change (and every refresh, through `modify`) holds a lock file,
+ * `<file>.lock`, so that processes sharing the file take turns: none writes
+ * over another's change, and a refresh token is never used twice.
  */
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Semaphore from "effect/Semaphore"
 import { TokenStoreFailed } from "../../AuthError.ts"
+import * as FileLock from "../internal/FileLock.ts"
 import { type Contents, decode, empty, TokenStore, type TokenStoreShape } from "./TokenStore.ts"
 
 const ioError = (file: string, what: string) => (cause: unknown) =>
@@ -87,19 +92,61 @@ const write = (file: string, contents: Contents): Effect.Effect<void, TokenStore
 }
 
 /**
+ * How long the store waits for the lock of another process.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Options {
+  /**
+   * How long a change waits for another process's lock before failing with
+   * `TokenStoreFailed { reason: "locked" }`. Default 90 seconds.
+   */
+  readonly lockTimeout?: Duration.Input | undefined
+  /**
+   * A lock older than this is taken to be left behind (by a process that
+   * hung, or died on another host) and broken; one whose process is gone on
+   * this host is broken at once. Keep it above the provider's `timeout`: a
+   * refresh holds the lock for its token request. Default 60 seconds.
+   */
+  readonly staleLockAge?: Duration.Input | undefined
+}
+
+const DEFAULT_LOCK_TIMEOUT = Duration.seconds(90)
+const DEFAULT_STALE_LOCK_AGE = Duration.seconds(60)
+
+/**
  * A store kept in `file` (created on the first write, mode 0600). Reading a
  * file with wider permissions, or one that is not a token store, fails with
- * `TokenStoreFailed`.
+ * `TokenStoreFailed`. Changes hold the lock file `<file>.lock`, shared
+ * with every other process using the same file.
  *
  * @since 0.2.0
  * @category constructors
  */
-export const make = (file: string): Effect.Effect<TokenStoreShape> =>
+export const make = (file: string, options: Options = {}): Effect.Effect<TokenStoreShape> =>
   Effect.sync(() => {
+    // The lock file serializes processes; this one serializes the fibers of this store, which would otherwise poll it.
     const lock = Semaphore.makeUnsafe(1)
+    const bounds: FileLock.Options = {
+      timeout: options.lockTimeout ?? DEFAULT_LOCK_TIMEOUT,
+      staleAfter: options.staleLockAge ?? DEFAULT_STALE_LOCK_AGE
+    }
+    const modify: TokenStoreShape["modify"] & {} = (f) =>
+      lock.withPermit(FileLock.withLock(
+        file,
+        bounds,
+        Effect.gen(function*() {
+          const contents = yield* read(file)
+          const [result, next] = yield* f(contents)
+          if (next !== contents) yield* write(file, next)
+          return result
+        })
+      ))
     return {
       load: read(file),
-      update: (f) => lock.withPermit(Effect.flatMap(read(file), (contents) => write(file, f(contents))))
+      update: (f) => modify((contents) => Effect.succeed([undefined, f(contents)] as const)),
+      modify
     }
   })
 
@@ -109,4 +156,5 @@ export const make = (file: string): Effect.Effect<TokenStoreShape> =>
  * @since 0.2.0
  * @category layers
  */
-export const layer = (file: string): Layer.Layer<TokenStore> => Layer.effect(TokenStore, make(file))
+export const layer = (file: string, options: Options = {}): Layer.Layer<TokenStore> =>
+  Layer.effect(TokenStore, make(file, options))

@@ -19,6 +19,12 @@
  * Nor does it let a server's metadata send its requests to loopback,
  * private or link-local addresses unless the MCP server is on one of that
  * kind, or `allowPrivateNetworks` says so (`AddressPolicy`).
+ *
+ * Configured credentials (client id and secret or key, JWT bearer source,
+ * enterprise identity assertion) are bound to one authorization server, the
+ * `issuer` option's or else the first one used (kept in the token store):
+ * metadata naming another fails with `IssuerMismatch` before anything is
+ * sent to it.
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -33,6 +39,7 @@ import {
   AuthorizationRefused,
   DiscoveryFailed,
   InteractionRequired,
+  type InvalidGrant,
   RegistrationRefused,
   StateMismatch,
   type TokenStoreFailed,
@@ -43,6 +50,7 @@ import type * as ClientAssertion from "./ClientAssertion.ts"
 import * as Discovery from "./Discovery.ts"
 import * as Dpop from "./Dpop.ts"
 import * as IdentityAssertion from "./IdentityAssertion.ts"
+import * as IssuerBinding from "./IssuerBinding.ts"
 import * as JwtBearer from "./JwtBearer.ts"
 import * as Pkce from "./Pkce.ts"
 import * as TokenEndpoint from "./TokenEndpoint.ts"
@@ -75,6 +83,15 @@ export interface Options {
   readonly clientId?: string | undefined
   /** The pre-registered client's secret; makes it a confidential client. Default none (a public client). */
   readonly clientSecret?: string | undefined
+  /**
+   * The authorization server (its issuer identifier) the configured
+   * credentials belong to: `clientId` with its secret or `clientKey`,
+   * `jwtBearer`, `enterprise`. They are sent to no other: a server whose
+   * metadata names another fails with `IssuerMismatch`. Default: the first
+   * one they are used with, kept in the token store; setting it moves that
+   * binding.
+   */
+  readonly issuer?: string | undefined
   /**
    * An https URL of this client's metadata document, used as its `client_id`
    * where the authorization server supports client ID metadata documents.
@@ -273,6 +290,9 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
     return lock
   }
 
+  const credential = IssuerBinding.credentialOf(options)
+  const bind = (found: Discovery.Discovered) => IssuerBinding.check(store, credential, options.issuer, found)
+
   /** A DPoP token bound to another key (stored by an earlier run) cannot be proven: it is as good as none. */
   const usable = (tokens: TokenStore.Tokens | undefined) =>
     tokens !== undefined && tokens.tokenType === "DPoP" && tokens.jkt !== signer.thumbprint ? undefined : tokens
@@ -298,23 +318,45 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
       )
     })
 
-  const save = (found: Discovery.Discovered, response: TokenEndpoint.TokenResponse, previous?: TokenStore.Tokens, requestedScope?: string) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const tokens: TokenStore.Tokens = {
-        issuer: found.server.issuer,
-        resource: found.resource.resource,
-        accessToken: response.accessToken,
-        tokenType: response.tokenType,
-        jkt: response.tokenType === "DPoP" ? signer.thumbprint : undefined,
-        // A refresh answer without a refresh token keeps the old one (RFC 6749 §6); with one, it rotates.
-        refreshToken: response.refreshToken ?? previous?.refreshToken,
-        expiresAt: response.expiresIn === undefined ? undefined : now + response.expiresIn * 1000,
-        scope: response.scope ?? requestedScope ?? previous?.scope
-      }
-      yield* store.update((contents) => TokenStore.withTokens(contents, tokens))
-      return tokens
-    })
+  const tokensOf = (
+    found: Discovery.Discovered,
+    response: TokenEndpoint.TokenResponse,
+    previous?: TokenStore.Tokens,
+    requestedScope?: string
+  ) =>
+    Effect.map(Clock.currentTimeMillis, (now): TokenStore.Tokens => ({
+      issuer: found.server.issuer,
+      resource: found.resource.resource,
+      accessToken: response.accessToken,
+      tokenType: response.tokenType,
+      jkt: response.tokenType === "DPoP" ? signer.thumbprint : undefined,
+      // A refresh answer without a refresh token keeps the old one (RFC 6749 §6); with one, it rotates.
+      refreshToken: response.refreshToken ?? previous?.refreshToken,
+      expiresAt: response.expiresIn === undefined ? undefined : now + response.expiresIn * 1000,
+      scope: response.scope ?? requestedScope ?? previous?.scope
+    }))
+
+  const save = (found: Discovery.Discovered, response: TokenEndpoint.TokenResponse, requestedScope?: string) =>
+    Effect.tap(tokensOf(found, response, undefined, requestedScope), (tokens) =>
+      store.update((contents) => TokenStore.withTokens(contents, tokens)))
+
+  /** Stores without a lock of their own (`modify`) are serialized within this process. */
+  const storeLock = Semaphore.makeUnsafe(1)
+
+  /**
+   * Runs `step` on the latest contents with the store locked (across
+   * processes, where the store can), and applies the change it gives.
+   */
+  const locked = <A, E>(
+    step: (contents: TokenStore.Contents) => Effect.Effect<readonly [A, ((contents: TokenStore.Contents) => TokenStore.Contents) | undefined], E>
+  ): Effect.Effect<A, E | TokenStoreFailed> =>
+    store.modify !== undefined
+      ? store.modify((contents) =>
+        Effect.map(step(contents), ([result, change]) => [result, change === undefined ? contents : change(contents)] as const)
+      )
+      : storeLock.withPermit(Effect.flatMap(store.load, (contents) =>
+        Effect.flatMap(step(contents), ([result, change]) =>
+          change === undefined ? Effect.succeed(result) : Effect.as(store.update(change), result))))
 
   // ---------------------------------------------------------------------------
   // Client identity: configured, client ID metadata document, stored registration, dynamic registration
@@ -466,7 +508,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         signingKey: options.clientKey,
         addresses: addresses(found)
       })
-      return yield* save(found, response, undefined, scope)
+      return yield* save(found, response, scope)
     })
 
   const clientCredentials = (found: Discovery.Discovered, scope: string | undefined) =>
@@ -483,7 +525,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         signingKey: options.clientKey,
         addresses: addresses(found)
       })
-      return yield* save(found, response, undefined, scope)
+      return yield* save(found, response, scope)
     })
 
   /** RFC 7523 §2.1: the assertion is the grant; a client is named only when one is configured. */
@@ -501,7 +543,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
         signingKey: options.clientKey,
         addresses: addresses(found)
       })
-      return yield* save(found, response, undefined, scope)
+      return yield* save(found, response, scope)
     })
 
   const jwtBearer = (found: Discovery.Discovered, scope: string | undefined) =>
@@ -529,7 +571,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
       return yield* assertionGrant(found, scope, idJag)
     })
 
-  const obtain = (found: Discovery.Discovered, scope: string | undefined) => {
+  const grantFor = (found: Discovery.Discovered, scope: string | undefined) => {
     switch (grant) {
       case "client_credentials":
         return clientCredentials(found, scope)
@@ -542,33 +584,60 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
     }
   }
 
-  /** Refreshes; a refused refresh token is removed, so the next attempt signs in again. */
+  const obtain = (found: Discovery.Discovered, scope: string | undefined) =>
+    Effect.andThen(bind(found), grantFor(found, scope))
+
+  /**
+   * Refreshes `tokens` with the store locked, so that of the processes
+   * sharing a store only one uses a refresh token: the others find the
+   * tokens replaced and use the new ones without asking the token endpoint.
+   * A refused refresh token is removed only while it is still the one
+   * stored; tokens stored since by a refresh that won are used instead.
+   * Undefined when the tokens were removed meanwhile: sign in again.
+   */
   const refresh = (
     found: Discovery.Discovered,
     tokens: TokenStore.Tokens
-  ): Effect.Effect<TokenStore.Tokens, AuthError> =>
+  ): Effect.Effect<TokenStore.Tokens | undefined, AuthError> =>
     Effect.gen(function*() {
+      yield* bind(found)
       const client = yield* identity(found, tokens.scope)
-      yield* Effect.logDebug("MCP auth: refreshing the access token", { issuer: tokens.issuer })
-      const response = yield* TokenEndpoint.requestToken(http, {
-        issuer: tokens.issuer,
-        tokenEndpoint: found.server.token_endpoint,
-        client,
-        grant: "refresh_token",
-        params: { refresh_token: tokens.refreshToken!, resource: tokens.resource },
-        timeout,
-        // A bound token's refresh token is bound too (RFC 9449 §5): its refresh needs a proof.
-        dpop: tokens.tokenType === "DPoP" ? signer : dpopFor(found),
-        signingKey: options.clientKey,
-        addresses: addresses(found)
-      }).pipe(
-        Effect.tapError((error) =>
-          error._tag === "InvalidGrant"
-            ? store.update((contents) => TokenStore.withoutTokens(contents, tokens.issuer, tokens.resource))
-            : Effect.void
-        )
+      const key = TokenStore.bindingKey(tokens.issuer, tokens.resource)
+      const replaced = (latest: TokenStore.Tokens | undefined) =>
+        latest === undefined || latest.accessToken !== tokens.accessToken || latest.refreshToken !== tokens.refreshToken
+      type Outcome = { readonly tokens: TokenStore.Tokens | undefined } | { readonly refused: InvalidGrant }
+      const outcome = yield* locked((contents) =>
+        Effect.gen(function*() {
+          const latest = contents.tokens[key]
+          if (replaced(latest)) return [{ tokens: usable(latest) } as Outcome, undefined] as const
+          yield* Effect.logDebug("MCP auth: refreshing the access token", { issuer: tokens.issuer })
+          const answer = yield* TokenEndpoint.requestToken(http, {
+            issuer: tokens.issuer,
+            tokenEndpoint: found.server.token_endpoint,
+            client,
+            grant: "refresh_token",
+            params: { refresh_token: tokens.refreshToken!, resource: tokens.resource },
+            timeout,
+            // A bound token's refresh token is bound too (RFC 9449 §5): its refresh needs a proof.
+            dpop: tokens.tokenType === "DPoP" ? signer : dpopFor(found),
+            signingKey: options.clientKey,
+            addresses: addresses(found)
+          }).pipe(
+            Effect.flatMap((response) => tokensOf(found, response, tokens)),
+            Effect.map((fresh): Outcome => ({ tokens: fresh })),
+            Effect.catchTag("InvalidGrant", (refused) => Effect.succeed<Outcome>({ refused }))
+          )
+          const change = "refused" in answer
+            ? (c: TokenStore.Contents) => TokenStore.withoutRefused(c, tokens.issuer, tokens.resource, tokens.refreshToken!)
+            : (c: TokenStore.Contents) => TokenStore.withTokens(c, answer.tokens!)
+          return [answer, change] as const
+        })
       )
-      return yield* save(found, response, tokens)
+      if (!("refused" in outcome)) return outcome.tokens
+      // A store locked only within this process: another process may have refreshed first, and stored its tokens.
+      const after = (yield* store.load).tokens[key]
+      if (after !== undefined && replaced(after) && usable(after) !== undefined) return after
+      return yield* outcome.refused
     })
 
   const expired = (tokens: TokenStore.Tokens, now: number) =>
@@ -602,8 +671,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
       const found = yield* discover(serverUrl, challenge)
       const tokens = yield* current(serverUrl)
       if (tokens !== undefined && sent !== undefined && tokens.refreshToken !== undefined && bearer(tokens) === sent) {
-        yield* refresh(found, tokens)
-        return
+        if ((yield* refresh(found, tokens)) !== undefined) return
       }
       const scope = challenge.scope ?? found.resource.scopes_supported?.join(" ") ?? options.scope
       yield* obtain(found, scope)

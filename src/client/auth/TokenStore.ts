@@ -66,6 +66,12 @@ export interface Contents {
   readonly tokens: Readonly<Record<string, Tokens>>
   /** Keyed by issuer. */
   readonly clients: Readonly<Record<string, RegisteredClient>>
+  /**
+   * The authorization server each configured credential is bound to, keyed
+   * by the credential (its client id, or the grant that carries it): it is
+   * never sent to another. Absent in stores written before bindings were kept.
+   */
+  readonly issuers?: Readonly<Record<string, string>> | undefined
 }
 
 /**
@@ -78,6 +84,17 @@ export interface TokenStoreShape {
   readonly load: Effect.Effect<Contents, TokenStoreFailed>
   /** Applies `f` to the contents and keeps the result, one update at a time. */
   readonly update: (f: (contents: Contents) => Contents) => Effect.Effect<void, TokenStoreFailed>
+  /**
+   * Optional. Runs `f` on the contents while holding the lock `update`
+   * takes, and keeps the contents it gives back (nothing is written when it
+   * gives back the same object, or fails). The provider refreshes tokens
+   * inside it, so a refresh is never raced by another one: a store shared
+   * by several processes locks across them. Without it the provider
+   * serializes refreshes within its own process only.
+   */
+  readonly modify?: <A, E>(
+    f: (contents: Contents) => Effect.Effect<readonly [A, Contents], E>
+  ) => Effect.Effect<A, E | TokenStoreFailed>
 }
 
 /**
@@ -117,7 +134,12 @@ export const makeMemory: Effect.Effect<TokenStoreShape> = Effect.sync(() => {
   const lock = Semaphore.makeUnsafe(1)
   return {
     load: Effect.sync(() => contents),
-    update: (f) => lock.withPermit(Effect.sync(() => void (contents = f(contents))))
+    update: (f) => lock.withPermit(Effect.sync(() => void (contents = f(contents)))),
+    modify: (f) =>
+      lock.withPermit(Effect.suspend(() => f(contents)).pipe(Effect.map(([a, next]) => {
+        contents = next
+        return a
+      })))
   }
 })
 
@@ -151,6 +173,30 @@ export const withoutTokens = (contents: Contents, issuer: string, resource: stri
   delete tokens[bindingKey(issuer, resource)]
   return { ...contents, tokens }
 }
+
+/**
+ * Contents without the tokens of `issuer` for `resource` if, and only if,
+ * their refresh token is still `refreshToken`: a refusal deletes what was
+ * refused, never tokens stored since by a refresh that won the race.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const withoutRefused = (contents: Contents, issuer: string, resource: string, refreshToken: string): Contents =>
+  contents.tokens[bindingKey(issuer, resource)]?.refreshToken === refreshToken
+    ? withoutTokens(contents, issuer, resource)
+    : contents
+
+/**
+ * Contents with `credential` bound to the authorization server `issuer`.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const withIssuer = (contents: Contents, credential: string, issuer: string): Contents => ({
+  ...contents,
+  issuers: { ...contents.issuers, [credential]: issuer }
+})
 
 /**
  * Contents with `client` registered for its issuer.
@@ -189,5 +235,8 @@ export const decode = (value: unknown): Contents | undefined => {
   if (!isRecord(value) || value.version !== 1 || !isRecord(value.tokens) || !isRecord(value.clients)) return undefined
   if (!Object.values(value.tokens).every(isTokens)) return undefined
   if (!Object.values(value.clients).every(isClient)) return undefined
+  if (value.issuers !== undefined && !(isRecord(value.issuers) && Object.values(value.issuers).every((v) => typeof v === "string"))) {
+    return undefined
+  }
   return value as unknown as Contents
 }

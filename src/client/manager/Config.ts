@@ -12,7 +12,7 @@
  * ```
  *
  * `auth` (HTTP entries) signs the entry in with OAuth: `"oauth"`, or an
- * object with any of `clientId`, `clientSecret`, `scope`, `grant`
+ * object with any of `clientId`, `clientSecret`, `issuer`, `scope`, `grant`
  * (`authorization_code` or `client_credentials`) and `tokenStore` (a token
  * file's path).
  */
@@ -65,6 +65,8 @@ export const AuthSettings = Schema.Struct({
   clientId: Schema.optionalKey(Schema.NonEmptyString),
   /** That client's secret (a confidential client). */
   clientSecret: Schema.optionalKey(Schema.NonEmptyString),
+  /** The authorization server the client belongs to; its credentials are sent to no other (else: the first one used). */
+  issuer: Schema.optionalKey(Url),
   /** Scopes asked for when the server names none. */
   scope: Schema.optionalKey(Schema.String),
   /** `authorization_code` (a user signs in) or `client_credentials` (the client acts for itself). */

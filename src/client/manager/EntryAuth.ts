@@ -41,6 +41,7 @@ export const provider = (
     return yield* OAuthProvider.make({
       clientId: settings.clientId,
       clientSecret: settings.clientSecret,
+      issuer: settings.issuer,
       scope: settings.scope,
       grant: settings.grant,
       allowPrivateNetworks: settings.allowPrivateNetworks,

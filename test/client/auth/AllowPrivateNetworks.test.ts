@@ -38,6 +38,7 @@ const parsed = (allowPrivateNetworks: boolean): LoginFlags.Parsed => ({
   auth: true,
   clientId: Option.some("svc"),
   clientSecret: Option.some("secret"),
+  issuer: Option.none(),
   scope: Option.none(),
   grant: Option.some("client_credentials"),
   tokenStore: Option.some(tokenFile()),

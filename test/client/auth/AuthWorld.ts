@@ -63,6 +63,13 @@ export interface Knobs {
   clientKey?: KeyObject | undefined
   /** The public key a JWT bearer grant's assertion must be signed with (workload identity). */
   assertionKey?: KeyObject | undefined
+  /**
+   * Awaited before a refresh is answered: `rotated` once the refresh token
+   * has been replaced (the answer carries the new pair), `refused` for a
+   * refresh token that is no longer valid. Lets a test order the answers of
+   * racing refreshes.
+   */
+  beforeRefreshAnswer?: ((outcome: "rotated" | "refused") => Promise<void>) | undefined
 }
 
 /** A compact JWS taken apart, and whether its signature verifies with `key` (or its header's `jwk`). */
@@ -266,14 +273,19 @@ export const make = (overrides: Partial<Knobs> = {}) =>
           }
           if (grant === "refresh_token") {
             const rt = form.get("refresh_token") ?? ""
-            if (!refreshTokens.has(rt)) return send(400, { error: "invalid_grant", error_description: "refresh token revoked" })
+            if (!refreshTokens.has(rt)) {
+              await knobs.beforeRefreshAnswer?.("refused")
+              return send(400, { error: "invalid_grant", error_description: "refresh token revoked" })
+            }
             const { access, refresh } = issueTokens(rtScope.get(rt) ?? "")
             rtScope.set(refresh, rtScope.get(rt) ?? "")
             // Rotation: the old refresh token dies and the new one is handed out; otherwise the old one lives on.
             refreshTokens.delete(knobs.rotate ? rt : refresh)
+            const type = tokenType()
+            await knobs.beforeRefreshAnswer?.("rotated")
             return send(200, {
               access_token: access,
-              token_type: tokenType(),
+              token_type: type,
               ...(knobs.rotate ? { refresh_token: refresh } : {}),
               ...(knobs.expiresIn === undefined ? {} : { expires_in: knobs.expiresIn })
             })

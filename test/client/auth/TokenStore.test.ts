@@ -4,6 +4,7 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -70,6 +71,32 @@ describe("TokenStore", () => {
         fs.chmodSync(file, 0o600)
         expect(yield* Effect.flip(store.load), text).toMatchObject({ _tag: "TokenStoreFailed", reason: "corrupt" })
       }
+    }).pipe(Effect.scoped))
+
+  it.live("the file store's lock file: one left by a process that is gone, or too old, is broken; a live one is waited for, within a bound", () =>
+    Effect.gen(function*() {
+      const file = yield* tempFile
+      const lockFile = `${file}.lock`
+      const holder = (pid: number, at: number) => JSON.stringify({ pid, host: os.hostname(), at, id: "other" })
+      const gone = spawnSync(process.execPath, ["-e", ""]).pid!
+      fs.writeFileSync(lockFile, holder(gone, Date.now()))
+      yield* (yield* FileTokenStore.make(file)).update((c) => TokenStore.withTokens(c, tokens))
+      expect(fs.existsSync(lockFile)).toBe(false)
+
+      // This process is alive, but the lock is older than staleLockAge: its holder hung.
+      fs.writeFileSync(lockFile, holder(process.pid, Date.now() - 120_000))
+      yield* (yield* FileTokenStore.make(file)).update((c) => TokenStore.withoutTokens(c, tokens.issuer, tokens.resource))
+      expect(fs.existsSync(lockFile)).toBe(false)
+
+      // Held by a live process: the store waits lockTimeout, then fails without touching the file.
+      fs.writeFileSync(lockFile, holder(process.pid, Date.now()))
+      const before = fs.readFileSync(file, "utf8")
+      const store = yield* FileTokenStore.make(file, { lockTimeout: "200 millis" })
+      const e = yield* Effect.flip(store.update((c) => TokenStore.withTokens(c, tokens)))
+      expect(e).toMatchObject({ _tag: "TokenStoreFailed", reason: "locked" })
+      expect(e.message).toContain(lockFile)
+      expect(fs.readFileSync(file, "utf8")).toBe(before)
+      expect(fs.existsSync(lockFile)).toBe(true)
     }).pipe(Effect.scoped))
 
   it.live("a provider on a file store survives a restart: the second run sends the stored token without signing in", () =>

@@ -75,6 +75,30 @@ describe("McpManager entries with auth", () => {
       expect(fs.statSync(tokenStore).mode & 0o777).toBe(0o600)
     }).pipe(Effect.scoped, Effect.provide(services)), 60_000)
 
+  it.live("an entry's issuer binds its client credentials: a server naming another authorization server gets none", () =>
+    Effect.gen(function*() {
+      const server = yield* protectedServer()
+      const manager = yield* McpManager.make({
+        config: {
+          mcpServers: {
+            svc: {
+              type: "http",
+              url: server.url,
+              auth: { clientId: "svc", clientSecret: "svc-secret", grant: "client_credentials", issuer: "https://as.example.com" }
+            }
+          }
+        },
+        connectTimeout: "20 seconds"
+      })
+      const status = yield* statusWhere(manager, "svc", (s) => "lastError" in s && s.lastError !== undefined)
+      expect((status as { lastError: unknown }).lastError).toMatchObject({
+        _tag: "IssuerMismatch",
+        bound: "https://as.example.com",
+        issuer: server.world.issuer
+      })
+      expect(server.world.count("/token")).toBe(0)
+    }).pipe(Effect.scoped, Effect.provide(services)), 60_000)
+
   it.live("a browser sign-in without an interactive handler fails with InteractionRequired", () =>
     Effect.gen(function*() {
       const server = yield* protectedServer()
