@@ -9,7 +9,7 @@
  *   `StatelessFront` (both eras served in front).
  * - `handshake`: one `McpClient` behind `HandshakeFront` (handshake era in front).
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
@@ -32,7 +32,7 @@ import * as UpstreamPool from "./UpstreamPool.ts"
 /**
  * What an era front needs.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface EraFrontOptions<E, R> extends StatelessFront.StatelessFrontOptions {
@@ -48,7 +48,7 @@ export interface EraFrontOptions<E, R> extends StatelessFront.StatelessFrontOpti
 /**
  * A running era front.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface EraFront {
@@ -68,7 +68,7 @@ interface Started {
 /**
  * The front for the life of the scope.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fnUntraced(function*<E, R>(

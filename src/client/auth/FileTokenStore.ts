@@ -91,7 +91,7 @@ const write = (file: string, contents: Contents): Effect.Effect<void, TokenStore
  * file with wider permissions, or one that is not a token store, fails with
  * `TokenStoreFailed`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (file: string): Effect.Effect<TokenStoreShape> =>
@@ -106,7 +106,7 @@ export const make = (file: string): Effect.Effect<TokenStoreShape> =>
 /**
  * Provides a `TokenStore` kept in `file`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = (file: string): Layer.Layer<TokenStore> => Layer.effect(TokenStore, make(file))

@@ -26,7 +26,7 @@ import type { RegisteredClient } from "./TokenStore.ts"
 /**
  * A token endpoint's successful answer (RFC 6749 §5.1).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface TokenResponse {
@@ -43,7 +43,7 @@ export interface TokenResponse {
 /**
  * The grants this client sends.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Grant = "authorization_code" | "refresh_token" | "client_credentials" | "jwt_bearer" | "token_exchange"
@@ -116,7 +116,7 @@ const jsonObject = (text: string): Record<string, unknown> | undefined => {
  * one is `DpopNonceRejected`. A `private_key_jwt` client signs an assertion
  * for the issuer with `signingKey`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category requests
  */
 export const requestToken = (
@@ -225,7 +225,7 @@ export const requestToken = (
  * Refused with `invalid_client_metadata` while naming a `scope`, it
  * registers once more without one.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category requests
  */
 export const register = (
