@@ -25,11 +25,13 @@
  * as a user's import does, and `effect` to the repository's node_modules.
  * All blocks go through ONE tsc run (strict, NodeNext, erasable syntax only,
  * since Node runs them by stripping types); each runnable block then runs
- * with this process's Node, from the repository root, under a time limit.
+ * with this process's Node, from the repository root, under a time limit,
+ * with `npx effect-mcp-transport` going straight to the package's command
+ * (npxShim).
  */
 import { spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { delimiter, join } from "node:path"
 
 export type BlockMode = "run" | "fragment" | "excerpt"
 
@@ -238,9 +240,15 @@ interface Run {
  * Runs a command in a process group of its own: on a timeout the whole group
  * gets SIGKILL, so a block that started a server leaves nothing behind.
  */
-const execute = (command: string, args: ReadonlyArray<string>, cwd: string, timeoutMs: number): Promise<Run> =>
+const execute = (
+  command: string,
+  args: ReadonlyArray<string>,
+  cwd: string,
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv = process.env
+): Promise<Run> =>
   new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(command, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] })
     let output = ""
     let stdout = ""
     let stderr = ""
@@ -275,6 +283,36 @@ const execute = (command: string, args: ReadonlyArray<string>, cwd: string, time
       resolve({ code: null, timedOut: false, output: String(error), stdout: "", stderr: String(error) })
     })
   })
+
+/**
+ * A folder with an `npx` that runs this package's own command
+ * (`npx effect-mcp-transport …`) as npx resolves it in this repository, the
+ * package.json `bin` under this process's Node, without npm's start-up (a
+ * second of CPU per spawn, which on a loaded machine can outlast a stdio
+ * client's era probe and change what the block prints). Any other `npx` is
+ * the real one, found further on the PATH.
+ */
+const npxShim = (root: string, work: string): string => {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { name: string; bin?: Record<string, string> }
+  const bin = pkg.bin?.[pkg.name]
+  const folder = join(work, "bin")
+  mkdirSync(folder)
+  if (bin === undefined) return folder
+  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`
+  writeFileSync(
+    join(folder, "npx"),
+    [
+      "#!/bin/sh",
+      `if [ "$1" = ${quote(pkg.name)} ]; then shift; exec ${quote(process.execPath)} ${quote(join(root, bin))} "$@"; fi`,
+      `PATH="\${PATH#*:}"`,
+      "export PATH",
+      `exec npx "$@"`,
+      ""
+    ].join("\n"),
+    { mode: 0o755 }
+  )
+  return folder
+}
 
 const compilerOptions = {
   strict: true,
@@ -363,9 +401,10 @@ export const checkDocs = async (
     }
 
     const timeoutMs = options.timeoutMs ?? 60_000
+    const env = { ...process.env, PATH: `${npxShim(options.root, work)}${delimiter}${process.env.PATH ?? ""}` }
     const runnable = [...names].filter(([, block]) => block.mode === "run" && !broken.has(block))
     const runOne = async ([name, block]: readonly [string, DocBlock]): Promise<void> => {
-      const result = await execute(process.execPath, [join(work, name)], options.root, timeoutMs)
+      const result = await execute(process.execPath, [join(work, name)], options.root, timeoutMs, env)
       if (result.timedOut) {
         failures.push(
           `${where(block)} (ts block): did not finish within ${timeoutMs / 1000} s ` +

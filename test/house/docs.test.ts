@@ -253,6 +253,21 @@ describe("checking blocks", () => {
     ])
   }, 120_000)
 
+  it("runs `npx effect-mcp-transport` as the package's own command, and any other npx as npm's", async () => {
+    const text = [
+      "```ts",
+      `import { execFileSync } from "node:child_process"`,
+      `console.log(execFileSync("npx", ["effect-mcp-transport", "--version"], { encoding: "utf8" }).trim())`,
+      `console.log(execFileSync("npx", ["--version"], { encoding: "utf8" }).trim() !== "")`,
+      "```",
+      "```text",
+      `effect-mcp-transport v${JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version}`,
+      "true",
+      "```"
+    ].join("\n")
+    expect(await checkDocs([{ file: "npx.md", text }], { root: repo })).toEqual([])
+  }, 120_000)
+
   it("fails a block that does not finish in time", async () => {
     const failures = await checkDocs([{ file: "hangs.md", text: "```ts\nsetInterval(() => {}, 1000)\n```\n" }], { root: repo, timeoutMs: 1_000 })
     expect(failures).toEqual([expect.stringMatching(/^hangs\.md:1 \(ts block\): did not finish within 1 s/)])
