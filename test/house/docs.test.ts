@@ -220,7 +220,7 @@ describe("checking blocks", () => {
     expect(failures).toContainEqual(expect.stringMatching(new RegExp(`^${file}:9 \\(ts block\\): exited with code 1\\n[^]*planted failure`)))
   }, 120_000)
 
-  it("fails a block whose stdout is not what the page shows, with a diff; passes one equal after its normalizations", async () => {
+  it("fails a block whose stdout is not what the page shows, with a diff; passes ones equal after their normalizations", async () => {
     const text = [
       "```ts", //                                                              1
       `console.log("protocol 2026-07-28")`, //                                 2
@@ -238,7 +238,17 @@ describe("checking blocks", () => {
       "<!-- output: normalize=port -->", //                                   14
       "```text", //                                                            15
       "server at http://127.0.0.1:41113/mcp", //                              16
-      "```" //                                                                 17
+      "```", //                                                                17
+      // `npx effect-mcp-transport` is the package's own command; another npx is npm's.
+      "```ts", //                                                              18
+      `import { execFileSync } from "node:child_process"`, //                  19
+      `console.log(execFileSync("npx", ["effect-mcp-transport", "--version"], { encoding: "utf8" }).trim())`, // 20
+      `console.log(execFileSync("npx", ["--version"], { encoding: "utf8" }).trim() !== "")`, // 21
+      "```", //                                                                22
+      "```text", //                                                            23
+      `effect-mcp-transport v${JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version}`, // 24
+      "true", //                                                               25
+      "```" //                                                                 26
     ].join("\n")
     const failures = await checkDocs([{ file: "shown.md", text }], { root: repo })
     expect(failures).toEqual([
@@ -251,21 +261,6 @@ describe("checking blocks", () => {
         "a log line on stderr"
       ].join("\n")
     ])
-  }, 120_000)
-
-  it("runs `npx effect-mcp-transport` as the package's own command, and any other npx as npm's", async () => {
-    const text = [
-      "```ts",
-      `import { execFileSync } from "node:child_process"`,
-      `console.log(execFileSync("npx", ["effect-mcp-transport", "--version"], { encoding: "utf8" }).trim())`,
-      `console.log(execFileSync("npx", ["--version"], { encoding: "utf8" }).trim() !== "")`,
-      "```",
-      "```text",
-      `effect-mcp-transport v${JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version}`,
-      "true",
-      "```"
-    ].join("\n")
-    expect(await checkDocs([{ file: "npx.md", text }], { root: repo })).toEqual([])
   }, 120_000)
 
   it("fails a block that does not finish in time", async () => {
