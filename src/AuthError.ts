@@ -9,7 +9,7 @@ import * as Data from "effect/Data"
  * Where discovery stopped: the protected resource metadata (RFC 9728), or the
  * authorization server metadata (RFC 8414 / OpenID discovery).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type DiscoveryStep = "protected-resource" | "authorization-server"
@@ -19,7 +19,7 @@ export type DiscoveryStep = "protected-resource" | "authorization-server"
  * or trusted: missing at every well-known location, malformed, too large,
  * naming another resource or issuer, or an authorization server without PKCE.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class DiscoveryFailed extends Data.TaggedError("DiscoveryFailed")<{
@@ -40,7 +40,7 @@ export class DiscoveryFailed extends Data.TaggedError("DiscoveryFailed")<{
  * dynamic registration, or offers neither registration nor client ID metadata
  * documents and no client id was configured.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class RegistrationRefused extends Data.TaggedError("RegistrationRefused")<{
@@ -59,7 +59,7 @@ export class RegistrationRefused extends Data.TaggedError("RegistrationRefused")
  * The user (or the authorization server on their behalf) declined the
  * authorization request: the redirect carried `error=access_denied`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class UserDenied extends Data.TaggedError("UserDenied")<{
@@ -77,7 +77,7 @@ export class UserDenied extends Data.TaggedError("UserDenied")<{
  * other than a denial (`invalid_scope`, `server_error`…), or the redirect
  * carried neither a code nor an error.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class AuthorizationRefused extends Data.TaggedError("AuthorizationRefused")<{
@@ -96,7 +96,7 @@ export class AuthorizationRefused extends Data.TaggedError("AuthorizationRefused
  * The redirect did not answer the authorization request that was sent: its
  * `state` (or its `iss`) differs. It is dropped: it may be a forged redirect.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class StateMismatch extends Data.TaggedError("StateMismatch")<{
@@ -113,7 +113,7 @@ export class StateMismatch extends Data.TaggedError("StateMismatch")<{
  * The grants a token endpoint can refuse: `jwt_bearer` is RFC 7523's
  * assertion grant, `token_exchange` RFC 8693's.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type GrantName =
@@ -128,7 +128,7 @@ export type GrantName =
  * token that is invalid, expired or revoked, or client credentials it does
  * not accept. A refused refresh token is removed from the store.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class InvalidGrant extends Data.TaggedError("InvalidGrant")<{
@@ -157,7 +157,7 @@ export class InvalidGrant extends Data.TaggedError("InvalidGrant")<{
  * The token endpoint failed: an error status other than a grant refusal, an
  * answer that is not a token response, no answer in time, or no connection.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class TokenEndpointFailed extends Data.TaggedError("TokenEndpointFailed")<{
@@ -176,7 +176,7 @@ export class TokenEndpointFailed extends Data.TaggedError("TokenEndpointFailed")
  * The MCP server still refused the request after a fresh token (401), or
  * after the step-up to the scopes it asked for (403).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class TokenRejected extends Data.TaggedError("TokenRejected")<{
@@ -196,7 +196,7 @@ export class TokenRejected extends Data.TaggedError("TokenRejected")<{
  * Authorization needs the user (the authorization code flow) but the
  * provider was given no interactive handler (`openUrl` / `receiveRedirect`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class InteractionRequired extends Data.TaggedError("InteractionRequired")<{
@@ -214,7 +214,7 @@ export class InteractionRequired extends Data.TaggedError("InteractionRequired")
  * are not a token store, a read or write that failed, or a lock another
  * process held for longer than the store waits.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class TokenStoreFailed extends Data.TaggedError("TokenStoreFailed")<{
@@ -238,7 +238,7 @@ export class TokenStoreFailed extends Data.TaggedError("TokenStoreFailed")<{
  * A server demanded a DPoP nonce (`use_dpop_nonce`) and did not accept the
  * retry that carried the nonce it handed out, or handed out none.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class DpopNonceRejected extends Data.TaggedError("DpopNonceRejected")<{
@@ -262,7 +262,7 @@ export class DpopNonceRejected extends Data.TaggedError("DpopNonceRejected")<{
  * private key cannot sign (`private_key_jwt`), or the application's
  * assertion source (JWT bearer, identity token) failed or gave no JWT.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class AssertionUnavailable extends Data.TaggedError("AssertionUnavailable")<{
@@ -338,7 +338,7 @@ export class IssuerMismatch extends Data.TaggedError("IssuerMismatch")<{
 /**
  * What reaching a server behind OAuth can fail with.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type AuthError =

@@ -3,13 +3,13 @@
  * and how large one message may be. Client transports, server transports and
  * the CLI read them from here so a limit is stated once.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 
 /**
  * How long a request waits for its response unless the caller says otherwise: 30 seconds.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category defaults
  */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
@@ -17,7 +17,7 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 /**
  * The largest message (one NDJSON line, one SSE event, one JSON body) accepted by default: 10 MiB.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category defaults
  */
 export const DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024

@@ -271,7 +271,7 @@ export class UnsupportedProtocolVersion extends Data.TaggedError("UnsupportedPro
  * The server found the request's headers at odds with its body, or a
  * required header missing or malformed (`-32020`, HTTP 400).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class HeaderMismatch extends Data.TaggedError("HeaderMismatch")<{
@@ -289,7 +289,7 @@ export class HeaderMismatch extends Data.TaggedError("HeaderMismatch")<{
  * The server needs a client capability this request did not declare
  * (`-32021`); `requiredCapabilities` says which.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class MissingClientCapability extends Data.TaggedError("MissingClientCapability")<{
@@ -306,7 +306,7 @@ export class MissingClientCapability extends Data.TaggedError("MissingClientCapa
  * A request kept asking for more input (`input_required`) past the client's
  * bound on rounds.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class TooManyInputRounds extends Data.TaggedError("TooManyInputRounds")<{
@@ -324,7 +324,7 @@ export class TooManyInputRounds extends Data.TaggedError("TooManyInputRounds")<{
  * request of the stateless era, or on a connection of that era, where
  * servers never start requests. Nothing was sent.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class ClientRequestUnavailable extends Data.TaggedError("ClientRequestUnavailable")<{

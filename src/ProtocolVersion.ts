@@ -48,7 +48,7 @@ export const isSupported = (version: unknown): version is ProtocolVersion =>
  * The stateless revisions this runtime speaks (no handshake, per-request
  * metadata), newest first.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const STATELESS = ["2026-07-28"] as const
@@ -56,7 +56,7 @@ export const STATELESS = ["2026-07-28"] as const
 /**
  * A stateless revision, e.g. `"2026-07-28"`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type StatelessVersion = typeof STATELESS[number]
@@ -64,7 +64,7 @@ export type StatelessVersion = typeof STATELESS[number]
 /**
  * The newest stateless revision: what a client tries first.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const LATEST_STATELESS: StatelessVersion = STATELESS[0]
@@ -72,7 +72,7 @@ export const LATEST_STATELESS: StatelessVersion = STATELESS[0]
 /**
  * Every revision this runtime speaks, stateless ones first.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const ALL = [...STATELESS, ...SUPPORTED] as const
@@ -80,7 +80,7 @@ export const ALL = [...STATELESS, ...SUPPORTED] as const
 /**
  * Any revision this runtime speaks, in either era.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type AnyVersion = ProtocolVersion | StatelessVersion
@@ -91,7 +91,7 @@ export type AnyVersion = ProtocolVersion | StatelessVersion
  * `"modern"` is 2026-07-28 onward (stateless: every request carries its own
  * version and capabilities).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Era = "legacy" | "modern"
@@ -107,7 +107,7 @@ export type Era = "legacy" | "modern"
  * ProtocolVersion.isStateless("2025-11-25") // false
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category guards
  */
 export const isStateless = (version: unknown): version is StatelessVersion =>
@@ -116,7 +116,7 @@ export const isStateless = (version: unknown): version is StatelessVersion =>
 /**
  * Whether a value names a revision this runtime speaks in either era.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category guards
  */
 export const isKnown = (version: unknown): version is AnyVersion => isSupported(version) || isStateless(version)
@@ -126,7 +126,7 @@ export const isKnown = (version: unknown): version is AnyVersion => isSupported(
  * Dates compare as strings, so a later revision this runtime does not know
  * yet still counts as modern.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const eraOf = (version: string): Era => (version >= LATEST_STATELESS ? "modern" : "legacy")

@@ -7,13 +7,13 @@
  * the `=?base64?…?=` sentinel form), and which tool parameters a server may
  * mark with `x-mcp-header`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 
 /**
  * The `_meta` keys of the stateless era.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const MetaKey = {
@@ -29,7 +29,7 @@ export const MetaKey = {
  * The request-metadata header names, lower case (HTTP header names compare
  * case-insensitively; effect/http hands them over in lower case).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const Header = {
@@ -42,7 +42,7 @@ export const Header = {
 /**
  * What a client says about itself on every request of the stateless era.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ClientMeta {
@@ -65,7 +65,7 @@ export interface ClientMeta {
  * console.log(meta["io.modelcontextprotocol/protocolVersion"]) // "2026-07-28"
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const requestMeta = (meta: ClientMeta): Record<string, unknown> => {
@@ -85,7 +85,7 @@ export const requestMeta = (meta: ClientMeta): Record<string, unknown> => {
  * with the client's metadata otherwise. The version is not checked here:
  * whether the server speaks it is the server's call (`-32022`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ReadMeta =
@@ -110,7 +110,7 @@ const ABSENT: ReadMeta = { _tag: "Absent" }
  * RequestMeta.readMeta({ name: "echo" }) // { _tag: "Absent" }
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category parsing
  */
 export const readMeta = (params: unknown): ReadMeta => {
@@ -143,7 +143,7 @@ export const readMeta = (params: unknown): ReadMeta => {
  * The `_meta` of a notification on a listen stream: the given one (if any)
  * with the subscription id added.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const withSubscriptionId = (meta: unknown, subscriptionId: string | number): Record<string, unknown> => ({
@@ -156,7 +156,7 @@ export const withSubscriptionId = (meta: unknown, subscriptionId: string | numbe
  * with status 404): the handshake, `ping`, `logging/setLevel` and the
  * per-resource subscriptions (replaced by `subscriptions/listen`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const REMOVED_METHODS: ReadonlySet<string> = new Set([
@@ -170,7 +170,7 @@ export const REMOVED_METHODS: ReadonlySet<string> = new Set([
 /**
  * The methods whose `Mcp-Name` header is required, and the body field it mirrors.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const NAMED_METHODS: Readonly<Record<string, "name" | "uri">> = {
@@ -184,7 +184,7 @@ export const NAMED_METHODS: Readonly<Record<string, "name" | "uri">> = {
  * `tools/call` and `prompts/get`, `params.uri` of `resources/read`;
  * `undefined` for other methods or when the field is not a string.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category getters
  */
 export const nameOf = (method: string, params: unknown): string | undefined => {
@@ -216,7 +216,7 @@ const isPlainSafe = (value: string): boolean => {
 /**
  * Whether a header value has the sentinel form `=?base64?…?=` (exact, lower-case markers).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category guards
  */
 export const isSentinel = (value: string): boolean => value.startsWith(SENTINEL_PREFIX) && value.endsWith(SENTINEL_SUFFIX)
@@ -234,7 +234,7 @@ export const isSentinel = (value: string): boolean => value.startsWith(SENTINEL_
  * RequestMeta.encodeHeaderValue("café") // "=?base64?Y2Fmw6k=?="
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category encoding
  */
 export const encodeHeaderValue = (value: string): string =>
@@ -250,7 +250,7 @@ export const encodeHeaderValue = (value: string): string =>
  * ASCII, a leading or trailing space): a server rejects such a header
  * rather than compare it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category encoding
  */
 export const decodeHeaderValue = (value: string): string | undefined => {
@@ -268,7 +268,7 @@ export const decodeHeaderValue = (value: string): string | undefined => {
 /**
  * The types a parameter mirrored into a header may have.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type HeaderParamType = "string" | "integer" | "boolean"
@@ -279,7 +279,7 @@ export type HeaderParamType = "string" | "integer" | "boolean"
  * value is absent, `null`, or not of the declared type (then no header is
  * sent, and the server sees the body alone).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category encoding
  */
 export const headerText = (value: unknown, type: HeaderParamType): string | undefined => {
@@ -298,7 +298,7 @@ export const headerText = (value: unknown, type: HeaderParamType): string | unde
  * numerically (`42.0` equals `42`) and only within the safe range, strings
  * and booleans exactly.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const headerMatches = (decoded: string, bodyValue: unknown, type: HeaderParamType): boolean => {
@@ -323,7 +323,7 @@ export const headerMatches = (decoded: string, bodyValue: unknown, type: HeaderP
  * A tool parameter a server asked to see as a header: `Mcp-Param-{header}`
  * carries the value at `path` in the arguments.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface HeaderParam {
@@ -338,7 +338,7 @@ export interface HeaderParam {
  * What a tool's `inputSchema` says about header parameters: the parameters,
  * or why the annotations are not valid (then a client drops the tool).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type HeaderParams =
@@ -369,7 +369,7 @@ const NONE: HeaderParams = { _tag: "Valid", params: [] }
  * // { _tag: "Valid", params: [{ header: "Region", path: ["region"], type: "string" }] }
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category parsing
  */
 export const headerParams = (inputSchema: unknown): HeaderParams => {
@@ -438,7 +438,7 @@ const valueAt = (args: unknown, path: ReadonlyArray<string>): unknown => {
  * The `Mcp-Param-*` headers for a call's arguments: one per parameter that
  * has a value of its type, encoded; none for absent or `null` values.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const paramHeaders = (params: ReadonlyArray<HeaderParam>, args: unknown): Record<string, string> => {
@@ -453,7 +453,7 @@ export const paramHeaders = (params: ReadonlyArray<HeaderParam>, args: unknown):
 /**
  * The body value a header parameter mirrors (for a server that checks it).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category getters
  */
 export const paramValue = (param: HeaderParam, args: unknown): unknown => valueAt(args, param.path)
@@ -470,7 +470,7 @@ export const paramValue = (param: HeaderParam, args: unknown): unknown => valueA
  * // { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo" }
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const standardHeaders = (protocolVersion: string, method: string, params: unknown): Record<string, string> => {

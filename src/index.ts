@@ -27,7 +27,7 @@ export * as McpError from "./McpError.ts"
 /**
  * Typed errors of OAuth 2.1 authorization.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as AuthError from "./AuthError.ts"
@@ -98,7 +98,7 @@ export * as SseClientTransport from "./client/SseClientTransport.ts"
 /**
  * One MCP request on a Streamable HTTP endpoint, stateless revision first, with nothing left open.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as OneShot from "./client/OneShot.ts"
@@ -119,7 +119,7 @@ export * as ProtocolVersion from "./ProtocolVersion.ts"
 /**
  * The stateless era's request metadata: `_meta` keys, routing headers, header value encoding, `x-mcp-header` parameters.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as RequestMeta from "./RequestMeta.ts"
@@ -154,7 +154,7 @@ export * as McpManager from "./client/McpManager.ts"
 /**
  * The tools of MCP servers (one client, or every server of a manager) as an `effect/ai` toolkit a `LanguageModel` can call.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as AiToolkit from "./client/AiToolkit.ts"

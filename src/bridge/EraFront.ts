@@ -9,10 +9,10 @@
  *   `StatelessFront` (both eras served in front).
  * - `handshake`: one `McpClient` behind `HandshakeFront` (handshake era in front).
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
-import type * as Context from "effect/Context"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -32,7 +32,7 @@ import * as UpstreamPool from "./UpstreamPool.ts"
 /**
  * What an era front needs.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface EraFrontOptions<E, R> extends StatelessFront.StatelessFrontOptions {
@@ -48,7 +48,7 @@ export interface EraFrontOptions<E, R> extends StatelessFront.StatelessFrontOpti
 /**
  * A running era front.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface EraFront {
@@ -68,7 +68,7 @@ interface Started {
 /**
  * The front for the life of the scope.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fnUntraced(function*<E, R>(
@@ -76,7 +76,8 @@ export const make = Effect.fnUntraced(function*<E, R>(
 ): Effect.fn.Return<EraFront, never, Exclude<R, Scope.Scope> | Scope.Scope> {
   const bridgeScope = yield* Effect.scope
   const services = yield* Effect.context<Exclude<R, Scope.Scope>>()
-  const connect = options.connect.pipe(Effect.provideContext(services as Context.Context<never>)) as Effect.Effect<
+  // Without the bridge's Scope: each connection's process belongs to the scope it is opened in (a pool slot's).
+  const connect = options.connect.pipe(Effect.provideContext(Context.omit(Scope.Scope)(services) as Context.Context<never>)) as Effect.Effect<
     ClientTransportShape,
     E,
     Scope.Scope

@@ -21,7 +21,7 @@
  * - list changes (the client holds a `subscriptions/listen`): to every
  *   initialized session.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -43,13 +43,13 @@ import { firstLine, toRpcError } from "./UpstreamErrors.ts"
 /**
  * How the front's upstream client speaks.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface HandshakeFrontOptions {
   /** The upstream client's era: `"auto"` (default) negotiates, `"2026-07-28"` pins the stateless era. */
   readonly protocol?: "auto" | ProtocolVersion.AnyVersion | undefined
-  /** The upstream client's `clientInfo`. Default `{ name: "effect-mcp-transport-bridge", version: "0.2.0" }`. */
+  /** The upstream client's `clientInfo`. Default `{ name: "effect-mcp-transport-bridge", version: "0.1.0" }`. */
   readonly clientInfo?: Implementation | undefined
   /** Timeout of each forwarded request (idle, restarted by progress). Default: none. */
   readonly requestTimeout?: Duration.Input | undefined
@@ -58,7 +58,7 @@ export interface HandshakeFrontOptions {
 /**
  * A running front.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface HandshakeFront {
@@ -123,7 +123,7 @@ const LIST_CHANGED: Record<string, string> = {
 /**
  * Connects the upstream client over `transport` and builds the front.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fnUntraced(function*(
@@ -164,7 +164,7 @@ export const make = Effect.fnUntraced(function*(
 
   const client = yield* McpClient.fromTransport(transport, {
     protocol: options.protocol ?? "auto",
-    clientInfo: options.clientInfo ?? { name: "effect-mcp-transport-bridge", version: "0.2.0" },
+    clientInfo: options.clientInfo ?? { name: "effect-mcp-transport-bridge", version: "0.1.0" },
     requestTimeout: options.requestTimeout ?? Duration.infinity,
     listen: true,
     handlers: {

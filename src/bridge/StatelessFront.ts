@@ -23,7 +23,7 @@
  * -32021; an ask while serving a method that cannot answer `input_required`
  * fails it with -32603 naming the ask.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -40,7 +40,7 @@ import type * as UpstreamPool from "./UpstreamPool.ts"
 /**
  * The front's own settings (the stateless era's server options).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface StatelessFrontOptions {
@@ -73,7 +73,7 @@ const FEATURE_METHODS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> =
 /**
  * The methods a front forwards to an upstream that declares `capabilities`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const forwardedMethods = (capabilities: Readonly<Record<string, unknown>>): ReadonlyArray<string> =>
@@ -84,7 +84,7 @@ export const forwardedMethods = (capabilities: Readonly<Record<string, unknown>>
  * `resources.subscribe` (subscriptions are per client; the upstream session
  * is shared).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const frontCapabilities = (upstream: Readonly<Record<string, unknown>>): Record<string, unknown> => {
@@ -99,7 +99,7 @@ export const frontCapabilities = (upstream: Readonly<Record<string, unknown>>): 
 /**
  * The capability path an ask of the client needs (`undefined`: none known).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const askCapability = (method: string, params: unknown): ReadonlyArray<string> | undefined => {
@@ -118,7 +118,7 @@ export const askCapability = (method: string, params: unknown): ReadonlyArray<st
 /**
  * Whether declared client capabilities cover a path.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const declares = (capabilities: Readonly<Record<string, unknown>>, path: ReadonlyArray<string>): boolean => {
@@ -135,7 +135,7 @@ export const declares = (capabilities: Readonly<Record<string, unknown>>, path: 
  * keys (`io.modelcontextprotocol/…`), which a server of the handshake era
  * does not know.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const withoutEraMeta = (params: unknown): Record<string, unknown> | undefined => {
@@ -214,7 +214,7 @@ const forwardFor = (pool: UpstreamPool.UpstreamPool, method: string) =>
  * open (it describes itself with the pool's `initialize` result), mount
  * `handler` (it drops ended sessions itself).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (

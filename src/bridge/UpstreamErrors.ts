@@ -3,7 +3,7 @@
  * connection raises, and the JSON-RPC error a failed forward becomes. Shared
  * by every bridge mode (pass-through and the fronts across eras).
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Data from "effect/Data"
 import * as JsonRpc from "../JsonRpc.ts"
@@ -75,7 +75,7 @@ export const toRpcError = (error: RequestError | UpstreamUnavailable): RpcError 
 /**
  * The first line of a text (an upstream's message may carry a stack or stderr).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const firstLine = (text: string): string => {
@@ -86,7 +86,7 @@ export const firstLine = (text: string): string => {
 /**
  * A failure's own message, else its text.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const describe = (u: unknown): string =>

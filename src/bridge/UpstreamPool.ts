@@ -17,7 +17,7 @@
  * refused. Every other notification (list changes, resource updates) goes
  * to `onBroadcast`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -37,7 +37,7 @@ import { describe, firstLine, UpstreamUnavailable } from "./UpstreamErrors.ts"
 /**
  * How to open and greet the upstream connections.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface UpstreamPoolOptions<E, R> {
@@ -45,7 +45,7 @@ export interface UpstreamPoolOptions<E, R> {
   readonly connect: Effect.Effect<ClientTransportShape, E, R>
   /** How many connections (processes, for a stdio server). Default 1: one session shared by every request. */
   readonly size?: number | undefined
-  /** Sent in the bridge's `initialize`. Default `{ name: "effect-mcp-transport-bridge", version: "0.2.0" }`. */
+  /** Sent in the bridge's `initialize`. Default `{ name: "effect-mcp-transport-bridge", version: "0.1.0" }`. */
   readonly clientInfo?: Implementation | undefined
   /**
    * The client capabilities the bridge declares upstream: what the upstream
@@ -64,7 +64,7 @@ export interface UpstreamPoolOptions<E, R> {
 /**
  * The client capabilities the bridge declares upstream by default: sampling, form and URL elicitation, roots.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category defaults
  */
 export const DEFAULT_UPSTREAM_CAPABILITIES: Readonly<Record<string, unknown>> = {
@@ -76,7 +76,7 @@ export const DEFAULT_UPSTREAM_CAPABILITIES: Readonly<Record<string, unknown>> = 
 /**
  * What the upstream said at `initialize`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface UpstreamInit {
@@ -90,7 +90,7 @@ export interface UpstreamInit {
  * The downstream request a forwarded request serves: where its progress, log
  * messages and the upstream's asks go.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Downstream {
@@ -105,7 +105,7 @@ export interface Downstream {
 /**
  * A running pool.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface UpstreamPool {
@@ -169,7 +169,7 @@ let tokens = 0
  * `UpstreamUnavailable` if the first one cannot be opened; another that
  * cannot is opened again when a request needs it).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fnUntraced(function*<E, R>(
@@ -181,7 +181,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
   const slots: Array<Slot> = Array.from({ length: size }, () => EMPTY)
   const requestTimeout = options.requestTimeout ?? Duration.infinity
   const capabilities = options.capabilities ?? DEFAULT_UPSTREAM_CAPABILITIES
-  const clientInfo = options.clientInfo ?? { name: "effect-mcp-transport-bridge", version: "0.2.0" }
+  const clientInfo = options.clientInfo ?? { name: "effect-mcp-transport-bridge", version: "0.1.0" }
   let next = 0
 
   const onRequest = (member: Member) => (request: JsonRpc.JsonRpcRequest): Effect.Effect<unknown, RpcError> => {

@@ -13,7 +13,7 @@
  * them and decides what to do. Interrupting the model call interrupts the
  * tool calls in flight, which cancels them at the server.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -35,7 +35,7 @@ import type * as McpManager from "./McpManager.ts"
  * content blocks and its structured content. The model is sent the content
  * blocks as text and file parts (see `toModelOutput`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category schemas
  */
 export const ToolResult = Schema.Struct({
@@ -46,7 +46,7 @@ export const ToolResult = Schema.Struct({
 /**
  * A successful MCP tool call's result.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ToolResult = typeof ToolResult.Type
@@ -62,7 +62,7 @@ export type ToolResult = typeof ToolResult.Type
  * - `"invalid-arguments"`: the model's arguments were not a JSON object;
  *   nothing was sent.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category schemas
  */
 export const ToolFailure = Schema.Struct({
@@ -82,7 +82,7 @@ export const ToolFailure = Schema.Struct({
 /**
  * A failed MCP tool call, as the model reads it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ToolFailure = typeof ToolFailure.Type
@@ -91,7 +91,7 @@ export type ToolFailure = typeof ToolFailure.Type
  * One MCP tool as an `effect/ai` tool: parameters are the server's JSON
  * Schema (decoded as `unknown`), failures are returned to the model.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type McpTool = Tool.Dynamic<string, {
@@ -104,7 +104,7 @@ export type McpTool = Tool.Dynamic<string, {
 /**
  * The tools of a toolkit built here, by the name the model sees.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type McpTools = Record<string, McpTool>
@@ -113,7 +113,7 @@ export type McpTools = Record<string, McpTool>
  * Where a toolkit tool comes from: the server (for a manager's toolkit) and
  * the tool's name there. Every tool built here carries it as an annotation.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category annotations
  */
 export class McpOrigin extends Context.Service<McpOrigin, {
@@ -124,7 +124,7 @@ export class McpOrigin extends Context.Service<McpOrigin, {
 /**
  * Where a tool built here comes from (its `McpOrigin`); `undefined` for any other tool.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category getters
  */
 export const originOf = (tool: Tool.Any): McpOrigin["Service"] | undefined => {
@@ -135,7 +135,7 @@ export const originOf = (tool: Tool.Any): McpOrigin["Service"] | undefined => {
 /**
  * A progress notification of a tool call the model made.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ToolProgress {
@@ -152,7 +152,7 @@ export interface ToolProgress {
 /**
  * What `toolName` is given to choose the name the model sees.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ToolNaming {
@@ -165,7 +165,7 @@ export interface ToolNaming {
 /**
  * Options of every toolkit built here.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ToolkitOptions {
@@ -194,7 +194,7 @@ const PROVIDER_NAME = /^[a-zA-Z0-9_-]{1,64}$/
  * A tool name providers accept: characters other than letters, digits, `_`
  * and `-` become `_` (MCP allows `.` and `/`, most model APIs do not).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const modelName = (name: string): string => name.replace(/[^a-zA-Z0-9_-]/g, "_")
@@ -238,7 +238,7 @@ const blockOutput = (block: Block): Prompt.ToolModelOutputPart => {
  * links as their name and URI), or the structured content as JSON when
  * there are no blocks.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const toModelOutput = (result: ToolResult): ReadonlyArray<Prompt.ToolModelOutputPart> =>
@@ -389,7 +389,7 @@ const clientEntries = (client: McpClient.McpClientShape, tools: ReadonlyArray<Mc
  * `toLayer`, or `make` for both at once). A server without the tools
  * capability has none.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const toolkit = (
@@ -407,7 +407,7 @@ export const toolkit = (
  * `client` (found by the tool's `McpOrigin`). Tools of the toolkit that
  * did not come from here get no handler.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const toLayer = (
@@ -451,7 +451,7 @@ export const toLayer = (
  *   })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (
@@ -473,7 +473,7 @@ export const make = (
  * `Expired`, `CircuitOpen`, `Failed`, `Closed`) offers none, so the model
  * is never offered a tool that would only fail.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const offersTools = (status: McpManager.ServerStatus | undefined): boolean =>
@@ -507,7 +507,7 @@ export const offersTools = (status: McpManager.ServerStatus | undefined): boolea
  *   })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const fromManager = (

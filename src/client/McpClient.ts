@@ -11,7 +11,7 @@
  * the client never hands out the raw transport, so no method can reach the
  * server before the session is set up.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -76,7 +76,7 @@ export type { Implementation }
 /**
  * What building a client can fail with.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type HandshakeError = RequestError | UnsupportedProtocolVersion | InvalidPayload | ModernCalls.ModernError
@@ -84,7 +84,7 @@ export type HandshakeError = RequestError | UnsupportedProtocolVersion | Invalid
 /**
  * The `clientInfo` sent in `initialize` unless `McpClientOptions.clientInfo` says otherwise.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category defaults
  */
 export const DEFAULT_CLIENT_INFO: Implementation = { name: "effect-mcp-transport", version: "0.1.0" }
@@ -92,7 +92,7 @@ export const DEFAULT_CLIENT_INFO: Implementation = { name: "effect-mcp-transport
 /**
  * The idle timeout of a request unless the client or the call says otherwise: 30 seconds.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category defaults
  */
 export const DEFAULT_REQUEST_TIMEOUT: Duration.Duration = Duration.seconds(30)
@@ -100,7 +100,7 @@ export const DEFAULT_REQUEST_TIMEOUT: Duration.Duration = Duration.seconds(30)
 /**
  * How a client introduces itself, what it answers, and how long it waits.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface McpClientOptions {
@@ -161,7 +161,7 @@ type Meta = Readonly<Record<string, unknown>>
 /**
  * Parameters of `tools/call`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface CallToolParams {
@@ -173,7 +173,7 @@ export interface CallToolParams {
 /**
  * Parameters of `prompts/get`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface GetPromptParams {
@@ -185,7 +185,7 @@ export interface GetPromptParams {
 /**
  * Parameters of `completion/complete`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface CompleteParams {
@@ -199,7 +199,7 @@ export interface CompleteParams {
 /**
  * The part of the transport the application may see: state and diagnostics, never the raw request path.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Connection = Pick<
@@ -210,7 +210,7 @@ export type Connection = Pick<
 /**
  * A client after a successful handshake: what the server said, and the typed methods and notifications.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface McpClientShape {
@@ -300,7 +300,7 @@ export interface McpClientShape {
 /**
  * What `server/discover` answers (stateless era), as the server sent it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface DiscoverResult {
@@ -316,7 +316,7 @@ export interface DiscoverResult {
 /**
  * The client as a service, provided by `layer`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category services
  */
 export class McpClient extends Context.Service<McpClient, McpClientShape>()("effect-mcp-transport/McpClient") {}
@@ -370,7 +370,7 @@ const outcomeOf = (exit: Exit.Exit<unknown, RequestError>): Negotiation.ProbeOut
  * revision we do not speak; closing the transport is then the owner's
  * scope's job (`layer` and `connect` do it).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const fromTransport = Effect.fnUntraced(function*(
@@ -868,7 +868,7 @@ export const fromTransport = Effect.fnUntraced(function*(
 /**
  * The handshake over the `ClientTransport` in context.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (options: McpClientOptions = {}): Effect.Effect<McpClientShape, HandshakeError, ClientTransport | Scope.Scope> =>
@@ -879,7 +879,7 @@ export const make = (options: McpClientOptions = {}): Effect.Effect<McpClientSha
  * client and the transport (the process is killed, the session deleted); a
  * failed handshake closes the transport at once.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const connect = <E, R>(
@@ -901,7 +901,7 @@ export const connect = <E, R>(
 /**
  * The client as a layer over a transport layer: `McpClient.layer(opts).pipe(Layer.provide(transportLayer))`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = (options: McpClientOptions = {}): Layer.Layer<McpClient, HandshakeError, ClientTransport> =>

@@ -86,7 +86,7 @@ export type TransportFactory<E = unknown, R = never> = (
  * the interactive part of a browser sign-in (the library never opens a
  * browser nor listens for a redirect) and where tokens are kept.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type McpManagerAuth = EntryAuth.Options
@@ -99,7 +99,7 @@ export type McpManagerAuth = EntryAuth.Options
  * request timeout. Each entry with `auth` keeps one OAuth provider across
  * reconnections, so its tokens are reused.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const fromConfigTransportWith = (

@@ -9,7 +9,7 @@
  * are tested over the whole response space. `EraCache` remembers the
  * verdict per server so later connections skip the probe.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Data from "effect/Data"
 import { HeaderMismatch, HttpError, MissingClientCapability, truncate, UnsupportedProtocolVersion } from "../McpError.ts"
@@ -31,7 +31,7 @@ import * as ProtocolVersion from "../ProtocolVersion.ts"
  * - `TransportFailure`: the network failed, the connection was refused, the
  *   process exited or the transport closed.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ProbeOutcome = Data.TaggedEnum<{
@@ -45,7 +45,7 @@ export type ProbeOutcome = Data.TaggedEnum<{
 /**
  * Constructors and matchers (`$is`, `$match`) for `ProbeOutcome`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const ProbeOutcome = Data.taggedEnum<ProbeOutcome>()
@@ -64,7 +64,7 @@ export const ProbeOutcome = Data.taggedEnum<ProbeOutcome>()
  * - `Fail`: no fallback is safe (authorization needed, server error, no
  *   answer on HTTP, transport gone, no common revision); surface `error`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Verdict = Data.TaggedEnum<{
@@ -77,7 +77,7 @@ export type Verdict = Data.TaggedEnum<{
 /**
  * Constructors and matchers (`$is`, `$match`) for `Verdict`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const Verdict = Data.taggedEnum<Verdict>()
@@ -85,7 +85,7 @@ export const Verdict = Data.taggedEnum<Verdict>()
 /**
  * What `classify` needs.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ClassifyInput {
@@ -108,7 +108,7 @@ export interface ClassifyInput {
  * draft numbers -32001/-32003/-32004 sit in the legacy range, whose codes
  * carry no meaning a receiver may rely on).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const ModernCode = {
@@ -144,7 +144,7 @@ const strings = (u: unknown): ReadonlyArray<string> | undefined =>
  * console.log(error?._tag) // "UnsupportedProtocolVersion"
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export const modernError = (
@@ -188,7 +188,7 @@ export const modernError = (
  * Negotiation.rpcErrorFromHttpBody("<html>Not Found</html>") // undefined
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category parsing
  */
 export const rpcErrorFromHttpBody = (
@@ -346,7 +346,7 @@ const fromHttpStatus = (speaks: Speaks, status: number, body: string): Verdict =
  * console.log(verdict._tag) // "Legacy"
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category classification
  */
 export const classify = (input: ClassifyInput): Verdict => {
@@ -383,7 +383,7 @@ export const classify = (input: ClassifyInput): Verdict => {
 /**
  * What a client learnt about a server: its era and the revision in use.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface EraEntry {
@@ -395,7 +395,7 @@ export interface EraEntry {
  * Eras learnt per server identity (see `identityOfHttp`, `identityOfStdio`).
  * Synchronous and unbounded: one entry per server a process talks to.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface EraCache {
@@ -405,7 +405,7 @@ export interface EraCache {
 /**
  * An empty cache, for a client that must not share what it learns.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (): EraCache => ({ entries: new Map() })
@@ -415,7 +415,7 @@ export const make = (): EraCache => ({ entries: new Map() })
  * client to the same server skips the probe, as the spec recommends (the
  * era lasts for the process on stdio, per origin on HTTP).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const global: EraCache = make()
@@ -423,7 +423,7 @@ export const global: EraCache = make()
 /**
  * The era learnt for a server, if any.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category getters
  */
 export const get = (cache: EraCache, identity: string): EraEntry | undefined => cache.entries.get(identity)
@@ -431,7 +431,7 @@ export const get = (cache: EraCache, identity: string): EraEntry | undefined => 
 /**
  * Remembers a server's era.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const set = (cache: EraCache, identity: string, entry: EraEntry): void => {
@@ -442,7 +442,7 @@ export const set = (cache: EraCache, identity: string, entry: EraEntry): void =>
  * Forgets a server's era: call it when the cached assumption fails, so the
  * next connection probes again.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const invalidate = (cache: EraCache, identity: string): void => {
@@ -463,7 +463,7 @@ export const invalidate = (cache: EraCache, identity: string): void => {
  * Negotiation.identityOfHttp("https://Example.com:443/mcp?x=1") // "https://example.com/mcp"
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const identityOfHttp = (url: string | URL): string => {
@@ -479,7 +479,7 @@ export const identityOfHttp = (url: string | URL): string => {
  * The cache identity of a stdio server: its command line and working
  * directory, as one unambiguous string.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const identityOfStdio = (command: string, args: ReadonlyArray<string> = [], cwd?: string): string =>

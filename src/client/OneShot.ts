@@ -12,7 +12,7 @@
  * session era is used only when the server's refusal says it does not speak
  * the stateless one; what was learnt is kept per origin for the next call.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
@@ -62,7 +62,7 @@ import * as Negotiation from "./Negotiation.ts"
  * 307 and 308 on the same origin, at most 5; anything else fails with
  * `RedirectRefused`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -84,7 +84,7 @@ export interface Options {
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** Headers computed per HTTP request (a refreshing token), applied over `headers`. Default none. */
   readonly requestHeaders?: Http.HeaderHook | undefined
-  /** Who the client says it is. Default `{ name: "effect-mcp-transport", version: "0.2.0" }`. */
+  /** Who the client says it is. Default `{ name: "effect-mcp-transport", version: "0.1.0" }`. */
   readonly clientInfo?: Implementation | undefined
   /** The capabilities the request declares. Default `{}` (none). */
   readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined
@@ -116,7 +116,7 @@ export interface Options {
  * "input_required"`): sampling, elicitation or roots, in rounds a one-shot
  * call does not run. `McpClient` runs them.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class InputRequired extends Data.TaggedError("InputRequired")<{
@@ -132,7 +132,7 @@ export class InputRequired extends Data.TaggedError("InputRequired")<{
 /**
  * A result whose `resultType` is neither `complete` nor `input_required`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class UnknownResultType extends Data.TaggedError("UnknownResultType")<{
@@ -147,7 +147,7 @@ export class UnknownResultType extends Data.TaggedError("UnknownResultType")<{
 /**
  * What a one-shot call can fail with.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type OneShotError =
@@ -171,7 +171,7 @@ export type OneShotError =
  * The result of `tools/call`: content blocks, and structured content when
  * the tool has an output schema. Fields the server adds are kept.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ToolResult {
@@ -191,7 +191,7 @@ export interface ToolResult {
  * stateless server's error, or a refusal that says nothing about the
  * revision: report it).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type FallbackDecision =
@@ -228,7 +228,7 @@ const rpcErrorIn = (body: string): JsonRpc.JsonRpcErrorObject | undefined => {
  * OneShot.decideFallback({ status: 401, body: "" }, "2026-07-28") // { _tag: "Stay" }
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const decideFallback = (
@@ -267,7 +267,7 @@ const learnt = new Map<string, Learnt>()
  * Forgets what `auto` calls learnt about servers (their era, per origin):
  * the next call to each probes again.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const forgetServers = (): void => learnt.clear()
@@ -275,7 +275,7 @@ export const forgetServers = (): void => learnt.clear()
 // ---------------------------------------------------------------------------
 // One call's context
 
-const DEFAULT_CLIENT_INFO: Implementation = { name: "effect-mcp-transport", version: "0.2.0" }
+const DEFAULT_CLIENT_INFO: Implementation = { name: "effect-mcp-transport", version: "0.1.0" }
 const EMPTY_CAPABILITIES: Readonly<Record<string, unknown>> = {}
 const DEFAULT_CLOSE_TIMEOUT = Duration.seconds(2)
 const DEFAULT_TIMEOUT = Duration.millis(DEFAULT_REQUEST_TIMEOUT_MS)
@@ -858,7 +858,7 @@ const originOf = (url: string): string => {
  * )
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category calls
  */
 export const call = (
@@ -950,7 +950,7 @@ const isToolResult = (u: unknown): u is ToolResult => {
  * }).pipe(Effect.provide(NodeHttpClient.layerUndici))
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category calls
  */
 export const callTool = (

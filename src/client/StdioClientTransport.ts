@@ -159,7 +159,7 @@ export const DEFAULT_EXIT_DRAIN_MS = 250
  * How often a running server's process tree is read for descendants (Linux) unless
  * `shutdown.descendantSampleInterval` says otherwise: 1 second.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category defaults
  */
 export const DEFAULT_DESCENDANT_SAMPLE_INTERVAL_MS = 1_000

@@ -44,7 +44,7 @@ export * as SseClientTransport from "./SseClientTransport.ts"
 /**
  * One MCP request on a Streamable HTTP endpoint, stateless revision first, with nothing left open.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as OneShot from "./OneShot.ts"
@@ -79,7 +79,7 @@ export * as McpManager from "./McpManager.ts"
 /**
  * The tools of MCP servers (one client, or every server of a manager) as an `effect/ai` toolkit a `LanguageModel` can call.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as AiToolkit from "./AiToolkit.ts"

@@ -6,7 +6,7 @@
  * `McpServer.method`, `Tool.add`, `Resource.add`, …), so a faulty server fails when its
  * definition is evaluated, before it serves anything.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Data from "effect/Data"
 
@@ -31,7 +31,7 @@ import * as Data from "effect/Data"
  * }
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class DefinitionError extends Data.TaggedError("DefinitionError")<{
@@ -47,7 +47,7 @@ export class DefinitionError extends Data.TaggedError("DefinitionError")<{
 /**
  * The error for a name given twice.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const duplicate = (kind: DefinitionError["kind"], name: string): DefinitionError =>

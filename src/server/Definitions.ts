@@ -8,7 +8,7 @@
  * `toHandler` here is the shortcut that declares `listChanged` for every
  * kind the server has entries of.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Catalogue from "./internal/Catalogue.ts"
@@ -18,7 +18,7 @@ import * as McpServer from "./McpServer.ts"
  * The kinds of entries that change, named as `DefinitionError` names them; a
  * `resourceTemplate` is named by its URI template.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Kind = McpServer.DefinitionKind
@@ -26,7 +26,7 @@ export type Kind = McpServer.DefinitionKind
 /**
  * Changes the entries of a serving server: `McpServer.Definitions`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Definitions<R> = McpServer.Definitions<R>
@@ -35,7 +35,7 @@ export type Definitions<R> = McpServer.Definitions<R>
  * What `toHandler` builds: `McpServer.toHandler`'s handle, whose
  * `definitions` change every kind the server has entries of.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type LiveServerHandle<R> = McpServer.ServerHandle<R>
@@ -68,7 +68,7 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
  * })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const toHandler = <R>(server: McpServer.McpServer<R>): Effect.Effect<LiveServerHandle<R>> =>

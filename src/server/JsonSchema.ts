@@ -19,7 +19,7 @@
  * `title`, `description`, `examples` and `default` annotations are carried,
  * and so is `x-mcp-header` (see `header`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
@@ -27,7 +27,7 @@ import * as SchemaAST from "effect/SchemaAST"
 /**
  * A JSON Schema object, as sent on the wire.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type JsonSchemaObject = { readonly [key: string]: unknown }
@@ -35,7 +35,7 @@ export type JsonSchemaObject = { readonly [key: string]: unknown }
 /**
  * How a schema is turned into JSON Schema and a JSON codec.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface JsonSchemaOptions {
@@ -61,7 +61,7 @@ export interface JsonSchemaOptions {
  * // JsonSchema.make(Params).properties.region: { type: "string", "x-mcp-header": "Region" }
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category annotations
  */
 export const header = (name: string): { readonly "x-mcp-header": string } => ({ "x-mcp-header": name })
@@ -218,7 +218,7 @@ const wireForm = (root: SchemaAST.AST, finite: boolean): SchemaAST.AST => {
  * The JSON codec of `schema`: decodes what the JSON Schema of `make`
  * describes to the schema's type, and encodes the type back to it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category converting
  */
 export const codec = <S extends Schema.Top>(
@@ -265,7 +265,7 @@ const refTo = (name: string) => `#/$defs/${name.replace(/~/g, "~0").replace(/\//
  * // { type: "object", properties: { a: { type: "number" }, b: { type: "integer" } }, required: ["a"] }
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category converting
  */
 export const make = (schema: Schema.Top, options?: JsonSchemaOptions): JsonSchemaObject => {

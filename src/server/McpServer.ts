@@ -153,7 +153,7 @@ export interface McpServerOptions {
 /**
  * The default `requestStateTtl`: 10 minutes.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const DEFAULT_REQUEST_STATE_TTL_MS = 600_000
@@ -161,7 +161,7 @@ export const DEFAULT_REQUEST_STATE_TTL_MS = 600_000
 /**
  * The default `requestStateMaxBytes`: 256 KiB.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const DEFAULT_REQUEST_STATE_MAX_BYTES = 262_144
@@ -169,7 +169,7 @@ export const DEFAULT_REQUEST_STATE_MAX_BYTES = 262_144
 /**
  * The default `discovery.ttlMs`: one minute.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const DEFAULT_DISCOVERY_TTL_MS = 60_000
@@ -418,7 +418,7 @@ export const notification = <P extends Schema.Top = typeof Schema.Unknown, R2 = 
  * it after the methods that use them. Every request also runs in a span
  * (`Middleware.requestSpan`) around all middleware.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category middleware
  */
 export const middleware = <Provides = never, Requires = never>(middleware: Middleware.Middleware<Provides, Requires>) =>
@@ -580,7 +580,7 @@ export interface ServerHandle<R> {
  * The kinds of entries that change, named as `DefinitionError` names them; a
  * `resourceTemplate` is named by its URI template.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type DefinitionKind = LiveCatalogue.Kind
@@ -600,7 +600,7 @@ export type DefinitionKind = LiveCatalogue.Kind
  * (`remove`, `enable`, `disable`), or a kind that cannot change. A call
  * already running is not affected by a change.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Definitions<R> {
@@ -755,7 +755,7 @@ const INPUT_METHODS: ReadonlySet<string> = new Set(["sampling/createMessage", "e
  * )
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const inputKey = (key: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>

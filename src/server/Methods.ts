@@ -4,13 +4,13 @@
  * misspelt MCP method does not compile, while a name outside those
  * namespaces (`"math/add"`) stays open for custom methods.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 
 /**
  * The requests MCP defines from client to server, across the revisions this package speaks.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type RequestMethod =
@@ -37,7 +37,7 @@ export type RequestMethod =
 /**
  * The namespaces MCP reserves: a method name in one of them must be a `RequestMethod`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ReservedNamespace =
@@ -68,7 +68,7 @@ export type ReservedNamespace =
  * // const typo: MethodName<"tools/cal"> = "tools/cal" // does not compile
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type MethodName<M extends string> = M extends RequestMethod ? M

@@ -13,7 +13,7 @@
  *
  * Notifications do not pass through middleware: they get no reply to refuse.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -34,7 +34,7 @@ import type { HandlerContext } from "./Handler.ts"
 /**
  * The request methods of MCP, and any other string (a server may serve its own methods).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type McpMethod =
@@ -58,7 +58,7 @@ export type McpMethod =
 /**
  * One request as middleware sees it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface McpRequest {
@@ -88,7 +88,7 @@ export interface McpRequest {
  * The rest of the server, as middleware calls it: total (every failure is already a reply),
  * needing `R`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Next<R = never> = (request: McpRequest) => Effect.Effect<JsonRpc.JsonRpcResponse, never, R>
@@ -114,7 +114,7 @@ export type Next<R = never> = (request: McpRequest) => Effect.Effect<JsonRpc.Jso
  *   )
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Middleware<Provides = never, Requires = never> {
@@ -124,7 +124,7 @@ export interface Middleware<Provides = never, Requires = never> {
 /**
  * The success reply to `request`, for middleware that answers on its own.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const reply = (request: McpRequest, result: unknown): JsonRpc.JsonRpcResponse => JsonRpc.success(request.id, result)
@@ -132,7 +132,7 @@ export const reply = (request: McpRequest, result: unknown): JsonRpc.JsonRpcResp
 /**
  * The codes of the errors the ready-made middleware answer with (server-defined range).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const ErrorCode = {
@@ -151,7 +151,7 @@ export const ErrorCode = {
  * A middleware computing a service per request and giving it to the
  * handlers (e.g. the tenant of the principal). Fail with `RpcError` to refuse the request.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const provideService = <I, S, R = never>(
@@ -164,7 +164,7 @@ export const provideService = <I, S, R = never>(
 /**
  * Options of `requirePrincipal`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface RequirePrincipalOptions<R> {
@@ -185,7 +185,7 @@ export interface RequirePrincipalOptions<R> {
  * HTTP transport's `authenticate` hook), so on stdio and in memory every
  * request not `exempt` is refused.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const requirePrincipal = <R = never>(options: RequirePrincipalOptions<R> = {}): Middleware<never, R> => {
@@ -222,7 +222,7 @@ export const requirePrincipal = <R = never>(options: RequirePrincipalOptions<R> 
 /**
  * Options of `rateLimit`: a token bucket of `capacity` tokens per key, one token back every `refillEvery`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface RateLimitOptions {
@@ -245,7 +245,7 @@ export interface RateLimitOptions {
  * (-32029) and `data.retryAfterMs`. The buckets live in the middleware value:
  * every handler built from a server with it shares them.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const rateLimit = (options: RateLimitOptions): Middleware => {
@@ -292,7 +292,7 @@ export const rateLimit = (options: RateLimitOptions): Middleware => {
 /**
  * Options of `logging`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface LoggingOptions {
@@ -306,7 +306,7 @@ export interface LoggingOptions {
  * `mcp.principal`, `mcp.outcome` and `mcp.durationMs`. An interrupted
  * request (cancelled) is logged as `interrupted`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const logging = (options: LoggingOptions = {}): Middleware => {
@@ -354,7 +354,7 @@ const nameOf = (message: JsonRpc.JsonRpcRequest): string | undefined => {
  * Describes a request as middleware sees it. `stateless`: whether the server
  * serves the stateless era (else every request is of the handshake era).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const describeRequest = (message: JsonRpc.JsonRpcRequest, context: HandlerContext, stateless: boolean): McpRequest => ({
@@ -382,7 +382,7 @@ const title = (request: McpRequest) =>
  * is the -32603 the transport sends), or `interrupted` (the client
  * cancelled; no reply).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Outcome {
@@ -411,7 +411,7 @@ const outcomeOf = (exit: Exit.Exit<JsonRpc.JsonRpcResponse, unknown>): Outcome =
  * `rpc.jsonrpc.error_code`. Spans go to the current `Tracer`; turn them off
  * with `References.TracerEnabled`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const requestSpan = <E, R>(
@@ -448,7 +448,7 @@ export const requestSpan = <E, R>(
  * the list is the outermost, the first sees the request last, just before
  * `serve`. The whole runs in `requestSpan`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const compose = <R>(

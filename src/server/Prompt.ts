@@ -5,7 +5,7 @@
  * optionality the Schemas carry, `prompts/get` dispatches by name, and
  * arguments can offer completions (`completion/complete`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -18,7 +18,7 @@ import type { McpServer, RequestContext } from "./McpServer.ts"
 /**
  * One message of a prompt, as MCP sends it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface PromptMessage {
@@ -29,7 +29,7 @@ export interface PromptMessage {
 /**
  * What a prompt handler returns: a string (one user message) or a whole `GetPromptResult`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type PromptResult = string | {
@@ -41,7 +41,7 @@ export type PromptResult = string | {
  * The arguments of a prompt: struct fields whose encoded side is a string.
  * An `optionalKey` field is an optional argument.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Arguments = { readonly [name: string]: Schema.Codec<any, string, any, any> | Schema.Top }
@@ -49,7 +49,7 @@ export type Arguments = { readonly [name: string]: Schema.Codec<any, string, any
 /**
  * How a prompt is described, decoded and completed.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface PromptOptions<A extends Arguments, RC> {
@@ -89,7 +89,7 @@ export interface PromptOptions<A extends Arguments, RC> {
  * )
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category definitions
  */
 export const add = <const A extends Arguments = {}, E = never, R2 = never, RC = never>(

@@ -9,7 +9,7 @@
  * sent base64). Variables can offer completions (`completion/complete`), and
  * `Resource.subscriptions` hooks `resources/subscribe` and `unsubscribe`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import { Buffer } from "node:buffer"
 import * as Effect from "effect/Effect"
@@ -23,7 +23,7 @@ import type { McpServer, RequestContext } from "./McpServer.ts"
  * One content item: text, or bytes. `uri` defaults to the URI read, and
  * `mimeType` to the resource's.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ContentItem =
@@ -33,7 +33,7 @@ export type ContentItem =
 /**
  * What a resource handler returns: a string (text), a `Uint8Array` (binary), one item or several.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Contents = string | Uint8Array | ContentItem | ReadonlyArray<ContentItem>
@@ -41,7 +41,7 @@ export type Contents = string | Uint8Array | ContentItem | ReadonlyArray<Content
 /**
  * What a resource says about itself in the lists.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ResourceOptions {
@@ -62,7 +62,7 @@ export interface ResourceOptions {
 /**
  * How a resource at a fixed URI is described.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface FixedResourceOptions extends ResourceOptions {
@@ -79,7 +79,7 @@ export interface FixedResourceOptions extends ResourceOptions {
  * what the user typed so far, given the other arguments already chosen. At
  * most 100 are sent (`total` and `hasMore` say how many there were).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Completer<R = never> = Catalogue.Completer<R>
@@ -89,7 +89,7 @@ type Strip<E extends string> = E extends `+${infer N}` | `#${infer N}` ? N : E
 /**
  * The variable names of a URI template, as a union of string literals.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Variables<T extends string> = T extends `${string}{${infer E}}${infer Rest}` ? Strip<E> | Variables<Rest>
@@ -98,7 +98,7 @@ export type Variables<T extends string> = T extends `${string}{${infer E}}${infe
 /**
  * A Schema that decodes a variable from its string.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type VariableSchema = Schema.Codec<any, string, any, any>
@@ -106,7 +106,7 @@ export type VariableSchema = Schema.Codec<any, string, any, any>
 /**
  * The Schemas of a template's variables (those left out are strings).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type VariableSchemas<T extends string> = { readonly [K in Variables<T>]?: VariableSchema }
@@ -114,7 +114,7 @@ export type VariableSchemas<T extends string> = { readonly [K in Variables<T>]?:
 /**
  * The decoded variables a template handler receives.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type DecodedVariables<T extends string, V> = {
@@ -124,7 +124,7 @@ export type DecodedVariables<T extends string, V> = {
 /**
  * How a resource template is described, decoded and completed.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface TemplateOptions<T extends string, V extends VariableSchemas<T>, RC> extends ResourceOptions {
@@ -173,7 +173,7 @@ const toContents = (contents: Contents, uri: string, mimeType: string | undefine
  * )
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category definitions
  */
 export const add = <E = never, R2 = never>(
@@ -214,7 +214,7 @@ export const add = <E = never, R2 = never>(
  * )
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category definitions
  */
 export const template = <
@@ -257,7 +257,7 @@ export const template = <
  * The hooks of `resources/subscribe` and `resources/unsubscribe` (handshake
  * era; the stateless era subscribes through `subscriptions/listen`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SubscriptionHooks<R> {
@@ -272,7 +272,7 @@ export interface SubscriptionHooks<R> {
  * names is -32002, before any hook runs. Throws `DefinitionError` when the
  * server already serves those methods.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category definitions
  */
 export const subscriptions = <R2>(hooks: SubscriptionHooks<R2>) => <R>(server: McpServer<R>): McpServer<R | R2> =>

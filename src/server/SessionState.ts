@@ -11,7 +11,7 @@
  * 2026-07-28, or a sessionless HTTP POST) the slot lives for that request
  * only: made fresh, finalized when the request ends.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import type { LazyArg } from "effect/Function"
@@ -22,7 +22,7 @@ import type * as Scope from "effect/Scope"
  * once per session, on first use, with the session's `Scope`: resources it
  * acquires there are released when the session ends.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SessionState<A, E = never, R = never> {
@@ -41,7 +41,7 @@ export interface SessionState<A, E = never, R = never> {
 /**
  * The options of `make`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options<A> {
@@ -74,7 +74,7 @@ export interface Options<A> {
  * )
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export function make<A, E = never, R = never>(

@@ -11,7 +11,7 @@
  * the tools of an `effect/ai` `Toolkit` the same way; `addJsonSchema`
  * serves a tool described by hand-written JSON Schema next to them.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -32,7 +32,7 @@ import type { McpServer, RequestContext } from "./McpServer.ts"
  * The behaviour hints of a tool (MCP `ToolAnnotations`); a client may show
  * them, never trust them.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ToolAnnotations {
@@ -51,7 +51,7 @@ export interface ToolAnnotations {
  * One block of a tool result's `content`, as MCP sends it (`text`, `image`,
  * `audio`, `resource_link`, `resource`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ContentBlock {
@@ -63,7 +63,7 @@ export interface ContentBlock {
  * What a handler of a tool with no `success` Schema returns: a string (sent
  * as one text block) or a whole `CallToolResult`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ToolResult = string | {
@@ -77,7 +77,7 @@ export type ToolResult = string | {
  * The parameters of a tool: the fields of its arguments object, or a Schema
  * whose JSON form is an object.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Parameters = Schema.Struct.Fields | Schema.Top
@@ -85,7 +85,7 @@ export type Parameters = Schema.Struct.Fields | Schema.Top
 /**
  * The Schema of `Parameters`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ParametersSchema<P extends Parameters> = P extends Schema.Top ? P
@@ -95,7 +95,7 @@ export type ParametersSchema<P extends Parameters> = P extends Schema.Top ? P
 /**
  * How a tool is described and checked.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ToolOptions<P extends Parameters, S extends Schema.Top, F extends Schema.Top> {
@@ -139,7 +139,7 @@ export interface ToolOptions<P extends Parameters, S extends Schema.Top, F exten
 /**
  * What a tool's handler succeeds with: `success`'s type, or a `ToolResult` without one.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Success<S extends Schema.Top> = [S] extends [never] ? ToolResult : S["Type"]
@@ -189,7 +189,7 @@ const badResult = (name: string) =>
  * )
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category definitions
  */
 export const add = <
@@ -291,7 +291,7 @@ export const add = <
 /**
  * How a tool defined by JSON Schema documents is described.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface JsonSchemaToolOptions {
@@ -382,7 +382,7 @@ const objectRoot = (name: string, which: string, schema: unknown): JsonSchema.Js
  * )
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category definitions
  */
 export const addJsonSchema = <E = never, R2 = never>(
@@ -411,7 +411,7 @@ export const addJsonSchema = <E = never, R2 = never>(
  * handlers (`toolkit.toLayer(...)`), the dependencies the tools declare and
  * the services of their Schemas.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ToolkitServices<Tools extends Record<string, AiTool.Any>> =
@@ -471,7 +471,7 @@ const annotationsOf = (tool: AiTool.Any): ToolAnnotations | undefined => {
  * const handlers = tools.toLayer({ echo: ({ text }) => Effect.succeed(text) })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category definitions
  */
 export const fromToolkit = <Tools extends Record<string, AiTool.Any>>(toolkit: Toolkit.Toolkit<Tools>) =>

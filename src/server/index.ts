@@ -44,49 +44,49 @@ export * as Router from "./Router.ts"
 /**
  * Tools defined from Effect Schemas, dispatched by name.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as Tool from "./Tool.ts"
 /**
  * Resources at fixed URIs and URI templates, with typed variables and completions.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as Resource from "./Resource.ts"
 /**
  * Prompts with Schema-decoded arguments and completions.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as Prompt from "./Prompt.ts"
 /**
  * JSON Schema 2020-12 from Effect Schemas, as MCP clients and LLM providers accept it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as JsonSchema from "./JsonSchema.ts"
 /**
  * The error a server definition is refused with while it is built.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as DefinitionError from "./DefinitionError.ts"
 /**
  * The MCP request method names, as types.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as Methods from "./Methods.ts"
 /**
  * Middleware around every request a `McpServer` serves: authentication, rate limits, logging, services.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category modules
  */
 export * as Middleware from "./Middleware.ts"

@@ -16,7 +16,7 @@ import {
   LoggingMessageNotificationSchema,
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Logger, Option, Scope, Stream } from "effect"
 import * as Bridge from "../../src/bridge/Bridge.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
@@ -192,6 +192,26 @@ describe("bridge: a handshake-only stdio server behind a stateless front", { tim
       const left = yield* eventually(Effect.sync(() => pids.filter(isAlive)), (alive) => alive.length === 0)
       expect(left).toEqual([])
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+})
+
+describe("bridge: the pool's log", { timeout: 60_000 }, () => {
+  it.live("says when a connection crashes, and nothing when the bridge closes its connections", () => {
+    const lines: Array<string> = []
+    const capture = Logger.make((options) => void lines.push(String(options.message)))
+    return Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { url } = yield* front(handshakeOnly, [], { front: "stateless", upstreamPool: 2 }, scope)
+      const client = yield* modernClient(url).pipe(Scope.provide(scope))
+      yield* client.callTool({ name: "echo", arguments: { text: "hi" } })
+
+      yield* Effect.flip(client.callTool({ name: "crash" }))
+      yield* eventually(Effect.sync(() => lines.filter((line) => line.includes("upstream connection closed"))), (found) => found.length === 1)
+
+      // A deliberate close is not news: the log is for connections that end on their own.
+      yield* Scope.close(scope, Exit.void)
+      expect(lines.filter((line) => line.includes("upstream connection closed"))).toHaveLength(1)
+    }).pipe(Effect.provide([NodeHttpClient.layerUndici, Logger.layer([capture])]))
+  })
 })
 
 describe("bridge: a stateless-only stdio server behind a handshake front", { timeout: 60_000 }, () => {

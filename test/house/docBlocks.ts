@@ -6,8 +6,18 @@
  *   <!-- fragment: why it must not run -->   type-checked, not run
  *   <!-- excerpt: why it does not compile alone -->  neither
  *
- * The reason is required. The syntax is documented for contributors in
- * docs/README.md.
+ * The reason is required. A ```text block right after a block that runs
+ * (blank lines between, and at most an `<!-- output: … -->` comment) is what
+ * the program prints on stdout, and the run must print exactly that. What
+ * differs from run to run is declared in the comment and replaced by a
+ * placeholder on both sides before they are compared:
+ *
+ *   <!-- output: normalize=port,time,duration,id -->
+ *
+ * (`port`: the port of a loopback URL; `time`: clock times and ISO date-times;
+ * `duration`: a number with a time unit; `id`: UUIDs, process ids and long
+ * random tokens; see NORMALIZERS). The syntax is documented for contributors
+ * in docs/README.md.
  *
  * The blocks are written to a folder under `.docs-tmp/` inside the
  * repository, so `import … from "effect-mcp-transport/…"` resolves by the
@@ -15,13 +25,51 @@
  * as a user's import does, and `effect` to the repository's node_modules.
  * All blocks go through ONE tsc run (strict, NodeNext, erasable syntax only,
  * since Node runs them by stripping types); each runnable block then runs
- * with this process's Node, from the repository root, under a time limit.
+ * with this process's Node, from the repository root, under a time limit,
+ * with `npx effect-mcp-transport` going straight to the package's command
+ * (npxShim).
  */
 import { spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { delimiter, join } from "node:path"
 
 export type BlockMode = "run" | "fragment" | "excerpt"
+
+export type Normalization = "port" | "time" | "duration" | "id"
+
+/**
+ * What each normalization replaces, in this order (a date-time before the id
+ * rule could take it for a token), with its placeholder. Only what a block
+ * declares is replaced, so a port or a time in any other output is compared
+ * as it is.
+ */
+export const NORMALIZERS: ReadonlyArray<readonly [Normalization, RegExp, string]> = [
+  ["time", /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?/g, "<time>"],
+  ["time", /\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b/g, "<time>"],
+  ["port", /\b((?:127\.0\.0\.1|localhost|\[::1\]|0\.0\.0\.0)):\d{1,5}\b/g, "$1:<port>"],
+  ["id", /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, "<id>"],
+  ["id", /\bpid (\d+)\b/g, "pid <id>"],
+  // A token of ten or more URL-safe characters with a letter and a digit in it: a session or event id.
+  ["id", /(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{10,}(?![\w-])/g, "<id>"],
+  ["duration", /\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|millis|s|seconds?|minutes?)\b/g, "<duration>"]
+]
+
+const NORMALIZATIONS: ReadonlySet<string> = new Set<Normalization>(["port", "time", "duration", "id"])
+
+/** The text with what the normalizations name replaced by placeholders. */
+export const normalize = (text: string, normalizations: ReadonlyArray<Normalization>): string =>
+  NORMALIZERS.reduce(
+    (result, [name, pattern, placeholder]) => normalizations.includes(name) ? result.replace(pattern, placeholder) : result,
+    text
+  )
+
+/** The ```text block that shows what a runnable block prints on stdout. */
+export interface ExpectedOutput {
+  /** 1-based line of its opening fence. */
+  readonly line: number
+  readonly text: string
+  readonly normalize: ReadonlyArray<Normalization>
+}
 
 export interface DocBlock {
   /** The Markdown file, as given to the extractor (shown in failures). */
@@ -32,6 +80,8 @@ export interface DocBlock {
   readonly mode: BlockMode
   /** Why a block is not run (required for the two markers). */
   readonly reason?: string | undefined
+  /** What it prints, when the page shows it (runnable blocks only). */
+  readonly output?: ExpectedOutput | undefined
 }
 
 export interface Extraction {
@@ -42,19 +92,50 @@ export interface Extraction {
 
 const TS_LANGUAGES = new Set(["ts", "typescript"])
 const MARKER = /^<!--\s*(excerpt|fragment)\b\s*(?::(.*?))?-->\s*$/
+const OUTPUT_MARKER = /^<!--\s*output\b\s*(?::(.*?))?-->\s*$/
 const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^\s`]*)/
 
-/** The ```ts blocks of a Markdown text, with their markers. */
+/** `normalize=port,time` (the only setting), or the problem with it. */
+const parseOutputMarker = (settings: string): ReadonlyArray<Normalization> | string => {
+  const match = /^normalize\s*=\s*([\w\s,-]+)$/.exec(settings.trim())
+  if (match === null) return `<!-- output: ${settings.trim()} --> is not of the form <!-- output: normalize=port,time,duration,id -->`
+  const names = match[1]!.split(",").map((name) => name.trim()).filter((name) => name !== "")
+  const unknown = names.filter((name) => !NORMALIZATIONS.has(name))
+  if (unknown.length > 0) return `<!-- output --> names ${unknown.join(", ")}; it knows ${[...NORMALIZATIONS].join(", ")}`
+  return names as Array<Normalization>
+}
+
+/** The ```ts blocks of a Markdown text, with their markers and the output they show. */
 export const extractBlocks = (markdown: string, file: string): Extraction => {
   const lines = markdown.split(/\r?\n/)
   const blocks: Array<DocBlock> = []
   const problems: Array<string> = []
   let pending: { readonly mode: BlockMode; readonly reason: string; readonly line: number } | undefined
+  // The runnable block a ```text block here would be the output of, and the output marker seen since.
+  let lastRun: number | undefined
+  let outputMarker: { readonly line: number; readonly normalize: ReadonlyArray<Normalization> } | undefined
+  const misplacedOutputMarker = () => {
+    if (outputMarker !== undefined) {
+      problems.push(`${file}:${outputMarker.line}: <!-- output --> is not between a ts block that runs and a text block`)
+    }
+    outputMarker = undefined
+  }
   for (let i = 0; i < lines.length; i++) {
     const text = lines[i]!
+    const output = OUTPUT_MARKER.exec(text.trim())
+    if (output !== null) {
+      misplacedOutputMarker()
+      const parsed = parseOutputMarker(output[1] ?? "")
+      if (typeof parsed === "string") problems.push(`${file}:${i + 1}: ${parsed}`)
+      else outputMarker = { line: i + 1, normalize: parsed }
+      if (lastRun === undefined) misplacedOutputMarker()
+      continue
+    }
     const marker = MARKER.exec(text.trim())
     if (marker !== null) {
       if (pending !== undefined) problems.push(`${file}:${pending.line}: <!-- ${pending.mode} --> is not followed by a ts block`)
+      misplacedOutputMarker()
+      lastRun = undefined
       const reason = (marker[2] ?? "").trim()
       if (reason === "") problems.push(`${file}:${i + 1}: <!-- ${marker[1]} --> needs a reason: <!-- ${marker[1]}: why -->`)
       pending = { mode: marker[1] as BlockMode, reason, line: i + 1 }
@@ -62,9 +143,13 @@ export const extractBlocks = (markdown: string, file: string): Extraction => {
     }
     const fence = FENCE.exec(text)
     if (fence === null) {
-      if (text.trim() !== "" && pending !== undefined) {
-        problems.push(`${file}:${pending.line}: <!-- ${pending.mode} --> is not followed by a ts block`)
-        pending = undefined
+      if (text.trim() !== "") {
+        if (pending !== undefined) {
+          problems.push(`${file}:${pending.line}: <!-- ${pending.mode} --> is not followed by a ts block`)
+          pending = undefined
+        }
+        misplacedOutputMarker()
+        lastRun = undefined
       }
       continue
     }
@@ -78,21 +163,59 @@ export const extractBlocks = (markdown: string, file: string): Extraction => {
       if (close !== null && close[1]![0] === open[0] && close[1]!.length >= open.length) break
       body.push(lines[i]!)
     }
+    if (language === "text" && lastRun !== undefined && pending === undefined) {
+      blocks[lastRun] = {
+        ...blocks[lastRun]!,
+        output: { line: start + 1, text: body.length === 0 ? "" : `${body.join("\n")}\n`, normalize: outputMarker?.normalize ?? [] }
+      }
+      outputMarker = undefined
+      lastRun = undefined
+      continue
+    }
+    misplacedOutputMarker()
+    lastRun = undefined
     if (TS_LANGUAGES.has(language)) {
-      blocks.push({
-        file,
-        line: start + 1,
-        code: `${body.join("\n")}\n`,
-        mode: pending?.mode ?? "run",
-        reason: pending?.reason
-      })
+      const mode = pending?.mode ?? "run"
+      blocks.push({ file, line: start + 1, code: `${body.join("\n")}\n`, mode, reason: pending?.reason })
+      if (mode === "run") lastRun = blocks.length - 1
     } else if (pending !== undefined) {
       problems.push(`${file}:${pending.line}: <!-- ${pending.mode} --> is not followed by a ts block`)
     }
     pending = undefined
   }
   if (pending !== undefined) problems.push(`${file}:${pending.line}: <!-- ${pending.mode} --> is not followed by a ts block`)
+  misplacedOutputMarker()
   return { blocks, problems }
+}
+
+/**
+ * The lines of `expected` and `actual` as a diff: `-` only on the page, `+`
+ * only in the run, two spaces in both (a longest common subsequence).
+ */
+export const lineDiff = (expected: string, actual: string): string => {
+  const a = expected.replace(/\n$/, "").split("\n")
+  const b = actual.replace(/\n$/, "").split("\n")
+  // common[i][j]: the longest common subsequence of a[i..] and b[j..].
+  const common = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0))
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      common[i]![j] = a[i] === b[j] ? common[i + 1]![j + 1]! + 1 : Math.max(common[i + 1]![j]!, common[i]![j + 1]!)
+    }
+  }
+  const out: Array<string> = []
+  let i = 0
+  let j = 0
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      out.push(`  ${a[i++]}`)
+      j++
+    } else if (i < a.length && (j === b.length || common[i + 1]![j]! >= common[i]![j + 1]!)) {
+      out.push(`- ${a[i++]}`)
+    } else {
+      out.push(`+ ${b[j++]}`)
+    }
+  }
+  return out.join("\n")
 }
 
 export interface CheckOptions {
@@ -107,19 +230,36 @@ export interface CheckOptions {
 interface Run {
   readonly code: number | null
   readonly timedOut: boolean
+  /** stdout and stderr as they came. */
   readonly output: string
+  readonly stdout: string
+  readonly stderr: string
 }
 
 /**
  * Runs a command in a process group of its own: on a timeout the whole group
  * gets SIGKILL, so a block that started a server leaves nothing behind.
  */
-const execute = (command: string, args: ReadonlyArray<string>, cwd: string, timeoutMs: number): Promise<Run> =>
+const execute = (
+  command: string,
+  args: ReadonlyArray<string>,
+  cwd: string,
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv = process.env
+): Promise<Run> =>
   new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(command, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] })
     let output = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk
+      stdout += chunk
+    })
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk
+      stderr += chunk
+    })
     let timedOut = false
     const killGroup = () => {
       try {
@@ -136,13 +276,43 @@ const execute = (command: string, args: ReadonlyArray<string>, cwd: string, time
       clearTimeout(timer)
       // A block that exits while something it spawned still runs must not leave it behind.
       killGroup()
-      resolve({ code, timedOut, output })
+      resolve({ code, timedOut, output, stdout, stderr })
     })
     child.on("error", (error) => {
       clearTimeout(timer)
-      resolve({ code: null, timedOut: false, output: String(error) })
+      resolve({ code: null, timedOut: false, output: String(error), stdout: "", stderr: String(error) })
     })
   })
+
+/**
+ * A folder with an `npx` that runs this package's own command
+ * (`npx effect-mcp-transport …`) as npx resolves it in this repository, the
+ * package.json `bin` under this process's Node, without npm's start-up (a
+ * second of CPU per spawn, which on a loaded machine can outlast a stdio
+ * client's era probe and change what the block prints). Any other `npx` is
+ * the real one, found further on the PATH.
+ */
+const npxShim = (root: string, work: string): string => {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { name: string; bin?: Record<string, string> }
+  const bin = pkg.bin?.[pkg.name]
+  const folder = join(work, "bin")
+  mkdirSync(folder)
+  if (bin === undefined) return folder
+  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`
+  writeFileSync(
+    join(folder, "npx"),
+    [
+      "#!/bin/sh",
+      `if [ "$1" = ${quote(pkg.name)} ]; then shift; exec ${quote(process.execPath)} ${quote(join(root, bin))} "$@"; fi`,
+      `PATH="\${PATH#*:}"`,
+      "export PATH",
+      `exec npx "$@"`,
+      ""
+    ].join("\n"),
+    { mode: 0o755 }
+  )
+  return folder
+}
 
 const compilerOptions = {
   strict: true,
@@ -165,6 +335,17 @@ const compilerOptions = {
 const where = (block: DocBlock): string => `${block.file}:${block.line}`
 
 const lastLines = (text: string, count: number): string => text.trimEnd().split("\n").slice(-count).join("\n")
+
+const outputFailure = (block: DocBlock, output: ExpectedOutput, expected: string, actual: string, stderr: string): string => {
+  const normalized = output.normalize.length === 0 ? "" : `, after normalize=${output.normalize.join(",")}`
+  const lines = [
+    `${block.file}:${output.line} (output of the ts block at line ${block.line}): stdout is not what the page shows ` +
+    `(- page, + run${normalized}):`,
+    lineDiff(expected, actual)
+  ]
+  if (stderr.trim() !== "") lines.push(`stderr (not compared):\n${lastLines(stderr, 10)}`)
+  return lines.join("\n")
+}
 
 /**
  * Type-checks and runs the blocks of the given Markdown documents. Returns
@@ -220,9 +401,10 @@ export const checkDocs = async (
     }
 
     const timeoutMs = options.timeoutMs ?? 60_000
+    const env = { ...process.env, PATH: `${npxShim(options.root, work)}${delimiter}${process.env.PATH ?? ""}` }
     const runnable = [...names].filter(([, block]) => block.mode === "run" && !broken.has(block))
     const runOne = async ([name, block]: readonly [string, DocBlock]): Promise<void> => {
-      const result = await execute(process.execPath, [join(work, name)], options.root, timeoutMs)
+      const result = await execute(process.execPath, [join(work, name)], options.root, timeoutMs, env)
       if (result.timedOut) {
         failures.push(
           `${where(block)} (ts block): did not finish within ${timeoutMs / 1000} s ` +
@@ -230,6 +412,10 @@ export const checkDocs = async (
         )
       } else if (result.code !== 0) {
         failures.push(`${where(block)} (ts block): exited with code ${result.code}\n${lastLines(result.output, 20)}`)
+      } else if (block.output !== undefined) {
+        const expected = normalize(block.output.text, block.output.normalize)
+        const actual = normalize(result.stdout, block.output.normalize)
+        if (expected !== actual) failures.push(outputFailure(block, block.output, expected, actual, result.stderr))
       }
     }
     const queue = [...runnable]

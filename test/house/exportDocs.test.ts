@@ -4,7 +4,7 @@
  * for). An undocumented export fails the build.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -33,6 +33,25 @@ describe("public exports", () => {
     const failures = exportDocs(repo, entries).filter((doc) => doc.missing.length > 0).map((doc) =>
       `${doc.id}: no ${doc.missing.join(", no ")} in its JSDoc (document it in Effect's style: a summary line, @since, @category)`
     )
+    expect(failures, `\n${failures.join("\n")}\n`).toEqual([])
+  })
+
+  it("say they came in a version no later than the package's (@since)", () => {
+    const version: string = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version
+    const later = (since: string): boolean => {
+      const [a, b] = [since, version].map((text) => text.split("-")[0]!.split(".").map(Number))
+      for (let i = 0; i < 3; i++) if (a![i] !== b![i]) return (a![i] ?? 0) > (b![i] ?? 0)
+      return false
+    }
+    const failures = readdirSync(join(repo, "src"), { recursive: true, encoding: "utf8" })
+      .filter((path) => path.endsWith(".ts"))
+      .sort()
+      .flatMap((path) =>
+        readFileSync(join(repo, "src", path), "utf8").split("\n").flatMap((line, index) => {
+          const since = /@since\s+(\S+)/.exec(line)?.[1]
+          return since !== undefined && later(since) ? [`src/${path}:${index + 1}: @since ${since}, but package.json is ${version}`] : []
+        })
+      )
     expect(failures, `\n${failures.join("\n")}\n`).toEqual([])
   })
 })

@@ -13,7 +13,7 @@ import * as JwtSign from "../internal/JwtSign.ts"
 /**
  * The `client_assertion_type` of a JWT client assertion.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -21,7 +21,7 @@ export const ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-b
 /**
  * The key a client signs its assertions with.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SigningKey {
@@ -40,7 +40,7 @@ const LIFETIME_SECONDS = 60
  * Signs an assertion for `clientId` at the authorization server `audience`
  * (its issuer identifier); `AssertionUnavailable` when the key cannot sign.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (

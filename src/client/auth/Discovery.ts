@@ -19,7 +19,7 @@ import type { BearerChallenge } from "./WwwAuthenticate.ts"
 /**
  * The protected resource metadata fields the client uses (RFC 9728 §2).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ResourceMetadata {
@@ -31,7 +31,7 @@ export interface ResourceMetadata {
 /**
  * The authorization server metadata fields the client uses (RFC 8414 §2).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ServerMetadata {
@@ -53,7 +53,7 @@ export interface ServerMetadata {
  * What discovery found for one server: the resource to ask tokens for, and
  * the authorization server that issues them.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Discovered {
@@ -65,7 +65,7 @@ export interface Discovered {
 /**
  * Bounds on each metadata read, and the internal addresses it may reach.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Limits {
@@ -88,7 +88,7 @@ const DEFAULT_TIMEOUT = Duration.seconds(10)
  * The server URL as a resource identifier (RFC 8707 §2): no fragment, the
  * scheme and host lower-cased (which `URL` does).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const canonicalResource = (serverUrl: string): string => {
@@ -101,7 +101,7 @@ export const canonicalResource = (serverUrl: string): string => {
  * Whether tokens for `resource` may be sent to `serverUrl`: same origin, and
  * the resource's path is the server's path or a parent of it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const resourceCovers = (resource: string, serverUrl: string): boolean => {
@@ -123,7 +123,7 @@ export const resourceCovers = (resource: string, serverUrl: string): boolean => 
  * the challenge's `resource_metadata` when there is one; otherwise the
  * path-aware well-known URL, then the root one.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category discovery
  */
 export const resourceMetadataUrls = (serverUrl: string, challenge: BearerChallenge): ReadonlyArray<string> => {
@@ -139,7 +139,7 @@ export const resourceMetadataUrls = (serverUrl: string, challenge: BearerChallen
  * component, OAuth (path inserted), OpenID (path inserted), OpenID (path
  * appended); without one, OAuth then OpenID.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category discovery
  */
 export const serverMetadataUrls = (issuer: string): ReadonlyArray<string> => {
@@ -161,7 +161,7 @@ export const serverMetadataUrls = (issuer: string): ReadonlyArray<string> => {
 /**
  * Whether a URL may carry authorization traffic: https, or http to a loopback host.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const isSecureUrl = (text: string): boolean => {
@@ -316,7 +316,7 @@ const checkResource = (
 /**
  * Fetches and checks the protected resource metadata of `serverUrl`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category discovery
  */
 export const discoverResource = (
@@ -390,7 +390,7 @@ const checkEndpoints = (
  * endpoints must be https (http only on loopback). The issuer and the
  * endpoints must pass the address policy (`AddressPolicy.check`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category discovery
  */
 export const discoverServer = (
@@ -465,7 +465,7 @@ const discoverAtOrigin = (
  * fails the address policy fails the whole discovery with `ForbiddenAddress`
  * before it is requested.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category discovery
  */
 export const discover = (

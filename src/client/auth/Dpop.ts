@@ -12,7 +12,7 @@ import * as JwtSign from "../internal/JwtSign.ts"
 /**
  * Makes proofs with one key pair and keeps the servers' nonces.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Signer {
@@ -29,7 +29,7 @@ export interface Signer {
 /**
  * The `htu` of a request URL: without query and fragment (RFC 9449 §4.2).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category proofs
  */
 export const htu = (url: string): string => {
@@ -40,7 +40,7 @@ export const htu = (url: string): string => {
 /**
  * The `ath` of an access token: base64url(SHA-256(token)) (RFC 9449 §4.2).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category proofs
  */
 export const ath = (accessToken: string): string => createHash("sha256").update(accessToken, "ascii").digest("base64url")
@@ -56,7 +56,7 @@ const originOf = (url: string): string => {
 /**
  * A signer with a fresh ES256 key pair (or the EC P-256 `privateKey` given).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (privateKey?: KeyObject): Signer => {

@@ -121,7 +121,7 @@ const DEFAULT_STALE_LOCK_AGE = Duration.seconds(60)
  * `TokenStoreFailed`. Changes hold the lock file `<file>.lock`, shared
  * with every other process using the same file.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (file: string, options: Options = {}): Effect.Effect<TokenStoreShape> =>
@@ -153,7 +153,7 @@ export const make = (file: string, options: Options = {}): Effect.Effect<TokenSt
 /**
  * Provides a `TokenStore` kept in `file`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = (file: string, options: Options = {}): Layer.Layer<TokenStore> =>

@@ -17,7 +17,7 @@ import * as TokenEndpoint from "./TokenEndpoint.ts"
 /**
  * The token type of an identity token (RFC 8693 §3).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
@@ -25,7 +25,7 @@ export const ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
 /**
  * The token type of an Identity Assertion JWT Authorization Grant.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
@@ -33,7 +33,7 @@ export const ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
 /**
  * The enterprise identity provider, and the user's identity token there.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -51,7 +51,7 @@ export interface Options {
  * Exchanges the identity token for an ID-JAG for `audience` (the MCP
  * authorization server's issuer) and `resource` (the MCP server).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category requests
  */
 export const exchange = (

@@ -12,7 +12,7 @@ import { AssertionUnavailable } from "../../AuthError.ts"
 /**
  * Where the JWT of the grant comes from: run once per token request.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Source = Effect.Effect<string, unknown>
@@ -23,7 +23,7 @@ const COMPACT_JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
  * Runs `source` and checks it gave a compact JWT; `AssertionUnavailable`
  * (of `kind`) when it failed or gave something else.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const read = (
@@ -49,7 +49,7 @@ export const read = (
  * A source reading the JWT from the file at `path` each time (surrounding
  * whitespace is ignored), e.g. a projected service account token.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const fromFile = (path: string): Source =>

@@ -62,7 +62,7 @@ import * as WwwAuthenticate from "./WwwAuthenticate.ts"
  * application: show the authorization URL, then hand back the URL the
  * browser was redirected to.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Interaction {
@@ -75,7 +75,7 @@ export interface Interaction {
 /**
  * How the provider gets tokens.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -162,7 +162,7 @@ export interface Options {
  * The request auth headers are made for: a DPoP proof is bound to its
  * method and URL.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface AuthRequest {
@@ -175,7 +175,7 @@ export interface AuthRequest {
 /**
  * What a transport asks of the provider.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface OAuthProviderShape {
@@ -215,7 +215,7 @@ export interface OAuthProviderShape {
 /**
  * The OAuth provider service.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category services
  */
 export class OAuthProvider extends Context.Service<OAuthProvider, OAuthProviderShape>()(
@@ -241,7 +241,7 @@ const scopeUnion = (...scopes: ReadonlyArray<string | undefined>): string | unde
  * context, and keeps tokens in the `TokenStore` in context, or in memory
  * when there is none.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fnUntraced(function*(options: Options = {}) {
@@ -708,7 +708,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
  * Provides an `OAuthProvider`; needs an `HttpClient`, and uses the
  * `TokenStore` in context (in memory when there is none).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = (options: Options = {}): Layer.Layer<OAuthProvider, never, HttpClient.HttpClient> =>

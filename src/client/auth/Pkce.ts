@@ -14,7 +14,7 @@ const base64url = (bytes: Uint8Array): string => {
  * `bytes` random bytes, base64url-encoded (32 bytes make 43 characters: a
  * valid code verifier, and an unguessable `state`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const randomToken = (bytes = 32): string => base64url(globalThis.crypto.getRandomValues(new Uint8Array(bytes)))
@@ -22,7 +22,7 @@ export const randomToken = (bytes = 32): string => base64url(globalThis.crypto.g
 /**
  * The S256 code challenge of `verifier`: base64url(SHA-256(verifier)).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const challengeOf = (verifier: string): Effect.Effect<string> =>
@@ -33,7 +33,7 @@ export const challengeOf = (verifier: string): Effect.Effect<string> =>
 /**
  * A fresh verifier and its S256 challenge.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make: Effect.Effect<{ readonly verifier: string; readonly challenge: string }> = Effect.suspend(() => {

@@ -30,7 +30,7 @@ import type { RegisteredClient } from "./TokenStore.ts"
 /**
  * A token endpoint's successful answer (RFC 6749 §5.1).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface TokenResponse {
@@ -47,7 +47,7 @@ export interface TokenResponse {
 /**
  * The grants this client sends.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Grant = "authorization_code" | "refresh_token" | "client_credentials" | "jwt_bearer" | "token_exchange"
@@ -140,7 +140,7 @@ const jsonObject = (text: string): Record<string, unknown> | undefined => {
  * for the issuer with `signingKey`. With `addresses`, an endpoint that fails
  * the address policy is `ForbiddenAddress`, and nothing is sent.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category requests
  */
 export const requestToken = (
@@ -256,7 +256,7 @@ export const requestToken = (
  * registers once more without one. With `addresses`, an endpoint that
  * fails the address policy is `ForbiddenAddress`, and nothing is sent.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category requests
  */
 export const register = (

@@ -13,7 +13,7 @@ import type { TokenStoreFailed } from "../../AuthError.ts"
 /**
  * Tokens issued by `issuer` for `resource`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Tokens {
@@ -34,7 +34,7 @@ export interface Tokens {
 /**
  * How the client authenticates at the token endpoint.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type TokenEndpointAuth = "none" | "client_secret_basic" | "client_secret_post" | "private_key_jwt"
@@ -42,7 +42,7 @@ export type TokenEndpointAuth = "none" | "client_secret_basic" | "client_secret_
 /**
  * A client identity at one authorization server (registered dynamically or configured).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface RegisteredClient {
@@ -57,7 +57,7 @@ export interface RegisteredClient {
 /**
  * Everything a store holds; the file store's contents.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Contents {
@@ -77,7 +77,7 @@ export interface Contents {
 /**
  * The store's operations.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface TokenStoreShape {
@@ -100,7 +100,7 @@ export interface TokenStoreShape {
 /**
  * The token store service.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category services
  */
 export class TokenStore extends Context.Service<TokenStore, TokenStoreShape>()(
@@ -110,7 +110,7 @@ export class TokenStore extends Context.Service<TokenStore, TokenStoreShape>()(
 /**
  * The key of tokens issued by `issuer` for `resource`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const bindingKey = (issuer: string, resource: string): string => `${issuer} ${resource}`
@@ -118,7 +118,7 @@ export const bindingKey = (issuer: string, resource: string): string => `${issue
 /**
  * A store with nothing in it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const empty: Contents = { version: 1, tokens: {}, clients: {} }
@@ -126,7 +126,7 @@ export const empty: Contents = { version: 1, tokens: {}, clients: {} }
 /**
  * A store that lives as long as the process: the default.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const makeMemory: Effect.Effect<TokenStoreShape> = Effect.sync(() => {
@@ -146,7 +146,7 @@ export const makeMemory: Effect.Effect<TokenStoreShape> = Effect.sync(() => {
 /**
  * Provides an in-memory `TokenStore`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layerMemory: Layer.Layer<TokenStore> = Layer.effect(TokenStore, makeMemory)
@@ -154,7 +154,7 @@ export const layerMemory: Layer.Layer<TokenStore> = Layer.effect(TokenStore, mak
 /**
  * Contents with `tokens` set.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const withTokens = (contents: Contents, tokens: Tokens): Contents => ({
@@ -165,7 +165,7 @@ export const withTokens = (contents: Contents, tokens: Tokens): Contents => ({
 /**
  * Contents without the tokens of `issuer` for `resource`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const withoutTokens = (contents: Contents, issuer: string, resource: string): Contents => {
@@ -201,7 +201,7 @@ export const withIssuer = (contents: Contents, credential: string, issuer: strin
 /**
  * Contents with `client` registered for its issuer.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const withClient = (contents: Contents, client: RegisteredClient): Contents => ({
@@ -228,7 +228,7 @@ const isClient = (value: unknown): value is RegisteredClient =>
 /**
  * Checks that decoded JSON is store contents; `undefined` when it is not.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const decode = (value: unknown): Contents | undefined => {

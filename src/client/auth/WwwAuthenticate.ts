@@ -8,7 +8,7 @@
 /**
  * The parameters of a `Bearer` challenge that the client acts on.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface BearerChallenge {
@@ -28,7 +28,7 @@ export interface BearerChallenge {
  * value (which may hold several challenges); an empty challenge when there
  * is none.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category parsing
  */
 export const parse = (header: string | undefined): BearerChallenge => {

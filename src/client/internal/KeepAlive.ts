@@ -14,7 +14,7 @@ import type { ClientTransportShape } from "../ClientTransport.ts"
 /**
  * When and how the client pings the server to notice a dead connection.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface KeepAliveOptions {
@@ -29,7 +29,7 @@ export interface KeepAliveOptions {
 /**
  * The connection's health as keep-alive sees it.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Health = Data.TaggedEnum<{
@@ -41,7 +41,7 @@ export type Health = Data.TaggedEnum<{
 /**
  * Constructors and guards of `Health`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export const Health = Data.taggedEnum<Health>()

@@ -21,7 +21,7 @@ import type { ClientTransportShape } from "../ClientTransport.ts"
 /**
  * Which notifications a listen asks for (each is opt-in: the server sends nothing else).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ListenFilter {
@@ -36,7 +36,7 @@ export interface ListenFilter {
  * Where the client's listen stands. `Listening.acknowledged` is what the
  * server agreed to send, which may be less than was asked.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ListenState = Data.TaggedEnum<{
@@ -51,7 +51,7 @@ export type ListenState = Data.TaggedEnum<{
 /**
  * Constructors and matchers (`$is`, `$match`) for `ListenState`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const ListenState = Data.taggedEnum<ListenState>()

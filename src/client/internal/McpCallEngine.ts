@@ -29,7 +29,7 @@ import type { Progress } from "./ServerNotificationEnum.ts"
 /**
  * What a typed method can fail with.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type McpClientError =
@@ -44,7 +44,7 @@ export type McpClientError =
 /**
  * Options of one call.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  * @example
  * ```ts
@@ -73,7 +73,7 @@ export interface CallOptions {
 /**
  * What a streamed call emits: its progress, then its result.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type CallEvent<A> =
@@ -83,7 +83,7 @@ export type CallEvent<A> =
 /**
  * Which page of a paginated list to fetch (none: the first).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface PageParams {

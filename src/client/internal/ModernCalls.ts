@@ -27,7 +27,7 @@ import type { CallEngine, CallOptions, Decode, McpClientError } from "./McpCallE
 /**
  * What a typed method can fail with in the stateless era only.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type ModernError = HeaderMismatch | MissingClientCapability | UnsupportedProtocolVersion | TooManyInputRounds

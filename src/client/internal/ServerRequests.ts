@@ -14,7 +14,7 @@ import * as LazySchemas from "./LazySchemas.ts"
 /**
  * Parameters of `sampling/createMessage`, decoded.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type SamplingParams = typeof McpSchema.CreateMessage.payloadSchema.Type
@@ -22,7 +22,7 @@ export type SamplingParams = typeof McpSchema.CreateMessage.payloadSchema.Type
 /**
  * The answer to `sampling/createMessage`, in its wire (JSON) form.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type SamplingResult = typeof McpSchema.CreateMessageResult.Encoded
@@ -30,7 +30,7 @@ export type SamplingResult = typeof McpSchema.CreateMessageResult.Encoded
 /**
  * Parameters of `elicitation/create` (form or URL mode), decoded leniently.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ElicitParams {
@@ -48,7 +48,7 @@ export interface ElicitParams {
  * The answer to `elicitation/create`: the user accepted (with the form's
  * content), declined, or cancelled.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ElicitResult =
@@ -61,7 +61,7 @@ export type ElicitResult =
 /**
  * One root the client exposes to the server (`roots/list`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Root {
@@ -76,7 +76,7 @@ export interface Root {
  * Fail with `RpcError` to send a JSON-RPC error; interruption (the server
  * cancelled) sends nothing.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  * @example
  * ```ts

@@ -5,7 +5,7 @@
  * supervisor. The supervisor (Supervisor.ts) is the only writer of the
  * connection and the status; the API reads them and asks for a reconnect.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -21,7 +21,7 @@ import { isTransient, ServerStatus, ServerUnavailable } from "./ServerStatus.ts"
 /**
  * The connection a server is served over now.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface LiveConnection {
@@ -34,7 +34,7 @@ export interface LiveConnection {
  * A request to the supervisor to reconnect now: asked for by the application,
  * or a call saw the session expire on connection `generation`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Kick = { readonly kind: "manual" } | { readonly kind: "expired"; readonly generation: number }
@@ -42,7 +42,7 @@ export type Kick = { readonly kind: "manual" } | { readonly kind: "expired"; rea
 /**
  * The state of one configured server.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ManagedServer {
@@ -68,7 +68,7 @@ export interface ManagedServer {
 /**
  * A server in status `initial`, with no connection and no tools yet.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (options: {
@@ -100,7 +100,7 @@ export const make = (options: {
 /**
  * Publishes a new status.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const setStatus = (server: ManagedServer, status: ServerStatus): Effect.Effect<void> =>
@@ -111,7 +111,7 @@ export const setStatus = (server: ManagedServer, status: ServerStatus): Effect.E
  * `callWaitMs`); `ServerUnavailable` when it is down, when its next attempt
  * is further off than the wait, or when the wait runs out.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const readyClient = (server: ManagedServer): Effect.Effect<McpClient.McpClientShape, ServerUnavailable> =>
@@ -138,7 +138,7 @@ export const readyClient = (server: ManagedServer): Effect.Effect<McpClient.McpC
 /**
  * Asks the supervisor to drop the connection and connect again now.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const requestReconnect = (server: ManagedServer): Effect.Effect<void> =>
@@ -148,7 +148,7 @@ export const requestReconnect = (server: ManagedServer): Effect.Effect<void> =>
  * Tells the supervisor that a call on connection `generation` found its
  * session expired (ignored if that connection is already gone).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const reportExpired = (server: ManagedServer, generation: number): Effect.Effect<boolean> =>

@@ -11,7 +11,7 @@
  * flight when a connection dies fail with their typed error; nothing is
  * replayed.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
@@ -38,7 +38,7 @@ import * as Negotiation from "../Negotiation.ts"
 /**
  * What ended a connection.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type LossReason = "transport-closed" | "session-expired" | "degraded" | "manual"
@@ -46,7 +46,7 @@ export type LossReason = "transport-closed" | "session-expired" | "degraded" | "
 /**
  * How a supervisor connects and heals, and whom it tells.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SupervisorOptions<R> {
@@ -174,7 +174,7 @@ const pause = (server: ManagedServer, ms: number) =>
  * server without a usable configuration stays as it is and only drains
  * reconnect requests.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const supervise = <R>(server: ManagedServer, options: SupervisorOptions<R>): Effect.Effect<never> => {

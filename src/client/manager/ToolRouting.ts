@@ -4,7 +4,7 @@
  * name contains the separator, and a call by that name is routed back to its
  * server and tool.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import type * as McpSchema from "effect/ai/McpSchema"
 import type { ManagedServer } from "./ManagedServer.ts"
@@ -12,7 +12,7 @@ import type { ManagedServer } from "./ManagedServer.ts"
 /**
  * One tool of one server, under its name across servers.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface RoutedTool {
@@ -28,7 +28,7 @@ export interface RoutedTool {
  * Whether `server` can prefix tool names: it must not contain the separator,
  * or its names could not be split back unambiguously.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const canPrefix = (server: string, separator: string): boolean => !server.includes(separator)
@@ -37,7 +37,7 @@ export const canPrefix = (server: string, separator: string): boolean => !server
  * The server and tool a name across servers stands for; undefined when the
  * name has no server prefix or names a server not in `servers`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const route = (
@@ -55,7 +55,7 @@ export const route = (
  * Every server's current tools under their names across servers, servers in
  * the order given.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const aggregate = (servers: Iterable<ManagedServer>, separator: string): Array<RoutedTool> =>

@@ -6,7 +6,7 @@
  * expiry) and remembered until the token expires or `cacheTtl` passes,
  * whichever is first; an inactive one is never remembered.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import { createHash } from "node:crypto"
 import * as Clock from "effect/Clock"
@@ -20,7 +20,7 @@ import { type AuthInfo, InvalidToken, TokenVerifier, type TokenVerifierShape, Ve
 /**
  * Options of `IntrospectionVerifier.make`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -70,7 +70,7 @@ const formEncode = (value: string) => encodeURIComponent(value).replace(/%20/g, 
  * })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (options: Options): TokenVerifierShape => {
@@ -152,7 +152,7 @@ export const make = (options: Options): TokenVerifierShape => {
 /**
  * `make` as the `TokenVerifier` service.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = (options: Options): Layer.Layer<TokenVerifier> =>

@@ -10,7 +10,7 @@
  * algorithm its type fits: a token naming `none`, or `HS256` in the hope
  * that the public key serves as an HMAC secret, is refused.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import type { KeyObject } from "node:crypto"
 import * as Clock from "effect/Clock"
@@ -26,7 +26,7 @@ import { type AuthInfo, InvalidToken, TokenVerifier, type TokenVerifierShape, Ve
 /**
  * Options of `JwtVerifier.make`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -64,7 +64,7 @@ export interface Options {
 /**
  * Every algorithm this verifier knows; all asymmetric.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const supportedAlgorithms: ReadonlyArray<string> = Object.keys(Jws.ALGORITHMS)
@@ -91,7 +91,7 @@ const ms = (input: Duration.Input | undefined, fallback: Duration.Input) =>
  * })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (options: Options): TokenVerifierShape => {
@@ -199,7 +199,7 @@ export const make = (options: Options): TokenVerifierShape => {
 /**
  * `make` as the `TokenVerifier` service.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = (options: Options): Layer.Layer<TokenVerifier> =>

@@ -4,7 +4,7 @@
  * option takes, the Protected Resource Metadata document it serves, and the
  * `WWW-Authenticate` challenges it answers with.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import type * as JsonRpc from "../../JsonRpc.ts"
 import type { AuthInfo, TokenVerifierShape } from "./TokenVerifier.ts"
@@ -14,7 +14,7 @@ import type { AuthInfo, TokenVerifierShape } from "./TokenVerifier.ts"
  * but the health probe and the metadata then needs a bearer token the
  * verifier accepts, with the scopes the request needs.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -54,7 +54,7 @@ export interface Options {
 /**
  * The Protected Resource Metadata document (RFC 9728 §2).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Metadata {
@@ -69,7 +69,7 @@ export interface Metadata {
 /**
  * The well-known path prefix of Protected Resource Metadata.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -81,7 +81,7 @@ const unique = (lists: ReadonlyArray<ReadonlyArray<string> | undefined>): Readon
 /**
  * The metadata document for `resource`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category metadata
  */
 export const metadata = (options: Options, resource: string): Metadata => ({
@@ -102,7 +102,7 @@ export const metadata = (options: Options, resource: string): Metadata => ({
  * between the host and the path (RFC 9728 §3.1), e.g.
  * `https://example.com/.well-known/oauth-protected-resource/mcp`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category metadata
  */
 export const metadataUrl = (resource: string): string => {
@@ -115,7 +115,7 @@ export const metadataUrl = (resource: string): string => {
  * The scopes a message needs: `scopes`, plus its method's, plus (for
  * `tools/call`) its tool's.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category scopes
  */
 export const requiredScopes = (
@@ -133,7 +133,7 @@ export const requiredScopes = (
 /**
  * The scopes of `needed` that `info` lacks.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category scopes
  */
 export const missingScopes = (info: AuthInfo, needed: ReadonlyArray<string>): ReadonlyArray<string> =>
@@ -146,7 +146,7 @@ const quoted = (value: string) => `"${value.replace(/[\\"]/g, (c) => `\\${c}`).r
  * `Bearer error="invalid_token", resource_metadata="https://…", scope="read"`.
  * `error` is left out when the request carried no token.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category challenges
  */
 export const challenge = (params: {

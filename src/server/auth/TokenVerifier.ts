@@ -6,7 +6,7 @@
  * authorization server's published keys; `IntrospectionVerifier` asks the
  * authorization server (RFC 7662).
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
@@ -16,7 +16,7 @@ import type * as Effect from "effect/Effect"
  * What a verified token says: whose it is, what it allows, who obtained it.
  * Never the token itself: a server passes no client's token on.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface AuthInfo {
@@ -39,7 +39,7 @@ export interface AuthInfo {
  * for another audience or issuer, or inactive. Answered 401 with
  * `error="invalid_token"`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class InvalidToken extends Data.TaggedError("InvalidToken")<{
@@ -52,7 +52,7 @@ export class InvalidToken extends Data.TaggedError("InvalidToken")<{
  * introspection endpoint did not answer usably). Answered 503: the token
  * may well be good.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class VerifierUnavailable extends Data.TaggedError("VerifierUnavailable")<{
@@ -64,7 +64,7 @@ export class VerifierUnavailable extends Data.TaggedError("VerifierUnavailable")
  * Checks a bearer token for the resource `resource` (the canonical URL of
  * the MCP endpoint, which the token's audience must name).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface TokenVerifierShape {
@@ -75,7 +75,7 @@ export interface TokenVerifierShape {
  * The token verifier as a service, for applications that build it in a
  * layer (`JwtVerifier.layer`, `IntrospectionVerifier.layer`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category services
  */
 export class TokenVerifier extends Context.Service<TokenVerifier, TokenVerifierShape>()(
