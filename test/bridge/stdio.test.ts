@@ -40,6 +40,8 @@ const spawnBridge = (url: string) =>
       )),
       {
         clientInfo: { name: "stdio-through-bridge", version: "1.0.0" },
+        // The handshake era's session is what these tests follow through the bridge.
+        protocol: "2025-11-25",
         handlers: { listRoots: () => Effect.succeed([{ uri: "file:///bridged", name: "bridged" }]) }
       }
     ).pipe(Scope.provide(scope))
