@@ -6,7 +6,8 @@
  * the `--front-era` that matches it, reached by a client of each era (our
  * McpClient pinned to 2026-07-28, and pinned to 2025-11-25). Every cell
  * connects, lists the tools and calls `echo`, or fails with the reason
- * docs/bridge.md gives for it.
+ * docs/bridge.md gives for it. Our server is also put behind
+ * `--front-era passthrough` where that is not the match, for its refusals.
  *
  * One bridge per (upstream, front) serves both clients; the bridges of an
  * implementation run at once.
@@ -39,13 +40,20 @@ interface Implementation {
   readonly args: (kind: Kind) => ReadonlyArray<string>
   /** What `echo {text}` answers. */
   readonly echo: (text: string) => string
+  /** Also behind `--front-era passthrough` where that is not the match (its refusals). */
+  readonly refusals?: boolean
 }
 
 const ERAS_FLAG: Record<Kind, string> = { "2025-only": "legacy", both: "both", "2026-only": "modern" }
 const PEER_MODE: Record<Kind, string> = { "2025-only": "legacy", both: "dual", "2026-only": "modern" }
 
 const IMPLEMENTATIONS: ReadonlyArray<Implementation> = [
-  { name: "our CLI (serve --stdio --eras …)", args: (k) => [MAIN, "serve", "--stdio", "--eras", ERAS_FLAG[k]], echo: (t) => t },
+  {
+    name: "our CLI (serve --stdio --eras …)",
+    args: (k) => [MAIN, "serve", "--stdio", "--eras", ERAS_FLAG[k]],
+    echo: (t) => t,
+    refusals: true
+  },
   {
     name: "the official SDK v2 server",
     args: (k) => [peerPath("sdk2-server.ts"), "--stdio", "--mode", PEER_MODE[k]],
@@ -66,11 +74,19 @@ type Outcome =
   | { readonly _tag: "Served" }
   | { readonly _tag: "Fails"; readonly error: Record<string, unknown> }
 
-const expected = (_kind: Kind, era: ClientEra, front: Front): Outcome =>
+const expected = (kind: Kind, era: ClientEra, front: Front): Outcome => {
   // The handshake front serves only the handshake era: the HTTP transport refuses the stateless one.
-  front === "handshake" && era === "2026-07-28"
-    ? { _tag: "Fails", error: { _tag: "RpcError", code: -32600 } }
-    : { _tag: "Served" }
+  if (front === "handshake" && era === "2026-07-28") return { _tag: "Fails", error: { _tag: "RpcError", code: -32600 } }
+  if (front === "passthrough") {
+    // The bridge's -32022 names only handshake revisions: a client pinned to 2026-07-28 gives up.
+    if (kind === "2025-only" && era === "2026-07-28") {
+      return { _tag: "Fails", error: { _tag: "UnsupportedProtocolVersion", requested: "2026-07-28" } }
+    }
+    // The upstream's own refusal of initialize, passed on.
+    if (kind === "2026-only" && era === "2025-11-25") return { _tag: "Fails", error: { _tag: "RpcError", code: -32022 } }
+  }
+  return { _tag: "Served" }
+}
 
 /**
  * The upstream processes a bridge starts for the two clients, which tells
@@ -83,6 +99,7 @@ const expected = (_kind: Kind, era: ClientEra, front: Front): Outcome =>
  */
 const SPAWNS: Record<Front, Record<Kind, number>> = {
   auto: { "2025-only": 3, both: 2, "2026-only": 3 },
+  // The 2025-only upstream: the probe's process, closed, and the session's.
   passthrough: { "2025-only": 2, both: 2, "2026-only": 2 },
   stateless: { "2025-only": 1, both: 1, "2026-only": 1 },
   handshake: { "2025-only": 1, both: 1, "2026-only": 1 }
@@ -127,7 +144,13 @@ const cell = (url: string, era: ClientEra, implementation: Implementation) =>
 const matrixFor = (implementation: Implementation) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const bridges = KINDS.flatMap((kind) => (["auto", PINNED[kind]] as const).map((front) => ({ kind, front })))
+    const bridges = KINDS.flatMap((kind) =>
+      [
+        "auto" as const,
+        PINNED[kind],
+        ...(implementation.refusals === true && PINNED[kind] !== "passthrough" ? ["passthrough" as const] : [])
+      ].map((front) => ({ kind, front }))
+    )
     const rows = yield* Effect.forEach(bridges, ({ front, kind }) =>
       Effect.gen(function*() {
         const { pids, url } = yield* bridgeTo(implementation.args(kind), front, scope)
