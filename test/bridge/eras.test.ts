@@ -351,3 +351,18 @@ describe("bridge: a server of both eras behind the default front", { timeout: 60
       yield* Scope.close(scope, Exit.void)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 })
+
+describe("bridge: subscriptions of the stateless era through the default front", { timeout: 60_000 }, () => {
+  it.live("effect/ai's McpServer of both eras: a client's subscriptions/listen gets the upstream's list change under its own id", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { url } = yield* front(peerPath("effect-ai-server.ts"), ["--stdio", "--mode", "dual"], {}, scope)
+      const listener = yield* modernClient(url, { listen: true }).pipe(Scope.provide(scope))
+      const other = yield* modernClient(url).pipe(Scope.provide(scope))
+      const changed = yield* listener.listChanged.pipe(Stream.take(1), Stream.runCollect, Effect.forkChild({ startImmediately: true }))
+      yield* other.callTool({ name: "add_tool", arguments: { name: "fresh" } })
+      expect((yield* Fiber.join(changed)).map((n) => n._tag)).toEqual(["ToolListChanged"])
+      expect((yield* listener.listAllTools()).map((t) => t.name)).toContain("fresh")
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+})
