@@ -20,6 +20,11 @@
  * request: with several in flight, whose it is is not guessed and it is
  * dropped, since the requests may be different clients').
  *
+ * Over HTTP a `tools/call` carries the `Mcp-Param-*` headers its tool's
+ * `x-mcp-header` parameters call for: the bridge learns them from the
+ * `tools/list` results that pass, and lists the tools itself for a tool it
+ * has not seen.
+ *
  * @since 0.2.0
  */
 import * as Cause from "effect/Cause"
@@ -97,6 +102,8 @@ interface Connection {
   readonly progress: Map<string, { readonly ctx: HandlerContext; readonly token: string | number }>
   /** The bridge's request id of a `subscriptions/listen` → the request. */
   readonly listens: Map<string, HandlerContext>
+  /** HTTP only: tool name → the parameters it mirrors into `Mcp-Param-*` headers. */
+  readonly headerParams: Map<string, ReadonlyArray<RequestMeta.HeaderParam>> | undefined
   closed: boolean
 }
 
@@ -178,6 +185,7 @@ export const make = Effect.fnUntraced(function*(
         running: new Set(),
         progress: new Map(),
         listens: new Map(),
+        headerParams: transport.kind === "streamable-http" ? new Map() : undefined,
         closed: false
       }
       // The era has no requests from the server; an upstream that sends one anyway is told so.
@@ -273,6 +281,39 @@ export const make = Effect.fnUntraced(function*(
     })
   })
 
+  const learnTools = (c: Connection, result: unknown): void => {
+    if (c.headerParams === undefined || !isRecord(result) || !Array.isArray(result.tools)) return
+    for (const tool of result.tools) {
+      if (!isRecord(tool) || typeof tool.name !== "string") continue
+      const found = RequestMeta.headerParams(tool.inputSchema)
+      c.headerParams.set(tool.name, found._tag === "Valid" ? found.params : [])
+    }
+  }
+
+  /** The `Mcp-Param-*` headers of a `tools/call` (listing the tools, with the caller's `_meta`, for one not seen yet). */
+  const paramHeadersOf = (c: Connection, request: JsonRpc.JsonRpcRequest) =>
+    Effect.gen(function*() {
+      const known = c.headerParams
+      const params = isRecord(request.params) ? request.params : {}
+      if (known === undefined || request.method !== "tools/call" || typeof params.name !== "string") return undefined
+      if (!known.has(params.name)) {
+        const meta = metaOf(params) ?? {}
+        let cursor: unknown = undefined
+        for (let page = 0; page < 100; page++) {
+          const listed = yield* c.transport.request(
+            "tools/list",
+            { ...(typeof cursor === "string" ? { cursor } : {}), _meta: meta },
+            { timeout: requestTimeout }
+          )
+          learnTools(c, listed)
+          cursor = isRecord(listed) ? listed.nextCursor : undefined
+          if (typeof cursor !== "string") break
+        }
+      }
+      const found = known.get(params.name)
+      return found === undefined || found.length === 0 ? undefined : RequestMeta.paramHeaders(found, params.arguments)
+    })
+
   const send = (c: Connection, request: JsonRpc.JsonRpcRequest, ctx: HandlerContext) =>
     Effect.suspend(() => {
       const meta = metaOf(request.params)
@@ -286,15 +327,20 @@ export const make = Effect.fnUntraced(function*(
       }
       let listen: string | undefined
       c.running.add(ctx)
-      return c.transport.request(request.method, params, {
-        timeout: requestTimeout,
-        onId: request.method === "subscriptions/listen"
-          ? (id) => {
-            listen = keyOf(id)
-            c.listens.set(listen, ctx)
-          }
-          : undefined
-      }).pipe(
+      return paramHeadersOf(c, request).pipe(
+        Effect.flatMap((headers) =>
+          c.transport.request(request.method, params, {
+            timeout: requestTimeout,
+            headers,
+            onId: request.method === "subscriptions/listen"
+              ? (id) => {
+                listen = keyOf(id)
+                c.listens.set(listen, ctx)
+              }
+              : undefined
+          })
+        ),
+        Effect.tap((result) => request.method === "tools/list" ? Effect.sync(() => learnTools(c, result)) : Effect.void),
         // Notifications are routed in their own fiber: let them pass on what came before the result.
         Effect.tap(() => Effect.yieldNow),
         Effect.ensuring(Effect.sync(() => {
