@@ -11,8 +11,9 @@
  *   naming the handshake revisions.
  * - Everything else (the handshake era) goes as it is through the
  *   pass-through bridge: one upstream per session, `initialize` included.
- *   When the upstream refuses that `initialize` with a JSON-RPC error and
- *   speaks the stateless era, the session is served by the `handshake`
+ *   When the upstream refuses that `initialize` as a server of the stateless
+ *   era only does (-32022, -32601, or -32602 about the era's `_meta`) and
+ *   does speak that era, the session is served by the `handshake`
  *   front instead (one `McpClient` pinned to 2026-07-28), and so is every
  *   later session; with converting off, the refusal reaches the client.
  *
@@ -64,11 +65,20 @@ const failure = (id: JsonRpc.RequestId, error: UpstreamUnavailable): JsonRpc.Jso
   return JsonRpc.failure(id, rpc.code, rpc.rpcMessage, rpc.data)
 }
 
-/** A JSON-RPC error the upstream itself answered (the bridge's own carry `data.bridge`). */
-const refusedByUpstream = (answer: JsonRpc.JsonRpcResponse | null): boolean => {
+/**
+ * Whether the upstream's answer to `initialize` says it does not do the
+ * handshake: -32022 (what a server of the stateless era only answers), -32601
+ * (no such method), or -32602 about the era's `_meta` (a server that wants it
+ * on every request). Any other error, say to malformed params, stays the
+ * client's: a server of both eras never answers these, so one client cannot
+ * turn the conversion on for the others.
+ */
+const refusesHandshake = (answer: JsonRpc.JsonRpcResponse | null): boolean => {
   if (answer === null || !("error" in answer)) return false
-  const data = answer.error.data
-  return !(typeof data === "object" && data !== null && "bridge" in data)
+  const { code, data, message } = answer.error
+  if (typeof data === "object" && data !== null && "bridge" in data) return false
+  return code === JsonRpc.ErrorCode.UnsupportedProtocolVersion || code === JsonRpc.ErrorCode.MethodNotFound ||
+    (code === JsonRpc.ErrorCode.InvalidParams && /_meta|io\.modelcontextprotocol\//.test(`${message} ${JSON.stringify(data)}`))
 }
 
 /**
@@ -116,7 +126,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
       if (toHandshake === undefined) return yield* passthrough.handler(request, ctx)
       if (!handshakeRefused) {
         const answer = yield* passthrough.handler(request, ctx)
-        if (!refusedByUpstream(answer)) return answer
+        if (!refusesHandshake(answer)) return answer
         // Connecting the front pinned to 2026-07-28 tells whether the upstream speaks that era.
         if (Exit.isFailure(yield* Effect.exit(toHandshake.upstream))) return answer
         yield* Effect.logInfo("bridge: the upstream refused initialize and speaks 2026-07-28: converting the handshake era")

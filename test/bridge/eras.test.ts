@@ -338,6 +338,28 @@ describe("bridge: a server of both eras behind the default front", { timeout: 60
       expect(left).toEqual([])
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
+  it.live("a malformed initialize is the client's own error: later clients of the handshake era are still forwarded as they are", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { url } = yield* bridgeOverHttp(routerServer).pipe(Scope.provide(scope))
+      const answer = yield* Effect.promise(async () => {
+        const response = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 7 } })
+        })
+        const text = await response.text()
+        return JSON.parse(text.startsWith("{") ? text : text.split("\n").find((l) => l.startsWith("data:"))!.slice(5))
+      })
+      expect(answer.error).toMatchObject({ code: -32602 })
+      const legacy = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2025-11-25" }).pipe(
+        Scope.provide(scope)
+      )
+      // The upstream's own capabilities: a converting front would not offer resource subscriptions.
+      expect(legacy.serverCapabilities.resources?.subscribe).toBe(true)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+
   it.live("a 2026-07-28 client of a handshake-only server through front passthrough: -32022 naming the handshake revisions", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
