@@ -8,7 +8,9 @@
  * One upstream per downstream session: the first message of a session
  * connects one (spawns the child, opens the HTTP session) in a scope of its
  * own, and the end of the session closes it. Messages without a session
- * (stdio, stateless HTTP) share one upstream.
+ * (stdio, stateless HTTP) share one upstream; requests of the stateless era
+ * (2026-07-28) share another, and a client whose era the upstream does not
+ * speak is served through a converting front (`EraRouter`).
  *
  * What crosses, and how:
  * - requests both ways, results and JSON-RPC errors unchanged; a failure of
@@ -49,6 +51,7 @@ import * as HttpServerTransport from "../server/HttpServerTransport.ts"
 import * as RequestStateKeys from "../server/internal/RequestStateKeys.ts"
 import * as StdioServerTransport from "../server/StdioServerTransport.ts"
 import * as EraFront from "./EraFront.ts"
+import * as EraRouter from "./EraRouter.ts"
 import * as UpstreamSlots from "./UpstreamSlots.ts"
 import { ErrorCode, firstLine, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
 
@@ -89,14 +92,15 @@ export interface BridgeOptions<E = never, R = never> {
   /** Told when a session's upstream closes (`undefined`: the shared, sessionless upstream). */
   readonly onUpstreamClosed?: ((sessionId: string | undefined, error: TransportClosed) => Effect.Effect<void>) | undefined
   /**
-   * Which era the bridge serves in front. `"passthrough"` (default): none of
-   * its own, JSON-RPC crosses as it is and the two peers negotiate.
-   * `"stateless"`: a handshake-era upstream served to clients of the
-   * stateless era (2026-07-28) and of the handshake era, from a pool of
+   * Which era the bridge serves in front. `"auto"` (default): each client in
+   * its own era, as it is when the upstream speaks it, converted when not
+   * (see `EraRouter`). `"passthrough"`: both eras as they are, never
+   * converted. `"stateless"`: a handshake-era upstream served to clients of
+   * the stateless era (2026-07-28) and of the handshake era, from a pool of
    * upstream connections (`upstreamPool`). `"handshake"`: a stateless-era
    * upstream served to handshake-era clients (`initialize`, sessions).
    */
-  readonly front?: "passthrough" | "stateless" | "handshake" | undefined
+  readonly front?: "auto" | "passthrough" | "stateless" | "handshake" | undefined
   /** `front: "stateless"`: how many upstream connections (processes) serve the requests. Default 1. */
   readonly upstreamPool?: number | undefined
   /** `front: "handshake"`: the era the upstream client speaks (`"auto"` negotiates). Default `"auto"`. */
@@ -422,12 +426,13 @@ export const make = Effect.fnUntraced(function*<E, R>(
     }
   )
 
-  return {
+  // Requests of the stateless era (no session, the era's `_meta`) go through the router to an upstream of their own.
+  return yield* EraRouter.make({
     handler,
     endSession,
     upstream: (sessionId) => Effect.map(upstreamFor(sessionId ?? SHARED, false), (up) => up.transport),
     upstreams: Effect.sync(() => entries.size)
-  }
+  }, { ...options, convert: options.front !== "passthrough" })
 })
 
 /**

@@ -348,22 +348,6 @@ const clientCapabilities = (options: McpClientOptions): Record<string, unknown> 
 // ---------------------------------------------------------------------------
 // Construction
 
-/** What the era probe got back, as the classifier takes it. */
-const outcomeOf = (exit: Exit.Exit<unknown, RequestError>): Negotiation.ProbeOutcome => {
-  if (Exit.isSuccess(exit)) return Negotiation.ProbeOutcome.Answered({ result: exit.value })
-  const error = Cause.squash(exit.cause) as RequestError
-  switch (error._tag) {
-    case "RpcError":
-      return Negotiation.ProbeOutcome.RpcError({ code: error.code, message: error.rpcMessage, data: error.data })
-    case "HttpError":
-      return Negotiation.ProbeOutcome.HttpStatus({ status: error.status, body: error.body })
-    case "RequestTimeout":
-      return Negotiation.ProbeOutcome.Timeout()
-    default:
-      return Negotiation.ProbeOutcome.TransportFailure({ error })
-  }
-}
-
 /**
  * Runs the handshake over a transport the caller owns and returns the
  * client. Fails with `UnsupportedProtocolVersion` when the server answers a
@@ -475,7 +459,7 @@ export const fromTransport = Effect.fnUntraced(function*(
         const verdict = Negotiation.classify({
           transport: overHttp ? "http" : "stdio",
           requested: version,
-          outcome: outcomeOf(exit)
+          outcome: Negotiation.outcomeOf(exit)
         })
         if (verdict._tag === "RetryModern" && attempt === 0) {
           version = verdict.version

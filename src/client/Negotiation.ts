@@ -11,8 +11,17 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
-import { HeaderMismatch, HttpError, MissingClientCapability, truncate, UnsupportedProtocolVersion } from "../McpError.ts"
+import * as Exit from "effect/Exit"
+import {
+  HeaderMismatch,
+  HttpError,
+  MissingClientCapability,
+  type RequestError,
+  truncate,
+  UnsupportedProtocolVersion
+} from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 
 // ---------------------------------------------------------------------------
@@ -97,6 +106,29 @@ export interface ClassifyInput {
   readonly stateless?: ReadonlyArray<string> | undefined
   /** The handshake revisions the client speaks. Default: `ProtocolVersion.SUPPORTED`. */
   readonly legacy?: ReadonlyArray<string> | undefined
+}
+
+/**
+ * What a probe request's exit is, as `classify` takes it: a result, a
+ * JSON-RPC error, an HTTP status with its body, a timeout, or a failed
+ * transport.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const outcomeOf = (exit: Exit.Exit<unknown, RequestError>): ProbeOutcome => {
+  if (Exit.isSuccess(exit)) return ProbeOutcome.Answered({ result: exit.value })
+  const error = Cause.squash(exit.cause) as RequestError
+  switch (error._tag) {
+    case "RpcError":
+      return ProbeOutcome.RpcError({ code: error.code, message: error.rpcMessage, data: error.data })
+    case "HttpError":
+      return ProbeOutcome.HttpStatus({ status: error.status, body: error.body })
+    case "RequestTimeout":
+      return ProbeOutcome.Timeout()
+    default:
+      return ProbeOutcome.TransportFailure({ error })
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -197,4 +197,30 @@ describe("effect-mcp-transport bridge (built binary)", { timeout: 60_000 }, () =
       expect(pids.some(isAlive)).toBe(false)
       yield* Scope.close(scope, Exit.void)
     }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici)))
+
+  it.live("--http with the default front: `serve --stdio --eras both` and `--eras modern` reach clients of either era, each in its own", () =>
+    Effect.gen(function*() {
+      const bridgeTo = (eras: string) =>
+        Effect.gen(function*() {
+          const cli = startCli(["bridge", "--http", "--port", "0", "--", NODE, MAIN, "serve", "--stdio", "--eras", eras])
+          yield* Effect.addFinalizer(() => Effect.sync(() => cli.child.kill("SIGKILL")))
+          yield* Effect.promise(() => cli.waitFor(/listening (http:\S+)/))
+          return /listening (http:\S+)/.exec(cli.stderr())![1]!
+        })
+      const served = (url: string, protocol: "2026-07-28" | "2025-11-25") =>
+        Effect.gen(function*() {
+          const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol })
+          const sum = (yield* client.callTool({ name: "add", arguments: { a: 2, b: 3 } })).structuredContent
+          return { version: client.protocolVersion, sum }
+        }).pipe(Effect.scoped)
+      const [both, modernOnly] = yield* Effect.all([bridgeTo("both"), bridgeTo("modern")], { concurrency: 2 })
+      const cells = yield* Effect.all([
+        served(both, "2026-07-28"),
+        served(both, "2025-11-25"),
+        served(modernOnly, "2026-07-28"),
+        served(modernOnly, "2025-11-25")
+      ], { concurrency: "unbounded" })
+      expect(cells.map((c) => c.version)).toEqual(["2026-07-28", "2025-11-25", "2026-07-28", "2025-11-25"])
+      for (const cell of cells) expect(cell.sum).toEqual({ sum: 5 })
+    }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici)))
 })

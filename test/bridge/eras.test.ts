@@ -24,7 +24,7 @@ import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpC
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
 import { peerPath } from "../fixtures/peers/launch.ts"
 import { isAlive } from "../fixtures/stdio-helpers.ts"
-import { eventually, textOf } from "./helpers.ts"
+import { bridgeOverHttp, eventually, routerServer, textOf } from "./helpers.ts"
 
 const handshakeOnly = fileURLToPath(new URL("./fixtures/handshake-only-server.ts", import.meta.url))
 const MODERN = "2026-07-28"
@@ -309,4 +309,118 @@ describe("bridge: the stateless front's signing keys", () => {
       expect(defect?._tag === "Die" ? defect.defect : undefined).toMatchObject({ _tag: "DefinitionError", kind: "option" })
       expect(connects).toBe(0)
     }))
+})
+
+describe("bridge: a server of both eras behind the default front", { timeout: 60_000 }, () => {
+  it.live("2026-07-28 clients share one upstream as it is: progress to each caller, logs on request, input_required unchanged, a crash replaced; a 2025 client gets a session", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { bridge, pids, transport, url } = yield* bridgeOverHttp(routerServer).pipe(Scope.provide(scope))
+      const a = yield* modernClient(url, { handlers: askHandlers }).pipe(Scope.provide(scope))
+      const b = yield* modernClient(url).pipe(Scope.provide(scope))
+
+      expect(a.era).toBe("modern")
+      expect(a.serverInfo.name).toBe("router-fixture")
+      const pidOf = (client: McpClient.McpClientShape) =>
+        Effect.map(client.callTool({ name: "pid" }), (r) => (r.structuredContent as { pid: number }).pid)
+      const pid = yield* pidOf(a)
+      expect(yield* pidOf(b)).toBe(pid)
+      // One process, probed and kept: converting would have closed the probe's and started a pool's.
+      expect(pids).toEqual([pid])
+      expect(yield* transport.sessionIds).toEqual([])
+
+      // Both clients number their progress tokens alike: each still gets its own progress.
+      const progressOf = (client: McpClient.McpClientShape) =>
+        Effect.map(
+          Stream.runCollect(client.callToolStream({ name: "progress", arguments: { steps: 3, delayMs: 5 } })),
+          (events) => events.flatMap((e) => e._tag === "Progress" ? [e.progress.progress] : [])
+        )
+      const [fromA, fromB] = yield* Effect.all([progressOf(a), progressOf(b)], { concurrency: 2 })
+      expect(fromA).toEqual([1, 2, 3])
+      expect(fromB).toEqual([1, 2, 3])
+
+      // A log message reaches the request that asked for it.
+      const logs = yield* a.logging.pipe(Stream.take(1), Stream.runCollect, Effect.forkChild({ startImmediately: true }))
+      yield* a.setLoggingLevel("info")
+      yield* a.callTool({ name: "log", arguments: { level: "warning", text: "asked" } })
+      expect((yield* Fiber.join(logs)).map((m) => m.data)).toEqual(["asked"])
+
+      // The upstream's input_required round reaches the client, whose retry (the upstream's requestState) answers it.
+      const elicited = yield* a.callTool({ name: "elicit", arguments: {} })
+      expect(elicited.structuredContent).toMatchObject({ action: "accept", content: { name: "Ada" } })
+      // The upstream's error for a client that cannot answer crosses unchanged.
+      const refused = yield* Effect.flip(b.callTool({ name: "elicit", arguments: {} }))
+      expect(refused).toMatchObject({ _tag: "RpcError", code: -32000 })
+      expect((refused as { rpcMessage: string }).rpcMessage).toMatch(/did not declare the elicitation capability/)
+
+      // The upstream dies mid-request: -32000, and the next request starts a new one.
+      const crashed = yield* Effect.flip(a.callTool({ name: "exit", arguments: { code: 3 } }))
+      expect(crashed).toMatchObject({ _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed })
+      const replaced = yield* pidOf(b)
+      expect(replaced).not.toBe(pid)
+      expect(pids).toEqual([pid, replaced])
+
+      // A client of the handshake era gets a session and a process of its own.
+      const legacy = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2025-11-25" }).pipe(
+        Scope.provide(scope)
+      )
+      expect(legacy.protocolVersion).toBe("2025-11-25")
+      expect(yield* pidOf(legacy)).not.toBe(replaced)
+      expect(yield* transport.sessionIds).toHaveLength(1)
+      expect(yield* bridge.upstreams).toBe(2)
+
+      yield* Scope.close(scope, Exit.void)
+      const left = yield* eventually(Effect.sync(() => pids.filter(isAlive)), (alive) => alive.length === 0)
+      expect(left).toEqual([])
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+
+  it.live("a malformed initialize is the client's own error: later clients of the handshake era are still forwarded as they are", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { url } = yield* bridgeOverHttp(routerServer).pipe(Scope.provide(scope))
+      const answer = yield* Effect.promise(async () => {
+        const response = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 7 } })
+        })
+        const text = await response.text()
+        return JSON.parse(text.startsWith("{") ? text : text.split("\n").find((l) => l.startsWith("data:"))!.slice(5))
+      })
+      expect(answer.error).toMatchObject({ code: -32602 })
+      const legacy = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2025-11-25" }).pipe(
+        Scope.provide(scope)
+      )
+      // The upstream's own capabilities: a converting front would not offer resource subscriptions.
+      expect(legacy.serverCapabilities.resources?.subscribe).toBe(true)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+
+  it.live("a 2026-07-28 client of a handshake-only server through front passthrough: -32022 naming the handshake revisions", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { url } = yield* front(handshakeOnly, [], { front: "passthrough" }, scope)
+      const refused = yield* Effect.flip(modernClient(url).pipe(Scope.provide(scope)))
+      expect(refused).toMatchObject({ _tag: "UnsupportedProtocolVersion", requested: MODERN })
+      // A client of both eras falls back to the handshake, served as it is.
+      const dual = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), {}).pipe(Scope.provide(scope))
+      expect(dual.era).toBe("legacy")
+      expect(textOf(yield* dual.callTool({ name: "echo", arguments: { text: "as is" } }))).toBe("echo: as is")
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+})
+
+describe("bridge: subscriptions of the stateless era through the default front", { timeout: 60_000 }, () => {
+  it.live("effect/ai's McpServer of both eras: a client's subscriptions/listen gets the upstream's list change under its own id", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { url } = yield* front(peerPath("effect-ai-server.ts"), ["--stdio", "--mode", "dual"], {}, scope)
+      const listener = yield* modernClient(url, { listen: true }).pipe(Scope.provide(scope))
+      const other = yield* modernClient(url).pipe(Scope.provide(scope))
+      const changed = yield* listener.listChanged.pipe(Stream.take(1), Stream.runCollect, Effect.forkChild({ startImmediately: true }))
+      yield* other.callTool({ name: "add_tool", arguments: { name: "fresh" } })
+      expect((yield* Fiber.join(changed)).map((n) => n._tag)).toEqual(["ToolListChanged"])
+      expect((yield* listener.listAllTools()).map((t) => t.name)).toContain("fresh")
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 })

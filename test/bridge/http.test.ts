@@ -32,13 +32,17 @@ const handlers: McpClient.ServerRequestHandlers = {
   listRoots: () => Effect.succeed([{ uri: "file:///bridged", name: "bridged" }])
 }
 
-/** Our client over Streamable HTTP, in a scope of its own so a test can end the session. */
+/**
+ * Our client over Streamable HTTP, in a scope of its own so a test can end
+ * the session. Pinned to the handshake era: these tests are about sessions
+ * (a dual-era client would be served in the stateless era; see matrix.test.ts).
+ */
 const connect = (url: string) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const client = yield* McpClient.connect(
       StreamableHttpClientTransport.make({ url, listen: true }),
-      { clientInfo: { name: "bridge-test", version: "1.0.0" }, handlers }
+      { clientInfo: { name: "bridge-test", version: "1.0.0" }, handlers, protocol: "2025-11-25" }
     ).pipe(Scope.provide(scope))
     return { client, close: Scope.close(scope, Exit.void) }
   })
@@ -196,7 +200,7 @@ describe("bridge: a stdio server over Streamable HTTP", { timeout: 60_000 }, () 
       const scope = yield* Scope.make()
       const { pids, url } = yield* bridgeOverHttp().pipe(Scope.provide(scope))
       const clientScope = yield* Scope.make()
-      const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), {}).pipe(
+      const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2025-11-25" }).pipe(
         Scope.provide(clientScope)
       )
       yield* client.ping()

@@ -16,6 +16,7 @@ import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import { isAlive } from "../fixtures/stdio-helpers.ts"
 import { serve } from "../interop/InteropServer.ts"
+import { serveHttp as serveBothEras } from "../fixtures/peers/our-server.ts"
 import { eventually, textOf } from "./helpers.ts"
 
 const bridgeProgram = fileURLToPath(new URL("./fixtures/stdio-bridge.ts", import.meta.url))
@@ -40,6 +41,8 @@ const spawnBridge = (url: string) =>
       )),
       {
         clientInfo: { name: "stdio-through-bridge", version: "1.0.0" },
+        // The handshake era's session is what these tests follow through the bridge.
+        protocol: "2025-11-25",
         handlers: { listRoots: () => Effect.succeed([{ uri: "file:///bridged", name: "bridged" }]) }
       }
     ).pipe(Scope.provide(scope))
@@ -126,4 +129,31 @@ describe("bridge: an HTTP server over stdio", { timeout: 60_000 }, () => {
       })
       expect(yield* eventually(server.transport.sessionIds, (ids) => ids.length === 0)).toEqual([])
     }).pipe(Effect.scoped))
+
+  it.live("a 2026-07-28 client over stdio, a server of both eras: requests go as they are, with the era's headers, no session", () =>
+    Effect.gen(function*() {
+      const server = yield* serveBothEras()
+      const scope = yield* Scope.make()
+      const client = yield* McpClient.connect(
+        StdioClientTransport.make({
+          command: process.execPath,
+          args: [bridgeProgram, server.url],
+          shutdown: { gracePeriod: "3 seconds", killAfter: "500 millis" },
+          stderr: { log: false }
+        }),
+        {
+          protocol: "2026-07-28",
+          handlers: { elicit: () => Effect.succeed({ action: "accept", content: { name: "Ada" } }) }
+        }
+      ).pipe(Scope.provide(scope))
+      expect(client.era).toBe("modern")
+      expect(client.serverInfo.name).toBe("ours")
+      expect(textOf(yield* client.callTool({ name: "echo", arguments: { text: "over stdio" } }))).toBe("echo: over stdio")
+      // x-mcp-header parameters travel as Mcp-Param-* headers, which the server checks.
+      expect(textOf(yield* client.callTool({ name: "region_echo", arguments: { region: "eu" } }))).toBe("region: eu")
+      expect(textOf(yield* client.callTool({ name: "ask_name" }))).toBe("hello Ada")
+      // Nothing of the handshake era reached the server: no session.
+      expect(yield* server.transport.sessionIds).toEqual([])
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
 })

@@ -20,10 +20,12 @@
  * makes it an OAuth protected resource: no process starts for a request
  * without a valid bearer token.
  *
- * `--front-era` crosses protocol eras: `stateless` serves a handshake-era
- * server to clients of 2026-07-28 (from `--upstream-pool N` upstream
- * connections, default 1), `handshake` serves a stateless-era server to
- * clients of the handshake; `passthrough` (default) forwards as it is.
+ * `--front-era` picks how protocol eras cross: `auto` (default) serves each
+ * client in its own era, as it is when the server speaks it and converted
+ * when not; `passthrough` forwards both eras as they are, never converting;
+ * `stateless` serves a handshake-era server to clients of 2026-07-28 (from
+ * `--upstream-pool N` upstream connections, default 1), `handshake` serves a
+ * stateless-era server to clients of the handshake.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -46,7 +48,7 @@ const connectTo = (target: Target.Target, connection: ServerFlags.Connection) =>
 
 /** What `--front-era` and `--upstream-pool` add to the bridge's options. */
 interface EraFlags {
-  readonly front: "passthrough" | "stateless" | "handshake"
+  readonly front: "auto" | "passthrough" | "stateless" | "handshake"
   readonly upstreamPool: number | undefined
 }
 
@@ -116,11 +118,11 @@ export const command = Command.make(
     ),
     port: ListenFlags.port,
     host: ListenFlags.host,
-    frontEra: Flag.Literals("front-era", ["passthrough", "stateless", "handshake"]).pipe(
+    frontEra: Flag.Literals("front-era", ["auto", "passthrough", "stateless", "handshake"]).pipe(
       Flag.withDescription(
-        "passthrough (default): forward as it is; stateless: serve a handshake-era server to 2026-07-28 clients; handshake: serve a stateless-era server to handshake-era clients"
+        "auto (default): each client in its own era, converted when the server does not speak it; passthrough: both eras as they are, never converted; stateless: serve a handshake-era server to 2026-07-28 clients; handshake: serve a stateless-era server to handshake-era clients"
       ),
-      Flag.withDefault("passthrough" as const)
+      Flag.withDefault("auto" as const)
     ),
     upstreamPool: Flag.Int("upstream-pool").pipe(
       Flag.withDescription("With --front-era stateless: upstream connections (processes) serving the requests. Default 1"),
