@@ -287,7 +287,7 @@ export class AssertionUnavailable extends Data.TaggedError("AssertionUnavailable
  * the MCP server itself is not on such an address. It was not sent: a
  * server could otherwise make the client reach internal services.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class ForbiddenAddress extends Data.TaggedError("ForbiddenAddress")<{
@@ -315,7 +315,7 @@ export class ForbiddenAddress extends Data.TaggedError("ForbiddenAddress")<{
  * sent to that server: credentials issued for one authorization server could
  * be replayed by another at the first.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class IssuerMismatch extends Data.TaggedError("IssuerMismatch")<{

@@ -145,6 +145,13 @@ export * as McpClient from "./client/McpClient.ts"
  */
 export * as ServerNotification from "./client/ServerNotification.ts"
 /**
+ * A tool's declared failure, decoded back into its typed value.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
+export * as ToolFailure from "./client/ToolFailure.ts"
+/**
  * Many MCP servers behind one object.
  *
  * @since 0.1.0

@@ -267,7 +267,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
         new RpcError({ code: ErrorCode.UpstreamClosed, rpcMessage: "No downstream client connected to the bridge yet" })
       )
     }
-    return ctx.request(request.method, request.params, { timeoutMs: clientTimeoutMs }).pipe(
+    return ctx.request(request.method, request.params, { timeout: clientTimeoutMs }).pipe(
       Effect.mapError((error) =>
         error._tag === "RpcError"
           ? error

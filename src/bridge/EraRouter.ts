@@ -19,7 +19,7 @@
  *
  * The converting fronts are connected only when a client first needs one.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import type * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
@@ -38,7 +38,7 @@ import { toRpcError, type UpstreamUnavailable } from "./UpstreamErrors.ts"
 /**
  * The pass-through bridge the router sends the handshake era to.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Passthrough {
@@ -51,7 +51,7 @@ export interface Passthrough {
 /**
  * What the router needs besides the pass-through bridge.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface EraRouterOptions<E, R> extends Omit<EraFront.EraFrontOptions<E, R>, "front"> {
@@ -84,7 +84,7 @@ const refusesHandshake = (answer: JsonRpc.JsonRpcResponse | null): boolean => {
 /**
  * The router for the life of the scope, around `passthrough`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fnUntraced(function*<E, R>(

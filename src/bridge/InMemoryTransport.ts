@@ -10,7 +10,7 @@
  * behave as on a real wire. A `WireInterceptor` (see `testing/FaultInjection`)
  * can sit on the link to drop, delay, duplicate, reorder or corrupt frames.
  */
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
@@ -82,8 +82,8 @@ export interface InMemoryOptions {
   readonly maxBatchSize?: number | undefined
   /** Client notification buffer per subscriber. Default 1024. */
   readonly notificationBuffer?: number | undefined
-  /** Timeout of requests the server sends the client, in milliseconds. Default 60 000. */
-  readonly serverRequestTimeoutMs?: number | undefined
+  /** Timeout of requests the server sends the client. Default 60 s. */
+  readonly serverRequestTimeout?: Duration.Input | undefined
   readonly interceptor?: WireInterceptor | undefined
 }
 
@@ -192,7 +192,7 @@ export const makePair = Effect.fnUntraced(function*<R>(
     allowBatch: options.allowBatch ?? true,
     maxBatchSize: options.maxBatchSize,
     decideEra: true,
-    defaultRequestTimeoutMs: options.serverRequestTimeoutMs
+    defaultRequestTimeoutMs: options.serverRequestTimeout === undefined ? undefined : Duration.toMillis(options.serverRequestTimeout)
   })
   const dispatch = yield* ServerDispatch.make({
     session,

@@ -25,7 +25,7 @@
  * `tools/list` results that pass, and lists the tools itself for a tool it
  * has not seen.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -47,7 +47,7 @@ import { describe, firstLine, toRpcError, UpstreamUnavailable } from "./Upstream
 /**
  * How to open and probe the connection.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface StatelessUpstreamOptions {
@@ -68,7 +68,7 @@ export interface StatelessUpstreamOptions {
 /**
  * What the upstream speaks: the stateless era, or only the handshake (with the probe's reason).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type UpstreamEra = { readonly _tag: "Modern" } | Legacy
@@ -81,7 +81,7 @@ interface Legacy {
 /**
  * A running forwarder.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface StatelessUpstream {
@@ -127,7 +127,7 @@ let tokens = 0
 /**
  * The forwarder for the life of the scope; closing it closes the connection.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = Effect.fnUntraced(function*(

@@ -11,14 +11,14 @@
  * that holds no slot takes one then, or fails. The slot is given back when
  * the key's upstream closes or its session ends.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import type { SessionRefusal } from "../server/Handler.ts"
 
 /**
  * Upstream connections open at once by default.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const DEFAULT_MAX_UPSTREAMS = 16
@@ -26,7 +26,7 @@ export const DEFAULT_MAX_UPSTREAMS = 16
 /**
  * What a client refused at the cap is told to wait, in seconds: a session may end at any moment, the bridge cannot tell when.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constants
  */
 export const RETRY_AFTER_SECONDS = 5
@@ -34,7 +34,7 @@ export const RETRY_AFTER_SECONDS = 5
 /**
  * The slots of one bridge.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface UpstreamSlots {
@@ -52,7 +52,7 @@ export interface UpstreamSlots {
 /**
  * Slots for at most `max` upstream connections (a whole number, at least 1).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = (max: number = DEFAULT_MAX_UPSTREAMS): UpstreamSlots => {

@@ -25,6 +25,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as McpSchema from "effect/ai/McpSchema"
+import type * as Schema from "effect/Schema"
 import * as Exit from "effect/Exit"
 import * as SubscriptionRefMake from "effect/SubscriptionRef"
 import {
@@ -171,6 +172,17 @@ export interface CallToolParams {
 }
 
 /**
+ * Options of `callTool`: the call's options, and the Schema of the tool's declared failure.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallToolOptions<F extends Schema.Top = never> extends CallOptions {
+  /** The tool's `failure` Schema: a tool error carrying its JSON fails with the decoded value. Default: none. */
+  readonly failure?: F | undefined
+}
+
+/**
  * Parameters of `prompts/get`.
  *
  * @since 0.1.0
@@ -244,7 +256,14 @@ export interface McpClientShape {
   /** Every tool, page after page. */
   readonly tools: (options?: CallOptions) => Stream.Stream<McpSchema.Tool, McpClientError>
   readonly listAllTools: (options?: CallOptions) => Effect.Effect<ReadonlyArray<McpSchema.Tool>, McpClientError>
-  readonly callTool: (params: CallToolParams, options?: CallOptions) => Effect.Effect<McpSchema.CallToolResult, McpClientError>
+  /**
+   * Calls a tool. With `failure`, a tool error carrying that Schema's JSON (what a server tool
+   * declaring the same `failure` sends) fails with the decoded value instead of succeeding.
+   */
+  readonly callTool: <F extends Schema.Top = never>(
+    params: CallToolParams,
+    options?: CallToolOptions<F>
+  ) => Effect.Effect<McpSchema.CallToolResult, McpClientError | F["Type"], F["DecodingServices"]>
   readonly callToolStream: (
     params: CallToolParams,
     options?: CallOptions
@@ -811,7 +830,10 @@ export const fromTransport = Effect.fnUntraced(function*(
     listTools: tools.list,
     tools: tools.all,
     listAllTools: tools.collect,
-    callTool: (params, o) => callTool(toParams(params), o),
+    callTool: <F extends Schema.Top = never>(params: CallToolParams, o?: CallToolOptions<F>) =>
+      o?.failure === undefined
+        ? callTool(toParams(params), o)
+        : decodingFailure(o.failure, callTool(toParams(params), o)),
     callToolStream: (params, o) => McpCallEngine.streamed((so) => callTool(toParams(params), so), o),
     listResources: resources.list,
     resources: resources.all,
@@ -849,6 +871,13 @@ export const fromTransport = Effect.fnUntraced(function*(
   }
 })
 
+// Loaded on the first call that asks for it: a client that never decodes failures does not load the codec.
+const decodingFailure = <F extends Schema.Top, E, R>(
+  failure: F,
+  call: Effect.Effect<McpSchema.CallToolResult, E, R>
+): Effect.Effect<McpSchema.CallToolResult, E | F["Type"], R | F["DecodingServices"]> =>
+  Effect.flatMap(Effect.promise(() => import("./ToolFailure.ts")), (ToolFailure) => ToolFailure.decode(failure)(call))
+
 /**
  * The handshake over the `ClientTransport` in context.
  *
@@ -863,13 +892,20 @@ export const make = (options: McpClientOptions = {}): Effect.Effect<McpClientSha
  * client and the transport (the process is killed, the session deleted); a
  * failed handshake closes the transport at once.
  *
+ * The transport may be chosen at run time: `connect(isUrl ? StreamableHttpClientTransport.make(…) :
+ * StdioClientTransport.make(…))` needs the services of both branches.
+ *
  * @since 0.1.0
  * @category constructors
  */
-export const connect = <E, R>(
-  transport: Effect.Effect<ClientTransportShape, E, R>,
+export const connect = <T extends Effect.Effect<ClientTransportShape, any, any>>(
+  transport: T,
   options: McpClientOptions = {}
-): Effect.Effect<McpClientShape, E | HandshakeError, Exclude<R, Scope.Scope> | Scope.Scope> =>
+): Effect.Effect<
+  McpClientShape,
+  Effect.Error<T> | HandshakeError,
+  Exclude<Effect.Services<T>, Scope.Scope> | Scope.Scope
+> =>
   Effect.gen(function*() {
     const outer = yield* Effect.scope
     const scope = yield* Scope.fork(outer)

@@ -25,6 +25,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as McpSchema from "effect/ai/McpSchema"
+import type * as Schema from "effect/Schema"
 import type { HttpClient } from "effect/http"
 import type { ChildProcessSpawner } from "effect/process"
 import type { SpawnError } from "../McpError.ts"
@@ -308,11 +309,12 @@ export interface McpManagerShape {
   /** Tools of every server: live for connected ones, cached for the ones still connecting. */
   readonly tools: Effect.Effect<ReadonlyArray<ManagedTool>>
   /** Routes `<server><separator><tool>` to its server. */
-  readonly callTool: (
+  /** With `failure`, a tool error carrying that Schema's JSON fails with the decoded value (see `McpClient.callTool`). */
+  readonly callTool: <F extends Schema.Top = never>(
     name: string,
     args?: Readonly<Record<string, unknown>>,
-    options?: McpClient.CallOptions
-  ) => Effect.Effect<McpSchema.CallToolResult, CallError>
+    options?: McpClient.CallToolOptions<F>
+  ) => Effect.Effect<McpSchema.CallToolResult, CallError | F["Type"], F["DecodingServices"]>
   /** The server's current client, waiting for it to be ready if it is on its way. */
   readonly client: (server: string) => Effect.Effect<McpClient.McpClientShape, UnknownServer | ServerUnavailable>
   /** Sets the server's log level and remembers it for later sessions. */
@@ -490,11 +492,20 @@ export const make = <E = SpawnError, R = ChildProcessSpawner.ChildProcessSpawner
       }),
       events: Stream.fromPubSub(events),
       tools: Effect.sync(() => ToolRouting.aggregate(servers.values(), separator)),
-      callTool: (name, args, callOptions) => {
+      callTool: <F extends Schema.Top = never>(
+        name: string,
+        args?: Readonly<Record<string, unknown>>,
+        callOptions?: McpClient.CallToolOptions<F>
+      ) => {
         const target = ToolRouting.route(name, separator, servers)
         if (target === undefined) return Effect.fail(new UnknownTool({ name }))
-        return withClient(target.server, (client) =>
-          client.callTool(args === undefined ? { name: target.tool } : { name: target.tool, arguments: args }, callOptions))
+        const { failure, ...options } = callOptions ?? {}
+        // Decoded outside the server's health accounting: a declared failure is an answer, not an outage.
+        const call = withClient(target.server, (client) =>
+          client.callTool(args === undefined ? { name: target.tool } : { name: target.tool, arguments: args }, options))
+        return failure === undefined
+          ? call
+          : Effect.flatMap(Effect.promise(() => import("./ToolFailure.ts")), (ToolFailure) => ToolFailure.decode(failure)(call))
       },
       client: (name) => Effect.flatMap(serverOf(name), ManagedServer.readyClient),
       setLoggingLevel: (name, level) =>

@@ -113,7 +113,7 @@ export interface ClassifyInput {
  * JSON-RPC error, an HTTP status with its body, a timeout, or a failed
  * transport.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const outcomeOf = (exit: Exit.Exit<unknown, RequestError>): ProbeOutcome => {

@@ -70,6 +70,13 @@ export * as McpClient from "./McpClient.ts"
  */
 export * as ServerNotification from "./ServerNotification.ts"
 /**
+ * A tool's declared failure, decoded back into its typed value.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
+export * as ToolFailure from "./ToolFailure.ts"
+/**
  * Many MCP servers behind one object.
  *
  * @since 0.1.0

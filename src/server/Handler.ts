@@ -10,6 +10,7 @@
  *
  * @since 0.1.0
  */
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as JsonRpc from "../JsonRpc.ts"
 import type { ClientRequestUnavailable, RequestError, TransportClosed } from "../McpError.ts"
@@ -40,7 +41,7 @@ export interface HandlerContext {
   readonly request: (
     method: string,
     params?: unknown,
-    options?: { readonly timeoutMs?: number | undefined }
+    options?: { readonly timeout?: Duration.Input | undefined }
   ) => Effect.Effect<unknown, RequestError | ClientRequestUnavailable>
   /**
    * Streamable HTTP only (absent elsewhere): ends the connection currently
@@ -78,7 +79,7 @@ export interface HandlerContext {
  * answer is 503 with `Retry-After: retryAfterSeconds` and `message` in its
  * JSON-RPC error.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface SessionRefusal {

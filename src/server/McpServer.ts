@@ -91,7 +91,7 @@ export interface McpServerOptions {
   /** The error code of that rejection (default -32002, the code most MCP clients expect for a request before initialization). */
   readonly notInitializedCode?: number | undefined
   /** Timeout of requests the server sends the client (sampling, elicitation, roots), default 60 s. */
-  readonly clientRequestTimeoutMs?: number | undefined
+  readonly clientRequestTimeout?: Duration.Input | undefined
   /**
    * The cache hints of the `server/discover` result (stateless era): how
    * long a client may reuse it (`ttlMs`, default 60 000) and who may share
@@ -822,7 +822,7 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
     }
     if (this.state.era !== "modern") {
       return Effect.flatMap(
-        this.hctx.request(method, params, { timeoutMs: this.#timeoutMs }),
+        this.hctx.request(method, params, { timeout: this.#timeoutMs }),
         (raw) => Effect.mapError(decode(raw), invalidResult(method))
       )
     }
@@ -908,7 +908,7 @@ const handlerOf = <R>(server: McpServer<R>): Effect.Effect<Omit<ServerHandle<R>,
     const declared = capabilities(server)
     const enforce = options.enforceInitialized ?? true
     const notInitializedCode = options.notInitializedCode ?? DEFAULT_NOT_INITIALIZED_CODE
-    const timeoutMs = options.clientRequestTimeoutMs ?? 60_000
+    const timeoutMs = options.clientRequestTimeout === undefined ? 60_000 : Duration.toMillis(options.clientRequestTimeout)
     const explicitGrace = options.initializedGracePeriod === undefined
       ? undefined
       : Duration.fromInputUnsafe(options.initializedGracePeriod)

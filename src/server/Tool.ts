@@ -21,7 +21,7 @@ import * as SchemaAST from "effect/SchemaAST"
 import * as AiTool from "effect/ai/Tool"
 import type * as Toolkit from "effect/ai/Toolkit"
 import * as JsonRpc from "../JsonRpc.ts"
-import { RpcError } from "../McpError.ts"
+import { type CapabilityNotSupported, RpcError } from "../McpError.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import { DefinitionError } from "./DefinitionError.ts"
 import * as Catalogue from "./internal/Catalogue.ts"
@@ -144,6 +144,17 @@ export interface ToolOptions<P extends Parameters, S extends Schema.Top, F exten
  */
 export type Success<S extends Schema.Top> = [S] extends [never] ? ToolResult : S["Type"]
 
+/**
+ * What a tool's handler may fail with: a value of its `failure` Schema (sent as a tool error), an
+ * `RpcError` (sent as that JSON-RPC error), or the `CapabilityNotSupported` of an ask the client
+ * cannot answer (sent as -32021, naming the capability). Anything else is a fault: map it to a
+ * declared failure, or make it a defect (`Effect.orDie`, answered -32603 without details) on purpose.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Failure<F extends Schema.Top> = RpcError | CapabilityNotSupported | F["Type"]
+
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const isEmptyStruct = (ast: SchemaAST.AST) =>
@@ -196,7 +207,7 @@ export const add = <
   const P extends Parameters = {},
   S extends Schema.Top = never,
   F extends Schema.Top = never,
-  E = never,
+  E extends Failure<F> = never,
   R2 = never
 >(
   name: string,

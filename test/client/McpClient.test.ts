@@ -461,7 +461,7 @@ describe("McpClient", () => {
         const interrupted = yield* Deferred.make<void>()
         const server = McpServer.make({ serverInfo: { name: "asker", version: "1" } }).pipe(
           McpServer.method("tools/call", {}, (_, ctx) =>
-            ctx.request("sampling/createMessage", { messages: [], maxTokens: 1 }, { timeoutMs: 500 }).pipe(
+            ctx.request("sampling/createMessage", { messages: [], maxTokens: 1 }, { timeout: 500 }).pipe(
               Effect.flip,
               Effect.map((e) => ({ content: [{ type: "text", text: e._tag }] }))
             ))

@@ -277,7 +277,7 @@ describe("McpManager", () => {
               return yield* InMemoryTransport.make(handle.handler)
             }),
           reconnectSchedule: Schedule.exponential("1 second", 2),
-          circuitBreaker: { failureThreshold: 3, cooldownMs: 60_000 },
+          circuitBreaker: { failureThreshold: 3, cooldown: "60 seconds" },
           slowStartThreshold: "1 millis"
         })
         yield* settle
@@ -321,7 +321,7 @@ describe("McpManager", () => {
               Effect.fail(new SpawnError({ command: "x", args: [], cause: "down" }))
             ),
           reconnectSchedule: Schedule.spaced("1 second"),
-          circuitBreaker: { failureThreshold: 1, cooldownMs: 10_000 },
+          circuitBreaker: { failureThreshold: 1, cooldown: "10 seconds" },
           slowStartThreshold: "1 millis"
         })
         yield* settle

@@ -66,7 +66,7 @@ const definition = (probe: Probe, options: { readonly stateless: boolean }) =>
             return text(roots.map((r) => r.uri).join(","))
           }
           case "roots-raw": {
-            const outcome = yield* Effect.result(ctx.request("roots/list", {}, { timeoutMs: Number(args.timeoutMs ?? 2000) }))
+            const outcome = yield* Effect.result(ctx.request("roots/list", {}, { timeout: Number(args.timeoutMs ?? 2000) }))
             return outcome._tag === "Success"
               ? text(`answered ${JSON.stringify(outcome.success)}`)
               : text(`failed ${outcome.failure._tag}`)

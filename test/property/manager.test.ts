@@ -81,7 +81,7 @@ describe("McpManager properties", () => {
               return pair.client
             }),
           reconnectSchedule: Schedule.spaced("1 second"),
-          circuitBreaker: { failureThreshold: 3, cooldownMs: 5_000 },
+          circuitBreaker: { failureThreshold: 3, cooldown: "5 seconds" },
           callWaitTimeout: "1 millis",
           slowStartThreshold: "1 millis"
         })

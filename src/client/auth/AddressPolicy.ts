@@ -27,7 +27,7 @@ import { TransportClosed } from "../../McpError.ts"
  * IPv6 unique local (fc00::/7) and site-local (fec0::/10) ranges;
  * `reserved` is multicast, 240.0.0.0/4 and IPv4-compatible IPv6.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type InternalKind = "loopback" | "private" | "link-local" | "shared" | "unspecified" | "reserved"
@@ -35,7 +35,7 @@ export type InternalKind = "loopback" | "private" | "link-local" | "shared" | "u
 /**
  * What an address is: public, or internal with the range it is in.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Classification =
@@ -49,7 +49,7 @@ export type Classification =
  * ranges (`10.0.0.0/8`, `fd00::/8`, `192.168.1.7`). An entry with a `/`
  * that is not a range matches nothing.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Allowance = boolean | ReadonlyArray<string>
@@ -58,7 +58,7 @@ export type Allowance = boolean | ReadonlyArray<string>
  * Resolves a host name to every address it has (IPv4 and IPv6), as the
  * HTTP client would.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Resolve = (hostname: string) => Effect.Effect<ReadonlyArray<string>, Error>
@@ -76,7 +76,7 @@ const systemResolve: Resolve = (hostname) =>
  * `all: true`). Provide another to test, or to match an HTTP client that
  * resolves otherwise.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category services
  */
 export class HostResolver extends Context.Reference<Resolve>("effect-mcp-transport/client/auth/HostResolver", {
@@ -208,7 +208,7 @@ const classifyBytes = (bytes: ReadonlyArray<number>): Classification => {
  * and NAT64 forms by the IPv4 address they carry); `undefined` when the
  * text is not an IP address.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const classify = (address: string): Classification | undefined => {
@@ -256,7 +256,7 @@ const serverKinds = (serverHost: string): Effect.Effect<ReadonlySet<string>> =>
 /**
  * How a check fails: the target is refused, or its host cannot be resolved.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type CheckError = ForbiddenAddress | TransportClosed
@@ -268,7 +268,7 @@ export type CheckError = ForbiddenAddress | TransportClosed
  * allowed by `allow`. A refusal is `ForbiddenAddress`; a host that cannot be
  * resolved fails as a request without an answer would (`TransportClosed`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category checks
  */
 export const check = (

@@ -94,7 +94,7 @@ const write = (file: string, contents: Contents): Effect.Effect<void, TokenStore
 /**
  * How long the store waits for the lock of another process.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {

@@ -15,7 +15,7 @@ import * as TokenStore from "./TokenStore.ts"
  * Issuer identifiers compared as discovery compares them: a trailing slash
  * makes no difference.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const sameIssuer = (a: string, b: string): boolean => a.replace(/\/+$/, "") === b.replace(/\/+$/, "")
@@ -25,7 +25,7 @@ export const sameIssuer = (a: string, b: string): boolean => a.replace(/\/+$/, "
  * else the grant that carries them. None without configured credentials: a
  * dynamically registered client is kept per issuer already.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const credentialOf = (options: {
@@ -47,7 +47,7 @@ export const credentialOf = (options: {
  * is one (which then becomes the stored binding), else the one stored, else
  * it is bound to this one now. Fails with `IssuerMismatch` otherwise.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category checks
  */
 export const check = (

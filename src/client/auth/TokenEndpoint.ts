@@ -68,7 +68,7 @@ const MAX_ANSWER_BYTES = 64 * 1024
  * `AddressPolicy.check` before each request. Without it the endpoint is not
  * checked (one the application configured itself).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface AddressGuard {

@@ -179,7 +179,7 @@ export const withoutTokens = (contents: Contents, issuer: string, resource: stri
  * their refresh token is still `refreshToken`: a refusal deletes what was
  * refused, never tokens stored since by a refresh that won the race.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const withoutRefused = (contents: Contents, issuer: string, resource: string, refreshToken: string): Contents =>
@@ -190,7 +190,7 @@ export const withoutRefused = (contents: Contents, issuer: string, resource: str
 /**
  * Contents with `credential` bound to the authorization server `issuer`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const withIssuer = (contents: Contents, credential: string, issuer: string): Contents => ({

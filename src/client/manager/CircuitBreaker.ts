@@ -7,12 +7,13 @@
  * Pure state and transitions; the caller owns the clock (TestClock-friendly).
  */
 import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
 
 export interface CircuitBreakerOptions {
   /** Failures in a row that open the circuit (default 5). */
   readonly failureThreshold?: number | undefined
   /** How long the circuit stays open before a trial attempt (default 60 s). */
-  readonly cooldownMs?: number | undefined
+  readonly cooldown?: Duration.Input | undefined
 }
 
 export type CircuitState = Data.TaggedEnum<{
@@ -34,7 +35,7 @@ export interface CircuitBreaker {
 export const make = (options: CircuitBreakerOptions = {}): CircuitBreaker => ({
   state: CircuitState.Closed({ failures: 0 }),
   failureThreshold: Math.max(1, options.failureThreshold ?? DEFAULT_FAILURE_THRESHOLD),
-  cooldownMs: Math.max(0, options.cooldownMs ?? DEFAULT_COOLDOWN_MS)
+  cooldownMs: options.cooldown === undefined ? DEFAULT_COOLDOWN_MS : Math.max(0, Duration.toMillis(options.cooldown))
 })
 
 /** How long to wait before an attempt may be made (0: now). Moves Open to HalfOpen once the cool-down is over. */

@@ -9,6 +9,7 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -143,7 +144,7 @@ type CallClient = (
   method: string,
   params: unknown,
   send: Send,
-  options: { readonly timeoutMs?: number | undefined } | undefined
+  options: { readonly timeout?: Duration.Input | undefined } | undefined
 ) => Effect.Effect<unknown, RequestError | ClientRequestUnavailable>
 
 /**
@@ -230,7 +231,7 @@ export const make = Effect.fnUntraced(function*<R>(
       )
       : ephemeral
       ? Effect.fail(new ClientRequestUnavailable({ method, reason: SESSIONLESS_REASON }))
-      : correlation.call(method, params, send, { timeoutMs: o?.timeoutMs ?? options.defaultRequestTimeoutMs ?? 60_000 })
+      : correlation.call(method, params, send, { timeoutMs: o?.timeout === undefined ? options.defaultRequestTimeoutMs ?? 60_000 : Duration.toMillis(o.timeout) })
 
   const context: HandlerContext = new LiveHandlerContext(
     options.sessionId,

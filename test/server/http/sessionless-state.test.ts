@@ -23,7 +23,7 @@ const server = McpServer.make({
   serverInfo: { name: "sessionless", version: "1.0.0" },
   capabilities: { tools: {} },
   // Would fire if an ask were sent and waited for.
-  clientRequestTimeoutMs: 200
+  clientRequestTimeout: "200 millis"
 }).pipe(
   McpServer.method("tools/call", {}, (params, ctx) => {
     const p = params as { name: string }
@@ -143,7 +143,7 @@ describe("HTTP sessionless POSTs keep no client record", () => {
             serverInfo: { name: "plain", version: "1.0.0" }
           }))
         }
-        return hctx.request("roots/list", {}, { timeoutMs: 200 }).pipe(
+        return hctx.request("roots/list", {}, { timeout: 200 }).pipe(
           Effect.match({
             onFailure: (e) => JsonRpc.success(message.id, { tag: e._tag }),
             onSuccess: () => JsonRpc.success(message.id, { tag: "answered" })
