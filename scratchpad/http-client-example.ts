@@ -11,7 +11,7 @@ import { ChildProcess } from "effect/process"
 import * as Net from "node:net"
 import { fileURLToPath } from "node:url"
 import type { ClientTransportShape } from "../src/client/ClientTransport.ts"
-import * as FromConfig from "../src/client/fromConfig.ts"
+import * as FromConfig from "../src/client/FromConfig.ts"
 import * as StreamableHttpClientTransport from "../src/client/StreamableHttpClientTransport.ts"
 
 const EVERYTHING = fileURLToPath(

@@ -108,7 +108,7 @@ export * as OneShot from "./client/OneShot.ts"
  * @since 0.1.0
  * @category modules
  */
-export * as FromConfig from "./client/fromConfig.ts"
+export * as FromConfig from "./client/FromConfig.ts"
 /**
  * The MCP protocol revisions this runtime speaks, shared by the client's handshake and the server's negotiation so the two can never disagree.
  *

@@ -13,7 +13,7 @@ import type { HttpClient } from "effect/http"
 import type { ChildProcessSpawner } from "effect/process"
 import type { OAuthProviderShape } from "../client/auth/OAuthProvider.ts"
 import type { SpawnError } from "../McpError.ts"
-import * as FromConfig from "../client/fromConfig.ts"
+import * as FromConfig from "../client/FromConfig.ts"
 
 export type Target = Data.TaggedEnum<{
   /** `type`: `sse` (default) probes Streamable HTTP and falls back to legacy SSE; `http` is Streamable HTTP only. */

@@ -54,7 +54,7 @@ export * as OneShot from "./OneShot.ts"
  * @since 0.1.0
  * @category modules
  */
-export * as FromConfig from "./fromConfig.ts"
+export * as FromConfig from "./FromConfig.ts"
 /**
  * The MCP protocol layer over any client transport.
  *

@@ -6,7 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Scope, Stream, SubscriptionRef } from "effect"
 import { fileURLToPath } from "node:url"
 import { ClientTransport } from "../../../src/client/ClientTransport.ts"
-import * as FromConfig from "../../../src/client/fromConfig.ts"
+import * as FromConfig from "../../../src/client/FromConfig.ts"
 import * as Server from "./MisbehavingServer.ts"
 
 const Env = Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici)

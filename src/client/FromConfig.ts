@@ -64,7 +64,7 @@ export interface HttpServerConfig extends Http.HeaderSource {
  *
  * @example
  * ```ts
- * import type { McpServerConfig } from "effect-mcp-transport/client/fromConfig"
+ * import type { McpServerConfig } from "effect-mcp-transport/client/FromConfig"
  *
  * const servers: Record<string, McpServerConfig> = {
  *   files: { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"] },
