@@ -20,6 +20,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Pipeable from "effect/Pipeable"
 import type * as Ref from "effect/Ref"
+import type * as Scope from "effect/Scope"
 import * as Schema from "effect/Schema"
 import type * as McpSchema from "effect/ai/McpSchema"
 import { pipeArguments } from "effect/Pipeable"
@@ -46,6 +47,8 @@ import * as Middleware from "./Middleware.ts"
 import * as Router from "./Router.ts"
 import type { SessionState } from "./SessionState.ts"
 import type { Implementation } from "../Implementation.ts"
+
+export { Handle, type HandleShape, layerHttp, layerStdio, runStdio } from "./ServerLayer.ts"
 
 // ---------------------------------------------------------------------------
 // Options and contexts
@@ -862,15 +865,20 @@ class LiveRequestContext extends LiveSessionContext implements RequestContext {
 
 /**
  * Builds the handler and its per-session state, with the `definitions`
- * that change what it serves.
+ * that change what it serves. The state lives in the caller's scope: when
+ * it closes, every open `subscriptions/listen` ends (as with `shutdown`),
+ * every session's `SessionState` slots are released and the sessions are
+ * forgotten. Close the transports that mount the handler first (a layer
+ * built after the handle is, by construction).
  *
  * @since 0.1.0
  * @category utils
  */
-export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>> =>
+export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>, never, Scope.Scope> =>
   Effect.suspend(() => {
     const live = LiveCatalogue.make(server)
-    return Effect.map(handlerOf(live.server), (handle): ServerHandle<R> => {
+    const built = Effect.acquireRelease(handlerOf(live.server), (built) => built.release)
+    return Effect.map(built, ({ handle }): ServerHandle<R> => {
       const change = (c: LiveCatalogue.Change) =>
         Effect.flatMap(live.apply(c), (notifications) =>
           Effect.forEach(notifications, (method) => handle.notifyAll(method), { discard: true }))
@@ -886,7 +894,9 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     })
   })
 
-const handlerOf = <R>(server: McpServer<R>): Effect.Effect<Omit<ServerHandle<R>, "definitions">> =>
+const handlerOf = <R>(
+  server: McpServer<R>
+): Effect.Effect<{ readonly handle: Omit<ServerHandle<R>, "definitions">; readonly release: Effect.Effect<void> }> =>
   Effect.sync(() => {
     const options = server.options
     const stateless = options.stateless !== false
@@ -1333,7 +1343,18 @@ const handlerOf = <R>(server: McpServer<R>): Effect.Effect<Omit<ServerHandle<R>,
       }
     )
 
-    return {
+    // The end of the handle's scope: listens get their final result, then every session's slots go.
+    const release = Effect.andThen(
+      subscriptions.endAll,
+      Effect.suspend(() => {
+        const stores = Array.from(slotStores.values())
+        slotStores.clear()
+        sessions.clear()
+        return Effect.forEach(stores, (store) => store.close, { discard: true })
+      })
+    )
+
+    const handle: Omit<ServerHandle<R>, "definitions"> = {
       handler,
       sessions: Effect.sync(() => Array.from(sessions, ([key, s]) => info(key === "" ? undefined : key, s))),
       notifyAll: (method, params) =>
@@ -1349,4 +1370,5 @@ const handlerOf = <R>(server: McpServer<R>): Effect.Effect<Omit<ServerHandle<R>,
         ).pipe(Effect.andThen(subscriptions.publish(method, params))))),
       shutdown: subscriptions.endAll
     }
+    return { handle, release }
   })
