@@ -5,7 +5,9 @@
  * loopback server (Streamable HTTP), in the handshake era (`logging/setLevel`)
  * and the stateless one (the client's `logLevel`). Then the same for the
  * transport's notifications and the manager's events, and the end of a
- * subscription with its scope.
+ * subscription with its scope. In memory, a plain `client.logging` stream
+ * forked just before the first call of a stateless-era client misses the
+ * first line every time; the subscription made first never does.
  */
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -83,6 +85,25 @@ describe("subscriptions that exist before the call", () => {
         expect(client.protocolVersion).toBe(era)
         expect(yield* subscribedRuns(client)).toEqual([])
       }).pipe(Effect.scoped, Effect.provide(Env)), 120_000)
+
+    // In memory the server runs in the client's process: a plain stream forked before the first call
+    // of a fresh stateless-era client started after the first line went by, every time.
+    it.live(`in memory, ${era}: the first call of each of 200 fresh clients, both lines every time`, () =>
+      Effect.gen(function*() {
+        const wrong: Array<string> = []
+        for (let run = 0; run < RUNS; run++) {
+          const lines = yield* Effect.scoped(Effect.gen(function*() {
+            const handle = yield* McpServer.toHandler(makeServer())
+            const client = yield* McpClient.connect(InMemoryTransport.make(handle.handler), eraOptions(era))
+            if (client.era === "legacy") yield* client.setLoggingLevel("debug")
+            const logs = yield* client.subscribeLogging
+            yield* client.callTool(logTwice)
+            return yield* logs.pipe(Stream.map((m) => String(m.data)), Stream.take(2), Stream.runCollect)
+          }))
+          if (lines.join(",") !== "line 1,line 2") wrong.push(`${run}: ${lines.join(",")}`)
+        }
+        expect(wrong).toEqual([])
+      }), 120_000)
   }
 
   it.live("every typed subscription filters the one hub: a call's progress, its logs, and nothing else", () =>
