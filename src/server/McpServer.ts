@@ -11,7 +11,9 @@
  * session id and dropped when the transport reports the session ended
  * (`Handler.sessionEnded`): one handle can serve every session of an HTTP
  * server; on stdio and in-memory (no session id) one handle serves one
- * connection, so build one handle per connection there.
+ * connection, so build one handle per connection there. The handle's state
+ * lives in the scope `toHandler` runs in; `layerHttp`, `layerStdio` and
+ * `runStdio` build it and mount it in one step.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
