@@ -39,4 +39,4 @@ const server = McpServer.make({
 Effect.gen(function*() {
   const handle = yield* McpServer.toHandler(server)
   return yield* StdioServerTransport.run(handle.handler)
-}).pipe(Effect.provide([NodeServices.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
+}).pipe(Effect.scoped, Effect.provide([NodeServices.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)

@@ -50,4 +50,4 @@ const program = Effect.gen(function*() {
     console.log(`bare ${b.toFixed(2)} µs/request, McpServer ${m.toFixed(2)} µs/request, layer +${(m - b).toFixed(2)} µs`)
   }
 })
-Effect.runPromise(program)
+Effect.runPromise(Effect.scoped(program))

@@ -42,7 +42,7 @@ const serve = async (count: number) => {
   const handlers = { active: 0, started: 0 }
   const transport = await Effect.runPromise(Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const handle = yield* McpServer.toHandler(makeLoadServer(handlers))
+    const handle = yield* McpServer.toHandler(makeLoadServer(handlers)).pipe(Scope.provide(scope))
     const context = yield* Layer.buildWithScope(
       HttpServerTransport.layer(handle.handler, { port: 0, ...loadOptions(count) }),
       scope

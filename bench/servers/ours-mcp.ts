@@ -37,4 +37,4 @@ const server = McpServer.make({ serverInfo: { name: "bench-ours-mcp", version: "
 Effect.gen(function*() {
   const handle = yield* McpServer.toHandler(server)
   return yield* StdioServerTransport.run(handle.handler)
-}).pipe(Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
+}).pipe(Effect.scoped, Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)

@@ -15,4 +15,4 @@ const server = await echoServer("typed", "bench-ours-typed", undefined)
 Effect.gen(function*() {
   const handle = yield* McpServer.toHandler(server)
   return yield* StdioServerTransport.run(handle.handler)
-}).pipe(Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
+}).pipe(Effect.scoped, Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)

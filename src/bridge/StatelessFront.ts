@@ -30,6 +30,7 @@ import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../JsonRpc.ts"
 import { CapabilityNotSupported, RpcError } from "../McpError.ts"
 import * as McpServer from "../server/McpServer.ts"
@@ -220,7 +221,7 @@ const forwardFor = (pool: UpstreamPool.UpstreamPool, method: string) =>
 export const make = (
   pool: UpstreamPool.UpstreamPool,
   options: StatelessFrontOptions = {}
-): Effect.Effect<McpServer.ServerHandle<never>> => {
+): Effect.Effect<McpServer.ServerHandle<never>, never, Scope.Scope> => {
   const init = pool.init
   let server = McpServer.make({
     serverInfo: init.serverInfo,

@@ -220,7 +220,7 @@ export const runStdio = (
     const handler = options.eras === "modern" ? Eras.modernOnly(handle.handler) : handle.handler
     yield* recordEvent(options, { event: "listening", transport: "stdio" })
     return yield* StdioServerTransport.run(handler, options)
-  }).pipe(Effect.ensuring(recordEvent(options, { event: "stopped", transport: "stdio" })))
+  }).pipe(Effect.scoped, Effect.ensuring(recordEvent(options, { event: "stopped", transport: "stdio" })))
 
 export interface HttpOptions extends ExampleServerOptions, HttpServerTransport.Options {}
 

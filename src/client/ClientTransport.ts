@@ -6,6 +6,7 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as JsonRpc from "../JsonRpc.ts"
@@ -109,8 +110,19 @@ export interface ClientTransportShape {
     options?: RequestOptions
   ) => Effect.Effect<unknown, RequestError>
   readonly notify: (method: string, params?: unknown) => Effect.Effect<void, NotifyError>
-  /** Notifications from the server. Bounded: a subscriber that falls behind loses the oldest. */
+  /**
+   * Notifications from the server. Bounded: a subscriber that falls behind
+   * loses the oldest. The stream subscribes when it is run, so one forked
+   * just before a request may miss what the request makes the server say;
+   * `subscribeNotifications` subscribes at once.
+   */
   readonly notifications: Stream.Stream<JsonRpc.JsonRpcNotification>
+  /**
+   * Subscribes now, in the caller's scope, and returns the notifications
+   * from this moment on, however late the stream is run (same bound as
+   * `notifications`). The subscription ends with the scope or the transport.
+   */
+  readonly subscribeNotifications: Effect.Effect<Stream.Stream<JsonRpc.JsonRpcNotification>, never, Scope.Scope>
   /** Replaces the handler for server-to-client requests (default: `ping` → `{}`, else -32601). */
   readonly setRequestHandler: (handler: RequestHandler) => Effect.Effect<void>
   readonly state: SubscriptionRef.SubscriptionRef<ConnectionState>

@@ -233,6 +233,17 @@ const probing = (config: HttpServerConfig) =>
       request,
       notify: (method, params) => Effect.suspend(() => current().notify(method, params)),
       notifications: follow((t) => t.notifications),
+      // Once the choice is made, its transport's own subscription; before, Streamable HTTP's,
+      // handed over to the legacy transport on fallback (which happens before any session exists).
+      subscribeNotifications: Effect.suspend(() => {
+        if (legacy !== undefined) return legacy.subscribeNotifications
+        if (confirmed) return streamable.subscribeNotifications
+        return Effect.map(streamable.subscribeNotifications, (early) =>
+          Stream.unwrap(Effect.map(
+            Deferred.await(legacyChoice),
+            Option.match({ onNone: () => early, onSome: (t) => t.notifications })
+          )))
+      }),
       diagnostics: follow((t) => t.diagnostics),
       stderr: Stream.empty,
       setRequestHandler: (h) =>

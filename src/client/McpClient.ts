@@ -305,16 +305,71 @@ export interface McpClientShape {
   /** Tells the server our roots changed (needs a `listRoots` handler). */
   readonly notifyRootsListChanged: Effect.Effect<void, NotifyError | CapabilityNotSupported>
 
-  /** Every server notification, typed. Subscribe before you expect one: nothing is replayed. */
+  /**
+   * Every server notification, typed. The stream subscribes when it is run,
+   * and nothing is replayed: one forked just before a call may start after
+   * the call's first notifications went by. To hear a call's notifications,
+   * subscribe first with `subscribeNotifications`.
+   */
   readonly notifications: Stream.Stream<ServerNotification>
+  /** Progress notifications; subscribes when run (see `notifications`; `subscribeProgress` subscribes at once). */
   readonly progress: Stream.Stream<Progress>
+  /** Log messages; subscribes when run (see `notifications`; `subscribeLogging` subscribes at once). */
   readonly logging: Stream.Stream<LoggingMessage>
-  readonly listChanged: Stream.Stream<
-    Data.TaggedEnum.Value<ServerNotification, "ToolListChanged" | "ResourceListChanged" | "PromptListChanged">
-  >
-  readonly resourceUpdated: Stream.Stream<Data.TaggedEnum.Value<ServerNotification, "ResourceUpdated">>
-  readonly cancelled: Stream.Stream<Data.TaggedEnum.Value<ServerNotification, "Cancelled">>
+  /** List changes; subscribes when run (see `notifications`; `subscribeListChanged` subscribes at once). */
+  readonly listChanged: Stream.Stream<ListChanged>
+  /** Resource updates; subscribes when run (see `notifications`; `subscribeResourceUpdated` subscribes at once). */
+  readonly resourceUpdated: Stream.Stream<ResourceUpdated>
+  /** Cancellations; subscribes when run (see `notifications`; `subscribeCancelled` subscribes at once). */
+  readonly cancelled: Stream.Stream<Cancelled>
+
+  /**
+   * Subscribes now, in the caller's scope, and returns the notifications
+   * from this moment on: everything the server says after this effect
+   * completes is in the stream, however late it is run. The subscription
+   * ends with the scope, and the stream with the client; until the stream
+   * is read, up to `notificationBuffer` notifications wait in it, the
+   * oldest dropped first.
+   */
+  readonly subscribeNotifications: Effect.Effect<Stream.Stream<ServerNotification>, never, Scope.Scope>
+  /** `progress`, subscribed now in the caller's scope (see `subscribeNotifications`). */
+  readonly subscribeProgress: Effect.Effect<Stream.Stream<Progress>, never, Scope.Scope>
+  /** `logging`, subscribed now in the caller's scope (see `subscribeNotifications`). */
+  readonly subscribeLogging: Effect.Effect<Stream.Stream<LoggingMessage>, never, Scope.Scope>
+  /** `listChanged`, subscribed now in the caller's scope (see `subscribeNotifications`). */
+  readonly subscribeListChanged: Effect.Effect<Stream.Stream<ListChanged>, never, Scope.Scope>
+  /** `resourceUpdated`, subscribed now in the caller's scope (see `subscribeNotifications`). */
+  readonly subscribeResourceUpdated: Effect.Effect<Stream.Stream<ResourceUpdated>, never, Scope.Scope>
+  /** `cancelled`, subscribed now in the caller's scope (see `subscribeNotifications`). */
+  readonly subscribeCancelled: Effect.Effect<Stream.Stream<Cancelled>, never, Scope.Scope>
 }
+
+/**
+ * A tool, resource or prompt list change.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ListChanged = Data.TaggedEnum.Value<
+  ServerNotification,
+  "ToolListChanged" | "ResourceListChanged" | "PromptListChanged"
+>
+
+/**
+ * A `notifications/resources/updated`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ResourceUpdated = Data.TaggedEnum.Value<ServerNotification, "ResourceUpdated">
+
+/**
+ * A `notifications/cancelled` from the server.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Cancelled = Data.TaggedEnum.Value<ServerNotification, "Cancelled">
 
 /**
  * What `server/discover` answers (stateless era), as the server sent it.
@@ -400,12 +455,12 @@ export const fromTransport = Effect.fnUntraced(function*(
     PubSub.publishUnsafe(hub, n)
   }
 
-  // Subscribed (the fiber starts at once and parks on the subscription)
-  // before anything is sent, so nothing the server says is missed; what
-  // arrives before the Schemas have loaded waits for them, in order.
+  // Subscribed before anything is sent, so nothing the server says is
+  // missed; what arrives before the Schemas have loaded waits for them, in order.
   // Stateless era: the listen stream decides which notifications are ours.
   let admit: (raw: JsonRpc.JsonRpcNotification) => boolean = () => true
-  yield* transport.notifications.pipe(
+  const incoming = yield* transport.subscribeNotifications
+  yield* incoming.pipe(
     Stream.runForEach((raw) => {
       if (!admit(raw)) return Effect.void
       const decode = decodeNotification
@@ -804,6 +859,13 @@ export const fromTransport = Effect.fnUntraced(function*(
   }
 
   const notifications = Stream.fromPubSub(hub)
+  const subscribeNotifications = Effect.map(PubSub.subscribe(hub), Stream.fromSubscription)
+  const isListChanged = (n: ServerNotification): n is ListChanged =>
+    n._tag === "ToolListChanged" || n._tag === "ResourceListChanged" || n._tag === "PromptListChanged"
+  const isProgress = ServerNotification.$is("Progress")
+  const isLogging = ServerNotification.$is("LoggingMessage")
+  const isResourceUpdated = ServerNotification.$is("ResourceUpdated")
+  const isCancelled = ServerNotification.$is("Cancelled")
   const rootsDeclared = capabilities.roots !== undefined
 
   return {
@@ -859,15 +921,17 @@ export const fromTransport = Effect.fnUntraced(function*(
         new CapabilityNotSupported({ method: "notifications/roots/list_changed", capability: "roots", peer: "client" })
       ),
     notifications,
-    progress: Stream.filter(notifications, ServerNotification.$is("Progress")),
-    logging: Stream.filter(notifications, ServerNotification.$is("LoggingMessage")),
-    listChanged: Stream.filter(
-      notifications,
-      (n): n is Data.TaggedEnum.Value<ServerNotification, "ToolListChanged" | "ResourceListChanged" | "PromptListChanged"> =>
-        n._tag === "ToolListChanged" || n._tag === "ResourceListChanged" || n._tag === "PromptListChanged"
-    ),
-    resourceUpdated: Stream.filter(notifications, ServerNotification.$is("ResourceUpdated")),
-    cancelled: Stream.filter(notifications, ServerNotification.$is("Cancelled"))
+    progress: Stream.filter(notifications, isProgress),
+    logging: Stream.filter(notifications, isLogging),
+    listChanged: Stream.filter(notifications, isListChanged),
+    resourceUpdated: Stream.filter(notifications, isResourceUpdated),
+    cancelled: Stream.filter(notifications, isCancelled),
+    subscribeNotifications,
+    subscribeProgress: Effect.map(subscribeNotifications, Stream.filter(isProgress)),
+    subscribeLogging: Effect.map(subscribeNotifications, Stream.filter(isLogging)),
+    subscribeListChanged: Effect.map(subscribeNotifications, Stream.filter(isListChanged)),
+    subscribeResourceUpdated: Effect.map(subscribeNotifications, Stream.filter(isResourceUpdated)),
+    subscribeCancelled: Effect.map(subscribeNotifications, Stream.filter(isCancelled))
   }
 })
 

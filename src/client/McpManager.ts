@@ -304,8 +304,18 @@ export interface McpManagerShape {
   readonly status: (server: string) => Stream.Stream<ServerStatus, UnknownServer>
   /** Every server's status now, by name. */
   readonly statuses: Effect.Effect<Readonly<Record<string, ServerStatus>>>
-  /** Session changes and tool listing changes of every server, from subscription on. */
+  /**
+   * Session changes and tool listing changes of every server, from
+   * subscription on. The stream subscribes when it is run: one forked just
+   * before a change may miss it; `subscribeEvents` subscribes at once.
+   */
   readonly events: Stream.Stream<ManagerEvent>
+  /**
+   * Subscribes now, in the caller's scope, and returns the events from this
+   * moment on, however late the stream is run (up to 256 wait unread, the
+   * oldest dropped first). The subscription ends with the scope or the manager.
+   */
+  readonly subscribeEvents: Effect.Effect<Stream.Stream<ManagerEvent>, never, Scope.Scope>
   /** Tools of every server: live for connected ones, cached for the ones still connecting. */
   readonly tools: Effect.Effect<ReadonlyArray<ManagedTool>>
   /** Routes `<server><separator><tool>` to its server. */
@@ -491,6 +501,7 @@ export const make = <E = SpawnError, R = ChildProcessSpawner.ChildProcessSpawner
         return out
       }),
       events: Stream.fromPubSub(events),
+      subscribeEvents: Effect.map(PubSub.subscribe(events), Stream.fromSubscription),
       tools: Effect.sync(() => ToolRouting.aggregate(servers.values(), separator)),
       callTool: <F extends Schema.Top = never>(
         name: string,

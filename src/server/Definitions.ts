@@ -11,6 +11,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import * as Catalogue from "./internal/Catalogue.ts"
 import * as McpServer from "./McpServer.ts"
 
@@ -71,7 +72,7 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
  * @since 0.1.0
  * @category constructors
  */
-export const toHandler = <R>(server: McpServer.McpServer<R>): Effect.Effect<LiveServerHandle<R>> =>
+export const toHandler = <R>(server: McpServer.McpServer<R>): Effect.Effect<LiveServerHandle<R>, never, Scope.Scope> =>
   Effect.suspend(() => {
     const catalogue = Catalogue.of(server)
     const capabilities: Record<string, unknown> = { ...server.options.capabilities }

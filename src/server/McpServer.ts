@@ -11,28 +11,44 @@
  * session id and dropped when the transport reports the session ended
  * (`Handler.sessionEnded`): one handle can serve every session of an HTTP
  * server; on stdio and in-memory (no session id) one handle serves one
- * connection, so build one handle per connection there.
+ * connection, so build one handle per connection there. The handle's state
+ * lives in the scope `toHandler` runs in; `layerHttp`, `layerStdio` and
+ * `runStdio` build it and mount it in one step.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Pipeable from "effect/Pipeable"
-import type * as Ref from "effect/Ref"
+import type * as Scope from "effect/Scope"
+import type * as Stdio from "effect/Stdio"
+import type * as HttpServer from "effect/http/HttpServer"
+import type { ServeError } from "effect/http/HttpServerError"
 import * as Schema from "effect/Schema"
 import type * as McpSchema from "effect/ai/McpSchema"
 import { pipeArguments } from "effect/Pipeable"
 import * as JsonRpc from "../JsonRpc.ts"
 import {
   CapabilityNotSupported,
-  ClientRequestUnavailable,
-  InvalidPayload,
-  type RequestError,
-  RpcError
+  RpcError,
+  type TransportClosed
 } from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
+import {
+  info,
+  isLevel,
+  LEVELS,
+  LiveRequestContext,
+  LiveSessionContext,
+  type Session,
+  sessionKey,
+  statelessAsk,
+  type Stores
+} from "./internal/HandlerContexts.ts"
 import * as LiveCatalogue from "./internal/LiveCatalogue.ts"
 import * as RequestState from "./internal/RequestState.ts"
 import * as RequestStateKeys from "./internal/RequestStateKeys.ts"
@@ -42,11 +58,22 @@ import * as SessionStore from "./internal/SessionStore.ts"
 import * as Subscriptions from "./internal/Subscriptions.ts"
 import { type DefinitionError, duplicate } from "./DefinitionError.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
+import type * as HttpServerTransport from "./HttpServerTransport.ts"
+import type * as StdioServerTransport from "./StdioServerTransport.ts"
 import type { MethodName } from "./Methods.ts"
 import * as Middleware from "./Middleware.ts"
 import * as Router from "./Router.ts"
-import type { SessionState } from "./SessionState.ts"
 import type { Implementation } from "../Implementation.ts"
+import type { RequestContext, SessionContext, SessionInfo } from "./RequestContext.ts"
+
+export type {
+  ClientCallError,
+  ElicitRequest,
+  RequestContext,
+  SamplingRequest,
+  SessionContext,
+  SessionInfo
+} from "./RequestContext.ts"
 
 // ---------------------------------------------------------------------------
 // Options and contexts
@@ -181,119 +208,6 @@ export const DEFAULT_DISCOVERY_TTL_MS = 60_000
  * @category constants
  */
 export const DEFAULT_NOT_INITIALIZED_CODE = -32002
-
-/**
- * What a request to the client can fail with: the transport's and the client's errors, a
- * capability the client did not declare (nothing sent), or a result that does not decode.
- *
- * @since 0.1.0
- * @category models
- */
-export type ClientCallError = RequestError | CapabilityNotSupported | InvalidPayload | ClientRequestUnavailable
-
-/**
- * What the server learned about the client at `initialize`, or (stateless
- * era, `era: "modern"`) from the `_meta` of the request being served.
- *
- * @since 0.1.0
- * @category models
- */
-export interface SessionInfo {
-  readonly sessionId: string | undefined
-  readonly phase: "initializing" | "ready"
-  /** `"modern"` while serving a request of the stateless era: nothing here outlives that request. */
-  readonly era: ProtocolVersion.Era
-  readonly protocolVersion: ProtocolVersion.AnyVersion
-  readonly clientInfo: Implementation
-  readonly clientCapabilities: Readonly<Record<string, unknown>>
-  /** The client's `logging/setLevel`, if it sent one; stateless era: the request's `_meta` log level. */
-  readonly logLevel: McpSchema.LoggingLevel | undefined
-}
-
-/**
- * The params of `sampling/createMessage`, as `RequestContext.sample` takes them.
- *
- * @since 0.1.0
- * @category models
- */
-export type SamplingRequest = typeof McpSchema.CreateMessage.payloadSchema.Encoded
-
-/**
- * The params of `elicitation/create`, as `RequestContext.elicit` takes them.
- *
- * @since 0.1.0
- * @category models
- */
-export type ElicitRequest = typeof McpSchema.ElicitRequestParams.Encoded
-
-/**
- * Given to notification handlers: the session and a way to talk back.
- *
- * @since 0.1.0
- * @category models
- */
-export interface SessionContext {
-  readonly sessionId: string | undefined
-  readonly session: SessionInfo
-  readonly notify: HandlerContext["notify"]
-  /**
-   * The `Ref` of a `SessionState` slot for this session, made on first use
-   * and finalized when the transport ends the session. With no session
-   * behind the message (stateless era, sessionless HTTP POST) the slot
-   * lives for this message only.
-   */
-  readonly sessionState: <A, E, R>(state: SessionState<A, E, R>) => Effect.Effect<Ref.Ref<A>, E, R>
-  /** The authenticated principal's id, as the transport names it (`HandlerContext.principal`). */
-  readonly principal?: HandlerContext["principal"]
-  /** What the bearer token says (`HandlerContext.auth`: HTTP with the `authorization` option). */
-  readonly auth?: HandlerContext["auth"]
-}
-
-/**
- * Given to request handlers.
- *
- * @since 0.1.0
- * @category models
- */
-export interface RequestContext extends SessionContext {
-  readonly requestId: JsonRpc.RequestId
-  /** The request's `_meta.progressToken`, if it carried one. */
-  readonly progressToken: string | number | undefined
-  /** Sends `notifications/progress`; does nothing when the request carried no progress token. Best effort. */
-  readonly progress: (
-    progress: number,
-    options?: { readonly total?: number | undefined; readonly message?: string | undefined }
-  ) => Effect.Effect<void>
-  /**
-   * Sends `notifications/message` when `level` is at or above the client's
-   * `logging/setLevel`; in the stateless era only when the request asked for
-   * a log level, and from that level up. Best effort.
-   */
-  readonly log: (level: McpSchema.LoggingLevel, data: unknown, logger?: string) => Effect.Effect<void>
-  /**
-   * `sampling/createMessage`; fails with `CapabilityNotSupported` (nothing
-   * sent) unless the client declared sampling. In the stateless era it is an
-   * `input_required` round in `tools/call`, `resources/read` and
-   * `prompts/get` (the handler runs again from the start with the answer:
-   * keep it deterministic up to its asks), and fails at once with
-   * `ClientRequestUnavailable` elsewhere.
-   */
-  readonly sample: (params: SamplingRequest) => Effect.Effect<McpSchema.CreateMessageResult, ClientCallError>
-  /** `elicitation/create`; needs the client's elicitation capability (and its `url` mode for URL requests). */
-  readonly elicit: (params: ElicitRequest) => Effect.Effect<McpSchema.ElicitResult, ClientCallError>
-  /** `roots/list`; needs the client's roots capability. */
-  readonly listRoots: Effect.Effect<ReadonlyArray<McpSchema.Root>, ClientCallError>
-  /**
-   * Any request to the client, unchecked. Stateless era: an `input_required`
-   * round for `sampling/createMessage`, `elicitation/create` and
-   * `roots/list` where `sample` would be one; anything else fails at once
-   * with `ClientRequestUnavailable`.
-   */
-  readonly request: HandlerContext["request"]
-}
-
-// ---------------------------------------------------------------------------
-// Definition (immutable, pipeable)
 
 /**
  * A server definition: its options and its method tables, where `R` is what the handlers need.
@@ -468,38 +382,7 @@ const InitializeParams = Schema.Struct({
 })
 const decodeInitialize = Schema.decodeUnknownEffect(InitializeParams)
 
-const LEVELS = [
-  "debug",
-  "info",
-  "notice",
-  "warning",
-  "error",
-  "critical",
-  "alert",
-  "emergency"
-] as const satisfies ReadonlyArray<McpSchema.LoggingLevel>
 const decodeSetLevel = Schema.decodeUnknownEffect(Schema.Struct({ level: Schema.Literals(LEVELS) }))
-
-/**
- * The schemas of the results a client sends back (sampling, elicitation,
- * roots) come from `effect/ai/McpSchema`, which holds every MCP schema and
- * weighs ~7 MiB of memory once loaded: it is loaded when a server first asks
- * a client for something, not when the server starts.
- */
-let mcpSchema: Promise<typeof McpSchema> | undefined
-const loadMcpSchema = Effect.promise(() => mcpSchema ??= import("effect/ai/McpSchema"))
-const lazyDecoder = <A>(pick: (schemas: typeof McpSchema) => Schema.Decoder<A>) => {
-  let decode: ((u: unknown) => Effect.Effect<A, Schema.SchemaError>) | undefined
-  return (u: unknown): Effect.Effect<A, Schema.SchemaError> =>
-    decode !== undefined
-      ? decode(u)
-      : Effect.flatMap(loadMcpSchema, (schemas) => (decode ??= Schema.decodeUnknownEffect(pick(schemas)))(u))
-}
-const decodeSampling = lazyDecoder((m) => m.CreateMessageResult)
-const decodeElicit = lazyDecoder((m) => m.ElicitResult)
-const decodeRoots = lazyDecoder((m) => m.ListRootsResult)
-const severity = (level: McpSchema.LoggingLevel): number => LEVELS.indexOf(level)
-const isLevel = (level: string): level is McpSchema.LoggingLevel => (LEVELS as ReadonlyArray<string>).includes(level)
 
 const UNKNOWN_CLIENT: Implementation = { name: "unknown", version: "unknown" }
 
@@ -531,19 +414,6 @@ const missingCapability = (error: unknown): RpcError | undefined =>
  */
 export const negotiate = (requested: string): ProtocolVersion.ProtocolVersion =>
   ProtocolVersion.isSupported(requested) ? requested : ProtocolVersion.LATEST
-
-interface Session {
-  phase: "initializing" | "ready"
-  readonly era: ProtocolVersion.Era
-  protocolVersion: ProtocolVersion.AnyVersion
-  clientInfo: Implementation
-  clientCapabilities: Readonly<Record<string, unknown>>
-  logLevel: McpSchema.LoggingLevel | undefined
-  /** The session-level channel (not tied to a request), known once the client is initialized. */
-  channel: HandlerContext | undefined
-  /** Completed by `notifications/initialized`. */
-  readonly initialized: Deferred.Deferred<void>
-}
 
 /**
  * What `toHandler` builds: the handler to mount, and the per-session state behind it.
@@ -623,101 +493,6 @@ export interface Definitions<R> {
   readonly enable: (kind: DefinitionKind, name: string) => Effect.Effect<void, DefinitionError>
 }
 
-const sessionKey = (id: string | undefined) => id ?? ""
-
-/** The `SessionState` slots of every live session, by session key. */
-interface Stores {
-  readonly forSession: (key: string) => SessionStore.SessionStore
-}
-
-const info = (sessionId: string | undefined, s: Session): SessionInfo => ({
-  sessionId,
-  phase: s.phase,
-  era: s.era,
-  protocolVersion: s.protocolVersion,
-  clientInfo: s.clientInfo,
-  clientCapabilities: s.clientCapabilities,
-  logLevel: s.logLevel
-})
-
-const progressTokenOf = (params: unknown): string | number | undefined => {
-  if (!isRecord(params) || !isRecord(params._meta)) return undefined
-  const token = params._meta.progressToken
-  return typeof token === "string" || typeof token === "number" ? token : undefined
-}
-
-const invalidResult = (method: string) => (e: Schema.SchemaError) =>
-  new InvalidPayload({ method, kind: "result", reason: e.message })
-
-/**
- * Contexts are built for every message. `session` is a live view (the phase
- * and log level change), so it is a getter, defined once on this prototype:
- * an object literal with a getter costs V8 a fresh object shape each time,
- * which measured about half of McpServer's own time per request.
- */
-class LiveSessionContext implements SessionContext {
-  readonly sessionId: string | undefined
-  protected readonly hctx: HandlerContext
-  protected readonly state: Session
-  readonly #stores: Stores
-  /** The slots of a message with no session behind it, made on first use. */
-  #scratch: SessionStore.SessionStore | undefined
-  constructor(hctx: HandlerContext, state: Session, stores: Stores) {
-    this.sessionId = hctx.sessionId
-    this.hctx = hctx
-    this.state = state
-    this.#stores = stores
-  }
-  get sessionState(): SessionContext["sessionState"] {
-    return (slot) =>
-      Effect.suspend(() => {
-        if (!this.hasSession) return (this.#scratch ??= SessionStore.make()).get(slot)
-        return this.#stores.forSession(sessionKey(this.sessionId)).get(slot)
-      })
-  }
-  private get hasSession(): boolean {
-    return this.hctx.ephemeral !== true && this.state.era !== "modern"
-  }
-  /** Ends the message's own slots (if it made any) with it. */
-  releasing<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    return this.hasSession ? effect : Effect.ensuring(effect, Effect.suspend(() => this.#scratch?.close ?? Effect.void))
-  }
-  // Read when used: the transport's context makes it on first use too.
-  get notify(): HandlerContext["notify"] {
-    return this.hctx.notify
-  }
-  get session(): SessionInfo {
-    return info(this.sessionId, this.state)
-  }
-  get principal(): HandlerContext["principal"] {
-    return this.hctx.principal
-  }
-  get auth(): HandlerContext["auth"] {
-    return this.hctx.auth
-  }
-}
-
-/**
- * Servers of the stateless era never start requests. Outside the methods
- * that may answer `input_required`, an ask fails at once rather than wait
- * for an answer that cannot come.
- */
-const statelessAsk = (method: string) =>
-  new ClientRequestUnavailable({
-    method,
-    reason: "the request being served is of the stateless era (2026-07-28) and cannot answer input_required"
-  })
-
-/**
- * A sessionless HTTP POST of the handshake era is served on its own: the
- * client's answer would come in another POST, which nothing routes back.
- */
-const sessionlessAsk = (method: string) =>
-  new ClientRequestUnavailable({
-    method,
-    reason: "the request being served came in an HTTP POST without a session, which no answer can reach"
-  })
-
 /** The methods whose handlers may ask the client through `input_required` results (stateless era). */
 /** The stateless era's results that must carry cache hints (`CacheableResult`). */
 const CACHEABLE: ReadonlySet<string> = new Set([
@@ -729,9 +504,6 @@ const CACHEABLE: ReadonlySet<string> = new Set([
 ])
 
 const MULTI_ROUND: ReadonlySet<string> = new Set(["tools/call", "resources/read", "prompts/get"])
-
-/** What an `input_required` result may ask for. */
-const INPUT_METHODS: ReadonlySet<string> = new Set(["sampling/createMessage", "elicitation/create", "roots/list"])
 
 /**
  * Names the `input_required` ask made inside `effect` (stateless era): its
@@ -761,131 +533,22 @@ const INPUT_METHODS: ReadonlySet<string> = new Set(["sampling/createMessage", "e
 export const inputKey = (key: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.provideService(effect, InputKey, key)
 
-const succeedRaw = (raw: unknown) => Effect.succeed(raw)
-
-const clientHas = (session: Session, path: ReadonlyArray<string>): boolean => {
-  let node: unknown = session.clientCapabilities
-  for (const key of path) {
-    if (!isRecord(node) || node[key] === undefined) return false
-    node = node[key]
-  }
-  return true
-}
-
-/**
- * A request's context. Most handlers use few of its capabilities (many use
- * none), and thousands of requests may be in flight at once, so each
- * capability is made on first use, bound to its request: destructuring
- * (`(params, { progress, log }) => …`) works as with plain properties.
- */
-class LiveRequestContext extends LiveSessionContext implements RequestContext {
-  readonly requestId: JsonRpc.RequestId
-  readonly progressToken: string | number | undefined
-  readonly #timeoutMs: number
-  readonly #rounds: Rounds | undefined
-  // The capabilities made so far (most requests make none).
-  #made: { -readonly [K in "progress" | "log" | "sample" | "elicit" | "listRoots"]?: RequestContext[K] } | undefined
-
-  constructor(
-    request: JsonRpc.JsonRpcRequest,
-    hctx: HandlerContext,
-    state: Session,
-    stores: Stores,
-    timeoutMs: number,
-    rounds?: Rounds | undefined
-  ) {
-    super(hctx, state, stores)
-    this.requestId = request.id
-    this.progressToken = progressTokenOf(request.params)
-    this.#timeoutMs = timeoutMs
-    this.#rounds = rounds
-  }
-
-  get request(): HandlerContext["request"] {
-    if (this.hctx.ephemeral === true) return (method) => Effect.fail(sessionlessAsk(method))
-    if (this.state.era !== "modern") return this.hctx.request
-    const rounds = this.#rounds
-    return (method, params) =>
-      rounds !== undefined && INPUT_METHODS.has(method) ? rounds.ask(method, params, succeedRaw) : Effect.fail(statelessAsk(method))
-  }
-
-  #callClient<A>(
-    method: string,
-    capability: ReadonlyArray<string>,
-    params: unknown,
-    decode: (u: unknown) => Effect.Effect<A, Schema.SchemaError>
-  ): Effect.Effect<A, ClientCallError> {
-    // Checked first: the capabilities this client declared at its own initialize are unknown here.
-    if (this.hctx.ephemeral === true) return Effect.fail(sessionlessAsk(method))
-    if (!clientHas(this.state, capability)) {
-      return Effect.fail(new CapabilityNotSupported({ method, capability: capability.join("."), peer: "client" }))
-    }
-    if (this.state.era !== "modern") {
-      return Effect.flatMap(
-        this.hctx.request(method, params, { timeout: this.#timeoutMs }),
-        (raw) => Effect.mapError(decode(raw), invalidResult(method))
-      )
-    }
-    // A malformed answer is the client's mistake, answered for the request as a whole (see serveRounds).
-    return this.#rounds !== undefined ? this.#rounds.ask(method, params, decode) : Effect.fail(statelessAsk(method))
-  }
-
-  get progress(): RequestContext["progress"] {
-    return (this.#made ??= {}).progress ??= (progress, o) => {
-      const token = this.progressToken
-      if (token === undefined) return Effect.void
-      const params: Record<string, unknown> = { progressToken: token, progress }
-      if (o?.total !== undefined) params.total = o.total
-      if (o?.message !== undefined) params.message = o.message
-      return Effect.ignore(this.hctx.notify("notifications/progress", params))
-    }
-  }
-
-  get log(): RequestContext["log"] {
-    return (this.#made ??= {}).log ??= (level, data, logger) => {
-      const threshold = this.state.logLevel
-      // The stateless era sends no log messages unless the request asked for them.
-      if (threshold === undefined ? this.state.era === "modern" : severity(level) < severity(threshold)) {
-        return Effect.void
-      }
-      return Effect.ignore(
-        this.hctx.notify("notifications/message", logger === undefined ? { level, data } : { level, logger, data })
-      )
-    }
-  }
-
-  get sample(): RequestContext["sample"] {
-    return (this.#made ??= {}).sample ??= (params) => this.#callClient("sampling/createMessage", ["sampling"], params, decodeSampling)
-  }
-
-  get elicit(): RequestContext["elicit"] {
-    return (this.#made ??= {}).elicit ??= (params) =>
-      this.#callClient(
-        "elicitation/create",
-        params.mode === "url" ? ["elicitation", "url"] : ["elicitation"],
-        params,
-        decodeElicit
-      )
-  }
-
-  get listRoots(): RequestContext["listRoots"] {
-    return (this.#made ??= {}).listRoots ??= Effect.suspend(() =>
-      Effect.map(this.#callClient("roots/list", ["roots"], {}, decodeRoots), (r) => r.roots)
-    )
-  }
-}
-
 /**
  * Builds the handler and its per-session state, with the `definitions`
- * that change what it serves.
+ * that change what it serves. The state lives in the caller's scope: when
+ * it closes, every open `subscriptions/listen` ends (as with `shutdown`),
+ * every session's `SessionState` slots are released and the sessions are
+ * forgotten. Close the transports that mount the handler first (a layer
+ * built after the handle is, by construction).
  *
  * @since 0.1.0
  * @category utils
  */
-export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>> =>
+export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>, never, Scope.Scope> =>
   Effect.suspend(() => {
     const live = LiveCatalogue.make(server)
-    return Effect.map(handlerOf(live.server), (handle): ServerHandle<R> => {
+    const built = Effect.acquireRelease(handlerOf(live.server), (built) => built.release)
+    return Effect.map(built, ({ handle }): ServerHandle<R> => {
       const change = (c: LiveCatalogue.Change) =>
         Effect.flatMap(live.apply(c), (notifications) =>
           Effect.forEach(notifications, (method) => handle.notifyAll(method), { discard: true }))
@@ -901,7 +564,9 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     })
   })
 
-const handlerOf = <R>(server: McpServer<R>): Effect.Effect<Omit<ServerHandle<R>, "definitions">> =>
+const handlerOf = <R>(
+  server: McpServer<R>
+): Effect.Effect<{ readonly handle: Omit<ServerHandle<R>, "definitions">; readonly release: Effect.Effect<void> }> =>
   Effect.sync(() => {
     const options = server.options
     const stateless = options.stateless !== false
@@ -1348,7 +1013,18 @@ const handlerOf = <R>(server: McpServer<R>): Effect.Effect<Omit<ServerHandle<R>,
       }
     )
 
-    return {
+    // The end of the handle's scope: listens get their final result, then every session's slots go.
+    const release = Effect.andThen(
+      subscriptions.endAll,
+      Effect.suspend(() => {
+        const stores = Array.from(slotStores.values())
+        slotStores.clear()
+        sessions.clear()
+        return Effect.forEach(stores, (store) => store.close, { discard: true })
+      })
+    )
+
+    const handle: Omit<ServerHandle<R>, "definitions"> = {
       handler,
       sessions: Effect.sync(() => Array.from(sessions, ([key, s]) => info(key === "" ? undefined : key, s))),
       notifyAll: (method, params) =>
@@ -1364,4 +1040,105 @@ const handlerOf = <R>(server: McpServer<R>): Effect.Effect<Omit<ServerHandle<R>,
         ).pipe(Effect.andThen(subscriptions.publish(method, params))))),
       shutdown: subscriptions.endAll
     }
+    return { handle, release }
   })
+
+// ---------------------------------------------------------------------------
+// Serving as a layer: the handle built in the layer's scope, mounted on a
+// transport and offered as the `Handle` service. Closing the layer closes
+// the transport first (sessions and streams end), then the handle. The
+// transports are loaded when a layer is built, so that a program importing
+// `McpServer` pays only for the transport it serves on.
+
+/**
+ * A serving server's handle as a service: `sessions`, `notifyAll`,
+ * `shutdown` and `definitions` (whose added entries' handlers may need only
+ * what the layer already provides: none beyond it). The handler itself is
+ * the transport's.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface HandleShape extends Omit<ServerHandle<never>, "handler"> {}
+
+/**
+ * The handle of the server `layerStdio` or `layerHttp` serves.
+ *
+ * @since 0.2.0
+ * @category services
+ */
+export class Handle extends Context.Service<Handle, HandleShape>()("effect-mcp-transport/McpServer/Handle") {}
+
+/**
+ * The handle, built in the layer's scope, with the transport layer made from its handler.
+ */
+const serving = <R, A, E, R2>(
+  server: McpServer<R>,
+  mount: (handle: ServerHandle<R>) => Effect.Effect<Layer.Layer<A, E, R2>>
+): Layer.Layer<Handle | A, E, R2> =>
+  Layer.unwrap(Effect.gen(function*() {
+    const handle = yield* toHandler(server)
+    const transport = yield* mount(handle)
+    return Layer.merge(Layer.succeed(Handle, handle), transport)
+  }))
+
+/**
+ * Serves `server` on stdin/stdout while the layer lives, with `Handle` and
+ * `StdioServerTransport.StdioServer` as services. The end of stdin does not
+ * end the layer: a program waits for it with the `StdioServer`'s
+ * `awaitDone` (or uses `runStdio`, which does).
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerStdio = <R>(
+  server: McpServer<R>,
+  options?: StdioServerTransport.StdioServerOptions
+): Layer.Layer<
+  Handle | StdioServerTransport.StdioServer,
+  StdioServerTransport.StdioAlreadyServing,
+  Stdio.Stdio | R
+> =>
+  serving(server, (handle) =>
+    Effect.map(
+      Effect.promise(() => import("./StdioServerTransport.ts")),
+      (Stdio) => Stdio.layer(handle.handler, options)
+    ))
+
+/**
+ * Serves `server` on stdin/stdout until stdin ends (replies in flight
+ * written) or stdout fails, then releases the handle and completes: the
+ * main effect of a stdio server.
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const runStdio = <R>(
+  server: McpServer<R>,
+  options?: StdioServerTransport.StdioServerOptions
+): Effect.Effect<TransportClosed, StdioServerTransport.StdioAlreadyServing, Stdio.Stdio | R> =>
+  Effect.scoped(Effect.gen(function*() {
+    const Stdio = yield* Effect.promise(() => import("./StdioServerTransport.ts"))
+    const handle = yield* toHandler(server)
+    return yield* Stdio.run(handle.handler, options)
+  }))
+
+/**
+ * Serves `server` on Streamable HTTP (`HttpServerTransport.layer`: bound
+ * to `options.host`, default 127.0.0.1, and `options.port`, default 8421, 0
+ * for any free port) while the layer lives, with `Handle`,
+ * `HttpServerTransport.HttpServerTransport` (its `url`, `sessionIds`,
+ * `stats`) and the `HttpServer` as services. One handle serves every session.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerHttp = <R>(
+  server: McpServer<R>,
+  options?: HttpServerTransport.Options
+): Layer.Layer<Handle | HttpServerTransport.HttpServerTransport | HttpServer.HttpServer, ServeError, R> =>
+  serving(server, (handle) =>
+    Effect.map(
+      Effect.promise(() => import("./HttpServerTransport.ts")),
+      (Http) => Http.layer(handle.handler, options)
+    ))

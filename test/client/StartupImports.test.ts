@@ -33,6 +33,12 @@ describe("start-up imports", () => {
     expect(loaded.filter((url) => /\/src\/client\/auth\/(?!WwwAuthenticate)|EntryAuth|JwtSign/.test(url))).toEqual([])
   })
 
+  it("McpServer loads no server transport: its layers load the one they serve on when built", () => {
+    const loaded = loadedBy("./src/server/McpServer.ts")
+    expect(loaded.some((url) => url.endsWith("/src/server/McpServer.ts"))).toBe(true)
+    expect(loaded.filter((url) => /\/src\/server\/(Http|Stdio)ServerTransport\.ts$|NodeHttpServer/.test(url))).toEqual([])
+  }, 30_000)
+
   it("the JSON-RPC module does not load effect/Schema; its Schemas live in JsonRpcSchema", () => {
     expect(loadedBy("./src/JsonRpc.ts").filter((url) => url.endsWith("/effect/dist/Schema.js"))).toEqual([])
     expect(loadedBy("./src/JsonRpcSchema.ts").filter((url) => url.endsWith("/effect/dist/Schema.js"))).toHaveLength(1)

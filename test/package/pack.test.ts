@@ -107,10 +107,7 @@ const server = McpServer.make({ serverInfo: { name: "packed-adder", version: "1.
       : Effect.fail(new RpcError({ code: -32602, rpcMessage: "not finite" })))
 )
 
-Effect.gen(function*() {
-  const handle = yield* McpServer.toHandler(server)
-  return yield* StdioServerTransport.run(handle.handler)
-}).pipe(Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
+McpServer.runStdio(server).pipe(Effect.provide([NodeStdio.layer, StdioServerTransport.layerLogger]), NodeRuntime.runMain)
 `
 
 const mainSource = `// A client program written only against the installed package: spawns server.ts over stdio, calls its tool.

@@ -208,6 +208,7 @@ export const make = Effect.fnUntraced(function*(
     request: parts.request,
     notify: parts.notify,
     notifications: Stream.fromPubSub(notifications),
+    subscribeNotifications: Effect.map(PubSub.subscribe(notifications), Stream.fromSubscription),
     diagnostics: Stream.fromPubSub(diagnostics),
     stderr: parts.stderr ?? Stream.empty,
     setRequestHandler: (h) => Effect.sync(() => void (handler = h)),
