@@ -5,12 +5,11 @@
  * of it belongs to the caller's scope: closing it kills the child or deletes
  * the HTTP session.
  */
-import * as fs from "node:fs"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { Flag } from "effect/cli"
+import { Flag, type GlobalFlag } from "effect/cli"
 import type { HttpClient } from "effect/http"
 import type { ChildProcessSpawner } from "effect/process"
 import * as McpClient from "../client/McpClient.ts"
@@ -19,17 +18,12 @@ import type { Selected } from "../client/fromConfig.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as LoopbackRedirect from "./LoopbackRedirect.ts"
 import * as Output from "./Output.ts"
+import * as ServerLogs from "./ServerLogs.ts"
 import * as Target from "./Target.ts"
+import * as Version from "./Version.ts"
 
-/** This package's version (package.json sits two levels up from both src/cli and dist/cli). */
-export const VERSION: string = (() => {
-  try {
-    const text = fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")
-    return String((JSON.parse(text) as { version?: unknown }).version ?? "0.0.0")
-  } catch {
-    return "0.0.0"
-  }
-})()
+/** This package's version. */
+export const VERSION: string = Version.VERSION
 
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m)?$/
 
@@ -128,8 +122,30 @@ export interface OpenOptions {
 
 export const CLIENT_INFO = { name: Output.PROGRAM, version: VERSION }
 
-/** Connects and runs the handshake; failures are `ConnectError` (exit 3, or 5 when it timed out). */
+/**
+ * Connects and runs the handshake; failures are `ConnectError` (exit 3, or 5
+ * when it timed out). With `--log-level`, the server is then asked for its log
+ * messages, which are printed on stderr while the session lasts.
+ */
 export const open = (
+  target: Target.Target,
+  options: OpenOptions
+): Effect.Effect<
+  Session,
+  Output.ConnectError | McpClient.McpClientError,
+  | Scope.Scope
+  | ChildProcessSpawner.ChildProcessSpawner
+  | HttpClient.HttpClient
+  | GlobalFlag.Setting.Identifier<"log-level">
+> =>
+  Effect.gen(function*() {
+    const session = yield* connect(target, options)
+    const level = yield* Output.LogLevel
+    if (Option.isSome(level)) yield* ServerLogs.follow(session.client, level.value)
+    return session
+  })
+
+const connect = (
   target: Target.Target,
   options: OpenOptions
 ): Effect.Effect<
