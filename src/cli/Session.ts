@@ -16,8 +16,9 @@ import * as McpClient from "../client/McpClient.ts"
 import * as Negotiation from "../client/Negotiation.ts"
 import type { Selected } from "../client/fromConfig.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
-import * as LoopbackRedirect from "./LoopbackRedirect.ts"
+import type * as LoopbackRedirect from "./LoopbackRedirect.ts"
 import * as Output from "./Output.ts"
+import * as Durations from "./Durations.ts"
 import * as ServerLogs from "./ServerLogs.ts"
 import * as Target from "./Target.ts"
 import * as Version from "./Version.ts"
@@ -25,22 +26,8 @@ import * as Version from "./Version.ts"
 /** This package's version. */
 export const VERSION: string = Version.VERSION
 
-const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m)?$/
-
 /** `500`, `500ms`, `2s`, `1m` → a duration (a bare number is milliseconds). */
-export const parseDuration = (text: string): Option.Option<Duration.Duration> => {
-  const m = DURATION.exec(text.trim())
-  if (m === null) return Option.none()
-  const n = Number(m[1])
-  switch (m[2]) {
-    case "s":
-      return Option.some(Duration.seconds(n))
-    case "m":
-      return Option.some(Duration.minutes(n))
-    default:
-      return Option.some(Duration.millis(n))
-  }
-}
+export const parseDuration = Durations.parse
 
 /** `--timeout`: per request after the handshake; for `call`, an idle timeout that progress restarts. */
 export const timeoutFlag = (defaultValue: string, description: string) =>
@@ -186,11 +173,18 @@ const connect = (
     const selected = yield* transport.selected
     return { client, target, transport: selected }
   }).pipe(
-    Effect.mapError((error) =>
-      options.loginTimeout !== undefined && LoopbackRedirect.isTimeout(error)
-        ? new LoopbackRedirect.LoginTimeout({ after: options.loginTimeout })
-        : error
-    ),
+    Effect.catch((error) => {
+      const after = options.loginTimeout
+      if (after === undefined) return Effect.fail(error)
+      // Loaded only after a sign-in: the listener's module is not needed otherwise.
+      return Effect.flatMap(
+        Effect.promise(() => import("./LoopbackRedirect.ts")),
+        (LoopbackRedirect) =>
+          Effect.fail<typeof error | LoopbackRedirect.LoginTimeout>(
+            LoopbackRedirect.isTimeout(error) ? new LoopbackRedirect.LoginTimeout({ after }) : error
+          )
+      )
+    }),
     Output.connecting(
       Target.describe(target),
       options.protocol === undefined || options.protocol === "auto" ? undefined : pinnedHint(options.protocol)

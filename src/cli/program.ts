@@ -12,7 +12,7 @@
  * argv is split at the first `--` here rather than in effect/cli: the words
  * after it are the server's command line, and effect/cli would append them
  * to the subcommand's positionals where they could not be told apart from
- * the words before `--`. They reach the commands through `Target.Trailing`.
+ * the words before `--`. They reach the commands through `Trailing`.
  */
 // Subpath imports: the package index loads every Node module it has (cluster, Redis, …), which slows startup.
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -24,7 +24,7 @@ import { CliConfig, Command } from "effect/cli"
 import * as HttpClientLayer from "./HttpClientLayer.ts"
 import * as Output from "./Output.ts"
 import * as Subcommands from "./Subcommands.ts"
-import * as Target from "./Target.ts"
+import * as Trailing from "./Trailing.ts"
 import * as Version from "./Version.ts"
 
 const argv = process.argv.slice(2)
@@ -32,18 +32,20 @@ const split = argv.indexOf("--")
 const words = split === -1 ? argv : argv.slice(0, split)
 const trailing = split === -1 ? [] : argv.slice(split + 1)
 
+const subcommand = Subcommands.named(words)
+
 const root = Command.make(Output.PROGRAM).pipe(
   Command.withDescription(Subcommands.DESCRIPTION),
-  Command.withSubcommands(await Subcommands.load(Subcommands.named(words))),
+  Command.withSubcommands(await Subcommands.load(subcommand)),
   Command.withGlobalFlags(Output.globalFlags)
 )
 
 Command.runWith(root, { version: Version.VERSION })(words).pipe(
   Output.finish,
-  Effect.provideService(Target.Trailing, trailing),
+  Effect.provideService(Trailing.Trailing, trailing),
   Effect.provide(Layer.mergeAll(
     NodeServices.layer,
-    HttpClientLayer.layer,
+    HttpClientLayer.layerFor(subcommand, words),
     Output.presenterLayer,
     CliConfig.layer({ builtIns: Output.builtIns }),
     Layer.succeed(Logger.LogToStderr, true)
