@@ -45,7 +45,7 @@ Command.runWith(root, { version: Version.VERSION })(words).pipe(
   Effect.provideService(Trailing.Trailing, trailing),
   Effect.provide(Layer.mergeAll(
     NodeServices.layer,
-    HttpClientLayer.layerFor(subcommand, words),
+    HttpClientLayer.layerFor(subcommand),
     Output.presenterLayer,
     CliConfig.layer({ builtIns: Output.builtIns }),
     Layer.succeed(Logger.LogToStderr, true)

@@ -1,8 +1,8 @@
 /**
  * What the program loads: `--version` and the root's `--help` are answered
  * before effect is loaded (and read as effect/cli prints them), and a call
- * over HTTP loads neither undici, nor ws, nor the OAuth client, nor any
- * other subcommand's module.
+ * over HTTP loads neither undici (npm's, or the one Node's fetch compiles), nor
+ * ws, nor the OAuth client, nor any other subcommand's module.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -60,7 +60,7 @@ describe.concurrent("start-up", () => {
     expect(r.code).toBe(0)
     expect(r.stdout).toContain("3")
     const unwanted = r.modules.filter((url) =>
-      /\/node_modules\/(undici|ws)\//.test(url) ||
+      /\/node_modules\/(undici|ws)\//.test(url) || /deps\/undici/.test(url) ||
       /\/dist\/(server|bridge)\//.test(url) ||
       /\/dist\/client\/auth\/OAuthProvider\.js$/.test(url) ||
       /\/dist\/cli\/(LoopbackRedirect|ExampleServer)\.js$/.test(url) ||
@@ -76,13 +76,9 @@ describe.concurrent("start-up", () => {
   }, TIMEOUT)
 })
 
-describe("HttpClientLayer.needsUndici", () => {
-  it("is true for bridge and for a timeout Node's fetch would cut short", () => {
-    expect(HttpClientLayer.needsUndici("bridge", ["bridge", "http://x/mcp", "--stdio"])).toBe(true)
-    expect(HttpClientLayer.needsUndici("call", ["call", "--timeout", "10m"])).toBe(true)
-    expect(HttpClientLayer.needsUndici("call", ["call", "--timeout=300s"])).toBe(true)
-    expect(HttpClientLayer.needsUndici("inspect", ["inspect", "--auth", "--login-timeout", "5m"])).toBe(true)
-    expect(HttpClientLayer.needsUndici("call", ["call", "--timeout", "4m"])).toBe(false)
-    expect(HttpClientLayer.needsUndici("call", ["call", "http://x/mcp", "add"])).toBe(false)
+describe("HttpClientLayer.clientFor", () => {
+  it("is undici for bridge alone", () => {
+    expect(HttpClientLayer.clientFor("bridge")).toBe("undici")
+    for (const name of ["call", "inspect", "read", undefined]) expect(HttpClientLayer.clientFor(name)).toBe("node:http")
   })
 })
