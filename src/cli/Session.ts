@@ -179,9 +179,9 @@ const connect = (
       // Loaded only after a sign-in: the listener's module is not needed otherwise.
       return Effect.flatMap(
         Effect.promise(() => import("./LoopbackRedirect.ts")),
-        (LoopbackRedirect) =>
+        (Loopback) =>
           Effect.fail<typeof error | LoopbackRedirect.LoginTimeout>(
-            LoopbackRedirect.isTimeout(error) ? new LoopbackRedirect.LoginTimeout({ after }) : error
+            Loopback.isTimeout(error) ? new Loopback.LoginTimeout({ after }) : error
           )
       )
     }),
