@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startHttpServer, type RunningHttpServer } from "./httpServer.ts"
-import { ensureBuilt, exampleServer, NODE, runCli } from "./runCli.ts"
+import { ensureBuilt, exampleServer, NODE, runCli, tempFile } from "./runCli.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 const everything = ["--", NODE, path.join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"]
@@ -70,7 +70,7 @@ describe.concurrent("effect-mcp-transport read", () => {
   }, TIMEOUT)
 
   it("--output writes the result to a file and nothing to stdout", async () => {
-    const file = path.join(fs.mkdtempSync(path.join(ROOT, "node_modules/.cache-cli-output-")), "readme.md")
+    const file = tempFile("readme.md")
     try {
       const r = await runCli(["read", http.url, "example://readme", "--output", file])
       expect(r.code).toBe(0)
