@@ -14,11 +14,10 @@ import type * as Scope from "effect/Scope"
 import { Flag } from "effect/cli"
 import type { HttpClient } from "effect/http"
 import type { TokenStoreFailed } from "../AuthError.ts"
-import * as Discovery from "../client/auth/Discovery.ts"
-import * as FileTokenStore from "../client/auth/FileTokenStore.ts"
-import * as OAuthProvider from "../client/auth/OAuthProvider.ts"
-import * as TokenStore from "../client/auth/TokenStore.ts"
-import * as LoopbackRedirect from "./LoopbackRedirect.ts"
+import type * as OAuthProvider from "../client/auth/OAuthProvider.ts"
+import type * as TokenStore from "../client/auth/TokenStore.ts"
+import type * as LoopbackRedirect from "./LoopbackRedirect.ts"
+import type * as OAuthModules from "./OAuthModules.ts"
 import * as Output from "./Output.ts"
 import * as Session from "./Session.ts"
 
@@ -136,7 +135,11 @@ export const tokenStorePath = (flag: Option.Option<string>, fromConfig?: string)
  * registered with: a dynamically registered client is registered for one
  * redirect URI, and its refresh tokens are only good with that client.
  */
-const registeredPort = (store: TokenStore.TokenStoreShape, url: string) =>
+const registeredPort = (
+  { Discovery, LoopbackRedirect }: typeof OAuthModules,
+  store: TokenStore.TokenStoreShape,
+  url: string
+) =>
   Effect.map(store.load, (contents): number | undefined => {
     const tokens = Object.values(contents.tokens).find((t) => Discovery.resourceCovers(t.resource, url))
     const redirect = tokens === undefined ? undefined : contents.clients[tokens.issuer]?.redirectUri
@@ -183,6 +186,8 @@ export const provider = (
       return yield* new Output.UsageError({ message: "--grant client_credentials needs --client-id and --client-secret" })
     }
     const file = yield* tokenStorePath(parsed.tokenStore, fromConfig.tokenStore)
+    const oauth = yield* Effect.promise(() => import("./OAuthModules.ts"))
+    const { FileTokenStore, LoopbackRedirect, OAuthProvider, TokenStore } = oauth
     const store = yield* FileTokenStore.make(file)
     const make = (options: OAuthProvider.Options) =>
       OAuthProvider.make({ clientId, clientSecret, issuer, scope, grant, allowPrivateNetworks, clientName: Output.PROGRAM, ...options }).pipe(
@@ -200,7 +205,7 @@ export const provider = (
     const loopback = yield* Option.match(parsed.callbackPort, {
       onSome: (port) => listen(port),
       onNone: () =>
-        Effect.flatMap(registeredPort(store, url), (port) =>
+        Effect.flatMap(registeredPort(oauth, store, url), (port) =>
           port === undefined
             ? listen(0)
             // Taken now: a new port means a new registration and, for the stored tokens, a new sign-in.

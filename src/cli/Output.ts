@@ -10,6 +10,8 @@
  * Interruption (Ctrl-C) is left alone so the runtime exits with 130 after
  * the scopes have closed.
  */
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
 import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
@@ -41,8 +43,42 @@ export const Verbose = GlobalFlag.Setting("verbose")({
   )
 })
 
+/** The levels of `logging/setLevel`, least severe first (RFC 5424, as MCP names them). */
+export const LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] as const
+export type LogLevel = typeof LOG_LEVELS[number]
+
+/**
+ * `--log-level`: asks the server for its log messages from this level up
+ * (`logging/setLevel` in the handshake era, the `logLevel` of every request in
+ * the stateless era) and prints them on stderr. It replaces effect/cli's
+ * built-in flag of the same name, whose levels are not the protocol's; this
+ * program's own logs follow `--verbose`.
+ */
+export const LogLevel = GlobalFlag.Setting("log-level")({
+  flag: Flag.Literals("log-level", LOG_LEVELS).pipe(
+    Flag.withDescription(
+      "Ask the server for its log messages from this level up and print them on stderr"
+    ),
+    Flag.withMetavar("<debug|info|notice|warning|error|critical|alert|emergency>"),
+    Flag.optional
+  )
+})
+
+/** `--output FILE`: the command's result goes to FILE (replaced) instead of stdout. */
+export const OutputFile = GlobalFlag.Setting("output")({
+  flag: Flag.String("output").pipe(
+    Flag.withAlias("o"),
+    Flag.withDescription("Write the command's result to this file (replaced) instead of stdout"),
+    Flag.withMetavar("FILE"),
+    Flag.optional
+  )
+})
+
 /** Give these to the root command with `Command.withGlobalFlags`. */
-export const globalFlags = [Json, Verbose] as const
+export const globalFlags = [Json, Verbose, LogLevel, OutputFile] as const
+
+/** effect/cli's built-in global flags but its `--log-level`, which `LogLevel` replaces. */
+export const builtIns = GlobalFlag.BuiltIns.filter((flag) => flag !== GlobalFlag.LogLevel)
 
 // ---------------------------------------------------------------------------
 // Exit codes
@@ -219,20 +255,24 @@ export const printError = (error: unknown, verbose: boolean): Effect.Effect<void
 // Running a command body
 
 /**
- * Runs a command's body: sets the log level (`--log-level`, else `Warn`, or
- * `Debug` with `--verbose`), prints any failure or defect as one line on stderr and turns
- * it into `Exit` with its exit code. Interruption passes through untouched.
+ * Runs a command's body: sets the log level (`Warn`, or `Debug` with
+ * `--verbose`), sends stdout to `--output`'s file, prints any
+ * failure or defect as one line on stderr and turns it into `Exit` with its
+ * exit code. Interruption passes through untouched.
  */
 export const run = <A, E, R>(
   effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exit, R | GlobalFlag.Setting.Identifier<"verbose" | "log-level">> =>
+): Effect.Effect<A, Exit, R | GlobalFlag.Setting.Identifier<"verbose" | "output">> =>
   Effect.gen(function*() {
     const verbose = yield* Verbose
-    const requested = yield* GlobalFlag.LogLevel
-    return yield* effect.pipe(
+    const file = yield* OutputFile
+    return yield* Effect.andThen(
+      Option.isSome(file) ? toFile(file.value) : Effect.void,
+      effect
+    ).pipe(
       Effect.provideService(
         References.MinimumLogLevel,
-        Option.getOrElse(requested, () => (verbose ? "Debug" : "Warn"))
+        verbose ? "Debug" : "Warn"
       ),
       Effect.catchCause((cause): Effect.Effect<never, Exit> => {
         if (Cause.hasInterrupts(cause)) return Effect.failCause(cause as Cause.Cause<never>)
@@ -263,12 +303,31 @@ export const connecting = (target: string, hint?: (cause: unknown) => string | u
 // ---------------------------------------------------------------------------
 // Printing
 
-/** A line on stdout. */
-export const line = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stdout.write(`${text}\n`))
+// The command's result: stdout, or the `--output` file. A file is opened (created or emptied)
+// at the first write, so a command that fails before its result leaves an existing file alone.
+let writeResult: (text: string) => void = (text) => void process.stdout.write(text)
 
-/** One JSON document on stdout. */
+/** Sends what `line` and `json` print to `path`; a directory that does not exist is a usage error. */
+const toFile = (path: string): Effect.Effect<void, UsageError> =>
+  Effect.suspend(() => {
+    const dir = nodePath.dirname(nodePath.resolve(path))
+    if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
+      return Effect.fail(new UsageError({ message: `--output ${path}: the directory ${dir} does not exist` }))
+    }
+    let fd: number | undefined
+    writeResult = (text) => {
+      fd ??= fs.openSync(path, "w")
+      fs.writeSync(fd, text)
+    }
+    return Effect.void
+  })
+
+/** A line of the result (stdout, or the `--output` file). */
+export const line = (text: string): Effect.Effect<void> => Effect.sync(() => writeResult(`${text}\n`))
+
+/** One JSON document as the result (stdout, or the `--output` file). */
 export const json = (value: unknown): Effect.Effect<void> =>
-  Effect.sync(() => void process.stdout.write(`${JSON.stringify(value, null, 2)}\n`))
+  Effect.sync(() => writeResult(`${JSON.stringify(value, null, 2)}\n`))
 
 /** A line on stderr (status, progress, warnings). */
 export const note = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stderr.write(`${text}\n`))

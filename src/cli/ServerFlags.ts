@@ -176,3 +176,20 @@ export const resolve = (
     const auth = yield* LoginFlags.provider(target.url, parsed.login, entryAuth)
     return { target, rest, connection: { headers, auth, loginTimeout: parsed.login.loginTimeout } }
   })
+
+/**
+ * `resolve` for a command whose operands may be URLs themselves (a resource
+ * URI): with a command after `--` or `--config`, no positional names the
+ * server, so all of them are operands; with a URL target, the first URL is
+ * the server's.
+ */
+export const resolveOperands = (
+  parsed: Parsed,
+  positional: ReadonlyArray<string>
+): ReturnType<typeof resolve> =>
+  Effect.gen(function*() {
+    const trailing = yield* Target.Trailing
+    const elsewhere = trailing.length > 0 || Option.isSome(parsed.config)
+    const resolved = yield* resolve(parsed, elsewhere ? [] : positional)
+    return elsewhere ? { ...resolved, rest: positional } : resolved
+  })

@@ -5,48 +5,29 @@
  * of it belongs to the caller's scope: closing it kills the child or deletes
  * the HTTP session.
  */
-import * as fs from "node:fs"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { Flag } from "effect/cli"
+import { Flag, type GlobalFlag } from "effect/cli"
 import type { HttpClient } from "effect/http"
 import type { ChildProcessSpawner } from "effect/process"
 import * as McpClient from "../client/McpClient.ts"
 import * as Negotiation from "../client/Negotiation.ts"
 import type { Selected } from "../client/FromConfig.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
-import * as LoopbackRedirect from "./LoopbackRedirect.ts"
+import type * as LoopbackRedirect from "./LoopbackRedirect.ts"
 import * as Output from "./Output.ts"
+import * as Durations from "./Durations.ts"
+import * as ServerLogs from "./ServerLogs.ts"
 import * as Target from "./Target.ts"
+import * as Version from "./Version.ts"
 
-/** This package's version (package.json sits two levels up from both src/cli and dist/cli). */
-export const VERSION: string = (() => {
-  try {
-    const text = fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")
-    return String((JSON.parse(text) as { version?: unknown }).version ?? "0.0.0")
-  } catch {
-    return "0.0.0"
-  }
-})()
-
-const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m)?$/
+/** This package's version. */
+export const VERSION: string = Version.VERSION
 
 /** `500`, `500ms`, `2s`, `1m` → a duration (a bare number is milliseconds). */
-export const parseDuration = (text: string): Option.Option<Duration.Duration> => {
-  const m = DURATION.exec(text.trim())
-  if (m === null) return Option.none()
-  const n = Number(m[1])
-  switch (m[2]) {
-    case "s":
-      return Option.some(Duration.seconds(n))
-    case "m":
-      return Option.some(Duration.minutes(n))
-    default:
-      return Option.some(Duration.millis(n))
-  }
-}
+export const parseDuration = Durations.parse
 
 /** `--timeout`: per request after the handshake; for `call`, an idle timeout that progress restarts. */
 export const timeoutFlag = (defaultValue: string, description: string) =>
@@ -128,8 +109,30 @@ export interface OpenOptions {
 
 export const CLIENT_INFO = { name: Output.PROGRAM, version: VERSION }
 
-/** Connects and runs the handshake; failures are `ConnectError` (exit 3, or 5 when it timed out). */
+/**
+ * Connects and runs the handshake; failures are `ConnectError` (exit 3, or 5
+ * when it timed out). With `--log-level`, the server is then asked for its log
+ * messages, which are printed on stderr while the session lasts.
+ */
 export const open = (
+  target: Target.Target,
+  options: OpenOptions
+): Effect.Effect<
+  Session,
+  Output.ConnectError | McpClient.McpClientError,
+  | Scope.Scope
+  | ChildProcessSpawner.ChildProcessSpawner
+  | HttpClient.HttpClient
+  | GlobalFlag.Setting.Identifier<"log-level">
+> =>
+  Effect.gen(function*() {
+    const session = yield* connect(target, options)
+    const level = yield* Output.LogLevel
+    if (Option.isSome(level)) yield* ServerLogs.follow(session.client, level.value)
+    return session
+  })
+
+const connect = (
   target: Target.Target,
   options: OpenOptions
 ): Effect.Effect<
@@ -170,11 +173,18 @@ export const open = (
     const selected = yield* transport.selected
     return { client, target, transport: selected }
   }).pipe(
-    Effect.mapError((error) =>
-      options.loginTimeout !== undefined && LoopbackRedirect.isTimeout(error)
-        ? new LoopbackRedirect.LoginTimeout({ after: options.loginTimeout })
-        : error
-    ),
+    Effect.catch((error) => {
+      const after = options.loginTimeout
+      if (after === undefined) return Effect.fail(error)
+      // Loaded only after a sign-in: the listener's module is not needed otherwise.
+      return Effect.flatMap(
+        Effect.promise(() => import("./LoopbackRedirect.ts")),
+        (Loopback) =>
+          Effect.fail<typeof error | LoopbackRedirect.LoginTimeout>(
+            Loopback.isTimeout(error) ? new Loopback.LoginTimeout({ after }) : error
+          )
+      )
+    }),
     Output.connecting(
       Target.describe(target),
       options.protocol === undefined || options.protocol === "auto" ? undefined : pinnedHint(options.protocol)

@@ -4,7 +4,6 @@
  * `initialize` POST with a 4xx) or a command line given after `--` (a stdio
  * server spawned as a child).
  */
-import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -14,6 +13,7 @@ import type { ChildProcessSpawner } from "effect/process"
 import type { OAuthProviderShape } from "../client/auth/OAuthProvider.ts"
 import type { SpawnError } from "../McpError.ts"
 import * as FromConfig from "../client/FromConfig.ts"
+import * as TrailingWords from "./Trailing.ts"
 
 export type Target = Data.TaggedEnum<{
   /** `type`: `sse` (default) probes Streamable HTTP and falls back to legacy SSE; `http` is Streamable HTTP only. */
@@ -53,15 +53,8 @@ export const parse = (
   )
 }
 
-/**
- * The words after `--` on the program's command line. The bin splits argv at
- * the first `--` itself and provides them here, because effect/cli appends
- * them to the leaf command's positionals, where they could no longer be told
- * apart from the words before `--`.
- */
-export const Trailing = Context.Reference<ReadonlyArray<string>>("effect-mcp-transport/cli/Target/Trailing", {
-  defaultValue: () => []
-})
+/** The words after `--` on the program's command line. */
+export const Trailing = TrailingWords.Trailing
 
 /** `parse` with the trailing words from `Trailing`. */
 export const fromArgs = (

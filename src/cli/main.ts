@@ -2,15 +2,21 @@
 /**
  * The command-line program's entry (package.json "bin"). It refuses to start
  * on a Node.js older than package.json "engines" with one line on stderr and
- * exit code 1, and only then loads the program: a static import would load
- * undici first, which throws on an old Node before any check could run.
+ * exit code 1; it answers `--version` and the root's `--help` itself; and only
+ * then loads the program: a static import would load undici first, which
+ * throws on an old Node before any check could run, and loading effect and
+ * the commands takes far longer than either answer.
  */
 import { refusalForThisNode } from "./NodeFloor.ts"
+import * as QuickAnswers from "./QuickAnswers.ts"
 
 const refused = refusalForThisNode()
-if (refused === undefined) {
-  await import("./program.ts")
-} else {
+const answer = refused === undefined ? QuickAnswers.answer(process.argv.slice(2)) : undefined
+if (refused !== undefined) {
   process.stderr.write(`${refused}\n`)
   process.exitCode = 1
+} else if (answer !== undefined) {
+  process.stdout.write(answer)
+} else {
+  await import("./program.ts")
 }

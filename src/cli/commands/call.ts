@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import type * as McpSchema from "effect/ai/McpSchema"
 import { Argument, Command, Flag } from "effect/cli"
 import type { Progress } from "../../client/McpClient.ts"
+import * as Content from "../Content.ts"
 import * as Output from "../Output.ts"
 import * as ServerFlags from "../ServerFlags.ts"
 import * as ServerQuestions from "../ServerQuestions.ts"
@@ -122,33 +123,9 @@ export const progressReporter = (tty: boolean) => {
 // ---------------------------------------------------------------------------
 // Result
 
-type Content = McpSchema.CallToolResult["content"][number]
-
-const bytes = (base64: string): number => Math.floor((base64.length * 3) / 4) - (base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0)
-
-const describeContent = (c: Content): string => {
-  const block = c as { type: string } & Record<string, any>
-  switch (block.type) {
-    case "text":
-      return String(block.text)
-    case "image":
-    case "audio":
-      return `[${block.type} ${block.mimeType}, ${bytes(String(block.data))} bytes]`
-    case "resource_link":
-      return `[resource link ${block.uri}${block.name === undefined ? "" : ` (${block.name})`}]`
-    case "resource": {
-      const r = block.resource as Record<string, any>
-      if (typeof r.text === "string") return r.text
-      return `[resource ${r.uri}${r.mimeType === undefined ? "" : ` ${r.mimeType}`}, ${bytes(String(r.blob ?? ""))} bytes]`
-    }
-    default:
-      return `[${block.type} content]`
-  }
-}
-
 /** The human-readable result: text blocks as text, other blocks summarised, structuredContent as JSON. */
 export const renderResult = (result: McpSchema.CallToolResult): string => {
-  const parts = result.content.map(describeContent)
+  const parts = result.content.map(Content.describe)
   if (result.structuredContent !== undefined) parts.push(JSON.stringify(result.structuredContent, null, 2))
   return parts.join("\n")
 }

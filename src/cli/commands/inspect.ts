@@ -77,7 +77,8 @@ const describeCapabilities = (caps: McpSchema.ServerCapabilities): string => {
 
 const firstLine = (text: string | undefined): string => (text ?? "").split("\n")[0]!.trim()
 
-const table = (rows: ReadonlyArray<readonly [string, string]>): Array<string> => {
+/** Rows of two columns, the first padded to the widest (at most 40), each indented by two spaces. */
+export const table = (rows: ReadonlyArray<readonly [string, string]>): Array<string> => {
   const width = Math.min(40, Math.max(0, ...rows.map(([a]) => a.length)))
   return rows.map(([a, b]) => (b === "" ? `  ${a}` : `  ${a.padEnd(width)}  ${b}`))
 }
@@ -88,6 +89,20 @@ const section = <A>(
   row: (a: A) => readonly [string, string]
 ): Array<string> =>
   items === undefined ? [] : ["", `${title} (${items.length})`, ...(items.length === 0 ? ["  (none)"] : table(items.map(row)))]
+
+/** How each kind of item is listed: its name or URI, then what it is. */
+export const rows = {
+  tool: (t: McpSchema.Tool): readonly [string, string] => [t.name, firstLine(t.description)],
+  resource: (r: McpSchema.Resource): readonly [string, string] => [
+    r.uri,
+    [r.name, r.mimeType].filter((x) => x !== undefined).join("  ")
+  ],
+  resourceTemplate: (r: McpSchema.ResourceTemplate): readonly [string, string] => [r.uriTemplate, r.name],
+  prompt: (p: McpSchema.Prompt): readonly [string, string] => {
+    const args = (p.arguments ?? []).map((a) => (a.required === true ? `${a.name}*` : a.name))
+    return [p.name, [args.length > 0 ? `(${args.join(", ")})` : "", firstLine(p.description)].filter((x) => x !== "").join(" ")]
+  }
+}
 
 /** The discovery's cache hints: `ttl 60000 ms, public`, or `none`. */
 const describeCacheHints = (d: DiscoverResult): string => {
@@ -117,13 +132,10 @@ export const render = (i: Inspection): string => {
   )
   if (i.instructions !== undefined && i.instructions !== "") lines.push(`Instructions:  ${firstLine(i.instructions)}`)
   lines.push(
-    ...section("Tools", i.tools, (t) => [t.name, firstLine(t.description)]),
-    ...section("Resources", i.resources, (r) => [r.uri, [r.name, r.mimeType].filter((x) => x !== undefined).join("  ")]),
-    ...section("Resource templates", i.resourceTemplates, (r) => [r.uriTemplate, r.name]),
-    ...section("Prompts", i.prompts, (p) => {
-      const args = (p.arguments ?? []).map((a) => (a.required === true ? `${a.name}*` : a.name))
-      return [p.name, [args.length > 0 ? `(${args.join(", ")})` : "", firstLine(p.description)].filter((x) => x !== "").join(" ")]
-    })
+    ...section("Tools", i.tools, rows.tool),
+    ...section("Resources", i.resources, rows.resource),
+    ...section("Resource templates", i.resourceTemplates, rows.resourceTemplate),
+    ...section("Prompts", i.prompts, rows.prompt)
   )
   return lines.join("\n")
 }

@@ -1,0 +1,84 @@
+/**
+ * What the program loads: `--version` and the root's `--help` are answered
+ * before effect is loaded (and read as effect/cli prints them), and a call
+ * over HTTP loads neither undici (npm's, or the one Node's fetch compiles), nor
+ * ws, nor the OAuth client, nor any other subcommand's module.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as HttpClientLayer from "../../src/cli/HttpClientLayer.ts"
+import { startHttpServer, type RunningHttpServer } from "./httpServer.ts"
+import { ensureBuilt, MAIN, NODE, runCli, tempFile } from "./runCli.ts"
+
+const RECORDER = path.resolve(import.meta.dirname, "fixtures/record-modules.ts")
+const VERSION = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, "../../package.json"), "utf8")).version
+
+let http: RunningHttpServer
+
+beforeAll(async () => {
+  ensureBuilt()
+  http = await startHttpServer()
+})
+afterAll(() => http?.close())
+
+const TIMEOUT = 120_000
+
+/** The CLI's result and the module URLs it loaded. */
+const recorded = async (args: ReadonlyArray<string>) => {
+  const file = tempFile("modules.txt")
+  const result = await runCli(args, { command: [NODE, "--import", RECORDER, MAIN, ...args], env: { RECORD_MODULES: file } })
+  return { ...result, modules: fs.readFileSync(file, "utf8").split("\n") }
+}
+
+describe.concurrent("start-up", () => {
+  it("--version and -v print the version without loading effect", async () => {
+    for (const flag of ["--version", "-v"]) {
+      const r = await recorded([flag])
+      expect(r.code).toBe(0)
+      expect(r.stdout).toBe(`effect-mcp-transport v${VERSION}\n`)
+      expect(r.modules.filter((url) => url.includes("/node_modules/"))).toEqual([])
+    }
+  }, TIMEOUT)
+
+  it("--help prints the page effect/cli prints, without loading effect", async () => {
+    const quick = await recorded(["--help"])
+    expect(quick.code).toBe(0)
+    expect(quick.modules.filter((url) => url.includes("/node_modules/"))).toEqual([])
+    // --verbose keeps the program from answering early: effect/cli renders this one.
+    const full = await runCli(["--verbose", "--help"])
+    expect(full.code).toBe(0)
+    expect(quick.stdout).toBe(full.stdout)
+    expect((await runCli(["-h"])).stdout).toBe(full.stdout)
+    for (const name of ["inspect", "list", "call", "read", "prompt", "complete", "lint", "ping", "serve", "bridge", "logout"]) {
+      expect(full.stdout).toMatch(new RegExp(`^  ${name} `, "m"))
+    }
+  }, TIMEOUT)
+
+  it("a call over HTTP loads neither undici, ws, the OAuth client, the server nor another command", async () => {
+    const r = await recorded(["call", http.url, "add", "a=1", "b=2"])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toContain("3")
+    const unwanted = r.modules.filter((url) =>
+      /\/node_modules\/(undici|ws)\//.test(url) || /deps\/undici/.test(url) ||
+      /\/dist\/(server|bridge)\//.test(url) ||
+      /\/dist\/client\/auth\/OAuthProvider\.js$/.test(url) ||
+      /\/dist\/cli\/(LoopbackRedirect|ExampleServer)\.js$/.test(url) ||
+      /\/dist\/cli\/commands\/(?!call\.js)/.test(url)
+    )
+    expect(unwanted).toEqual([])
+  }, TIMEOUT)
+
+  it("a stdio call loads no HTTP client (the transports' own FetchHttpClient import aside)", async () => {
+    const r = await recorded(["call", "echo", "text=hi", "--", NODE, path.resolve(import.meta.dirname, "../../dist/cli/example-server-stdio.js")])
+    expect(r.code).toBe(0)
+    expect(r.modules.filter((url) => /NodeHttpClient|\/undici\//.test(url))).toEqual([])
+  }, TIMEOUT)
+})
+
+describe("HttpClientLayer.clientFor", () => {
+  it("is undici for bridge alone", () => {
+    expect(HttpClientLayer.clientFor("bridge")).toBe("undici")
+    for (const name of ["call", "inspect", "read", undefined]) expect(HttpClientLayer.clientFor(name)).toBe("node:http")
+  })
+})
