@@ -347,7 +347,7 @@ export interface McpClientShape {
 /**
  * A tool, resource or prompt list change.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ListChanged = Data.TaggedEnum.Value<
@@ -358,7 +358,7 @@ export type ListChanged = Data.TaggedEnum.Value<
 /**
  * A `notifications/resources/updated`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ResourceUpdated = Data.TaggedEnum.Value<ServerNotification, "ResourceUpdated">
@@ -366,7 +366,7 @@ export type ResourceUpdated = Data.TaggedEnum.Value<ServerNotification, "Resourc
 /**
  * A `notifications/cancelled` from the server.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Cancelled = Data.TaggedEnum.Value<ServerNotification, "Cancelled">

@@ -1056,7 +1056,7 @@ const handlerOf = <R>(
  * what the layer already provides: none beyond it). The handler itself is
  * the transport's.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface HandleShape extends Omit<ServerHandle<never>, "handler"> {}
@@ -1064,7 +1064,7 @@ export interface HandleShape extends Omit<ServerHandle<never>, "handler"> {}
 /**
  * The handle of the server `layerStdio` or `layerHttp` serves.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category services
  */
 export class Handle extends Context.Service<Handle, HandleShape>()("effect-mcp-transport/McpServer/Handle") {}
@@ -1088,7 +1088,7 @@ const serving = <R, A, E, R2>(
  * end the layer: a program waits for it with the `StdioServer`'s
  * `awaitDone` (or uses `runStdio`, which does).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layerStdio = <R>(
@@ -1110,7 +1110,7 @@ export const layerStdio = <R>(
  * written) or stdout fails, then releases the handle and completes: the
  * main effect of a stdio server.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category utils
  */
 export const runStdio = <R>(
@@ -1130,7 +1130,7 @@ export const runStdio = <R>(
  * `HttpServerTransport.HttpServerTransport` (its `url`, `sessionIds`,
  * `stats`) and the `HttpServer` as services. One handle serves every session.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layerHttp = <R>(

@@ -4,7 +4,7 @@
  * request's (progress, log messages, and asks to the client), with what
  * the server knows of the client. Re-exported by `McpServer`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import type * as Effect from "effect/Effect"
 import type * as Ref from "effect/Ref"
