@@ -223,10 +223,14 @@ export const make = Effect.fnUntraced(function*(
             cause: Exit.isFailure(exit) ? Cause.squash(exit.cause) : new Error(verdict.reason)
           })
       }
+      // Runs before the transport's own release (finalizers run last-added first): a close the bridge
+      // asked for is not news, one the upstream made is.
+      let closing = false
+      yield* Scope.addFinalizer(scope, Effect.sync(() => void (closing = true)))
       yield* transport.awaitClosed.pipe(
         Effect.flatMap((error) => {
           c.closed = true
-          return Effect.logInfo(`bridge: upstream connection (2026-07-28) closed: ${firstLine(error.message)}`)
+          return closing ? Effect.void : Effect.logInfo(`bridge: upstream connection (2026-07-28) closed: ${firstLine(error.message)}`)
         }),
         Effect.forkIn(scope, { startImmediately: true })
       )

@@ -21,12 +21,12 @@ import * as SchemaAST from "effect/SchemaAST"
 import * as AiTool from "effect/ai/Tool"
 import type * as Toolkit from "effect/ai/Toolkit"
 import * as JsonRpc from "../JsonRpc.ts"
-import { type CapabilityNotSupported, RpcError } from "../McpError.ts"
+import { RpcError } from "../McpError.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import { DefinitionError } from "./DefinitionError.ts"
 import * as Catalogue from "./internal/Catalogue.ts"
 import * as JsonSchema from "./JsonSchema.ts"
-import type { McpServer, RequestContext } from "./McpServer.ts"
+import type { ClientCallError, McpServer, RequestContext } from "./McpServer.ts"
 
 /**
  * The behaviour hints of a tool (MCP `ToolAnnotations`); a client may show
@@ -146,14 +146,15 @@ export type Success<S extends Schema.Top> = [S] extends [never] ? ToolResult : S
 
 /**
  * What a tool's handler may fail with: a value of its `failure` Schema (sent as a tool error), an
- * `RpcError` (sent as that JSON-RPC error), or the `CapabilityNotSupported` of an ask the client
- * cannot answer (sent as -32021, naming the capability). Anything else is a fault: map it to a
- * declared failure, or make it a defect (`Effect.orDie`, answered -32603 without details) on purpose.
+ * `RpcError` (sent as that JSON-RPC error), or what asking the client failed with (`ClientCallError`:
+ * a capability the client did not declare is sent as -32021 naming it, the rest as -32603). Anything
+ * else is a fault: map it to a declared failure, or make it a defect (`Effect.orDie`, answered -32603
+ * without details) on purpose.
  *
  * @since 0.1.0
  * @category models
  */
-export type Failure<F extends Schema.Top> = RpcError | CapabilityNotSupported | F["Type"]
+export type Failure<F extends Schema.Top> = RpcError | ClientCallError | F["Type"]
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
