@@ -329,6 +329,13 @@ export const line = (text: string): Effect.Effect<void> => Effect.sync(() => wri
 export const json = (value: unknown): Effect.Effect<void> =>
   Effect.sync(() => writeResult(`${JSON.stringify(value, null, 2)}\n`))
 
+/** The result: as JSON with `--json`, otherwise as `render` words it (stdout, or the `--output` file). */
+export const result = <A>(
+  value: A,
+  render: (value: A) => string
+): Effect.Effect<void, never, GlobalFlag.Setting.Identifier<"json">> =>
+  Effect.flatMap(Json, (asJson) => asJson ? json(value) : line(render(value)))
+
 /** A line on stderr (status, progress, warnings). */
 export const note = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stderr.write(`${text}\n`))
 

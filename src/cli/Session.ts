@@ -17,6 +17,7 @@ import * as Negotiation from "../client/Negotiation.ts"
 import type { Selected } from "../client/FromConfig.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import type * as LoopbackRedirect from "./LoopbackRedirect.ts"
+import type * as ServerFlags from "./ServerFlags.ts"
 import * as Output from "./Output.ts"
 import * as Durations from "./Durations.ts"
 import * as ServerLogs from "./ServerLogs.ts"
@@ -131,6 +132,12 @@ export const open = (
     if (Option.isSome(level)) yield* ServerLogs.follow(session.client, level.value)
     return session
   })
+
+/** `open` on what the server flags resolved to: its target, reached as they say. */
+export const openResolved = (
+  resolved: ServerFlags.Resolved,
+  options: Omit<OpenOptions, keyof ServerFlags.Connection>
+): ReturnType<typeof open> => open(resolved.target, { ...options, ...resolved.connection })
 
 const connect = (
   target: Target.Target,

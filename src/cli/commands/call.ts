@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import type * as McpSchema from "effect/ai/McpSchema"
 import { Argument, Command, Flag } from "effect/cli"
 import type { Progress } from "../../client/McpClient.ts"
+import * as ArgsFlag from "../ArgsFlag.ts"
 import * as Content from "../Content.ts"
 import * as Output from "../Output.ts"
 import * as ServerFlags from "../ServerFlags.ts"
@@ -26,8 +27,6 @@ import * as Session from "../Session.ts"
 
 // ---------------------------------------------------------------------------
 // Arguments
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** A value that parses as JSON is taken as JSON (`n=3`, `ok=true`, `xs=[1,2]`), anything else as a string. */
 export const parseValue = (text: string): unknown => {
@@ -58,18 +57,7 @@ export const buildArguments = (
   pairs: ReadonlyArray<string>
 ): Effect.Effect<Record<string, unknown>, Output.UsageError> =>
   Effect.gen(function*() {
-    let base: Record<string, unknown> = {}
-    if (Option.isSome(argsJson)) {
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(argsJson.value)
-      } catch (e) {
-        return yield* new Output.UsageError({ message: `--args is not valid JSON: ${(e as Error).message}` })
-      }
-      if (!isRecord(parsed)) return yield* new Output.UsageError({ message: "--args must be a JSON object" })
-      base = parsed
-    }
-    const result: Record<string, unknown> = { ...base }
+    const result: Record<string, unknown> = { ...(yield* ArgsFlag.parse(argsJson)) }
     for (const pair of pairs) {
       const eq = pair.indexOf("=")
       if (eq <= 0) {
@@ -140,11 +128,7 @@ export const command = Command.make(
       Argument.withDescription("[url] <tool> [key=value …]; a stdio server's command goes after --"),
       Argument.variadic()
     ),
-    args: Flag.String("args").pipe(
-      Flag.withAlias("a"),
-      Flag.withDescription("The tool's arguments as one JSON object (key=value pairs are laid over it)"),
-      Flag.optional
-    ),
+    args: ArgsFlag.flag("The tool's arguments as one JSON object (key=value pairs are laid over it)"),
     timeout: Session.timeoutFlag(
       "60s",
       "How long the call may go without an answer or a progress notification"
@@ -163,16 +147,15 @@ export const command = Command.make(
   ({ answer, args, connection, connectTimeout, protocol, timeout, words }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
       const json = yield* Output.Json
-      const { connection: to, rest, target } = yield* ServerFlags.resolve(connection, words)
-      const [name, ...pairs] = rest
+      const resolved = yield* ServerFlags.resolve(connection, words)
+      const [name, ...pairs] = resolved.rest
       if (name === undefined) return yield* new Output.UsageError({ message: "no tool name given (call [url] <tool> [key=value …])" })
       const toolArguments = yield* buildArguments(args, pairs)
       const questions = yield* ServerQuestions.make({
         answers: yield* parseAnswers(answer),
         interactive: process.stdin.isTTY === true
       })
-      const session = yield* Session.open(target, {
-        ...to,
+      const session = yield* Session.openResolved(resolved, {
         timeout,
         connectTimeout,
         listen: true,

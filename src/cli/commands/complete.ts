@@ -72,9 +72,9 @@ export const command = Command.make(
   },
   ({ connection, connectTimeout, protocol, timeout, words }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
-      const { connection: to, rest, target } = yield* ServerFlags.resolveOperands(connection, words)
-      const params = yield* buildParams(rest)
-      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, ...to })
+      const resolved = yield* ServerFlags.resolveOperands(connection, words)
+      const params = yield* buildParams(resolved.rest)
+      const session = yield* Session.openResolved(resolved, { timeout, connectTimeout, protocol })
       const result = yield* session.client.complete(params)
       if (yield* Output.Json) return yield* Output.json(result)
       if (result.completion.values.length > 0) yield* Output.line(result.completion.values.join("\n"))

@@ -154,11 +154,9 @@ export const command = Command.make(
   },
   ({ connection, connectTimeout, protocol, timeout, url }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
-      const { connection: to, target } = yield* ServerFlags.resolve(connection, Option.toArray(url))
-      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, ...to })
-      const inspection = yield* gather(session)
-      const json = yield* Output.Json
-      yield* json ? Output.json(inspection) : Output.line(render(inspection))
+      const resolved = yield* ServerFlags.resolve(connection, Option.toArray(url))
+      const session = yield* Session.openResolved(resolved, { timeout, connectTimeout, protocol })
+      yield* Output.result(yield* gather(session), render)
     })))
 ).pipe(
   Command.withDescription("Connect (discovery or handshake), show the era and protocol, and list what the server offers"),

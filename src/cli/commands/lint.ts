@@ -72,14 +72,14 @@ export const command = Command.make(
   },
   ({ connection, connectTimeout, protocol, strict, timeout, url }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
-      const { connection: to, target } = yield* ServerFlags.resolve(connection, Option.toArray(url))
-      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, ...to })
+      const resolved = yield* ServerFlags.resolve(connection, Option.toArray(url))
+      const session = yield* Session.openResolved(resolved, { timeout, connectTimeout, protocol })
       if (session.client.serverCapabilities.tools === undefined) {
         yield* Output.note(`${Output.PROGRAM}: the server does not offer tools: nothing to lint`)
         return yield* new Output.Exit({ code: Output.ExitCode.Failure })
       }
       const result = report(yield* rawTools(session.client))
-      yield* (yield* Output.Json) ? Output.json(result) : Output.line(render(result))
+      yield* Output.result(result, render)
       if (result.errors > 0 || (strict && result.warnings > 0)) {
         return yield* new Output.Exit({ code: Output.ExitCode.Failure })
       }

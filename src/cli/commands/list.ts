@@ -60,7 +60,8 @@ export const command = Command.make(
   },
   ({ connection, connectTimeout, protocol, timeout, words }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
-      const { connection: to, rest, target } = yield* ServerFlags.resolve(connection, words)
+      const resolved = yield* ServerFlags.resolve(connection, words)
+      const rest = resolved.rest
       const kind = KINDS.find((k) => rest.length === 1 && rest[0] === k)
       if (kind === undefined) {
         return yield* new Output.UsageError({
@@ -69,7 +70,7 @@ export const command = Command.make(
           }`
         })
       }
-      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, ...to })
+      const session = yield* Session.openResolved(resolved, { timeout, connectTimeout, protocol })
       const found = yield* gather(session.client, kind)
       if (yield* Output.Json) return yield* Output.json({ [found.key]: found.items })
       if (found.rows.length === 0) return yield* Output.note(`(no ${kind})`)

@@ -76,8 +76,8 @@ export const command = Command.make(
   ({ connection, connectTimeout, count, interval, protocol, timeout, url }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
       const json = yield* Output.Json
-      const { connection: to, target } = yield* ServerFlags.resolve(connection, Option.toArray(url))
-      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, ...to })
+      const resolved = yield* ServerFlags.resolve(connection, Option.toArray(url))
+      const session = yield* Session.openResolved(resolved, { timeout, connectTimeout, protocol })
       const samples: Array<number> = []
       const errors: Array<string> = []
       let firstFailure: unknown = undefined
@@ -97,7 +97,7 @@ export const command = Command.make(
       }
       const summary = summarize(count, samples, errors)
       if (json) {
-        yield* Output.json({ target: Target.describe(target), transport: session.transport, ...summary })
+        yield* Output.json({ target: Target.describe(resolved.target), transport: session.transport, ...summary })
       } else {
         yield* Output.line(
           `${summary.ok}/${count} ok, ${summary.failed} failed; ` +

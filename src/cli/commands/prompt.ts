@@ -6,7 +6,8 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as McpSchema from "effect/ai/McpSchema"
-import { Argument, Command, Flag } from "effect/cli"
+import { Argument, Command } from "effect/cli"
+import * as ArgsFlag from "../ArgsFlag.ts"
 import * as Content from "../Content.ts"
 import * as Output from "../Output.ts"
 import * as ServerFlags from "../ServerFlags.ts"
@@ -22,22 +23,11 @@ export const buildArguments = (
 ): Effect.Effect<Record<string, string>, Output.UsageError> =>
   Effect.gen(function*() {
     const result: Record<string, string> = {}
-    if (Option.isSome(argsJson)) {
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(argsJson.value)
-      } catch (e) {
-        return yield* new Output.UsageError({ message: `--args is not valid JSON: ${(e as Error).message}` })
+    for (const [key, value] of Object.entries(yield* ArgsFlag.parse(argsJson))) {
+      if (typeof value !== "string") {
+        return yield* new Output.UsageError({ message: `--args: prompt arguments are strings; "${key}" is not` })
       }
-      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-        return yield* new Output.UsageError({ message: "--args must be a JSON object" })
-      }
-      for (const [key, value] of Object.entries(parsed)) {
-        if (typeof value !== "string") {
-          return yield* new Output.UsageError({ message: `--args: prompt arguments are strings; "${key}" is not` })
-        }
-        result[key] = value
-      }
+      result[key] = value
     }
     for (const pair of pairs) {
       const eq = pair.indexOf("=")
@@ -65,11 +55,7 @@ export const command = Command.make(
       Argument.withDescription("[url] <name> [key=value …]; a stdio server's command goes after --"),
       Argument.variadic()
     ),
-    args: Flag.String("args").pipe(
-      Flag.withAlias("a"),
-      Flag.withDescription("The prompt's arguments as one JSON object of strings (key=value pairs are laid over it)"),
-      Flag.optional
-    ),
+    args: ArgsFlag.flag("The prompt's arguments as one JSON object of strings (key=value pairs are laid over it)"),
     timeout: Session.timeoutFlag("30s", "Timeout of the request"),
     connectTimeout: Session.connectTimeoutFlag,
     protocol: Session.protocolFlag,
@@ -77,15 +63,14 @@ export const command = Command.make(
   },
   ({ args, connection, connectTimeout, protocol, timeout, words }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
-      const { connection: to, rest, target } = yield* ServerFlags.resolve(connection, words)
-      const [name, ...pairs] = rest
+      const resolved = yield* ServerFlags.resolve(connection, words)
+      const [name, ...pairs] = resolved.rest
       if (name === undefined) {
         return yield* new Output.UsageError({ message: "no prompt name given (prompt [url] <name> [key=value …])" })
       }
       const promptArguments = yield* buildArguments(args, pairs)
-      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, ...to })
-      const result = yield* session.client.getPrompt({ name, arguments: promptArguments })
-      yield* (yield* Output.Json) ? Output.json(result) : Output.line(render(result))
+      const session = yield* Session.openResolved(resolved, { timeout, connectTimeout, protocol })
+      yield* Output.result(yield* session.client.getPrompt({ name, arguments: promptArguments }), render)
     })))
 ).pipe(
   Command.withDescription("Get a prompt (prompts/get) with its arguments and print its messages"),

@@ -28,13 +28,12 @@ export const command = Command.make(
   },
   ({ connection, connectTimeout, protocol, timeout, words }) =>
     Output.run(Effect.scoped(Effect.gen(function*() {
-      const { connection: to, rest, target } = yield* ServerFlags.resolveOperands(connection, words)
-      if (rest.length !== 1) {
+      const resolved = yield* ServerFlags.resolveOperands(connection, words)
+      if (resolved.rest.length !== 1) {
         return yield* new Output.UsageError({ message: "expected one resource URI (read [url] <uri>)" })
       }
-      const session = yield* Session.open(target, { timeout, connectTimeout, protocol, ...to })
-      const result = yield* session.client.readResource(rest[0]!)
-      yield* (yield* Output.Json) ? Output.json(result) : Output.line(render(result))
+      const session = yield* Session.openResolved(resolved, { timeout, connectTimeout, protocol })
+      yield* Output.result(yield* session.client.readResource(resolved.rest[0]!), render)
     })))
 ).pipe(
   Command.withDescription("Read a resource (resources/read) and print its contents"),
