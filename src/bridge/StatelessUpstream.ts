@@ -38,11 +38,11 @@ import type { ClientTransportShape } from "../client/ClientTransport.ts"
 import * as Negotiation from "../client/Negotiation.ts"
 import type { Implementation } from "../Implementation.ts"
 import * as JsonRpc from "../JsonRpc.ts"
-import { RpcError, TransportClosed } from "../McpError.ts"
+import { RpcError } from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import type { HandlerContext } from "../server/Handler.ts"
-import { describe, firstLine, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
+import { failConnecting, firstLine, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
 
 /**
  * How to open and probe the connection.
@@ -268,16 +268,7 @@ export const make = Effect.fnUntraced(function*(
             )
           }
           state = { _tag: "Empty" }
-          const fail = exit.cause.reasons.find((r) => r._tag === "Fail")
-          const error = fail !== undefined && fail._tag === "Fail"
-            ? fail.error
-            : new UpstreamUnavailable({
-              cause: Cause.hasInterruptsOnly(exit.cause) ? new TransportClosed({ reason: "bridge closed" }) : Cause.squash(exit.cause)
-            })
-          return Effect.logWarning(`bridge: ${describe(error)}`).pipe(
-            Effect.andThen(Deferred.fail(ready, error)),
-            Effect.andThen(Scope.close(scope, Exit.void))
-          )
+          return failConnecting(ready, scope, exit.cause)
         }),
         Effect.forkIn(ownScope, { startImmediately: true })
       )

@@ -5,9 +5,14 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
 import * as JsonRpc from "../JsonRpc.ts"
-import { type RequestError, RpcError } from "../McpError.ts"
+import { type RequestError, RpcError, TransportClosed } from "../McpError.ts"
 
 /**
  * The upstream could not be connected (spawn failed, …); `cause` is the connector's error.
@@ -71,6 +76,31 @@ export const toRpcError = (error: RequestError | UpstreamUnavailable): RpcError 
   }
 }
 
+/**
+ * Ends an upstream connection attempt that failed: its error (a failure as it
+ * is; a defect, or an interruption, which is the bridge closing, wrapped in
+ * `UpstreamUnavailable`) is logged, handed to whoever waits on `ready`, and
+ * the attempt's scope is closed.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const failConnecting = <A>(
+  ready: Deferred.Deferred<A, UpstreamUnavailable>,
+  scope: Scope.Closeable,
+  cause: Cause.Cause<UpstreamUnavailable>
+): Effect.Effect<void> => {
+  const fail = cause.reasons.find((r) => r._tag === "Fail")
+  const error = fail !== undefined && fail._tag === "Fail"
+    ? fail.error
+    : new UpstreamUnavailable({
+      cause: Cause.hasInterruptsOnly(cause) ? new TransportClosed({ reason: "bridge closed" }) : Cause.squash(cause)
+    })
+  return Effect.logWarning(`bridge: ${describe(error)}`).pipe(
+    Effect.andThen(Deferred.fail(ready, error)),
+    Effect.andThen(Scope.close(scope, Exit.void))
+  )
+}
 
 /**
  * The first line of a text (an upstream's message may carry a stack or stderr).

@@ -19,7 +19,6 @@
  *
  * @since 0.1.0
  */
-import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -30,9 +29,9 @@ import type * as Context from "effect/Context"
 import type { ClientTransportShape } from "../client/ClientTransport.ts"
 import type { Implementation } from "../Implementation.ts"
 import * as JsonRpc from "../JsonRpc.ts"
-import { type RequestError, RpcError, TransportClosed } from "../McpError.ts"
+import { type RequestError, RpcError } from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
-import { describe, firstLine, UpstreamUnavailable } from "./UpstreamErrors.ts"
+import { failConnecting, firstLine, UpstreamUnavailable } from "./UpstreamErrors.ts"
 
 /**
  * How to open and greet the upstream connections.
@@ -279,16 +278,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
             return Deferred.succeed(ready, exit.value)
           }
           slots[index] = EMPTY
-          const fail = exit.cause.reasons.find((r) => r._tag === "Fail")
-          const error = fail !== undefined && fail._tag === "Fail"
-            ? fail.error
-            : new UpstreamUnavailable({
-              cause: Cause.hasInterruptsOnly(exit.cause) ? new TransportClosed({ reason: "bridge closed" }) : Cause.squash(exit.cause)
-            })
-          return Effect.logWarning(`bridge: ${describe(error)}`).pipe(
-            Effect.andThen(Deferred.fail(ready, error)),
-            Effect.andThen(Scope.close(scope, Exit.void))
-          )
+          return failConnecting(ready, scope, exit.cause)
         }),
         Effect.forkIn(poolScope, { startImmediately: true })
       )
