@@ -110,25 +110,22 @@ const isStdio = (config: McpServerConfig): config is StdioServerConfig =>
 const isLegacyProbe = (error: HttpError): boolean =>
   error.status >= 400 && error.status < 500 && error.status !== 401 && error.status !== 403
 
-const streamableOptions = (config: HttpServerConfig): StreamableHttpClientTransport.Options => ({
+/** What either HTTP transport takes from the entry; its own options (`streamableHttp`, `sse`) go over it. */
+const httpOptions = (config: HttpServerConfig) => ({
   url: config.url,
   headers: config.headers,
   requestHeaders: config.requestHeaders,
   defaultTimeout: config.timeout,
   maxMessageBytes: config.maxMessageBytes,
-  auth: config.auth,
+  auth: config.auth
+})
+
+const streamableOptions = (config: HttpServerConfig): StreamableHttpClientTransport.Options => ({
+  ...httpOptions(config),
   ...config.streamableHttp
 })
 
-const sseOptions = (config: HttpServerConfig): SseClientTransport.Options => ({
-  url: config.url,
-  headers: config.headers,
-  requestHeaders: config.requestHeaders,
-  defaultTimeout: config.timeout,
-  maxMessageBytes: config.maxMessageBytes,
-  auth: config.auth,
-  ...config.sse
-})
+const sseOptions = (config: HttpServerConfig): SseClientTransport.Options => ({ ...httpOptions(config), ...config.sse })
 
 /**
  * Streamable HTTP until `initialize` says otherwise. Requests before the
