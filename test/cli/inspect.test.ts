@@ -3,17 +3,11 @@
  * over stdio (a command after --), Streamable HTTP and the legacy SSE
  * fallback (a URL).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startHttpServer, type RunningHttpServer } from "./httpServer.ts"
-import { ensureBuilt, exampleServer, runCli } from "./runCli.ts"
+import { describe, expect, it } from "vitest"
+import { exampleHttpServer } from "./httpServer.ts"
+import { exampleServer, runCli } from "./runCli.ts"
 
-let http: RunningHttpServer
-
-beforeAll(async () => {
-  ensureBuilt()
-  http = await startHttpServer()
-})
-afterAll(() => http?.close())
+const http = exampleHttpServer()
 
 const TIMEOUT = 120_000
 

@@ -5,19 +5,13 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startHttpServer, type RunningHttpServer } from "./httpServer.ts"
-import { ensureBuilt, exampleServer, NODE, runCli, tempFile } from "./runCli.ts"
+import { describe, expect, it } from "vitest"
+import { exampleHttpServer } from "./httpServer.ts"
+import { exampleServer, NODE, runCli, tempFile } from "./runCli.ts"
 
 const fixture = ["--", NODE, path.resolve(import.meta.dirname, "fixtures/lint-server.ts")]
 
-let http: RunningHttpServer
-
-beforeAll(async () => {
-  ensureBuilt()
-  http = await startHttpServer()
-})
-afterAll(() => http?.close())
+const http = exampleHttpServer()
 
 const TIMEOUT = 120_000
 const COUNTDOWN_LOG = "[server debug countdown] countdown of 2 steps, one every 50 ms"

@@ -6,21 +6,15 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startHttpServer, type RunningHttpServer } from "./httpServer.ts"
-import { ensureBuilt, exampleServer, NODE, runCli, tempFile } from "./runCli.ts"
+import { describe, expect, it } from "vitest"
+import { exampleHttpServer } from "./httpServer.ts"
+import { exampleServer, NODE, runCli, tempFile } from "./runCli.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 const everything = ["--", NODE, path.join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"]
 const sdk2 = ["--", NODE, path.join(ROOT, "test/fixtures/peers/sdk2-server.ts"), "--stdio"]
 
-let http: RunningHttpServer
-
-beforeAll(async () => {
-  ensureBuilt()
-  http = await startHttpServer()
-})
-afterAll(() => http?.close())
+const http = exampleHttpServer()
 
 const TIMEOUT = 120_000
 

@@ -6,21 +6,15 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import * as HttpClientLayer from "../../src/cli/HttpClientLayer.ts"
-import { startHttpServer, type RunningHttpServer } from "./httpServer.ts"
-import { ensureBuilt, MAIN, NODE, runCli, tempFile } from "./runCli.ts"
+import { exampleHttpServer } from "./httpServer.ts"
+import { MAIN, NODE, runCli, tempFile } from "./runCli.ts"
 
 const RECORDER = path.resolve(import.meta.dirname, "fixtures/record-modules.ts")
 const VERSION = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, "../../package.json"), "utf8")).version
 
-let http: RunningHttpServer
-
-beforeAll(async () => {
-  ensureBuilt()
-  http = await startHttpServer()
-})
-afterAll(() => http?.close())
+const http = exampleHttpServer()
 
 const TIMEOUT = 120_000
 
