@@ -5,21 +5,15 @@
  * HTTP session deleted).
  */
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startHttpServer, type RunningHttpServer } from "./httpServer.ts"
-import { ensureBuilt, exampleServer, isAlive, NODE, readEvents, startCli, tempFile } from "./runCli.ts"
+import { describe, expect, it } from "vitest"
+import { exampleHttpServer } from "./httpServer.ts"
+import { exampleServer, isAlive, NODE, readEvents, startCli, tempFile } from "./runCli.ts"
 
 const RECORDING = path.resolve(import.meta.dirname, "fixtures/recording-server.ts")
 const TIMEOUT = 120_000
 
 const httpEvents = tempFile("http-events.jsonl")
-let http: RunningHttpServer
-
-beforeAll(async () => {
-  ensureBuilt()
-  http = await startHttpServer({ events: httpEvents })
-})
-afterAll(() => http?.close())
+const http = exampleHttpServer({ events: httpEvents })
 
 describe.concurrent("Ctrl-C during effect-mcp-transport call", () => {
   it("cancels the example server's countdown over stdio and stops the child", async () => {
