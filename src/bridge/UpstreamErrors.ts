@@ -7,7 +7,7 @@
  */
 import * as Data from "effect/Data"
 import * as JsonRpc from "../JsonRpc.ts"
-import { type RequestError, RpcError } from "../McpError.ts"
+import { type RequestError, RpcError, type SpawnError } from "../McpError.ts"
 
 /**
  * The upstream could not be connected (spawn failed, …); `cause` is the connector's error.
@@ -45,7 +45,7 @@ export const ErrorCode = {
  * @since 0.1.0
  * @category utils
  */
-export const toRpcError = (error: RequestError | UpstreamUnavailable): RpcError => {
+export const toRpcError = (error: RequestError | SpawnError | UpstreamUnavailable): RpcError => {
   switch (error._tag) {
     case "RpcError":
       return error

@@ -174,7 +174,7 @@ describe("bridge: a handshake-only stdio server behind a stateless front", { tim
       yield* Effect.forEach(holds, Fiber.interrupt)
 
       // The upstream dies mid-request: the client gets an error naming it, not a hang.
-      const crashed = yield* Effect.flip(client.callTool({ name: "crash" }))
+      const crashed = yield* client.callTool({ name: "crash" }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
       expect(crashed).toMatchObject({ _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed })
       expect((crashed as { rpcMessage: string }).rpcMessage).toMatch(/^Upstream server unavailable/)
       yield* eventually(bridge.upstreams, (n) => n === 2)
@@ -349,7 +349,7 @@ describe("bridge: a server of both eras behind the default front", { timeout: 60
       const elicited = yield* a.callTool({ name: "elicit", arguments: {} })
       expect(elicited.structuredContent).toMatchObject({ action: "accept", content: { name: "Ada" } })
       // The upstream's error for a client that cannot answer crosses unchanged.
-      const refused = yield* Effect.flip(b.callTool({ name: "elicit", arguments: {} }))
+      const refused = yield* b.callTool({ name: "elicit", arguments: {} }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
       expect(refused).toMatchObject({ _tag: "RpcError", code: -32000 })
       expect((refused as { rpcMessage: string }).rpcMessage).toMatch(/did not declare the elicitation capability/)
 

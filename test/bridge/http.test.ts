@@ -178,7 +178,10 @@ describe("bridge: a stdio server over Streamable HTTP", { timeout: 60_000 }, () 
       expect(pids).toEqual(expect.arrayContaining([pidA, pidB]))
 
       // A's child exits in the middle of a call.
-      const died = yield* Effect.flip(a.client.callTool({ name: "exit", arguments: { code: 3 } }))
+      const died = yield* a.client.callTool({ name: "exit", arguments: { code: 3 } }).pipe(
+        Effect.unwrapReason("McpServerError"),
+        Effect.flip
+      )
       expect(died).toMatchObject({ _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed, data: { bridge: "TransportClosed" } })
       expect((died as { rpcMessage: string }).rpcMessage).toMatch(/^Upstream server unavailable: Transport closed/)
       expect(isAlive(pidA)).toBe(false)

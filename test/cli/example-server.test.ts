@@ -76,7 +76,7 @@ describe("ExampleServer", () => {
       expect(textOf(bad)).toContain("Invalid arguments")
       const tooMany = yield* client.callTool({ name: "countdown", arguments: { steps: 0 } })
       expect(tooMany.isError).toBe(true)
-      const unknown = yield* Effect.flip(client.callTool({ name: "nope" }))
+      const unknown = yield* client.callTool({ name: "nope" }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
       expect(unknown).toBeInstanceOf(RpcError)
       expect((unknown as RpcError).code).toBe(-32602)
     }).pipe(Effect.scoped))

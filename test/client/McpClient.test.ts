@@ -117,7 +117,7 @@ describe("McpClient", () => {
         const error = yield* McpClient.connect(
           Effect.tap(InMemoryTransport.make(forced), (t) => Ref.set(captured, t)),
           { protocol: "2025-11-25" }
-        ).pipe(Effect.flip)
+        ).pipe(Effect.unwrapReason("McpProtocolError"), Effect.flip)
         expect(error._tag).toBe("UnsupportedProtocolVersion")
         if (error._tag !== "UnsupportedProtocolVersion") return
         expect(error.received).toBe("1999-01-01")
@@ -183,13 +183,13 @@ describe("McpClient", () => {
           Effect.flip(client.subscribeResource("x://y")),
           Effect.flip(client.complete({ ref: { type: "ref/prompt", name: "p" }, argument: { name: "a", value: "" } }))
         ])
-        expect(errors.map((e) => e._tag)).toEqual([
-          "CapabilityNotSupported",
-          "CapabilityNotSupported",
-          "CapabilityNotSupported",
-          "CapabilityNotSupported"
+        expect(errors.map((e) => [e._tag, e.reason._tag])).toEqual([
+          ["McpProtocolError", "CapabilityNotSupported"],
+          ["McpProtocolError", "CapabilityNotSupported"],
+          ["McpProtocolError", "CapabilityNotSupported"],
+          ["McpProtocolError", "CapabilityNotSupported"]
         ])
-        expect(errors.map((e) => (e._tag === "CapabilityNotSupported" ? e.capability : ""))).toEqual([
+        expect(errors.map((e) => (e.reason._tag === "CapabilityNotSupported" ? e.reason.capability : ""))).toEqual([
           "prompts",
           "resources",
           "resources.subscribe",
@@ -513,7 +513,7 @@ describe("McpClient", () => {
       Effect.gen(function*() {
         const { client, pair } = yield* inMemory(makeServer())
         // The server's typed helper refuses (the client declared nothing).
-        const refused = yield* Effect.flip(client.callTool({ name: "sample" }))
+        const refused = yield* client.callTool({ name: "sample" }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
         expect(refused).toMatchObject({ _tag: "RpcError" })
         expect((refused as RpcError).rpcMessage).toContain("did not declare the sampling capability")
         // A raw request reaches the client, which answers -32601.

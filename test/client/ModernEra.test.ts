@@ -224,7 +224,10 @@ describe("McpClient in the stateless era", () => {
       Effect.gen(function*() {
         const script = modern({ versions: ["2099-01-01"] })
         const pair = yield* InMemoryTransport.makePair(script.handler)
-        const error = yield* Effect.flip(McpClient.fromTransport(pair.client, { protocol: "2026-07-28" }))
+        const error = yield* McpClient.fromTransport(pair.client, { protocol: "2026-07-28" }).pipe(
+          Effect.unwrapReason("McpProtocolError"),
+          Effect.flip
+        )
         expect(error._tag).toBe("UnsupportedProtocolVersion")
         if (error._tag === "UnsupportedProtocolVersion") expect(error.supported).toContain("2099-01-01")
       }))
@@ -288,11 +291,14 @@ describe("McpClient in the stateless era", () => {
     it.effect("-32021 is MissingClientCapability with the required capabilities; -32020 is HeaderMismatch", () =>
       Effect.gen(function*() {
         const { client } = yield* connect()
-        const missing = yield* Effect.flip(client.callTool({ name: "needs_sampling" }))
+        const missing = yield* client.callTool({ name: "needs_sampling" }).pipe(
+          Effect.unwrapReason("McpProtocolError"),
+          Effect.flip
+        )
         expect(missing._tag).toBe("MissingClientCapability")
         if (missing._tag === "MissingClientCapability") expect(missing.requiredCapabilities).toEqual({ sampling: {} })
         const mismatch = yield* Effect.flip(client.callTool({ name: "header_mismatch" }))
-        expect(mismatch._tag).toBe("HeaderMismatch")
+        expect(mismatch).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "HeaderMismatch" } })
       }))
   })
 
