@@ -65,7 +65,7 @@ describe("McpClient in the stateless era", () => {
         const old = yield* client.callTool({ name: "no_result_type" })
         expect(textOf(old)).toBe("old style")
         const error = yield* Effect.flip(client.callTool({ name: "weird_result_type" }))
-        expect(error._tag).toBe("InvalidPayload")
+        expect(error).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "InvalidPayload" } })
         expect(error.message).toContain("partial")
         expect(yield* client.connection.pendingCount).toBe(0)
       }))
@@ -216,7 +216,7 @@ describe("McpClient in the stateless era", () => {
         const script = refusingFirst(10)
         const pair = yield* InMemoryTransport.makePair(script.handler)
         const error = yield* Effect.flip(McpClient.fromTransport(pair.client, { protocol: "2026-07-28" }))
-        expect(error).toMatchObject({ _tag: "UnsupportedProtocolVersion", supported: ["2026-07-28"] })
+        expect(error).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "UnsupportedProtocolVersion", supported: ["2026-07-28"] } })
         expect(script.seen.map((s) => s.method)).toEqual(["server/discover", "server/discover"])
       }))
 
@@ -265,7 +265,7 @@ describe("McpClient in the stateless era", () => {
           handlers: { listRoots: () => Effect.succeed([]) }
         })
         const error = yield* Effect.flip(client.callTool({ name: "loop_forever" }))
-        expect(error._tag).toBe("TooManyInputRounds")
+        expect(error).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "TooManyInputRounds" } })
         expect(script.seen.filter((s) => s.method === "tools/call")).toHaveLength(4)
         expect(yield* client.connection.pendingCount).toBe(0)
       }))
