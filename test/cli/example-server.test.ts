@@ -51,7 +51,8 @@ describe("ExampleServer", () => {
       const info = yield* client.readResource("example://server-info")
       expect(JSON.parse((info.contents[0] as { text: string }).text)).toMatchObject({ pid: process.pid, tools: ["echo", "add", "countdown"] })
       const missing = yield* Effect.flip(client.readResource("example://nope"))
-      expect(missing).toBeInstanceOf(RpcError)
+      expect(missing._tag).toBe("McpServerError")
+      expect(missing.reason).toBeInstanceOf(RpcError)
 
       const prompt = yield* client.getPrompt({ name: "greet", arguments: { name: "Ada" } })
       expect(JSON.stringify(prompt.messages)).toContain("Ada")
