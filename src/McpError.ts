@@ -338,12 +338,13 @@ export class ClientRequestUnavailable extends Data.TaggedError("ClientRequestUna
 }
 
 /**
- * What a request can fail with on any transport.
+ * What a request can fail with on any transport; `A` is the transport's
+ * authorization errors (none for a transport that cannot sign in).
  *
  * @since 0.1.0
  * @category models
  */
-export type RequestError =
+export type RequestError<A = AuthError> =
   | TransportClosed
   | RequestTimeout
   | RpcError
@@ -353,15 +354,21 @@ export type RequestError =
   | SessionExpired
   | NoResponse
   | MalformedMessage
-  | AuthError
+  | A
 
 /**
- * What sending a notification can fail with on any transport.
+ * What sending a notification can fail with on any transport; `A` as in `RequestError`.
  *
  * @since 0.1.0
  * @category models
  */
-export type NotifyError = TransportClosed | MessageTooLarge | HttpError | RedirectRefused | SessionExpired | AuthError
+export type NotifyError<A = AuthError> =
+  | TransportClosed
+  | MessageTooLarge
+  | HttpError
+  | RedirectRefused
+  | SessionExpired
+  | A
 
 /**
  * The peer did not declare the capability a method needs; nothing was sent.

@@ -32,6 +32,13 @@ export * as McpError from "./McpError.ts"
  */
 export * as AuthError from "./AuthError.ts"
 /**
+ * The client's errors in four groups (transport, server, protocol, authorization), each with its flat error as `reason`.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
+export * as McpErrorGroup from "./McpErrorGroup.ts"
+/**
  * The service every client transport provides.
  *
  * @since 0.1.0

@@ -88,7 +88,8 @@ const legacyResult = (result: unknown): unknown => {
 }
 
 /** How a failed upstream call is answered to the session. */
-const upstreamError = (error: McpClient.McpClientError): RpcError => {
+const upstreamError = (grouped: McpClient.McpClientError): RpcError => {
+  const error = grouped.reason
   switch (error._tag) {
     case "RpcError":
       return error
@@ -104,6 +105,7 @@ const upstreamError = (error: McpClient.McpClientError): RpcError => {
     case "InvalidPayload":
     case "UnsupportedProtocolVersion":
     case "TooManyInputRounds":
+    case "ClientRequestUnavailable":
       return new RpcError({
         code: JsonRpc.ErrorCode.InternalError,
         rpcMessage: `Upstream error: ${firstLine(error.message)}`,

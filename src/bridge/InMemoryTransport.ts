@@ -109,7 +109,7 @@ export interface InMemoryServer {
  * @category models
  */
 export interface InMemoryPair {
-  readonly client: ClientTransportShape
+  readonly client: ClientTransportShape<never>
   readonly server: InMemoryServer
 }
 
@@ -242,7 +242,7 @@ export const makePair = Effect.fnUntraced(function*<R>(
 
   yield* SubscriptionRef.set(core.state, ConnectionState.Ready())
 
-  const client = core.service({
+  const client = core.service<never>({
     kind: "in-memory",
     request: (method, params, requestOptions) =>
       core.correlation.call(method, params, clientSend, core.callOptions(requestOptions)),
@@ -266,7 +266,7 @@ export const makePair = Effect.fnUntraced(function*<R>(
 export const make = <R>(
   handler: Handler<R>,
   options?: InMemoryOptions
-): Effect.Effect<ClientTransportShape, never, Scope.Scope | R> =>
+): Effect.Effect<ClientTransportShape<never>, never, Scope.Scope | R> =>
   Effect.map(makePair(handler, options), (pair) => pair.client)
 
 /**

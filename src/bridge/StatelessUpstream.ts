@@ -230,7 +230,10 @@ export const make = Effect.fnUntraced(function*(
       yield* transport.awaitClosed.pipe(
         Effect.flatMap((error) => {
           c.closed = true
-          return closing ? Effect.void : Effect.logInfo(`bridge: upstream connection (2026-07-28) closed: ${firstLine(error.message)}`)
+          // "transport scope closed" is the transport's own word for a close its scope made, never the upstream's.
+          return closing || error.reason === "transport scope closed"
+            ? Effect.void
+            : Effect.logInfo(`bridge: upstream connection (2026-07-28) closed: ${firstLine(error.message)}`)
         }),
         Effect.forkIn(scope, { startImmediately: true })
       )

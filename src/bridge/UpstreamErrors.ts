@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as JsonRpc from "../JsonRpc.ts"
-import { type RequestError, RpcError, TransportClosed } from "../McpError.ts"
+import { type RequestError, RpcError, type SpawnError, TransportClosed } from "../McpError.ts"
 
 /**
  * The upstream could not be connected (spawn failed, …); `cause` is the connector's error.
@@ -50,7 +50,7 @@ export const ErrorCode = {
  * @since 0.1.0
  * @category utils
  */
-export const toRpcError = (error: RequestError | UpstreamUnavailable): RpcError => {
+export const toRpcError = (error: RequestError | SpawnError | UpstreamUnavailable): RpcError => {
   switch (error._tag) {
     case "RpcError":
       return error

@@ -21,6 +21,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { Interaction } from "../client/auth/OAuthProvider.ts"
+import { reasonOf } from "../McpErrorGroup.ts"
 
 /** The path the authorization server redirects to. */
 export const CALLBACK_PATH = "/callback"
@@ -44,9 +45,11 @@ export class LoginTimeout extends Data.TaggedError("LoginTimeout")<{ readonly af
 }
 
 /** The OAuth provider's way of saying the redirect did not come back in time. */
-export const isTimeout = (error: unknown): boolean =>
-  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "AuthorizationRefused" &&
-  (error as { error?: unknown }).error === "timeout"
+export const isTimeout = (failure: unknown): boolean => {
+  const error = reasonOf(failure)
+  return typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "AuthorizationRefused" &&
+    (error as { error?: unknown }).error === "timeout"
+}
 
 export interface Options {
   /** The port to bind; 0 (default) takes a free one. */

@@ -21,6 +21,7 @@ import * as Option from "effect/Option"
 import * as References from "effect/References"
 import { CliError, CliOutput, Flag, GlobalFlag } from "effect/cli"
 import * as Runtime from "effect/Runtime"
+import { reasonOf } from "../McpErrorGroup.ts"
 
 export const PROGRAM = "effect-mcp-transport"
 
@@ -176,8 +177,9 @@ const CONNECTION = new Set([
   "UnsupportedProtocolVersion"
 ])
 
-/** The exit code for a failure (see `ExitCode`). */
-export const exitCodeOf = (error: unknown): number => {
+/** The exit code for a failure (see `ExitCode`); a group of `McpErrorGroup` is judged by its reason. */
+export const exitCodeOf = (failure: unknown): number => {
+  const error = reasonOf(failure)
   const tag = tagOf(error)
   if (tag === undefined) return ExitCode.Failure
   if (error instanceof Exit) return error.code
@@ -202,8 +204,9 @@ const oneLine = (text: string, max = 400): string => {
   return flat.length <= max ? flat : `${flat.slice(0, max)}…`
 }
 
-const messageOf = (error: unknown): string => {
-  if (error instanceof ConnectError) return error.message
+const messageOf = (failure: unknown): string => {
+  if (failure instanceof ConnectError) return failure.message
+  const error = reasonOf(failure)
   const tag = tagOf(error)
   if (tag === "TransportClosed") {
     // The first line says why; the server's last stderr line usually says what went wrong.
@@ -224,7 +227,7 @@ const messageOf = (error: unknown): string => {
 /** Everything `--verbose` adds: the full message, data, stderr tail, causes and stacks. */
 const details = (error: unknown): Array<string> => {
   const lines: Array<string> = []
-  let current: unknown = error
+  let current: unknown = reasonOf(error)
   for (let depth = 0; current !== undefined && current !== null && depth < 6; depth++) {
     if (current instanceof Error) {
       lines.push(`${tagOf(current) ?? current.name}: ${current.message}`)

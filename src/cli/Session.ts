@@ -15,6 +15,7 @@ import type { ChildProcessSpawner } from "effect/process"
 import * as McpClient from "../client/McpClient.ts"
 import * as Negotiation from "../client/Negotiation.ts"
 import type { Selected } from "../client/FromConfig.ts"
+import { reasonOf } from "../McpErrorGroup.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import type * as LoopbackRedirect from "./LoopbackRedirect.ts"
 import type * as ServerFlags from "./ServerFlags.ts"
@@ -200,7 +201,8 @@ const connect = (
 
 /** Said after a refusal when the revision was pinned: the server may well speak another era. */
 const pinnedHint = (protocol: ProtocolVersion.AnyVersion) => (cause: unknown): string | undefined => {
-  const tag = typeof cause === "object" && cause !== null ? (cause as { _tag?: unknown })._tag : undefined
+  const reason = reasonOf(cause)
+  const tag = typeof reason === "object" && reason !== null ? (reason as { _tag?: unknown })._tag : undefined
   if (!["RpcError", "HttpError", "InvalidPayload", "UnsupportedProtocolVersion"].includes(String(tag))) return undefined
   const era = ProtocolVersion.isStateless(protocol) ? "the stateless era" : "the initialize handshake"
   return `the server refused --protocol ${protocol} (${era}); try --protocol auto`

@@ -26,6 +26,7 @@ import * as Tool from "effect/ai/Tool"
 import * as Toolkit from "effect/ai/Toolkit"
 import type * as McpClient from "./McpClient.ts"
 import type * as McpManager from "./McpManager.ts"
+import { reasonOf } from "../McpErrorGroup.ts"
 
 // ---------------------------------------------------------------------------
 // Schemas and models
@@ -323,7 +324,10 @@ const makeHandler = (entry: Entry, options: ToolkitOptions) =>
         onProgress({ name: entry.name, server: entry.server, tool: entry.tool.name, toolCallId: context.toolCallId, progress })
     }
   return entry.call(args, callOptions).pipe(
-    Effect.mapError((error) => failure(entry, { kind: "call-failed", error: error._tag, message: error.message })),
+    // The model is told the reason (`RequestTimeout`…), not its group.
+    Effect.mapError((error) =>
+      failure(entry, { kind: "call-failed", error: (reasonOf(error) as { readonly _tag: string })._tag, message: error.message })
+    ),
     Effect.flatMap((result) =>
       result.isError === true
         ? Effect.fail(failure(entry, { kind: "tool-error", message: contentText(result.content), content: result.content }))

@@ -10,6 +10,7 @@ import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as JsonRpc from "../JsonRpc.ts"
+import type { AuthError } from "../AuthError.ts"
 import type { NotifyError, RequestError, RpcError, TransportClosed } from "../McpError.ts"
 
 /**
@@ -97,19 +98,21 @@ export type RequestHandler = (request: JsonRpc.JsonRpcRequest) => Effect.Effect<
  * A connected client transport: requests and notifications to the server, and what comes back.
  *
  * Built by each transport's `make` for the life of its scope; closing the scope closes the connection.
+ * `A` is what signing in can fail with: `never` for transports that cannot
+ * sign in (stdio, in-memory), `AuthError` for HTTP ones.
  *
  * @since 0.1.0
  * @category models
  */
-export interface ClientTransportShape {
+export interface ClientTransportShape<A = AuthError> {
   readonly kind: "stdio" | "streamable-http" | "sse" | "in-memory"
   /** Sends a request and waits for its result (or typed failure). Interrupting it cancels it at the peer. */
   readonly request: (
     method: string,
     params?: unknown,
     options?: RequestOptions
-  ) => Effect.Effect<unknown, RequestError>
-  readonly notify: (method: string, params?: unknown) => Effect.Effect<void, NotifyError>
+  ) => Effect.Effect<unknown, RequestError<A>>
+  readonly notify: (method: string, params?: unknown) => Effect.Effect<void, NotifyError<A>>
   /**
    * Notifications from the server. Bounded: a subscriber that falls behind
    * loses the oldest. The stream subscribes when it is run, so one forked
@@ -141,6 +144,16 @@ export interface ClientTransportShape {
   /** Requests still waiting for a response (diagnostics and tests). */
   readonly pendingCount: Effect.Effect<number>
 }
+
+/**
+ * The authorization errors of a transport (`never` when it cannot sign in).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type AuthErrorOf<T> = T extends { readonly request: (...args: ReadonlyArray<any>) => Effect.Effect<any, infer E, any> }
+  ? Extract<E, AuthError>
+  : never
 
 /**
  * The client transport as a service: each transport's `layer` provides it, `McpClient.make` and

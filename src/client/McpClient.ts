@@ -45,19 +45,28 @@ import * as ModernCalls from "./internal/ModernCalls.ts"
 import * as ResultCache from "./internal/ResultCache.ts"
 import type { Implementation } from "../Implementation.ts"
 import type * as JsonRpc from "../JsonRpc.ts"
-import { ClientTransport, type ClientTransportShape } from "./ClientTransport.ts"
+import type { AuthError } from "../AuthError.ts"
+import {
+  group,
+  type Grouped,
+  type McpAuthError,
+  type McpProtocolError,
+  type McpServerError,
+  type McpTransportError
+} from "../McpErrorGroup.ts"
+import { type AuthErrorOf, ClientTransport, type ClientTransportShape } from "./ClientTransport.ts"
 import type { LoggingMessage, Progress } from "./ServerNotification.ts"
 import * as KeepAlive from "./internal/KeepAlive.ts"
 import * as LazySchemas from "./internal/LazySchemas.ts"
 import * as McpCallEngine from "./internal/McpCallEngine.ts"
-import type { CallEvent, CallOptions, McpClientError, PageParams } from "./internal/McpCallEngine.ts"
+import type { CallEvent, CallOptions, FlatError, PageParams } from "./internal/McpCallEngine.ts"
 import type * as ClientSchemas from "./internal/McpClientSchemas.ts"
 import { ServerNotification } from "./internal/ServerNotificationEnum.ts"
 import * as ServerRequests from "./internal/ServerRequests.ts"
 import type { ServerRequestHandlers } from "./internal/ServerRequests.ts"
 
 export { type LoggingMessage, type Progress, ServerNotification }
-export { type CallEvent, type CallOptions, type McpClientError, type PageParams } from "./internal/McpCallEngine.ts"
+export { type CallEvent, type CallOptions, type PageParams } from "./internal/McpCallEngine.ts"
 export {
   type ElicitParams,
   type ElicitResult,
@@ -75,12 +84,39 @@ export type { Implementation }
 // Errors and options
 
 /**
- * What building a client can fail with.
+ * What a typed method can fail with: the groups of `McpErrorGroup`, each
+ * holding one flat error as its `reason`. `A` is the transport's
+ * authorization errors: without any (stdio, in-memory) there is no
+ * `McpAuthError`.
  *
  * @since 0.1.0
  * @category errors
  */
-export type HandshakeError = RequestError | UnsupportedProtocolVersion | InvalidPayload | ModernCalls.ModernError
+export type McpClientError<A = AuthError> =
+  | McpTransportError
+  | McpServerError
+  | McpProtocolError
+  | ([A] extends [never] ? never : McpAuthError)
+
+/**
+ * What sending a notification can fail with (`A` as in `McpClientError`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type McpNotifyError<A = AuthError> = McpTransportError | ([A] extends [never] ? never : McpAuthError)
+
+/**
+ * What building a client can fail with: the same groups as a call
+ * (`UnsupportedProtocolVersion`, for one, is a reason of `McpProtocolError`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type HandshakeError<A = AuthError> = McpClientError<A>
+
+/** The handshake's failures inside the client, before they are grouped. */
+type FlatHandshakeError = RequestError | UnsupportedProtocolVersion | InvalidPayload | ModernCalls.ModernError
 
 /**
  * The `clientInfo` sent in `initialize` unless `McpClientOptions.clientInfo` says otherwise.
@@ -221,11 +257,13 @@ export type Connection = Pick<
 
 /**
  * A client after a successful handshake: what the server said, and the typed methods and notifications.
+ * Its methods fail with the groups of `McpErrorGroup`; `A` is what its
+ * transport's sign-in can fail with (`never` over stdio and in memory).
  *
  * @since 0.1.0
  * @category models
  */
-export interface McpClientShape {
+export interface McpClientShape<A = AuthError> {
   /** `"modern"` (stateless, 2026-07-28 on) or `"legacy"` (the `initialize` handshake). */
   readonly era: ProtocolVersion.Era
   /** What the server said it is: the `initialize` result, or (stateless era) the same fields from `server/discover`. */
@@ -244,18 +282,18 @@ export interface McpClientShape {
   /** `Healthy` unless keep-alive pings keep failing. */
   readonly health: SubscriptionRef.SubscriptionRef<KeepAlive.Health>
 
-  readonly ping: (options?: CallOptions) => Effect.Effect<void, McpClientError>
+  readonly ping: (options?: CallOptions) => Effect.Effect<void, McpClientError<A>>
   /**
    * Stateless era: the server's `server/discover` result, reused for the
    * `ttlMs` it allows (unless `cache: false`). In the handshake era it fails
    * with `CapabilityNotSupported`: the `initialize` result says the same.
    */
-  readonly discover: (options?: CallOptions) => Effect.Effect<DiscoverResult, McpClientError>
+  readonly discover: (options?: CallOptions) => Effect.Effect<DiscoverResult, McpClientError<A>>
 
-  readonly listTools: (params?: PageParams, options?: CallOptions) => Effect.Effect<McpSchema.ListToolsResult, McpClientError>
+  readonly listTools: (params?: PageParams, options?: CallOptions) => Effect.Effect<McpSchema.ListToolsResult, McpClientError<A>>
   /** Every tool, page after page. */
-  readonly tools: (options?: CallOptions) => Stream.Stream<McpSchema.Tool, McpClientError>
-  readonly listAllTools: (options?: CallOptions) => Effect.Effect<ReadonlyArray<McpSchema.Tool>, McpClientError>
+  readonly tools: (options?: CallOptions) => Stream.Stream<McpSchema.Tool, McpClientError<A>>
+  readonly listAllTools: (options?: CallOptions) => Effect.Effect<ReadonlyArray<McpSchema.Tool>, McpClientError<A>>
   /**
    * Calls a tool. With `failure`, a tool error carrying that Schema's JSON (what a server tool
    * declaring the same `failure` sends) fails with the decoded value instead of succeeding.
@@ -263,47 +301,47 @@ export interface McpClientShape {
   readonly callTool: <F extends Schema.Top = never>(
     params: CallToolParams,
     options?: CallToolOptions<F>
-  ) => Effect.Effect<McpSchema.CallToolResult, McpClientError | F["Type"], F["DecodingServices"]>
+  ) => Effect.Effect<McpSchema.CallToolResult, McpClientError<A> | F["Type"], F["DecodingServices"]>
   readonly callToolStream: (
     params: CallToolParams,
     options?: CallOptions
-  ) => Stream.Stream<CallEvent<McpSchema.CallToolResult>, McpClientError>
+  ) => Stream.Stream<CallEvent<McpSchema.CallToolResult>, McpClientError<A>>
 
   readonly listResources: (
     params?: PageParams,
     options?: CallOptions
-  ) => Effect.Effect<McpSchema.ListResourcesResult, McpClientError>
-  readonly resources: (options?: CallOptions) => Stream.Stream<McpSchema.Resource, McpClientError>
-  readonly listAllResources: (options?: CallOptions) => Effect.Effect<ReadonlyArray<McpSchema.Resource>, McpClientError>
+  ) => Effect.Effect<McpSchema.ListResourcesResult, McpClientError<A>>
+  readonly resources: (options?: CallOptions) => Stream.Stream<McpSchema.Resource, McpClientError<A>>
+  readonly listAllResources: (options?: CallOptions) => Effect.Effect<ReadonlyArray<McpSchema.Resource>, McpClientError<A>>
   readonly listResourceTemplates: (
     params?: PageParams,
     options?: CallOptions
-  ) => Effect.Effect<McpSchema.ListResourceTemplatesResult, McpClientError>
-  readonly resourceTemplates: (options?: CallOptions) => Stream.Stream<McpSchema.ResourceTemplate, McpClientError>
+  ) => Effect.Effect<McpSchema.ListResourceTemplatesResult, McpClientError<A>>
+  readonly resourceTemplates: (options?: CallOptions) => Stream.Stream<McpSchema.ResourceTemplate, McpClientError<A>>
   readonly listAllResourceTemplates: (
     options?: CallOptions
-  ) => Effect.Effect<ReadonlyArray<McpSchema.ResourceTemplate>, McpClientError>
-  readonly readResource: (uri: string, options?: CallOptions) => Effect.Effect<McpSchema.ReadResourceResult, McpClientError>
-  readonly subscribeResource: (uri: string, options?: CallOptions) => Effect.Effect<void, McpClientError>
-  readonly unsubscribeResource: (uri: string, options?: CallOptions) => Effect.Effect<void, McpClientError>
+  ) => Effect.Effect<ReadonlyArray<McpSchema.ResourceTemplate>, McpClientError<A>>
+  readonly readResource: (uri: string, options?: CallOptions) => Effect.Effect<McpSchema.ReadResourceResult, McpClientError<A>>
+  readonly subscribeResource: (uri: string, options?: CallOptions) => Effect.Effect<void, McpClientError<A>>
+  readonly unsubscribeResource: (uri: string, options?: CallOptions) => Effect.Effect<void, McpClientError<A>>
 
-  readonly listPrompts: (params?: PageParams, options?: CallOptions) => Effect.Effect<McpSchema.ListPromptsResult, McpClientError>
-  readonly prompts: (options?: CallOptions) => Stream.Stream<McpSchema.Prompt, McpClientError>
-  readonly listAllPrompts: (options?: CallOptions) => Effect.Effect<ReadonlyArray<McpSchema.Prompt>, McpClientError>
-  readonly getPrompt: (params: GetPromptParams, options?: CallOptions) => Effect.Effect<McpSchema.GetPromptResult, McpClientError>
+  readonly listPrompts: (params?: PageParams, options?: CallOptions) => Effect.Effect<McpSchema.ListPromptsResult, McpClientError<A>>
+  readonly prompts: (options?: CallOptions) => Stream.Stream<McpSchema.Prompt, McpClientError<A>>
+  readonly listAllPrompts: (options?: CallOptions) => Effect.Effect<ReadonlyArray<McpSchema.Prompt>, McpClientError<A>>
+  readonly getPrompt: (params: GetPromptParams, options?: CallOptions) => Effect.Effect<McpSchema.GetPromptResult, McpClientError<A>>
 
-  readonly complete: (params: CompleteParams, options?: CallOptions) => Effect.Effect<McpSchema.CompleteResult, McpClientError>
-  readonly setLoggingLevel: (level: McpSchema.LoggingLevel, options?: CallOptions) => Effect.Effect<void, McpClientError>
+  readonly complete: (params: CompleteParams, options?: CallOptions) => Effect.Effect<McpSchema.CompleteResult, McpClientError<A>>
+  readonly setLoggingLevel: (level: McpSchema.LoggingLevel, options?: CallOptions) => Effect.Effect<void, McpClientError<A>>
 
   /** Any other method (extensions, newer revisions): no capability check, result not decoded. */
   readonly request: (
     method: string,
     params?: Readonly<Record<string, unknown>>,
     options?: CallOptions
-  ) => Effect.Effect<unknown, McpClientError>
-  readonly notify: (method: string, params?: Readonly<Record<string, unknown>>) => Effect.Effect<void, NotifyError>
+  ) => Effect.Effect<unknown, McpClientError<A>>
+  readonly notify: (method: string, params?: Readonly<Record<string, unknown>>) => Effect.Effect<void, McpNotifyError<A>>
   /** Tells the server our roots changed (needs a `listRoots` handler). */
-  readonly notifyRootsListChanged: Effect.Effect<void, NotifyError | CapabilityNotSupported>
+  readonly notifyRootsListChanged: Effect.Effect<void, McpNotifyError<A> | McpProtocolError>
 
   /**
    * Every server notification, typed. The stream subscribes when it is run,
@@ -431,10 +469,24 @@ const clientCapabilities = (options: McpClientOptions): Record<string, unknown> 
  * @since 0.1.0
  * @category constructors
  */
-export const fromTransport = Effect.fnUntraced(function*(
-  transport: ClientTransportShape,
+export const fromTransport = <A extends AuthError = AuthError>(
+  transport: ClientTransportShape<A>,
   options: McpClientOptions = {}
-): Effect.fn.Return<McpClientShape, HandshakeError, Scope.Scope> {
+): Effect.Effect<McpClientShape<A>, HandshakeError<A>, Scope.Scope> =>
+  // The transport's errors are its own `A` and the flat transport errors; grouped, they are those of `McpClientError<A>`.
+  Effect.mapError(build(transport, options), group) as Effect.Effect<McpClientShape<A>, HandshakeError<A>, Scope.Scope>
+
+/** Puts a method's failures in their groups: the one place where the client's flat errors become public. */
+const grouped = <Args extends ReadonlyArray<any>, X, E, R>(f: (...args: Args) => Effect.Effect<X, E, R>) =>
+(...args: Args): Effect.Effect<X, Grouped<E>, R> => Effect.mapError(f(...args), group)
+
+const groupedStream = <Args extends ReadonlyArray<any>, X, E, R>(f: (...args: Args) => Stream.Stream<X, E, R>) =>
+(...args: Args): Stream.Stream<X, Grouped<E>, R> => Stream.mapError(f(...args), group)
+
+const build = Effect.fnUntraced(function*(
+  transport: ClientTransportShape,
+  options: McpClientOptions
+): Effect.fn.Return<McpClientShape, FlatHandshakeError, Scope.Scope> {
   const requestTimeout = Duration.fromInputUnsafe(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
   let decodeNotification: typeof ClientSchemas.decodeNotification | undefined
   const hub = yield* PubSub.sliding<ServerNotification>(options.notificationBuffer ?? 1024)
@@ -524,7 +576,7 @@ export const fromTransport = Effect.fnUntraced(function*(
   const probe = (
     pinned: boolean,
     timeout: Duration.Input = pinned ? requestTimeout : probeTimeout
-  ): Effect.Effect<{ verdict: Negotiation.Verdict; timedOut: boolean }, HandshakeError> =>
+  ): Effect.Effect<{ verdict: Negotiation.Verdict; timedOut: boolean }, FlatHandshakeError> =>
     Effect.gen(function*() {
       let version = statelessVersion
       for (let attempt = 0;; attempt++) {
@@ -542,7 +594,7 @@ export const fromTransport = Effect.fnUntraced(function*(
         const failed = verdict._tag === "Fail" || verdict._tag === "RetryModern" || (pinned && verdict._tag === "Legacy")
         if (failed && Exit.isFailure(exit)) {
           const error = Cause.squash(exit.cause)
-          return yield* Effect.fail((ModernCalls.typedError("server/discover", error) ?? error) as HandshakeError)
+          return yield* Effect.fail((ModernCalls.typedError("server/discover", error) ?? error) as FlatHandshakeError)
         }
         const timedOut = Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof RequestTimeout
         return { verdict, timedOut }
@@ -676,7 +728,7 @@ export const fromTransport = Effect.fnUntraced(function*(
   dropCached = (method) => cache.invalidate(`${method} `)
   /** Tool name → the parameters it mirrors into `Mcp-Param-*` headers (HTTP, stateless era). */
   const headerParams = new Map<string, ReadonlyArray<RequestMeta.HeaderParam>>()
-  let refreshTools: Effect.Effect<void, McpClientError> = Effect.void
+  let refreshTools: Effect.Effect<void, FlatError> = Effect.void
   const modern = modernEra
     ? ModernCalls.make({
       calls,
@@ -785,27 +837,27 @@ export const fromTransport = Effect.fnUntraced(function*(
       return Effect.succeed(raw as DiscoverResult)
     })
   if (modernEra) cache.set("server/discover", discovered, (discovered as { ttlMs?: unknown } | undefined)?.ttlMs)
-  const discoverCached = (o?: CallOptions): Effect.Effect<DiscoverResult, McpClientError> =>
+  const discoverCached = (o?: CallOptions): Effect.Effect<DiscoverResult, FlatError> =>
     !modernEra
       ? Effect.fail(new CapabilityNotSupported({ method: "server/discover", capability: "2026-07-28", peer: "server" }))
       : Effect.suspend(() => {
         const hit = cache.get("server/discover") as DiscoverResult | undefined
         return hit !== undefined ? Effect.succeed(hit) : discoverNow(o)
       })
-  const ping: (o?: CallOptions) => Effect.Effect<void, McpClientError> = modernEra
+  const ping: (o?: CallOptions) => Effect.Effect<void, FlatError> = modernEra
     ? (o) => Effect.asVoid(discoverNow(o))
     : (() => {
       const legacyPing = typed("ping", decoders.ping)
       return (o) => Effect.asVoid(legacyPing(undefined, o))
     })()
-  const setLoggingLevel: (level: McpSchema.LoggingLevel, o?: CallOptions) => Effect.Effect<void, McpClientError> =
+  const setLoggingLevel: (level: McpSchema.LoggingLevel, o?: CallOptions) => Effect.Effect<void, FlatError> =
     modernEra
       ? (level) => undeclared("logging/setLevel") ?? Effect.sync(() => void (logLevel = level))
       : (() => {
         const setLevel = typed("logging/setLevel", decoders.setLevel)
         return (level, o) => Effect.asVoid(setLevel({ level }, o))
       })()
-  const changeSubscriptions = (uri: string, add: boolean): Effect.Effect<void, McpClientError> => {
+  const changeSubscriptions = (uri: string, add: boolean): Effect.Effect<void, FlatError> => {
     const refused = undeclared("resources/subscribe")
     if (refused !== undefined) return refused
     return Effect.suspend(() => {
@@ -817,13 +869,13 @@ export const fromTransport = Effect.fnUntraced(function*(
       return listener.setFilter({ ...current, resourceSubscriptions: [...uris] })
     })
   }
-  const subscribeResource: (uri: string, o?: CallOptions) => Effect.Effect<void, McpClientError> = modernEra
+  const subscribeResource: (uri: string, o?: CallOptions) => Effect.Effect<void, FlatError> = modernEra
     ? (uri) => changeSubscriptions(uri, true)
     : (() => {
       const subscribe = typed("resources/subscribe", decoders.subscribe)
       return (uri, o) => Effect.asVoid(subscribe({ uri }, o))
     })()
-  const unsubscribeResource: (uri: string, o?: CallOptions) => Effect.Effect<void, McpClientError> = modernEra
+  const unsubscribeResource: (uri: string, o?: CallOptions) => Effect.Effect<void, FlatError> = modernEra
     ? (uri) => changeSubscriptions(uri, false)
     : (() => {
       const unsubscribe = typed("resources/unsubscribe", decoders.unsubscribe)
@@ -867,6 +919,10 @@ export const fromTransport = Effect.fnUntraced(function*(
   const isResourceUpdated = ServerNotification.$is("ResourceUpdated")
   const isCancelled = ServerNotification.$is("Cancelled")
   const rootsDeclared = capabilities.roots !== undefined
+  // The stateless era has no such notification: roots are asked for per request.
+  const rootsListChanged: Effect.Effect<void, NotifyError | CapabilityNotSupported> = rootsDeclared
+    ? modernEra ? Effect.void : transport.notify("notifications/roots/list_changed")
+    : Effect.fail(new CapabilityNotSupported({ method: "notifications/roots/list_changed", capability: "roots", peer: "client" }))
 
   return {
     era,
@@ -887,39 +943,38 @@ export const fromTransport = Effect.fnUntraced(function*(
       pendingCount: transport.pendingCount
     },
     health,
-    ping,
-    discover: discoverCached,
-    listTools: tools.list,
-    tools: tools.all,
-    listAllTools: tools.collect,
-    callTool: <F extends Schema.Top = never>(params: CallToolParams, o?: CallToolOptions<F>) =>
-      o?.failure === undefined
-        ? callTool(toParams(params), o)
-        : decodingFailure(o.failure, callTool(toParams(params), o)),
-    callToolStream: (params, o) => McpCallEngine.streamed((so) => callTool(toParams(params), so), o),
-    listResources: resources.list,
-    resources: resources.all,
-    listAllResources: resources.collect,
-    listResourceTemplates: templates.list,
-    resourceTemplates: templates.all,
-    listAllResourceTemplates: templates.collect,
-    readResource: (uri, o) => readResource({ uri }, o),
-    subscribeResource,
-    unsubscribeResource,
-    listPrompts: prompts.list,
-    prompts: prompts.all,
-    listAllPrompts: prompts.collect,
-    getPrompt: (params, o) => getPrompt(toParams(params), o),
-    complete: (params, o) => complete(toParams(params), o),
-    setLoggingLevel,
-    request: (method, params, o) => undeclared(method) ?? send(method, params, o, McpCallEngine.undecoded),
-    notify: (method, params) => transport.notify(method, params),
-    // The stateless era has no such notification: roots are asked for per request.
-    notifyRootsListChanged: rootsDeclared
-      ? modernEra ? Effect.void : transport.notify("notifications/roots/list_changed")
-      : Effect.fail(
-        new CapabilityNotSupported({ method: "notifications/roots/list_changed", capability: "roots", peer: "client" })
-      ),
+    ping: grouped(ping),
+    discover: grouped(discoverCached),
+    listTools: grouped(tools.list),
+    tools: groupedStream(tools.all),
+    listAllTools: grouped(tools.collect),
+    callTool: <F extends Schema.Top = never>(params: CallToolParams, o?: CallToolOptions<F>) => {
+      const call = Effect.mapError(callTool(toParams(params), o), group)
+      return o?.failure === undefined ? call : decodingFailure(o.failure, call)
+    },
+    callToolStream: groupedStream((params: CallToolParams, o?: CallOptions) =>
+      McpCallEngine.streamed((so) => callTool(toParams(params), so), o)
+    ),
+    listResources: grouped(resources.list),
+    resources: groupedStream(resources.all),
+    listAllResources: grouped(resources.collect),
+    listResourceTemplates: grouped(templates.list),
+    resourceTemplates: groupedStream(templates.all),
+    listAllResourceTemplates: grouped(templates.collect),
+    readResource: grouped((uri: string, o?: CallOptions) => readResource({ uri }, o)),
+    subscribeResource: grouped(subscribeResource),
+    unsubscribeResource: grouped(unsubscribeResource),
+    listPrompts: grouped(prompts.list),
+    prompts: groupedStream(prompts.all),
+    listAllPrompts: grouped(prompts.collect),
+    getPrompt: grouped((params: GetPromptParams, o?: CallOptions) => getPrompt(toParams(params), o)),
+    complete: grouped((params: CompleteParams, o?: CallOptions) => complete(toParams(params), o)),
+    setLoggingLevel: grouped(setLoggingLevel),
+    request: grouped((method: string, params?: Readonly<Record<string, unknown>>, o?: CallOptions) =>
+      undeclared(method) ?? send(method, params, o, McpCallEngine.undecoded)
+    ),
+    notify: grouped((method: string, params?: Readonly<Record<string, unknown>>) => transport.notify(method, params)),
+    notifyRootsListChanged: Effect.mapError(rootsListChanged, group),
     notifications,
     progress: Stream.filter(notifications, isProgress),
     logging: Stream.filter(notifications, isLogging),
@@ -962,12 +1017,12 @@ export const make = (options: McpClientOptions = {}): Effect.Effect<McpClientSha
  * @since 0.1.0
  * @category constructors
  */
-export const connect = <T extends Effect.Effect<ClientTransportShape, any, any>>(
+export const connect = <T extends Effect.Effect<ClientTransportShape<any>, any, any>>(
   transport: T,
   options: McpClientOptions = {}
 ): Effect.Effect<
-  McpClientShape,
-  Effect.Error<T> | HandshakeError,
+  McpClientShape<AuthErrorOf<Effect.Success<T>>>,
+  Grouped<Effect.Error<T>> | HandshakeError<AuthErrorOf<Effect.Success<T>>>,
   Exclude<Effect.Services<T>, Scope.Scope> | Scope.Scope
 > =>
   Effect.gen(function*() {
@@ -977,6 +1032,8 @@ export const connect = <T extends Effect.Effect<ClientTransportShape, any, any>>
       const t = yield* transport
       return yield* fromTransport(t, options)
     }).pipe(
+      // The transport's own failures (a process that did not start…) are grouped like the client's.
+      Effect.mapError(group),
       Scope.provide(scope),
       Effect.onExit((exit) => exit._tag === "Failure" ? Scope.close(scope, exit) : Effect.void)
     )

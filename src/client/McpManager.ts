@@ -488,7 +488,9 @@ export const make = <E = SpawnError, R = ChildProcessSpawner.ChildProcessSpawner
         const client = yield* ManagedServer.readyClient(server)
         const generation = server.live?.generation ?? 0
         return yield* f(client).pipe(
-          Effect.tapError((e) => e._tag === "SessionExpired" ? ManagedServer.reportExpired(server, generation) : Effect.void)
+          Effect.tapError((e) =>
+            e.reason._tag === "SessionExpired" ? ManagedServer.reportExpired(server, generation) : Effect.void
+          )
         )
       })
 

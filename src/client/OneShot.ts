@@ -46,6 +46,7 @@ import {
   truncate,
   UnsupportedProtocolVersion
 } from "../McpError.ts"
+import { group, type McpAuthError, McpProtocolError, type McpServerError, type McpTransportError } from "../McpErrorGroup.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
@@ -145,12 +146,23 @@ export class UnknownResultType extends Data.TaggedError("UnknownResultType")<{
 }
 
 /**
- * What a one-shot call can fail with.
+ * What a one-shot call can fail with: the groups of `McpErrorGroup` (as
+ * `McpClient`'s calls), and this module's own `InputRequired` and
+ * `UnknownResultType`.
  *
  * @since 0.1.0
  * @category models
  */
 export type OneShotError =
+  | McpTransportError
+  | McpServerError
+  | McpProtocolError
+  | McpAuthError
+  | InputRequired
+  | UnknownResultType
+
+/** The failures inside the module, before they are grouped. */
+type FlatOneShotError =
   | HttpError
   | RpcError
   | RequestTimeout
@@ -652,7 +664,7 @@ const callModern = (
   schema: unknown,
   auto: boolean,
   fallback: boolean
-): Effect.Effect<unknown, OneShotError | FallBack> =>
+): Effect.Effect<unknown, FlatOneShotError | FallBack> =>
   Effect.gen(function*() {
     let version = first
     let retriedVersion = false
@@ -727,7 +739,7 @@ const callLegacy = (
   method: string,
   params: unknown,
   auto: boolean
-): Effect.Effect<unknown, OneShotError | InitializeRefused> =>
+): Effect.Effect<unknown, FlatOneShotError | InitializeRefused> =>
   Effect.scoped(Effect.gen(function*() {
     let session: string | undefined
     let versionHeader: string | undefined
@@ -803,7 +815,7 @@ const run = (
   method: string,
   params: unknown,
   schema: unknown
-): Effect.Effect<unknown, OneShotError> => {
+): Effect.Effect<unknown, FlatOneShotError> => {
   if (protocol !== "auto") {
     return ProtocolVersion.eraOf(protocol) === "modern"
       ? callModern(context, origin, protocol, method, params, schema, false, false).pipe(
@@ -883,14 +895,16 @@ export const call = (
       current: { method, id: 0 }
     }
     const timeout = opts.timeout === undefined ? DEFAULT_TIMEOUT : Duration.fromInputUnsafe(opts.timeout)
-    const running = run(context, originOf(target), opts.protocol ?? "auto", method, params, opts.inputSchema).pipe(
+    const running: Effect.Effect<unknown, FlatOneShotError> = run(context, originOf(target), opts.protocol ?? "auto", method, params, opts.inputSchema).pipe(
       // Nobody observes a span per HTTP request of a one-shot call; skipping it keeps the call cheap.
       Effect.provideService(HttpClient.TracerDisabledWhen, constTrue)
     )
-    if (!Duration.isFinite(timeout)) return running
+    if (!Duration.isFinite(timeout)) return Effect.mapError(running, group)
     const timeoutMs = Duration.toMillis(timeout)
-    return within(running, timeoutMs, () =>
-      new RequestTimeout({ method: context.current.method, id: context.current.id, timeoutMs }))
+    return Effect.mapError(
+      within(running, timeoutMs, () => new RequestTimeout({ method: context.current.method, id: context.current.id, timeoutMs })),
+      group
+    )
   })
 
 /**
@@ -964,5 +978,9 @@ export const callTool = (
     (result) =>
       isToolResult(result)
         ? Effect.succeed(result)
-        : Effect.fail(new InvalidPayload({ method: "tools/call", kind: "result", reason: "content must be an array of blocks with a type" }))
+        : Effect.fail(
+          new McpProtocolError({
+            reason: new InvalidPayload({ method: "tools/call", kind: "result", reason: "content must be an array of blocks with a type" })
+          })
+        )
   )

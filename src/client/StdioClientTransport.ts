@@ -122,7 +122,7 @@ export interface StdioClientConfig {
  * @since 0.1.0
  * @category models
  */
-export interface StdioClientTransportShape extends ClientTransportShape {
+export interface StdioClientTransportShape extends ClientTransportShape<never> {
   /** The server's process id (the leader of its process group on POSIX). */
   readonly pid: number
   /** The last stderr lines, oldest first. */
@@ -359,7 +359,7 @@ export const make = Effect.fnUntraced(function*(
   // Unless the server already died during start-up.
   yield* SubscriptionRef.update(core.state, (s) => s._tag === "Connecting" ? ConnectionState.Ready() : s)
 
-  const service = core.service({
+  const service = core.service<never>({
     kind: "stdio",
     request: (method, params, options) =>
       core.correlation.callBuffered(method, params, tryWrite, enqueue, core.callOptions(options)),

@@ -120,7 +120,7 @@ describe("bridge: a handshake-only stdio server behind a stateless front", { tim
       // A client that cannot answer an ask is told which capability it lacks.
       const plain = yield* modernClient(url).pipe(Scope.provide(scope))
       const refused = yield* Effect.flip(plain.callTool({ name: "ask" }))
-      expect(refused).toMatchObject({ _tag: "MissingClientCapability", requiredCapabilities: { elicitation: {} } })
+      expect(refused).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "MissingClientCapability", requiredCapabilities: { elicitation: {} } } })
       yield* Scope.close(scope, Exit.void)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
@@ -174,7 +174,7 @@ describe("bridge: a handshake-only stdio server behind a stateless front", { tim
       yield* Effect.forEach(holds, Fiber.interrupt)
 
       // The upstream dies mid-request: the client gets an error naming it, not a hang.
-      const crashed = yield* Effect.flip(client.callTool({ name: "crash" }))
+      const crashed = yield* client.callTool({ name: "crash" }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
       expect(crashed).toMatchObject({ _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed })
       expect((crashed as { rpcMessage: string }).rpcMessage).toMatch(/^Upstream server unavailable/)
       yield* eventually(bridge.upstreams, (n) => n === 2)
@@ -349,13 +349,13 @@ describe("bridge: a server of both eras behind the default front", { timeout: 60
       const elicited = yield* a.callTool({ name: "elicit", arguments: {} })
       expect(elicited.structuredContent).toMatchObject({ action: "accept", content: { name: "Ada" } })
       // The upstream's error for a client that cannot answer crosses unchanged.
-      const refused = yield* Effect.flip(b.callTool({ name: "elicit", arguments: {} }))
+      const refused = yield* b.callTool({ name: "elicit", arguments: {} }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
       expect(refused).toMatchObject({ _tag: "RpcError", code: -32000 })
       expect((refused as { rpcMessage: string }).rpcMessage).toMatch(/did not declare the elicitation capability/)
 
       // The upstream dies mid-request: -32000, and the next request starts a new one.
       const crashed = yield* Effect.flip(a.callTool({ name: "exit", arguments: { code: 3 } }))
-      expect(crashed).toMatchObject({ _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed })
+      expect(crashed).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed } })
       const replaced = yield* pidOf(b)
       expect(replaced).not.toBe(pid)
       expect(pids).toEqual([pid, replaced])
@@ -401,7 +401,7 @@ describe("bridge: a server of both eras behind the default front", { timeout: 60
       const scope = yield* Scope.make()
       const { url } = yield* front(handshakeOnly, [], { front: "passthrough" }, scope)
       const refused = yield* Effect.flip(modernClient(url).pipe(Scope.provide(scope)))
-      expect(refused).toMatchObject({ _tag: "UnsupportedProtocolVersion", requested: MODERN })
+      expect(refused).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "UnsupportedProtocolVersion", requested: MODERN } })
       // A client of both eras falls back to the handshake, served as it is.
       const dual = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), {}).pipe(Scope.provide(scope))
       expect(dual.era).toBe("legacy")

@@ -77,7 +77,7 @@ describe("bridge: a stdio server over Streamable HTTP", { timeout: 60_000 }, () 
       )
       // A JSON-RPC error from the child comes back unchanged.
       const unknown = yield* Effect.flip(client.callTool({ name: "no-such-tool" }))
-      expect(unknown).toMatchObject({ _tag: "RpcError", code: -32602, rpcMessage: "Unknown tool: no-such-tool" })
+      expect(unknown).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: -32602, rpcMessage: "Unknown tool: no-such-tool" } })
 
       // Progress travels back with the request's own token, all of it, before the result.
       const events = yield* Stream.runCollect(
@@ -178,13 +178,16 @@ describe("bridge: a stdio server over Streamable HTTP", { timeout: 60_000 }, () 
       expect(pids).toEqual(expect.arrayContaining([pidA, pidB]))
 
       // A's child exits in the middle of a call.
-      const died = yield* Effect.flip(a.client.callTool({ name: "exit", arguments: { code: 3 } }))
+      const died = yield* a.client.callTool({ name: "exit", arguments: { code: 3 } }).pipe(
+        Effect.unwrapReason("McpServerError"),
+        Effect.flip
+      )
       expect(died).toMatchObject({ _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed, data: { bridge: "TransportClosed" } })
       expect((died as { rpcMessage: string }).rpcMessage).toMatch(/^Upstream server unavailable: Transport closed/)
       expect(isAlive(pidA)).toBe(false)
       // Later requests on that session fail the same way, at once.
       const after = yield* Effect.flip(a.client.ping())
-      expect(after).toMatchObject({ _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed })
+      expect(after).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed } })
       // B is untouched.
       expect(textOf(yield* b.client.callTool({ name: "echo", arguments: { text: "still here" } }))).toBe("still here")
 
@@ -216,7 +219,7 @@ describe("bridge: a stdio server over Streamable HTTP", { timeout: 60_000 }, () 
       const failed = yield* Effect.flip(
         McpClient.connect(StreamableHttpClientTransport.make({ url }), {}).pipe(Effect.scoped)
       )
-      expect(failed).toMatchObject({ _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed })
+      expect(failed).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: Bridge.ErrorCode.UpstreamClosed } })
       expect(yield* bridge.upstreams).toBe(0)
     }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici)))
 })

@@ -76,14 +76,14 @@ type Outcome =
 
 const expected = (kind: Kind, era: ClientEra, front: Front): Outcome => {
   // The handshake front serves only the handshake era: the HTTP transport refuses the stateless one.
-  if (front === "handshake" && era === "2026-07-28") return { _tag: "Fails", error: { _tag: "RpcError", code: -32600 } }
+  if (front === "handshake" && era === "2026-07-28") return { _tag: "Fails", error: { _tag: "McpServerError", reason: { _tag: "RpcError", code: -32600 } } }
   if (front === "passthrough") {
     // The bridge's -32022 names only handshake revisions: a client pinned to 2026-07-28 gives up.
     if (kind === "2025-only" && era === "2026-07-28") {
-      return { _tag: "Fails", error: { _tag: "UnsupportedProtocolVersion", requested: "2026-07-28" } }
+      return { _tag: "Fails", error: { _tag: "McpProtocolError", reason: { _tag: "UnsupportedProtocolVersion", requested: "2026-07-28" } } }
     }
     // The upstream's own refusal of initialize, passed on.
-    if (kind === "2026-only" && era === "2025-11-25") return { _tag: "Fails", error: { _tag: "RpcError", code: -32022 } }
+    if (kind === "2026-only" && era === "2025-11-25") return { _tag: "Fails", error: { _tag: "McpServerError", reason: { _tag: "RpcError", code: -32022 } } }
   }
   return { _tag: "Served" }
 }

@@ -94,7 +94,7 @@ describe("bridge: an HTTP server over stdio", { timeout: 60_000 }, () => {
       yield* client.ping()
       yield* server.transport.closeSession(sessionId!)
       const failed = yield* Effect.flip(client.ping())
-      expect(failed).toMatchObject({ _tag: "RpcError", code: Bridge.ErrorCode.UpstreamFailed, data: { bridge: "SessionExpired" } })
+      expect(failed).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: Bridge.ErrorCode.UpstreamFailed, data: { bridge: "SessionExpired" } } })
       const closed = yield* transport.awaitClosed.pipe(Effect.timeout(BOUND))
       expect(closed.exitCode).toBe(3)
       expect(isAlive(pid)).toBe(false)

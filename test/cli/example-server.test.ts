@@ -51,7 +51,8 @@ describe("ExampleServer", () => {
       const info = yield* client.readResource("example://server-info")
       expect(JSON.parse((info.contents[0] as { text: string }).text)).toMatchObject({ pid: process.pid, tools: ["echo", "add", "countdown"] })
       const missing = yield* Effect.flip(client.readResource("example://nope"))
-      expect(missing).toBeInstanceOf(RpcError)
+      expect(missing._tag).toBe("McpServerError")
+      expect(missing.reason).toBeInstanceOf(RpcError)
 
       const prompt = yield* client.getPrompt({ name: "greet", arguments: { name: "Ada" } })
       expect(JSON.stringify(prompt.messages)).toContain("Ada")
@@ -76,7 +77,7 @@ describe("ExampleServer", () => {
       expect(textOf(bad)).toContain("Invalid arguments")
       const tooMany = yield* client.callTool({ name: "countdown", arguments: { steps: 0 } })
       expect(tooMany.isError).toBe(true)
-      const unknown = yield* Effect.flip(client.callTool({ name: "nope" }))
+      const unknown = yield* client.callTool({ name: "nope" }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
       expect(unknown).toBeInstanceOf(RpcError)
       expect((unknown as RpcError).code).toBe(-32602)
     }).pipe(Effect.scoped))

@@ -295,7 +295,7 @@ describe(`effect-mcp-transport serve, protocol eras (${bin.slice(repo.length)})`
 
       // Our client pinned to the handshake gets the refusal; in auto it finds the stateless era.
       const pinned = yield* Effect.flip(Effect.scoped(McpClient.connect(stdioServer(["--eras", "modern"]), { protocol: HANDSHAKE })))
-      expect(pinned).toMatchObject({ code: -32022 })
+      expect(pinned).toMatchObject({ _tag: "McpServerError", reason: { code: -32022 } })
 
       const { eras, url } = yield* httpServer(["--eras", "modern"])
       expect(eras).toBe("stateless 2026-07-28 only")
@@ -346,7 +346,7 @@ describe(`effect-mcp-transport serve, protocol eras (${bin.slice(repo.length)})`
         expect(client.era).toBe("legacy")
       }))
       const pinned = yield* Effect.flip(Effect.scoped(McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: MODERN })))
-      expect(pinned).toMatchObject({ _tag: "RpcError", code: -32600, data: { requested: MODERN } })
+      expect(pinned).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: -32600, data: { requested: MODERN } } })
     }).pipe(Effect.scoped, Effect.provide([NodeHttpClient.layerUndici, NodeServices.layer])), 90_000)
 
   it.live("--eras takes only both, modern or legacy (usage error, exit 2)", () =>

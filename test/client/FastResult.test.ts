@@ -239,7 +239,10 @@ describe("FastResult", () => {
           expect(Exit.isFailure(schemaExit)).toBe(true)
           const expected = Exit.isFailure(schemaExit) ? String((schemaExit.cause.reasons[0] as { error: { message: string } }).error.message) : ""
           expect(exit).toStrictEqual(
-            Exit.fail(expect.objectContaining({ _tag: "InvalidPayload", method: "tools/call", kind: "result", reason: expected }))
+            Exit.fail(expect.objectContaining({
+              _tag: "McpProtocolError",
+              reason: expect.objectContaining({ _tag: "InvalidPayload", method: "tools/call", kind: "result", reason: expected })
+            }))
           )
         }
       }))
@@ -250,7 +253,7 @@ describe("FastResult", () => {
         expect(yield* Effect.exit((yield* McpClient.fromTransport(ok.client)).ping())).toStrictEqual(Exit.void)
         const bad = yield* InMemoryTransport.makePair(serverAnswering({ ping: null }))
         const error = yield* Effect.flip((yield* McpClient.fromTransport(bad.client)).ping())
-        expect(error).toMatchObject({ _tag: "InvalidPayload", method: "ping" })
+        expect(error).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "InvalidPayload", method: "ping" } })
       }))
   })
 })

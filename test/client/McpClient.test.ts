@@ -117,7 +117,7 @@ describe("McpClient", () => {
         const error = yield* McpClient.connect(
           Effect.tap(InMemoryTransport.make(forced), (t) => Ref.set(captured, t)),
           { protocol: "2025-11-25" }
-        ).pipe(Effect.flip)
+        ).pipe(Effect.unwrapReason("McpProtocolError"), Effect.flip)
         expect(error._tag).toBe("UnsupportedProtocolVersion")
         if (error._tag !== "UnsupportedProtocolVersion") return
         expect(error.received).toBe("1999-01-01")
@@ -145,7 +145,7 @@ describe("McpClient", () => {
         const exit = yield* Fiber.await(fiber)
         expect(Exit.isFailure(exit)).toBe(true)
         const error = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail") : undefined
-        expect(error?._tag === "Fail" && (error.error as { _tag: string })._tag).toBe("RequestTimeout")
+        expect(error?._tag === "Fail" && error.error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout" } })
         expect(rec.seen).toEqual(["initialize"])
       }))
 
@@ -155,7 +155,7 @@ describe("McpClient", () => {
           Effect.succeed("id" in message ? JsonRpc.success(message.id, { protocolVersion: "2025-11-25" }) : null)
         const pair = yield* InMemoryTransport.makePair(broken)
         const error = yield* McpClient.fromTransport(pair.client).pipe(Effect.flip)
-        expect(error._tag).toBe("InvalidPayload")
+        expect(error).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "InvalidPayload" } })
       }))
 
     it.effect("layer(options) provides McpClient over a transport layer", () =>
@@ -183,13 +183,13 @@ describe("McpClient", () => {
           Effect.flip(client.subscribeResource("x://y")),
           Effect.flip(client.complete({ ref: { type: "ref/prompt", name: "p" }, argument: { name: "a", value: "" } }))
         ])
-        expect(errors.map((e) => e._tag)).toEqual([
-          "CapabilityNotSupported",
-          "CapabilityNotSupported",
-          "CapabilityNotSupported",
-          "CapabilityNotSupported"
+        expect(errors.map((e) => [e._tag, e.reason._tag])).toEqual([
+          ["McpProtocolError", "CapabilityNotSupported"],
+          ["McpProtocolError", "CapabilityNotSupported"],
+          ["McpProtocolError", "CapabilityNotSupported"],
+          ["McpProtocolError", "CapabilityNotSupported"]
         ])
-        expect(errors.map((e) => (e._tag === "CapabilityNotSupported" ? e.capability : ""))).toEqual([
+        expect(errors.map((e) => (e.reason._tag === "CapabilityNotSupported" ? e.reason.capability : ""))).toEqual([
           "prompts",
           "resources",
           "resources.subscribe",
@@ -203,7 +203,7 @@ describe("McpClient", () => {
           "tools/list",
           "logging/setLevel"
         ])
-        expect(yield* Effect.flip(client.notifyRootsListChanged)).toMatchObject({ _tag: "CapabilityNotSupported" })
+        expect(yield* Effect.flip(client.notifyRootsListChanged)).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "CapabilityNotSupported" } })
       }))
   })
 
@@ -224,8 +224,8 @@ describe("McpClient", () => {
         const sum = yield* client.callTool({ name: "add", arguments: { a: 2, b: 3 } })
         expect(sum.structuredContent).toEqual({ sum: 5 })
         const unknown = yield* Effect.flip(client.callTool({ name: "nope" }))
-        expect(unknown).toBeInstanceOf(RpcError)
-        expect(unknown).toMatchObject({ code: -32602 })
+        expect(unknown.reason).toBeInstanceOf(RpcError)
+        expect(unknown).toMatchObject({ _tag: "McpServerError", reason: { code: -32602 } })
       }))
 
     it.effect("a server that repeats a cursor ends the stream with InvalidPayload instead of looping", () =>
@@ -235,7 +235,7 @@ describe("McpClient", () => {
         )
         const { client } = yield* inMemory(looping)
         const error = yield* Effect.flip(client.listAllTools())
-        expect(error).toMatchObject({ _tag: "InvalidPayload", method: "tools/list" })
+        expect(error).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "InvalidPayload", method: "tools/list" } })
       }))
 
     it.effect("resources, templates, read (text and blob), subscribe and unsubscribe", () =>
@@ -251,7 +251,7 @@ describe("McpClient", () => {
         const first = blob.contents[0]!
         expect("blob" in first && Array.from(first.blob)).toEqual([1, 2, 3])
         const missing = yield* Effect.flip(client.readResource("other://x"))
-        expect(missing).toMatchObject({ _tag: "RpcError", code: -32002 })
+        expect(missing).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: -32002 } })
         yield* client.subscribeResource("fixture://hello")
         yield* client.subscribeResource("fixture://blob")
         yield* client.unsubscribeResource("fixture://blob")
@@ -337,7 +337,7 @@ describe("McpClient", () => {
         expect(events.map((e) => (e._tag === "Progress" ? `p${e.progress.progress}/${e.progress.total}` : "result")))
           .toEqual(["p1/3", "p2/3", "p3/3", "result"])
         const failed = yield* Effect.flip(Stream.runCollect(client.callToolStream({ name: "nope" })))
-        expect(failed).toMatchObject({ _tag: "RpcError", code: -32602 })
+        expect(failed).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: -32602 } })
       }))
 
     /** A tool that reports the progress values the test feeds it, and answers when told. */
@@ -380,7 +380,7 @@ describe("McpClient", () => {
         expect(fiber.pollUnsafe()).toBeUndefined()
         yield* TestClock.adjust("1100 millis")
         const error = yield* Effect.flip(Fiber.join(fiber))
-        expect(error).toMatchObject({ _tag: "RequestTimeout", method: "tools/call", timeoutMs: 1000 })
+        expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", method: "tools/call", timeoutMs: 1000 } })
       }))
 
     it.effect("out-of-order or repeated progress is ignored (and does not restart the timeout)", () =>
@@ -397,7 +397,7 @@ describe("McpClient", () => {
         yield* Queue.offer(steps, 2)
         yield* settle
         yield* TestClock.adjust("200 millis")
-        expect(yield* Effect.flip(Fiber.join(fiber))).toMatchObject({ _tag: "RequestTimeout" })
+        expect(yield* Effect.flip(Fiber.join(fiber))).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout" } })
         expect(seen).toEqual([1, 3])
       }))
 
@@ -415,7 +415,7 @@ describe("McpClient", () => {
         }
         yield* TestClock.adjust("300 millis")
         const error = yield* Effect.flip(Fiber.join(fiber))
-        expect(error).toMatchObject({ _tag: "RequestTimeout", timeoutMs: 2000, phase: "Maximum total time exceeded" })
+        expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", timeoutMs: 2000, phase: "Maximum total time exceeded" } })
       }))
 
     it.effect("resetTimeoutOnProgress: false keeps the plain timeout", () =>
@@ -429,7 +429,7 @@ describe("McpClient", () => {
         yield* Queue.offer(steps, 1)
         yield* settle
         yield* TestClock.adjust("200 millis")
-        expect(yield* Effect.flip(Fiber.join(fiber))).toMatchObject({ _tag: "RequestTimeout", timeoutMs: 1000 })
+        expect(yield* Effect.flip(Fiber.join(fiber))).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", timeoutMs: 1000 } })
       }))
   })
 
@@ -513,7 +513,7 @@ describe("McpClient", () => {
       Effect.gen(function*() {
         const { client, pair } = yield* inMemory(makeServer())
         // The server's typed helper refuses (the client declared nothing).
-        const refused = yield* Effect.flip(client.callTool({ name: "sample" }))
+        const refused = yield* client.callTool({ name: "sample" }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
         expect(refused).toMatchObject({ _tag: "RpcError" })
         expect((refused as RpcError).rpcMessage).toContain("did not declare the sampling capability")
         // A raw request reaches the client, which answers -32601.
@@ -600,7 +600,7 @@ describe("McpClient", () => {
             Effect.sync(() => void pids.push(t.pid))),
           { protocol: "2025-11-25" }
         ).pipe(Effect.scoped, Effect.flip)
-        expect(error).toMatchObject({ _tag: "UnsupportedProtocolVersion", received: "2099-01-01" })
+        expect(error).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "UnsupportedProtocolVersion", received: "2099-01-01" } })
         expect(isAlive(pids[0]!)).toBe(false)
       }).pipe(Effect.provide(NodeServices.layer)))
 
@@ -610,7 +610,7 @@ describe("McpClient", () => {
           protocol: "2025-11-25",
           initializeTimeout: "300 millis"
         }).pipe(Effect.scoped, Effect.flip)
-        expect(error).toMatchObject({ _tag: "RequestTimeout", method: "initialize" })
+        expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", method: "initialize" } })
       }).pipe(Effect.provide(NodeServices.layer)))
 
     it.live("cancellation reaches the handler in the child process", () =>

@@ -207,7 +207,7 @@ describe("McpManager", () => {
 
         process.kill(pid, "SIGKILL")
         const error = yield* Effect.flip(Fiber.join(inFlight))
-        expect(error).toMatchObject({ _tag: "TransportClosed" })
+        expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "TransportClosed" } })
         const reconnecting = yield* statusWhere(manager, "srv", (s) => s._tag === "Reconnecting")
         expect(reconnecting).toMatchObject({ delayMs: 200, lastError: { _tag: "TransportClosed" } })
         const ready = yield* statusWhere(manager, "srv", (s) => s._tag === "Ready")
@@ -512,7 +512,7 @@ describe("McpManager", () => {
         // The server forgets the session: the call that finds out fails, typed, and is not replayed.
         yield* server.closeSession(first!)
         const error = yield* Effect.flip(manager.callTool("remote__echo", { text: "lost" }))
-        expect(error).toMatchObject({ _tag: "SessionExpired" })
+        expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "SessionExpired" } })
         // The next call gets a new session.
         const result = yield* manager.callTool("remote__echo", { text: "again" })
         expect(result.content[0]).toMatchObject({ text: "again" })

@@ -65,7 +65,7 @@ describe("McpClient in the stateless era", () => {
         const old = yield* client.callTool({ name: "no_result_type" })
         expect(textOf(old)).toBe("old style")
         const error = yield* Effect.flip(client.callTool({ name: "weird_result_type" }))
-        expect(error._tag).toBe("InvalidPayload")
+        expect(error).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "InvalidPayload" } })
         expect(error.message).toContain("partial")
         expect(yield* client.connection.pendingCount).toBe(0)
       }))
@@ -216,7 +216,7 @@ describe("McpClient in the stateless era", () => {
         const script = refusingFirst(10)
         const pair = yield* InMemoryTransport.makePair(script.handler)
         const error = yield* Effect.flip(McpClient.fromTransport(pair.client, { protocol: "2026-07-28" }))
-        expect(error).toMatchObject({ _tag: "UnsupportedProtocolVersion", supported: ["2026-07-28"] })
+        expect(error).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "UnsupportedProtocolVersion", supported: ["2026-07-28"] } })
         expect(script.seen.map((s) => s.method)).toEqual(["server/discover", "server/discover"])
       }))
 
@@ -224,7 +224,10 @@ describe("McpClient in the stateless era", () => {
       Effect.gen(function*() {
         const script = modern({ versions: ["2099-01-01"] })
         const pair = yield* InMemoryTransport.makePair(script.handler)
-        const error = yield* Effect.flip(McpClient.fromTransport(pair.client, { protocol: "2026-07-28" }))
+        const error = yield* McpClient.fromTransport(pair.client, { protocol: "2026-07-28" }).pipe(
+          Effect.unwrapReason("McpProtocolError"),
+          Effect.flip
+        )
         expect(error._tag).toBe("UnsupportedProtocolVersion")
         if (error._tag === "UnsupportedProtocolVersion") expect(error.supported).toContain("2099-01-01")
       }))
@@ -262,7 +265,7 @@ describe("McpClient in the stateless era", () => {
           handlers: { listRoots: () => Effect.succeed([]) }
         })
         const error = yield* Effect.flip(client.callTool({ name: "loop_forever" }))
-        expect(error._tag).toBe("TooManyInputRounds")
+        expect(error).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "TooManyInputRounds" } })
         expect(script.seen.filter((s) => s.method === "tools/call")).toHaveLength(4)
         expect(yield* client.connection.pendingCount).toBe(0)
       }))
@@ -288,11 +291,14 @@ describe("McpClient in the stateless era", () => {
     it.effect("-32021 is MissingClientCapability with the required capabilities; -32020 is HeaderMismatch", () =>
       Effect.gen(function*() {
         const { client } = yield* connect()
-        const missing = yield* Effect.flip(client.callTool({ name: "needs_sampling" }))
+        const missing = yield* client.callTool({ name: "needs_sampling" }).pipe(
+          Effect.unwrapReason("McpProtocolError"),
+          Effect.flip
+        )
         expect(missing._tag).toBe("MissingClientCapability")
         if (missing._tag === "MissingClientCapability") expect(missing.requiredCapabilities).toEqual({ sampling: {} })
         const mismatch = yield* Effect.flip(client.callTool({ name: "header_mismatch" }))
-        expect(mismatch._tag).toBe("HeaderMismatch")
+        expect(mismatch).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "HeaderMismatch" } })
       }))
   })
 

@@ -203,8 +203,8 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
           ? json(res, 200, rpcError(seen.json.id, -32602, "Unknown tool"))
           : json(res, 404, rpcError(seen.json.id, -32601, "Method not found"))
       )
-      expect(yield* Effect.flip(OneShot.callTool(server.url, "nope"))).toMatchObject({ _tag: "RpcError", code: -32602 })
-      expect(yield* Effect.flip(OneShot.call(server.url, "prompts/list"))).toMatchObject({ _tag: "RpcError", code: -32601 })
+      expect(yield* Effect.flip(OneShot.callTool(server.url, "nope"))).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: -32602 } })
+      expect(yield* Effect.flip(OneShot.call(server.url, "prompts/list"))).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: -32601 } })
       expect(methods(server.seen)).toEqual(["tools/call", "prompts/list"])
     }))
 
@@ -215,8 +215,8 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
           res.writeHead(status, status === 401 ? { "www-authenticate": "Bearer realm=\"x\"" } : {}).end("no")
         )
         const error = yield* Effect.flip(OneShot.callTool(server.url, "echo"))
-        expect(error).toMatchObject({ _tag: "HttpError", status })
-        if (status === 401) expect(error).toMatchObject({ wwwAuthenticate: "Bearer realm=\"x\"" })
+        expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "HttpError", status } })
+        if (status === 401) expect(error).toMatchObject({ reason: { wwwAuthenticate: "Bearer realm=\"x\"" } })
         expect(server.seen).toHaveLength(1)
       }
     }))
@@ -225,14 +225,14 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
     Effect.gen(function*() {
       const server = yield* scripted(() => {})
       const error = yield* Effect.flip(OneShot.callTool(server.url, "echo", {}, { timeout: "300 millis" }))
-      expect(error).toMatchObject({ _tag: "RequestTimeout", method: "tools/call", timeoutMs: 300 })
+      expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", method: "tools/call", timeoutMs: 300 } })
       expect(server.seen).toHaveLength(1)
     }))
 
   live("a network failure is TransportClosed, with no fallback", () =>
     Effect.gen(function*() {
       const url = yield* Effect.scoped(Effect.map(scripted(() => {}), (s) => s.url))
-      expect(yield* Effect.flip(OneShot.callTool(url, "echo"))).toMatchObject({ _tag: "TransportClosed" })
+      expect(yield* Effect.flip(OneShot.callTool(url, "echo"))).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "TransportClosed" } })
     }))
 
   live("-32022 naming a stateless revision we speak: one retry with it", () =>
@@ -258,9 +258,8 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
         json(res, 400, rpcError(seen.json.id, -32022, "Unsupported protocol version", { supported: ["2099-01-01"] }))
       )
       expect(yield* Effect.flip(OneShot.callTool(server.url, "echo"))).toMatchObject({
-        _tag: "UnsupportedProtocolVersion",
-        requested: "2026-07-28",
-        supported: ["2099-01-01"]
+        _tag: "McpProtocolError",
+        reason: { _tag: "UnsupportedProtocolVersion", requested: "2026-07-28", supported: ["2099-01-01"] }
       })
       expect(server.seen).toHaveLength(1)
     }))
@@ -284,7 +283,7 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
       // The header carries the Base64 form; the scripted server compares it with the body as is.
       const encoded = "=?base64?Y2Fmw6k=?="
       const got = yield* Effect.flip(OneShot.callTool(server.url, "echo", args))
-      expect(got).toMatchObject({ _tag: "HeaderMismatch", method: "tools/call" })
+      expect(got).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "HeaderMismatch", method: "tools/call" } })
       expect(methods(server.seen)).toEqual(["tools/call", "tools/list", "tools/call"])
       expect(server.seen[2]!.headers["mcp-param-region"]).toBe(encoded)
 
@@ -307,7 +306,7 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
         res.write(`data: ${JSON.stringify(result(seen.json.id + 1, {}))}\n\n`)
         res.end(": bye\n\n")
       })
-      expect(yield* Effect.flip(OneShot.callTool(server.url, "echo"))).toMatchObject({ _tag: "NoResponse", method: "tools/call" })
+      expect(yield* Effect.flip(OneShot.callTool(server.url, "echo"))).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "NoResponse", method: "tools/call" } })
     }))
 
   live("invalid JSON, in a JSON body or an SSE event: MalformedMessage", () =>
@@ -319,8 +318,8 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
       )
       for (const name of ["json", "sse"]) {
         expect(yield* Effect.flip(OneShot.callTool(server.url, name)), name).toMatchObject({
-          _tag: "MalformedMessage",
-          method: "tools/call"
+          _tag: "McpTransportError",
+          reason: { _tag: "MalformedMessage", method: "tools/call" }
         })
       }
     }))
@@ -340,7 +339,7 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
       })
       for (const name of ["declared", "chunked", "sse"]) {
         expect(yield* Effect.flip(OneShot.callTool(server.url, name, {}, { maxMessageBytes: 1024 })), name)
-          .toMatchObject({ _tag: "MessageTooLarge", limit: 1024, direction: "incoming" })
+          .toMatchObject({ _tag: "McpTransportError", reason: { _tag: "MessageTooLarge", limit: 1024, direction: "incoming" } })
       }
     }))
 
@@ -389,7 +388,7 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
     Effect.gen(function*() {
       const legacy = yield* legacyServer
       const error = yield* Effect.flip(OneShot.callTool(legacy.url, "fail", {}, { protocol: "2025-11-25" }))
-      expect(error).toMatchObject({ _tag: "RpcError", code: -32603 })
+      expect(error).toMatchObject({ _tag: "McpServerError", reason: { _tag: "RpcError", code: -32603 } })
       expect(methods(legacy.seen)).toEqual(["initialize", "notifications/initialized", "tools/call", "DELETE"])
       expect(yield* legacy.server.transport.sessionIds).toEqual([])
     }))
@@ -406,7 +405,7 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
 
       const before = legacy.seen.length
       const error = yield* Effect.flip(OneShot.callTool(legacy.url, "slow", {}, { protocol: "2025-11-25", timeout: "1 second" }))
-      expect(error).toMatchObject({ _tag: "RequestTimeout", method: "tools/call" })
+      expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", method: "tools/call" } })
       expect(methods(legacy.seen.slice(before))).toEqual(["initialize", "notifications/initialized", "tools/call", "DELETE"])
       expect(yield* legacy.server.transport.sessionIds).toEqual([])
     }))

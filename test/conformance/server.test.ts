@@ -225,8 +225,8 @@ describe("everything-server: the stateless era", () => {
         const greeted = yield* modern.callTool({ name: "test_input_required_result_elicitation" })
         expect(greeted.content).toEqual([{ type: "text", text: "Hello, Ada!" }])
         const missing = "test://nowhere"
-        expect(yield* Effect.flip(modern.readResource(missing))).toMatchObject({ code: -32602, data: { uri: missing } })
+        expect(yield* Effect.flip(modern.readResource(missing))).toMatchObject({ _tag: "McpServerError", reason: { code: -32602, data: { uri: missing } } })
         const legacy = yield* McpClient.connect(StreamableHttpClientTransport.make({ url }), { protocol: "2025-11-25" })
-        expect(yield* Effect.flip(legacy.readResource(missing))).toMatchObject({ code: -32002, data: { uri: missing } })
+        expect(yield* Effect.flip(legacy.readResource(missing))).toMatchObject({ _tag: "McpServerError", reason: { code: -32002, data: { uri: missing } } })
       })).pipe(provided), { timeout: 30_000 })
 })

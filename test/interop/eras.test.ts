@@ -201,7 +201,7 @@ const interruption = (client: McpClient.McpClientShape) =>
     const idle = yield* client.connection.pendingCount
     // The first progress comes after a third of `ms`, so the idle timeout fires first.
     const timedOut = yield* Effect.flip(client.callTool({ name: "slow", arguments: { ms: 30_000 } }, { timeout: "300 millis" }))
-    expect(timedOut._tag).toBe("RequestTimeout")
+    expect(timedOut).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout" } })
     expect(yield* client.connection.pendingCount).toBe(idle)
 
     const started = yield* collect(client.progress, 1)

@@ -138,7 +138,7 @@ const toolsResourcesPrompts = (client: Client, mode: Mode) =>
     expect(item.contents[0]).toMatchObject({ uri: "sdk://items/beta", text: "{\"id\":\"beta\"}" })
     // The SDK's McpServer does not offer subscriptions; the client refuses before sending.
     const subscribe = yield* Effect.flip(client.subscribeResource("sdk://readme"))
-    expect(subscribe).toMatchObject({ _tag: "CapabilityNotSupported", capability: "resources.subscribe" })
+    expect(subscribe).toMatchObject({ _tag: "McpProtocolError", reason: { _tag: "CapabilityNotSupported", capability: "resources.subscribe" } })
 
     const prompts = yield* client.listAllPrompts()
     expect(prompts.map((p) => p.name)).toEqual(["greet"])

@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
+import * as McpErrorGroup from "../../src/McpErrorGroup.ts"
 import * as JsonRpc from "../../src/JsonRpc.ts"
 import type { Handler } from "../../src/server/Handler.ts"
 import { malformedShapeNames } from "../fixtures/malformed-responses.ts"
@@ -65,12 +66,15 @@ const faultArb = (maxK: number): Arbitrary.Arbitrary<CallFault> =>
     }
   }))
 
-/** What a settled call came to: `success`, an error's `_tag`, or `interrupted`. */
+/** The flat error of a failed call (the client fails with its group). */
+const failureOf = (exit: Exit.Exit<unknown, unknown>): unknown =>
+  McpErrorGroup.reasonOf(Cause.squash((exit as Exit.Failure<unknown, unknown>).cause))
+
+/** What a settled call came to: `success`, its error's reason's `_tag`, or `interrupted`. */
 const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
   if (Exit.isSuccess(exit)) return "success"
   if (Cause.hasInterruptsOnly(exit.cause)) return "interrupted"
-  const error = Cause.squash(exit.cause) as { _tag?: string }
-  return String(error._tag)
+  return String((failureOf(exit) as { _tag?: string })._tag)
 }
 
 // ---------------------------------------------------------------------------
@@ -204,7 +208,7 @@ const scriptedServer = (seen: Array<{ tag: number; state: unknown }>): Handler =
 const describeExit = (exit: Exit.Exit<unknown, unknown>): string => {
   const outcome = outcomeOf(exit)
   if (outcome !== "TransportClosed") return outcome
-  return `TransportClosed: ${(Cause.squash((exit as Exit.Failure<unknown, unknown>).cause) as { reason: string }).reason}`
+  return `TransportClosed: ${(failureOf(exit) as { reason: string }).reason}`
 }
 
 const runPlan = (plan: Plan) =>

@@ -136,7 +136,7 @@ describe("Tool, Resource and Prompt definitions", () => {
           expect(notFound.structuredContent).toBeUndefined()
 
           // Infinity is no JSON number: the success schema refuses to encode it.
-          const ratio = yield* Effect.flip(client.callTool({ name: "ratio", arguments: { a: 1 } }))
+          const ratio = yield* client.callTool({ name: "ratio", arguments: { a: 1 } }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
           expect(ratio).toBeInstanceOf(RpcError)
           expect((ratio as RpcError).code).toBe(-32603)
           // The non-finite spellings of Effect's JSON codec are not numbers here either.
@@ -146,7 +146,7 @@ describe("Tool, Resource and Prompt definitions", () => {
           const raw = yield* client.callTool({ name: "raw" })
           expect(raw.content).toEqual([{ type: "text", text: "plain text" }])
 
-          const unknown = yield* Effect.flip(client.callTool({ name: "nope" }))
+          const unknown = yield* client.callTool({ name: "nope" }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
           expect((unknown as RpcError).code).toBe(-32602)
           expect(unknown.message).toContain("Unknown tool: nope")
         }).pipe(Effect.scoped))
@@ -177,10 +177,10 @@ describe("Tool, Resource and Prompt definitions", () => {
 
           // Resource not found: -32002 up to 2025-11-25; 2026-07-28 forbids it and says -32602.
           const notFound = protocol === "2026-07-28" ? -32602 : -32002
-          const notANumber = yield* Effect.flip(client.readResource("users://ada/profile"))
+          const notANumber = yield* client.readResource("users://ada/profile").pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
           expect((notANumber as RpcError).code).toBe(notFound)
           expect(notANumber.message).toContain("users://{id}/profile")
-          const nowhere = yield* Effect.flip(client.readResource("other://x"))
+          const nowhere = yield* client.readResource("other://x").pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
           expect((nowhere as RpcError).code).toBe(notFound)
           expect((nowhere as RpcError).data).toEqual({ uri: "other://x" })
         }).pipe(Effect.scoped))
@@ -199,10 +199,10 @@ describe("Tool, Resource and Prompt definitions", () => {
           }])
           const got = yield* client.getPrompt({ name: "greet", arguments: { name: "Ada", times: "2" } })
           expect(got.messages).toEqual([{ role: "user", content: { type: "text", text: "Hello AdaHello Ada" } }])
-          const bad = yield* Effect.flip(client.getPrompt({ name: "greet", arguments: { times: "2" } }))
+          const bad = yield* client.getPrompt({ name: "greet", arguments: { times: "2" } }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
           expect((bad as RpcError).code).toBe(-32602)
           expect(bad.message).toContain(`Invalid arguments for prompt "greet"`)
-          const unknown = yield* Effect.flip(client.getPrompt({ name: "nope" }))
+          const unknown = yield* client.getPrompt({ name: "nope" }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
           expect((unknown as RpcError).code).toBe(-32602)
 
           const names = yield* client.complete({
@@ -239,7 +239,7 @@ describe("Tool, Resource and Prompt definitions", () => {
       const { client } = yield* connect(legacyServer, "2025-11-25")
       yield* client.subscribeResource("users://1/profile")
       yield* client.unsubscribeResource("docs://readme")
-      const unknown = yield* Effect.flip(client.subscribeResource("other://x"))
+      const unknown = yield* client.subscribeResource("other://x").pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
       expect((unknown as RpcError).code).toBe(-32002)
       expect(subscribed).toEqual(["+users://1/profile", "-docs://readme"])
     }).pipe(Effect.scoped))
@@ -262,7 +262,7 @@ describe("Tool, Resource and Prompt definitions", () => {
       const { client } = yield* connect(server, "2025-11-25")
       yield* client.callTool({ name: "era" })
       expect(yield* Ref.get(seen)).toEqual(["legacy"])
-      const refused = yield* Effect.flip(client.callTool({ name: "refuse" }))
+      const refused = yield* client.callTool({ name: "refuse" }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
       expect((refused as RpcError).code).toBe(-32099)
     }).pipe(Effect.scoped))
 })
@@ -399,7 +399,7 @@ describe("Tool calls", () => {
   it.effect("a handler that throws is an internal error, without its message", () =>
     Effect.gen(function*() {
       const { client } = yield* connect(callServer, "2025-11-25")
-      const error = yield* Effect.flip(client.callTool({ name: "throws" }))
+      const error = yield* client.callTool({ name: "throws" }).pipe(Effect.unwrapReason("McpServerError"), Effect.flip)
       expect(error).toBeInstanceOf(RpcError)
       expect((error as RpcError).code).toBe(-32603)
       expect((error as RpcError).message).not.toContain("thrown by the handler")

@@ -57,7 +57,9 @@ const announced = <E>(client: McpClientShape, change: Effect.Effect<void, E>) =>
   })
 
 const toolNames = (client: McpClientShape) => Effect.map(client.listTools(), (r) => r.tools.map((t) => t.name))
-const codeOf = <A, E>(effect: Effect.Effect<A, E>) => Effect.map(Effect.flip(effect), (e) => (e as unknown as RpcError).code)
+/** The JSON-RPC code a client call failed with (its error is an `McpServerError` holding the `RpcError`). */
+const codeOf = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.map(Effect.flip(effect), (e) => (e as unknown as { readonly reason: RpcError }).reason.code)
 
 describe("definitions changed while serving", () => {
   for (const protocol of ["2025-11-25", "2026-07-28"] as const) {

@@ -44,7 +44,9 @@ export const gather = (session: Session.Session): Effect.Effect<Inspection, unkn
       caps.resources === undefined
         ? Effect.succeed(undefined)
         : collect(client.resourceTemplates()).pipe(
-          Effect.catchTag("RpcError", (e) => e.code === -32601 ? Effect.succeed(undefined) : Effect.fail(e))
+          Effect.catchReason("McpServerError", "RpcError", (e, group) =>
+            e.code === -32601 ? Effect.succeed(undefined) : Effect.fail(group)
+          )
         ),
       caps.prompts === undefined ? Effect.succeed(undefined) : collect(client.prompts())
     ])

@@ -47,13 +47,13 @@ export interface ClientCore {
   readonly callOptions: (options: RequestOptions | undefined) => Correlation.CallOptions
   readonly state: SubscriptionRef.SubscriptionRef<ConnectionState>
   /** Builds the service from the transport-specific request and notify paths. */
-  readonly service: (parts: {
+  readonly service: <A>(parts: {
     readonly kind: ClientTransportShape["kind"]
-    readonly request: ClientTransportShape["request"]
-    readonly notify: ClientTransportShape["notify"]
+    readonly request: ClientTransportShape<A>["request"]
+    readonly notify: ClientTransportShape<A>["notify"]
     readonly stderr?: Stream.Stream<string> | undefined
     readonly setProtocolVersion?: ClientTransportShape["setProtocolVersion"] | undefined
-  }) => ClientTransportShape
+  }) => ClientTransportShape<A>
 }
 
 export const defaultRequestHandler: RequestHandler = (request) =>

@@ -27,12 +27,10 @@ import type { ClientTransportShape, RequestOptions } from "../ClientTransport.ts
 import type { Progress } from "./ServerNotificationEnum.ts"
 
 /**
- * What a typed method can fail with.
- *
- * @since 0.1.0
- * @category errors
+ * What a call fails with inside the client, before `McpClient` puts it in its
+ * group (`McpErrorGroup.group`).
  */
-export type McpClientError =
+export type FlatError =
   | RequestError
   | CapabilityNotSupported
   | InvalidPayload
@@ -93,7 +91,7 @@ export interface PageParams {
 type Meta = Readonly<Record<string, unknown>>
 
 /** Turns a call's raw result into its typed value, or fails. */
-export type Decode<A> = (raw: unknown) => Effect.Effect<A, McpClientError>
+export type Decode<A> = (raw: unknown) => Effect.Effect<A, FlatError>
 
 /** What a call passes to the transport besides its body: routing headers, and who wants its id. */
 export type WireOptions = Pick<RequestOptions, "headers" | "onId">
@@ -107,7 +105,7 @@ export interface CallEngine {
     callOptions: CallOptions | undefined,
     decode: Decode<A>,
     wire?: WireOptions
-  ) => Effect.Effect<A, McpClientError>
+  ) => Effect.Effect<A, FlatError>
   /** Hands a progress notification to the call it belongs to, if that call is still in flight. */
   readonly routeProgress: (progress: Progress) => void
 }
@@ -147,7 +145,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
   }
 
   /** Here the transport's own timeout (it has no phase) is the idle timeout. */
-  const idleTimeout = (method: string, idleMs: number) => (e: McpClientError): McpClientError =>
+  const idleTimeout = (method: string, idleMs: number) => (e: FlatError): FlatError =>
     e._tag === "RequestTimeout" && e.phase === undefined
       ? new RequestTimeout({ method, id: e.id, timeoutMs: idleMs, phase: "No response or progress" })
       : e
@@ -167,7 +165,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     callOptions: CallOptions | undefined,
     decode: Decode<A>,
     wire?: WireOptions
-  ): Effect.Effect<A, McpClientError> =>
+  ): Effect.Effect<A, FlatError> =>
     Effect.suspend(() => {
       const token = `p${++tokenCounter}`
       const timeout = callOptions?.timeout
@@ -205,7 +203,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     restartOnProgress: boolean,
     decode: Decode<A>,
     wire: WireOptions | undefined
-  ): Effect.Effect<A, McpClientError> => {
+  ): Effect.Effect<A, FlatError> => {
     const watch: Watch = { last: undefined, restart: undefined, queue: undefined, body }
     watches.set(token, watch)
     const request = Effect.onExit(
@@ -242,10 +240,10 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     onProgress: ((p: Progress) => Effect.Effect<void>) | undefined,
     callOptions: CallOptions | undefined,
     wire: WireOptions | undefined
-  ): Effect.Effect<unknown, McpClientError> => {
+  ): Effect.Effect<unknown, FlatError> => {
     const watch: Watch = { last: undefined, restart: undefined, queue, body: undefined }
     watches.set(token, watch)
-    let effect: Effect.Effect<unknown, McpClientError> = restartOnProgress
+    let effect: Effect.Effect<unknown, FlatError> = restartOnProgress
       ? Effect.mapError(
         transport.request(method, body, { ...wire, timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
         idleTimeout(method, idleMs)
@@ -275,10 +273,10 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
 
 /** A call as a stream: each progress (also passed to the caller's own `onProgress`), then the result. */
 export const streamed = <A>(
-  run: (options: CallOptions) => Effect.Effect<A, McpClientError>,
+  run: (options: CallOptions) => Effect.Effect<A, FlatError>,
   callOptions: CallOptions | undefined
-): Stream.Stream<CallEvent<A>, McpClientError> =>
-  Stream.callback<CallEvent<A>, McpClientError>((queue) =>
+): Stream.Stream<CallEvent<A>, FlatError> =>
+  Stream.callback<CallEvent<A>, FlatError>((queue) =>
     run({
       ...callOptions,
       onProgress: (progress) =>
@@ -299,13 +297,13 @@ export const streamed = <A>(
  */
 export const paginated = <P, A>(
   method: string,
-  page: (params: Readonly<Record<string, unknown>> | undefined, callOptions?: CallOptions) => Effect.Effect<P, McpClientError>,
+  page: (params: Readonly<Record<string, unknown>> | undefined, callOptions?: CallOptions) => Effect.Effect<P, FlatError>,
   items: (page: P) => ReadonlyArray<A>,
   nextCursor: (page: P) => string | undefined
 ) => {
   const list = (params?: PageParams, callOptions?: CallOptions) =>
     page(params?.cursor === undefined ? undefined : { cursor: params.cursor }, callOptions)
-  const all = (callOptions?: CallOptions): Stream.Stream<A, McpClientError> =>
+  const all = (callOptions?: CallOptions): Stream.Stream<A, FlatError> =>
     Stream.paginate({ cursor: undefined as string | undefined, seen: new Set<string>() }, (state) =>
       Effect.flatMap(list({ cursor: state.cursor }, callOptions), (result) => {
         const next = nextCursor(result)

@@ -22,7 +22,7 @@ import {
 import * as Negotiation from "../Negotiation.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import type { RequestHandler } from "../ClientTransport.ts"
-import type { CallEngine, CallOptions, Decode, McpClientError } from "./McpCallEngine.ts"
+import type { CallEngine, CallOptions, Decode, FlatError } from "./McpCallEngine.ts"
 
 /**
  * What a typed method can fail with in the stateless era only.
@@ -51,7 +51,7 @@ export interface ModernOptions {
   /** The `Mcp-Param-*` headers of a tool call (HTTP only; `undefined` elsewhere or when none). */
   readonly paramHeaders: ((tool: string, args: unknown) => Readonly<Record<string, string>> | undefined) | undefined
   /** Re-reads the tool list so that the next call's parameter headers are current. */
-  readonly refreshTools: Effect.Effect<void, McpClientError>
+  readonly refreshTools: Effect.Effect<void, FlatError>
 }
 
 /** An `input_required` result, as the decode step hands it to the round loop. */
@@ -69,7 +69,7 @@ type Round<A> = { readonly [INPUT]: InputRequired } | { readonly value: A }
  * it came as a JSON-RPC error or (over HTTP) as the body of a 4xx answer;
  * `undefined` leaves the error as it is.
  */
-export const typedError = (method: string, error: unknown): McpClientError | ModernError | undefined => {
+export const typedError = (method: string, error: unknown): FlatError | ModernError | undefined => {
   if (error instanceof RpcError) return Negotiation.modernError(error.code, error.data, method, error.rpcMessage)
   if (typeof error !== "object" || error === null || (error as { _tag?: unknown })._tag !== "HttpError") return undefined
   const rpc = Negotiation.rpcErrorFromHttpBody((error as { body: string }).body)
@@ -124,7 +124,7 @@ export const make = (options: ModernOptions) => {
       { concurrency: "unbounded" }
     ).pipe(Effect.map((entries) => Object.fromEntries(entries)))
 
-  const mapError = (method: string) => (error: McpClientError): Effect.Effect<never, McpClientError | ModernError> =>
+  const mapError = (method: string) => (error: FlatError): Effect.Effect<never, FlatError | ModernError> =>
     Effect.fail(typedError(method, error) ?? error)
 
   const send = <A>(
@@ -132,13 +132,13 @@ export const make = (options: ModernOptions) => {
     params: Params | undefined,
     callOptions: CallOptions | undefined,
     decode: Decode<A>
-  ): Effect.Effect<A, McpClientError | ModernError> => {
+  ): Effect.Effect<A, FlatError | ModernError> => {
     const decodeRound = roundDecode(method, decode)
     const tool = method === "tools/call" && typeof params?.name === "string" ? params.name : undefined
     // Suspended: the `Mcp-Param-*` headers are read when a round is sent, so a retry after a refresh sees the new list.
-    const once = (extra: Params | undefined): Effect.Effect<Round<A>, McpClientError | ModernError> =>
+    const once = (extra: Params | undefined): Effect.Effect<Round<A>, FlatError | ModernError> =>
       Effect.suspend(() => onceNow(extra))
-    const onceNow = (extra: Params | undefined): Effect.Effect<Round<A>, McpClientError | ModernError> => {
+    const onceNow = (extra: Params | undefined): Effect.Effect<Round<A>, FlatError | ModernError> => {
       // Read when sent, so that a call effect run again later carries the level set since.
       const meta = options.meta(options.logLevel())
       const body: Params = {
@@ -154,7 +154,7 @@ export const make = (options: ModernOptions) => {
         mapError(method)
       )
     }
-    const rounds = (round: number, extra: Params | undefined): Effect.Effect<A, McpClientError | ModernError> =>
+    const rounds = (round: number, extra: Params | undefined): Effect.Effect<A, FlatError | ModernError> =>
       Effect.flatMap(once(extra), (result) => {
         if (!(INPUT in result)) return Effect.succeed(result.value)
         if (round >= options.maxInputRounds) return Effect.fail(new TooManyInputRounds({ method, rounds: round }))

@@ -27,6 +27,7 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as McpSchema from "effect/ai/McpSchema"
 import type { TransportClosed } from "../../McpError.ts"
+import { reasonOf } from "../../McpErrorGroup.ts"
 import type { ClientTransportShape } from "../ClientTransport.ts"
 import * as McpClient from "../McpClient.ts"
 import * as CircuitBreaker from "./CircuitBreaker.ts"
@@ -80,7 +81,11 @@ const isTagged = (u: unknown): u is LastError =>
 const lastErrorOf = (server: string, exit: Exit.Exit<unknown, unknown>): LastError => {
   if (Exit.isSuccess(exit)) return new ConnectFailed({ server, reason: "no error" })
   for (const reason of exit.cause.reasons) {
-    if (reason._tag === "Fail" && isTagged(reason.error)) return reason.error
+    // A status names the flat error (`SpawnError`, `TransportClosed`…), as the losses it records do, not its group.
+    if (reason._tag === "Fail") {
+      const error = reasonOf(reason.error)
+      if (isTagged(error)) return error
+    }
   }
   for (const reason of exit.cause.reasons) {
     if (reason._tag === "Fail") return new ConnectFailed({ server, reason: String(reason.error) })

@@ -11,6 +11,7 @@ import { Effect, type Scope } from "effect"
 import { HttpClient } from "effect/http"
 import * as OAuthProvider from "../../../src/client/auth/OAuthProvider.ts"
 import * as OneShot from "../../../src/client/OneShot.ts"
+import * as McpErrorGroup from "../../../src/McpErrorGroup.ts"
 import * as World from "./AuthWorld.ts"
 import * as ProtectedServer from "./ProtectedServer.ts"
 
@@ -102,7 +103,7 @@ describe("one-shot calls with an OAuth provider", () => {
         const original = world.accessTokens.set.bind(world.accessTokens)
         world.accessTokens.set = (key, value) => original(key, { ...value, expired: true })
         const error = yield* Effect.flip(call("whoami", { protocol }))
-        expect(error, protocol).toMatchObject({ _tag: "TokenRejected", status: 401 })
+        expect(error, protocol).toMatchObject({ _tag: "McpAuthError", reason: { _tag: "TokenRejected", status: 401 } })
         expect(toServer(), protocol).toHaveLength(2)
       }
     }))
@@ -111,7 +112,7 @@ describe("one-shot calls with an OAuth provider", () => {
     Effect.gen(function*() {
       const { call, toServer, world } = yield* setup("both", { interaction: undefined })
       const error = yield* Effect.flip(call("whoami", { protocol: "2026-07-28" }))
-      expect(error._tag).toBe("InteractionRequired")
+      expect(error).toMatchObject({ _tag: "McpAuthError", reason: { _tag: "InteractionRequired" } })
       expect(toServer()).toHaveLength(1)
       expect(world.count("/token")).toBe(0)
     }))
@@ -120,7 +121,7 @@ describe("one-shot calls with an OAuth provider", () => {
     Effect.gen(function*() {
       const { server } = yield* setup()
       const error = yield* Effect.flip(OneShot.callTool(server.mcpUrl, "whoami", {}, { protocol: "2026-07-28" }))
-      expect(error).toMatchObject({ _tag: "HttpError", status: 401 })
-      expect((error as { wwwAuthenticate?: string }).wwwAuthenticate).toContain("resource_metadata=")
+      expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "HttpError", status: 401 } })
+      expect((McpErrorGroup.reasonOf(error) as { wwwAuthenticate?: string }).wwwAuthenticate).toContain("resource_metadata=")
     }))
 })

@@ -136,7 +136,7 @@ describe.each(["2025-11-25", "2026-07-28"] as const)("against oidc-provider, pro
       yield* Effect.promise(() => as.revoke(held.tokens[0]!.refreshToken!, held.clients[0]!.clientId))
       server.clock.aheadMs = 120_000
       const error = yield* Effect.flip(client.callTool({ name: "whoami", arguments: {} }))
-      expect(error._tag).toBe("InvalidGrant")
+      expect(error).toMatchObject({ _tag: "McpAuthError", reason: { _tag: "InvalidGrant" } })
       expect(error.message).toBe(
         `${as.issuer} refused the refresh_token grant: invalid_grant (grant request is invalid). ` +
           "The stored sign-in has expired or was revoked and was removed: sign in again."
