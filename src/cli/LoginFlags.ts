@@ -19,13 +19,13 @@ import type * as TokenStore from "../client/auth/TokenStore.ts"
 import type * as LoopbackRedirect from "./LoopbackRedirect.ts"
 import type * as OAuthModules from "./OAuthModules.ts"
 import * as Output from "./Output.ts"
-import * as Session from "./Session.ts"
+import * as Durations from "./Durations.ts"
 
 const duration = (name: string, defaultValue: string, description: string) =>
   Flag.String(name).pipe(
     Flag.withDescription(`${description} (e.g. 90s, 5m). Default ${defaultValue}`),
     Flag.withDefault(defaultValue),
-    Flag.filterMap(Session.parseDuration, (text) => `expected a duration such as 90s or 5m, got "${text}"`)
+    Flag.filterMap(Durations.parse, (text) => `expected a duration such as 90s or 5m, got "${text}"`)
   )
 
 const optionalString = (name: string, metavar: string, description: string) =>

@@ -138,7 +138,7 @@ const program = Effect.gen(function*() {
   const result = yield* client.callTool({ name: "add", arguments: { a: 2, b: 3 } })
   const refused = yield* client.callTool({ name: "add", arguments: { a: 1e308, b: 1e308 } }).pipe(
     Effect.map(() => "accepted"),
-    Effect.catchTag("RpcError", (error: McpError.RpcError) => Effect.succeed(\`RpcError \${error.code} \${error.rpcMessage}\`))
+    Effect.catchReason("McpServerError", "RpcError", (error: McpError.RpcError) => Effect.succeed(\`RpcError \${error.code} \${error.rpcMessage}\`))
   )
   const decoded = JsonRpc.decode(JSON.stringify(JsonRpc.request(1, "ping")))
   yield* Console.log(JSON.stringify({

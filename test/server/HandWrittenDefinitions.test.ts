@@ -88,7 +88,7 @@ describe("hand-written definitions", () => {
           const plain = yield* client.callTool({ name: "plain", arguments: {} })
           expect(plain.content).toEqual([{ type: "text", text: "plain text" }])
           const fault = yield* Effect.flip(client.callTool({ name: "save_contact", arguments: { name: "fault" } }))
-          expect((fault as unknown as RpcError).code).toBe(-32001)
+          expect((fault as unknown as { reason: RpcError }).reason.code).toBe(-32001)
           const echoed = yield* client.callTool({ name: "echo", arguments: { text: "hi" } })
           expect(echoed.content).toEqual([{ type: "text", text: "hi" }])
           const invalid = yield* client.callTool({ name: "echo", arguments: { text: 1 } })

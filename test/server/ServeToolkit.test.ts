@@ -219,7 +219,7 @@ describe("serving an effect/ai Toolkit", () => {
       expect(final.structuredContent).toEqual({ result: 2 })
       expect(texts(final)).toEqual(["2"])
       const error = yield* Effect.flip(client.callTool({ name: "broken", arguments: {} }))
-      expect(error).toMatchObject({ code: -32603 })
+      expect(error).toMatchObject({ _tag: "McpServerError", reason: { code: -32603 } })
       expect(JSON.stringify(error)).not.toContain("secret")
     }).pipe(Effect.provide(extras.toLayer({
       progressive: (_, { preliminary }) => Effect.as(preliminary(1), 2),

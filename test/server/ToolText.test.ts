@@ -37,6 +37,6 @@ describe("Tool.add text", () => {
       const client = yield* McpClient.connect(InMemoryTransport.make(handle.handler), { protocol: "2025-11-25" })
       expect(firstText(yield* client.callTool({ name: "half", arguments: { a: 5 } }))).toBe("half: 2.5")
       const refused = yield* Effect.flip(client.callTool({ name: "half", arguments: { a: 3 } }))
-      expect(refused).toMatchObject({ code: -32603 })
+      expect(refused).toMatchObject({ _tag: "McpServerError", reason: { code: -32603 } })
     }).pipe(Effect.scoped))
 })
