@@ -219,6 +219,14 @@ export const group = <E>(error: E): Grouped<E> => {
 }
 
 /**
+ * Whether a tag names one of the authorization failures (`McpAuthError`'s reasons).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const isAuthReason = (tag: string): boolean => AUTH.has(tag)
+
+/**
  * The flat error inside a group; any other value is returned as it is (the CLI
  * and logs look through the group this way).
  *

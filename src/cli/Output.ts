@@ -21,7 +21,7 @@ import * as Option from "effect/Option"
 import * as References from "effect/References"
 import { CliError, CliOutput, Flag, GlobalFlag } from "effect/cli"
 import * as Runtime from "effect/Runtime"
-import { reasonOf } from "../McpErrorGroup.ts"
+import { isAuthReason, reasonOf } from "../McpErrorGroup.ts"
 
 export const PROGRAM = "effect-mcp-transport"
 
@@ -152,21 +152,6 @@ const USAGE = new Set([
   "UnknownSubcommand",
   "ValidationError"
 ])
-const AUTH = new Set([
-  "DiscoveryFailed",
-  "RegistrationRefused",
-  "UserDenied",
-  "AuthorizationRefused",
-  "StateMismatch",
-  "InvalidGrant",
-  "TokenEndpointFailed",
-  "TokenRejected",
-  "InteractionRequired",
-  "TokenStoreFailed",
-  "ForbiddenAddress",
-  "IssuerMismatch",
-  "LoopbackUnavailable"
-])
 const CONNECTION = new Set([
   "SpawnError",
   "TransportClosed",
@@ -191,7 +176,8 @@ export const exitCodeOf = (failure: unknown): number => {
   if (CONNECTION.has(tag)) return ExitCode.Connect
   if (tag === "RpcError") return ExitCode.Rpc
   if (tag === "RequestTimeout" || tag === "TimeoutError" || tag === "LoginTimeout") return ExitCode.Timeout
-  if (AUTH.has(tag)) return ExitCode.Auth
+  // Every authorization failure the client has, and the CLI's own loopback listener.
+  if (isAuthReason(tag) || tag === "LoopbackUnavailable") return ExitCode.Auth
   if (tag === "InputRequired") return ExitCode.InputRequired
   return ExitCode.Failure
 }
