@@ -13,8 +13,8 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { fetchJson } from "../internal/FetchJson.ts"
-import * as TokenClaims from "../internal/TokenClaims.ts"
+import { fetchJson } from "./internal/FetchJson.ts"
+import * as TokenClaims from "./internal/TokenClaims.ts"
 import { type AuthInfo, InvalidToken, TokenVerifier, type TokenVerifierShape, VerifierUnavailable } from "./TokenVerifier.ts"
 
 /**

@@ -18,9 +18,9 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Semaphore from "effect/Semaphore"
-import { fetchJson } from "../internal/FetchJson.ts"
-import * as Jws from "../internal/Jws.ts"
-import * as TokenClaims from "../internal/TokenClaims.ts"
+import { fetchJson } from "./internal/FetchJson.ts"
+import * as Jws from "./internal/Jws.ts"
+import * as TokenClaims from "./internal/TokenClaims.ts"
 import { type AuthInfo, InvalidToken, TokenVerifier, type TokenVerifierShape, VerifierUnavailable } from "./TokenVerifier.ts"
 
 /**

@@ -6,7 +6,7 @@
  * configured and nowhere else.
  */
 import * as Effect from "effect/Effect"
-import { VerifierUnavailable } from "../auth/TokenVerifier.ts"
+import { VerifierUnavailable } from "../TokenVerifier.ts"
 
 const MAX_BYTES = 1024 * 1024
 

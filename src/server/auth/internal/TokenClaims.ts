@@ -3,7 +3,7 @@
  * audience naming this server, and reading scopes and the client id from
  * the spellings authorization servers use.
  */
-import type { AuthInfo } from "../auth/TokenVerifier.ts"
+import type { AuthInfo } from "../TokenVerifier.ts"
 
 const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v)
 

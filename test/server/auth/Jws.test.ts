@@ -5,7 +5,7 @@
  */
 import * as crypto from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import * as Jws from "../../src/server/internal/Jws.ts"
+import * as Jws from "../../../src/server/auth/internal/Jws.ts"
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url")
 
