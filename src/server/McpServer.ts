@@ -52,6 +52,7 @@ import {
 import * as LiveCatalogue from "./internal/LiveCatalogue.ts"
 import * as RequestState from "./internal/RequestState.ts"
 import * as RequestStateKeys from "./internal/RequestStateKeys.ts"
+import { RequestStateKey } from "./RequestStateKey.ts"
 import * as RetiredCodes from "./internal/RetiredCodes.ts"
 import { InputKey, Rounds } from "./internal/Rounds.ts"
 import * as SessionStore from "./internal/SessionStore.ts"
@@ -156,9 +157,10 @@ export interface McpServerOptions {
    * The HMAC-SHA256 key that signs the `requestState` of `input_required`
    * results (stateless era), so a client can neither forge one nor move one
    * to another request: at least 32 bytes (a string counts its UTF-8
-   * bytes), else `make` throws a `DefinitionError`. Default: a random key
-   * made once per process, so several server processes behind one endpoint
-   * need a shared key here. To rotate keys, use `requestStateKeys` instead.
+   * bytes), else `make` throws a `DefinitionError`. Default: the
+   * `RequestStateKey` reference's (a random key made once per process), so
+   * several server processes behind one endpoint need a shared key here or
+   * there. To rotate keys, use `requestStateKeys` instead.
    */
   readonly requestStateKey?: string | Uint8Array | undefined
   /**
@@ -567,7 +569,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
 const handlerOf = <R>(
   server: McpServer<R>
 ): Effect.Effect<{ readonly handle: Omit<ServerHandle<R>, "definitions">; readonly release: Effect.Effect<void> }> =>
-  Effect.sync(() => {
+  Effect.map(RequestStateKey, (defaultKeys) => {
     const options = server.options
     const stateless = options.stateless !== false
     const declared = capabilities(server)
@@ -603,7 +605,7 @@ const handlerOf = <R>(
       cacheScope: options.resultCache?.cacheScope ?? "private"
     }
     const stateConfig: RequestState.Config = {
-      keys: RequestStateKeys.resolve(options) ?? [RequestState.defaultKey()],
+      keys: RequestStateKeys.resolve(options) ?? RequestStateKeys.provided(defaultKeys),
       ttlMs: options.requestStateTtl === undefined
         ? DEFAULT_REQUEST_STATE_TTL_MS
         : Duration.toMillis(Duration.fromInputUnsafe(options.requestStateTtl)),

@@ -17,6 +17,7 @@ import * as RequestMeta from "../../src/RequestMeta.ts"
 import { DefinitionError } from "../../src/server/DefinitionError.ts"
 import type { Handler } from "../../src/server/Handler.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
+import * as RequestStateKey from "../../src/server/RequestStateKey.ts"
 import { makeAskingServer } from "../fixtures/asking-server.ts"
 import { hasSpecSchema, specValidator } from "../fixtures/spec-schema.ts"
 
@@ -394,6 +395,66 @@ describe("requestState signing keys", () => {
       expect((yield* round(rotatedA.pair.client, retryOf(fromB))).resultType).toBe("complete")
       expect((yield* round(retired.pair.client, retryOf(fromA))).resultType).toBe("complete")
       expect((yield* errorOf(before.pair.client, "tools/call", retryOf(fromA))).code).toBe(-32602)
+    }))
+})
+
+describe("the RequestStateKey reference", () => {
+  const retryOf = (state: string) => ({
+    name: "counted",
+    requestState: state,
+    inputResponses: { "ask-0": { action: "accept", content: { name: "Bo" } } }
+  })
+
+  it.effect("two servers given the same reference (no option) accept each other's states; one on the process default refuses them", () =>
+    Effect.gen(function*() {
+      const shared = RequestStateKey.layer(SHARED_KEY)
+      const a = yield* Effect.provide(pairOf(), shared)
+      const b = yield* Effect.provide(pairOf(), shared)
+      const onDefault = yield* pairOf()
+      const fromA = (yield* round(a.pair.client, { name: "counted" })).requestState as string
+      expect((yield* round(b.pair.client, retryOf(fromA))).resultType).toBe("complete")
+      expect(yield* errorOf(onDefault.pair.client, "tools/call", retryOf(fromA))).toMatchObject({
+        code: -32602,
+        rpcMessage: expect.stringContaining("not issued by this server")
+      })
+      // The option still wins over the reference.
+      const byOption = yield* Effect.provide(pairOf({ requestStateKey: ANOTHER_KEY }), shared)
+      expect((yield* errorOf(byOption.pair.client, "tools/call", retryOf(fromA))).code).toBe(-32602)
+    }))
+
+  it.effect("with nothing provided, every handle in the process signs with the same random key", () =>
+    Effect.gen(function*() {
+      const a = yield* pairOf()
+      const b = yield* pairOf()
+      const fromA = (yield* round(a.pair.client, { name: "counted" })).requestState as string
+      expect((yield* round(b.pair.client, retryOf(fromA))).resultType).toBe("complete")
+    }))
+
+  it.effect("rotation through the reference: the first key signs, the others are accepted", () =>
+    Effect.gen(function*() {
+      const old = yield* Effect.provide(pairOf(), RequestStateKey.layer(ANOTHER_KEY))
+      const rotated = yield* Effect.provide(pairOf(), RequestStateKey.layer([SHARED_KEY, ANOTHER_KEY]))
+      const fromOld = (yield* round(old.pair.client, { name: "counted" })).requestState as string
+      expect((yield* round(rotated.pair.client, retryOf(fromOld))).resultType).toBe("complete")
+      const fromRotated = (yield* round(rotated.pair.client, { name: "counted" })).requestState as string
+      expect((yield* errorOf(old.pair.client, "tools/call", retryOf(fromRotated))).code).toBe(-32602)
+    }))
+
+  it.effect("a short key or an empty list is refused, through make and when provided directly", () =>
+    Effect.gen(function*() {
+      const thrown = (f: () => unknown) => {
+        try {
+          f()
+          return undefined
+        } catch (e) {
+          return e instanceof DefinitionError ? { kind: e.kind, name: e.name } : e
+        }
+      }
+      expect(thrown(() => RequestStateKey.make("short"))).toEqual({ kind: "option", name: "requestStateKey" })
+      expect(thrown(() => RequestStateKey.make([]))).toEqual({ kind: "option", name: "requestStateKeys" })
+      const direct = yield* Effect.exit(Effect.provideService(pairOf(), RequestStateKey.RequestStateKey, [new Uint8Array(8)]))
+      expect(direct._tag).toBe("Failure")
+      expect(String(direct)).toContain("RequestStateKey[0]")
     }))
 })
 

@@ -14,7 +14,7 @@
  *
  * Pure: the clock reading is an argument.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 
 /** What a state is bound to: a state issued for one binding is refused for any other. */
 export interface Binding {
@@ -47,11 +47,6 @@ export type Verified =
   | { readonly _tag: "Invalid"; readonly reason: string }
 
 const PREFIX = "v1."
-
-let processKey: Uint8Array | undefined
-
-/** A random key made once per process: states survive a new handle in the same process, not a restart. */
-export const defaultKey = (): Uint8Array => processKey ??= new Uint8Array(randomBytes(32))
 
 const mac = (key: Uint8Array, payload: string): string =>
   createHmac("sha256", key).update(PREFIX).update(payload).digest("base64url")

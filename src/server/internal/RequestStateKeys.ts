@@ -25,7 +25,7 @@ const refused = (name: string, reason: string) => new DefinitionError({ kind: "o
 
 /**
  * The keys the options name, current first; `undefined` when they name none
- * (the server then makes a random one per process). Throws a
+ * (the server then uses the `RequestStateKey` reference's). Throws a
  * `DefinitionError` for a key shorter than `MIN_KEY_BYTES`, an empty list,
  * or both options at once.
  */
@@ -52,4 +52,18 @@ export const resolve = (options: KeyOptions): ReadonlyArray<Uint8Array> | undefi
     }
     return bytes
   })
+}
+
+/**
+ * Keys provided as the `RequestStateKey` reference, checked as the options
+ * are: a value provided directly (not through its `make`) is not trusted.
+ */
+export const provided = (keys: ReadonlyArray<Uint8Array>): ReadonlyArray<Uint8Array> => {
+  if (keys.length === 0) throw refused("RequestStateKey", "is empty: it needs the current key first")
+  keys.forEach((key, i) => {
+    if (!(key instanceof Uint8Array) || key.length < MIN_KEY_BYTES) {
+      throw refused(`RequestStateKey[${i}]`, `is not a key of at least ${MIN_KEY_BYTES} bytes (e.g. crypto.randomBytes(32))`)
+    }
+  })
+  return keys
 }
