@@ -159,7 +159,7 @@ export interface McpClientOptions {
    * (each client probes); `McpManager` and the CLI set it.
    */
   readonly eraKey?: string | undefined
-  /** Where eras are remembered (default: the process-wide `Negotiation.global`). */
+  /** Where eras are remembered (default: `Negotiation.CurrentEraCache`, the process-wide `Negotiation.global` unless provided). */
   readonly eraCache?: Negotiation.EraCache | undefined
   /** How long a stdio server has to answer the era probe before it counts as a handshake server (default 5 s). */
   readonly probeTimeout?: Duration.Input | undefined
@@ -534,7 +534,7 @@ const build = Effect.fnUntraced(function*(
   const clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO
   const protocol = options.protocol ?? "auto"
   const overHttp = transport.kind === "streamable-http"
-  const eraCache = options.eraCache ?? Negotiation.global
+  const eraCache = options.eraCache ?? (yield* Negotiation.CurrentEraCache)
   const cached = protocol === "auto" && options.eraKey !== undefined
     ? Negotiation.get(eraCache, options.eraKey)
     : undefined

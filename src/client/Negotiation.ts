@@ -12,6 +12,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Exit from "effect/Exit"
 import {
@@ -443,7 +444,7 @@ export interface EraCache {
 export const make = (): EraCache => ({ entries: new Map() })
 
 /**
- * The cache clients use unless given another. Process-wide, so a later
+ * The cache clients use unless given another (see `CurrentEraCache`). Process-wide, so a later
  * client to the same server skips the probe, as the spec recommends (the
  * era lasts for the process on stdio, per origin on HTTP).
  *
@@ -451,6 +452,28 @@ export const make = (): EraCache => ({ entries: new Map() })
  * @category constants
  */
 export const global: EraCache = make()
+
+/**
+ * The cache a client uses when its options name none. Default: `global`,
+ * shared by the whole process. Provide another (`make()`) to keep what a
+ * group of clients learns apart, e.g. in a test, which then starts from
+ * nothing without clearing `global`.
+ *
+ * @example
+ * ```ts
+ * import * as Effect from "effect/Effect"
+ * import * as Negotiation from "effect-mcp-transport/client/Negotiation"
+ *
+ * const isolated = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+ *   Effect.provideService(effect, Negotiation.CurrentEraCache, Negotiation.make())
+ * ```
+ *
+ * @since 0.1.0
+ * @category references
+ */
+export class CurrentEraCache extends Context.Reference<EraCache>("effect-mcp-transport/client/Negotiation/CurrentEraCache", {
+  defaultValue: () => global
+}) {}
 
 /**
  * The era learnt for a server, if any.

@@ -160,6 +160,33 @@ describe("McpClient in the stateless era", () => {
         expect(seen2[0]).toBe("initialize")
       }))
 
+    it.effect("the era cache of clients without eraCache is the CurrentEraCache reference: a provided one starts empty and global is left alone", () =>
+      Effect.gen(function*() {
+        const key = `reference-${Math.random()}`
+        const connectLegacy = Effect.gen(function*() {
+          const handle = yield* McpServer.toHandler(makeServer({ stateless: false }))
+          const seen: Array<string> = []
+          const pair = yield* InMemoryTransport.makePair((m, ctx) => {
+            seen.push(m.method)
+            return handle.handler(m, ctx)
+          })
+          yield* McpClient.fromTransport(pair.client, { eraKey: key })
+          return seen
+        })
+        // The default (global) learns the era; a provided cache does not see it and probes again.
+        expect((yield* connectLegacy)[0]).toBe("server/discover")
+        expect(Negotiation.get(Negotiation.global, key)?.era).toBe("legacy")
+        const provided = Negotiation.make()
+        const isolated = yield* Effect.provideService(connectLegacy, Negotiation.CurrentEraCache, provided)
+        expect(isolated[0]).toBe("server/discover")
+        expect(Negotiation.get(provided, key)?.era).toBe("legacy")
+        // Clients given the same cache share it: the next skips the probe.
+        expect((yield* Effect.provideService(connectLegacy, Negotiation.CurrentEraCache, provided))[0]).toBe("initialize")
+        // And the default still holds what it learnt.
+        expect((yield* connectLegacy)[0]).toBe("initialize")
+        Negotiation.invalidate(Negotiation.global, key)
+      }))
+
     it.effect("a cached handshake verdict that no longer holds is forgotten and the server probed again", () =>
       Effect.gen(function*() {
         const eraCache = Negotiation.make()
