@@ -15,6 +15,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Services from "effect/Context"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -266,23 +267,68 @@ export const decideFallback = (
 }
 
 // ---------------------------------------------------------------------------
-// What was learnt per origin
+// What was learnt per origin, and the request ids
 
-type Learnt =
-  | { readonly era: "modern"; readonly version: ProtocolVersion.StatelessVersion }
-  | { readonly era: "legacy" }
-
-/** Per origin, the era its server turned out to speak, so the next `auto` call goes straight to it. */
-const learnt = new Map<string, Learnt>()
+const processEras = Negotiation.make()
 
 /**
- * Forgets what `auto` calls learnt about servers (their era, per origin):
- * the next call to each probes again.
+ * Where `auto` calls remember, per origin, the era its server turned out to
+ * speak, so the next call goes straight to it. Default: one cache for the
+ * whole process. Provide another (`Negotiation.make()`) to start a test or
+ * a group of calls from nothing, or to share what is learnt some other way.
+ *
+ * @since 0.1.0
+ * @category references
+ */
+export class CurrentEras extends Services.Reference<Negotiation.EraCache>("effect-mcp-transport/client/OneShot/CurrentEras", {
+  defaultValue: () => processEras
+}) {}
+
+/**
+ * Forgets what `auto` calls learnt about servers in the process-wide cache
+ * (their era, per origin): the next call to each probes again. A provided
+ * `CurrentEras` is left alone.
  *
  * @since 0.1.0
  * @category utils
  */
-export const forgetServers = (): void => learnt.clear()
+export const forgetServers = (): void => processEras.entries.clear()
+
+/**
+ * Where the JSON-RPC ids of one-shot requests come from: `next` is called
+ * once per request sent (`initialize` included).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RequestIdSource {
+  readonly next: () => JsonRpc.RequestId
+}
+
+/**
+ * Ids counting up from 1.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeRequestIds = (): RequestIdSource => {
+  let last = 0
+  return { next: () => ++last }
+}
+
+const processIds = makeRequestIds()
+
+/**
+ * The ids one-shot calls use. Default: one counter for the whole process,
+ * so no two calls of a process share an id. Provide `makeRequestIds()` for
+ * ids a test can predict.
+ *
+ * @since 0.1.0
+ * @category references
+ */
+export class RequestIds extends Services.Reference<RequestIdSource>("effect-mcp-transport/client/OneShot/RequestIds", {
+  defaultValue: () => processIds
+}) {}
 
 // ---------------------------------------------------------------------------
 // One call's context
@@ -298,8 +344,6 @@ const REFUSAL_BODY_LIMIT = 64 * 1024
 /** Pages of `tools/list` read to find a tool's schema. */
 const MAX_LIST_PAGES = 20
 
-let lastId = 0
-
 interface Context {
   readonly client: HttpClient.HttpClient
   readonly url: string
@@ -311,6 +355,9 @@ interface Context {
   readonly clientInfo: Implementation
   readonly capabilities: Readonly<Record<string, unknown>>
   readonly closeTimeout: Duration.Input
+  /** What `auto` calls learnt, per origin. */
+  readonly eras: Negotiation.EraCache
+  readonly ids: RequestIdSource
   /** The request that is (or was last) on the wire: what a timeout reports. */
   current: { method: string; id: JsonRpc.RequestId }
 }
@@ -547,7 +594,7 @@ const rpcFailure = (error: JsonRpc.JsonRpcErrorObject, request: JsonRpc.JsonRpcR
 }
 
 const nextRequest = (context: Context, method: string, params: unknown): JsonRpc.JsonRpcRequest => {
-  const request = JsonRpc.request(++lastId, method, params)
+  const request = JsonRpc.request(context.ids.next(), method, params)
   context.current = request
   return request
 }
@@ -695,12 +742,12 @@ const callModern = (
       } else if ("error" in answer.response) {
         error = answer.response.error
       } else {
-        if (auto && ProtocolVersion.isStateless(version)) learnt.set(origin, { era: "modern", version })
+        if (auto && ProtocolVersion.isStateless(version)) Negotiation.set(context.eras, origin, { era: "modern", version })
         return yield* completeResult(answer.response.result, method)
       }
       // A stateless server's JSON-RPC error: it speaks this era.
       if (auto && ProtocolVersion.isStateless(version) && error.code !== JsonRpc.ErrorCode.UnsupportedProtocolVersion) {
-        learnt.set(origin, { era: "modern", version })
+        Negotiation.set(context.eras, origin, { era: "modern", version })
       }
       if (error.code === JsonRpc.ErrorCode.HeaderMismatch && !retriedParams && mentionsParamHeader(error)) {
         retriedParams = true
@@ -764,7 +811,7 @@ const callLegacy = (
         supported: ProtocolVersion.SUPPORTED
       })
     }
-    if (auto) learnt.set(origin, { era: "legacy" })
+    if (auto) Negotiation.set(context.eras, origin, { era: "legacy", version: negotiated })
     versionHeader = negotiated >= FIRST_VERSION_WITH_HEADER ? negotiated : undefined
     const own = { "mcp-session-id": session, "mcp-protocol-version": versionHeader }
 
@@ -823,7 +870,7 @@ const run = (
       )
       : legacyOnly(context, origin, protocol, method, params, false)
   }
-  const known = learnt.get(origin)
+  const known = Negotiation.get(context.eras, origin)
   const modernFirst = (version: string, fallback: boolean) =>
     callModern(context, origin, version, method, params, schema, true, fallback).pipe(
       Effect.catchTag("FallBack", () => legacyOnly(context, origin, ProtocolVersion.LATEST, method, params, true))
@@ -835,7 +882,7 @@ const run = (
       Effect.catchTag("InitializeRefused", (refused) => {
         const { status } = refused.answer
         if (status < 400 || status >= 500 || status === 401 || status === 403) return Effect.fail(refusedError(refused))
-        learnt.delete(origin)
+        Negotiation.invalidate(context.eras, origin)
         return modernFirst(ProtocolVersion.LATEST_STATELESS, false)
       })
     )
@@ -879,7 +926,8 @@ export const call = (
   params?: unknown,
   options?: Options
 ): Effect.Effect<unknown, OneShotError, HttpClient.HttpClient> =>
-  Effect.flatMap(HttpClient.HttpClient, (client) => {
+  Effect.contextWith((services: Services.Context<HttpClient.HttpClient>) => {
+    const client = Services.get(services, HttpClient.HttpClient)
     const target = url.toString()
     const opts = options ?? {}
     const context: Context = {
@@ -892,6 +940,8 @@ export const call = (
       clientInfo: opts.clientInfo ?? DEFAULT_CLIENT_INFO,
       capabilities: opts.clientCapabilities ?? EMPTY_CAPABILITIES,
       closeTimeout: opts.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT,
+      eras: Services.get(services, CurrentEras),
+      ids: Services.get(services, RequestIds),
       current: { method, id: 0 }
     }
     const timeout = opts.timeout === undefined ? DEFAULT_TIMEOUT : Duration.fromInputUnsafe(opts.timeout)

@@ -6,8 +6,9 @@
  * ends).
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
-import { beforeEach, describe, expect } from "@effect/vitest"
+import { describe, expect } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
+import * as Negotiation from "../../src/client/Negotiation.ts"
 import * as OneShot from "../../src/client/OneShot.ts"
 import { listen } from "../fixtures/loopback-http.ts"
 import { serve } from "../server/http/helpers.ts"
@@ -101,8 +102,6 @@ const legacyServer = Effect.gen(function*() {
 
 const methods = (seen: ReadonlyArray<Seen>) => seen.map((s) => s.verb === "POST" ? s.json?.method ?? "response" : s.verb)
 
-beforeEach(() => OneShot.forgetServers())
-
 describe("decideFallback", () => {
   const decide = (status: number, body: unknown) =>
     OneShot.decideFallback({ status, body: typeof body === "string" ? body : JSON.stringify(body) }, "2026-07-28")._tag
@@ -124,7 +123,10 @@ describe("decideFallback", () => {
 })
 
 describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
-  const live = liveWith(clientLayer, 15_000)
+  const liveShared = liveWith(clientLayer, 15_000)
+  /** Each test learns eras in a cache of its own: nothing carries over from another test. */
+  const live: typeof liveShared = (name, body, timeout) =>
+    liveShared(name, () => Effect.provideService(body(), OneShot.CurrentEras, Negotiation.make()), timeout)
 
   // ---------------------------------------------------------------------------
   // The stateless revision
@@ -436,5 +438,46 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
       const got = yield* OneShot.callTool(server.url, "echo", { text: "b" })
       expect(got.content).toEqual([{ type: "text", text: "echo b" }])
       expect(methods(server.seen.slice(before))).toEqual(["initialize", "tools/call"])
+    }))
+
+  // ---------------------------------------------------------------------------
+  // What a call reads from its context
+
+  liveShared("CurrentEras: a provided cache starts empty, is shared by the calls given it, and leaves the process's alone", () =>
+    Effect.gen(function*() {
+      const legacy = yield* legacyServer
+      const origin = new URL(legacy.url).origin
+      const mine = Negotiation.make()
+      const withMine = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, OneShot.CurrentEras, mine)
+      yield* withMine(OneShot.callTool(legacy.url, "echo", { text: "a" }))
+      expect(Negotiation.get(mine, origin)).toEqual({ era: "legacy", version: "2025-11-25" })
+      let before = legacy.seen.length
+      yield* withMine(OneShot.callTool(legacy.url, "echo", { text: "b" }))
+      expect(methods(legacy.seen.slice(before))).toEqual(["initialize", "notifications/initialized", "tools/call", "DELETE"])
+      // Another cache knows nothing of it: the call probes, stateless first.
+      before = legacy.seen.length
+      yield* Effect.provideService(OneShot.callTool(legacy.url, "echo", { text: "c" }), OneShot.CurrentEras, Negotiation.make())
+      expect(methods(legacy.seen.slice(before))[0]).toBe("tools/call")
+      expect(legacy.seen[before]!.json.params._meta).toBeDefined()
+      // Nor does the process-wide cache, nor does forgetting that one touch a provided cache.
+      before = legacy.seen.length
+      yield* OneShot.callTool(legacy.url, "echo", { text: "d" })
+      expect(legacy.seen[before]!.json.params._meta).toBeDefined()
+      OneShot.forgetServers()
+      expect(Negotiation.get(mine, origin)?.era).toBe("legacy")
+    }))
+
+  liveShared("RequestIds: the ids come from the provided source, one per request sent", () =>
+    Effect.gen(function*() {
+      const modern = yield* scripted(modernEcho)
+      const ids = OneShot.makeRequestIds()
+      const withIds = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, OneShot.RequestIds, ids)
+      yield* withIds(OneShot.callTool(modern.url, "echo", { text: "a" }))
+      yield* withIds(OneShot.callTool(modern.url, "echo", { text: "b" }))
+      expect(modern.seen.map((s) => s.json.id)).toEqual([1, 2])
+      const legacy = yield* legacyServer
+      const named = { next: (() => { let n = 0; return () => `call-${++n}` })() }
+      yield* Effect.provideService(OneShot.callTool(legacy.url, "echo", { text: "c" }, { protocol: "2025-11-25" }), OneShot.RequestIds, named)
+      expect(legacy.seen.filter((s) => s.json?.id !== undefined).map((s) => s.json.id)).toEqual(["call-1", "call-2"])
     }))
 })
