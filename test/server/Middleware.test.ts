@@ -248,6 +248,91 @@ describe("Middleware.rateLimit", () => {
     }))
 })
 
+describe("Middleware.SharedRateLimitBuckets", () => {
+  const limited = () => makeServer().pipe(McpServer.middleware(Middleware.rateLimit({ capacity: 2, refillEvery: "1 second" })))
+
+  it.effect("by default each server keeps its own buckets; given a shared store, two servers limit a principal together", () =>
+    Effect.gen(function*() {
+      const alice = { principal: "alice" }
+      // Two instances of one server, each with its own rateLimit value.
+      const one = (yield* McpServer.toHandler(limited())).handler
+      const two = (yield* McpServer.toHandler(limited())).handler
+      for (const [id, handler] of [[1, one], [2, one], [3, two], [4, two]] as const) {
+        expect(yield* legacyCall(handler, id, "echo", alice)).toMatchObject({ result: text("echo") })
+      }
+
+      const shared = Middleware.makeRateLimitBuckets()
+      const fleet = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Middleware.SharedRateLimitBuckets, shared)
+      const a = (yield* McpServer.toHandler(limited())).handler
+      const b = (yield* McpServer.toHandler(limited())).handler
+      expect(yield* fleet(legacyCall(a, 5, "echo", alice))).toMatchObject({ result: text("echo") })
+      expect(yield* fleet(modernCall(b, 6, "echo", alice))).toMatchObject({ result: text("echo") })
+      expect(errorOf(yield* fleet(legacyCall(a, 7, "echo", alice)))).toEqual({
+        code: Middleware.ErrorCode.RateLimited,
+        message: "Rate limited: retry in 1000 ms",
+        data: { retryAfterMs: 1000 }
+      })
+      expect(errorOf(yield* fleet(legacyCall(b, 8, "echo", alice)))?.code).toBe(Middleware.ErrorCode.RateLimited)
+      // Bob's bucket is his own; the servers' own buckets were not touched by the shared store.
+      expect(yield* fleet(legacyCall(b, 9, "echo", { principal: "bob" }))).toMatchObject({ result: text("echo") })
+      expect(yield* legacyCall(a, 10, "echo", alice)).toMatchObject({ result: text("echo") })
+      yield* TestClock.adjust("500 millis")
+      expect(errorOf(yield* fleet(modernCall(a, 11, "echo", alice)))).toMatchObject({ data: { retryAfterMs: 500 } })
+      yield* TestClock.adjust("500 millis")
+      expect(yield* fleet(legacyCall(b, 12, "echo", alice))).toMatchObject({ result: text("echo") })
+    }))
+
+  it.effect("a store of another kind is asked with the key, the bucket's size and the time", () =>
+    Effect.gen(function*() {
+      const asked: Array<unknown> = []
+      const store: Middleware.RateLimitBuckets = {
+        take: (key, bucket, now) => Effect.sync(() => (asked.push({ key, bucket, now }), key === "alice" ? 250 : undefined))
+      }
+      const handler = (yield* McpServer.toHandler(limited())).handler
+      const fleet = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Middleware.SharedRateLimitBuckets, store)
+      expect(errorOf(yield* fleet(legacyCall(handler, 1, "echo", { principal: "alice" })))).toMatchObject({ data: { retryAfterMs: 250 } })
+      expect(yield* fleet(legacyCall(handler, 2, "echo", { principal: "bob" }))).toMatchObject({ result: text("echo") })
+      expect(asked).toEqual([
+        { key: "alice", bucket: { capacity: 2, refillMs: 1000 }, now: 0 },
+        { key: "bob", bucket: { capacity: 2, refillMs: 1000 }, now: 0 }
+      ])
+    }))
+
+  it.effect("provided to the transport, the store reaches every request it serves", () =>
+    Effect.gen(function*() {
+      const shared = Middleware.makeRateLimitBuckets()
+      const clients = []
+      for (let i = 0; i < 2; i++) {
+        // Tool calls alone are counted: connecting sends requests of its own.
+        const { handler } = yield* McpServer.toHandler(makeServer().pipe(McpServer.middleware(Middleware.rateLimit({
+          capacity: 2,
+          refillEvery: "1 second",
+          key: (request) => request.method === "tools/call" ? "tools" : undefined
+        }))))
+        const pair = yield* Effect.provideService(InMemoryTransport.makePair(handler), Middleware.SharedRateLimitBuckets, shared)
+        clients.push(yield* McpClient.fromTransport(pair.client, { protocol: MODERN, listen: false }))
+      }
+      const call = (i: number) => Effect.flip(clients[i]!.callTool({ name: "echo", arguments: { text: "hi" } })).pipe(Effect.option)
+      // One bucket of 2 across both servers: the third call is refused.
+      expect((yield* call(0))._tag).toBe("None")
+      expect((yield* call(1))._tag).toBe("None")
+      const refused = yield* call(0)
+      expect(refused._tag).toBe("Some")
+      expect(JSON.stringify(refused)).toContain("Rate limited")
+    }))
+
+  it.effect("an in-memory store past maxKeys drops idle (full) buckets", () =>
+    Effect.gen(function*() {
+      const store = Middleware.makeRateLimitBuckets({ maxKeys: 1 })
+      const size = { capacity: 1, refillMs: 1000 }
+      expect(yield* store.take("a", size, 0)).toBeUndefined()
+      expect(yield* store.take("a", size, 0)).toBe(1000)
+      expect(yield* store.take("b", size, 1000)).toBeUndefined()
+      // a was full again and dropped to make room for b: it starts over full.
+      expect(yield* store.take("a", size, 1000)).toBeUndefined()
+    }))
+})
+
 describe("Middleware.logging", () => {
   it.effect("logs one annotated line per answered request", () =>
     Effect.gen(function*() {
