@@ -122,8 +122,6 @@ const metaOf = (params: unknown): Record<string, unknown> | undefined =>
 
 const keyOf = (id: unknown): string => `${typeof id}:${String(id)}`
 
-let tokens = 0
-
 /**
  * The forwarder for the life of the scope; closing it closes the connection.
  *
@@ -137,6 +135,8 @@ export const make = Effect.fnUntraced(function*(
   const requestTimeout = options.requestTimeout ?? Duration.infinity
   const clientInfo = options.clientInfo ?? { name: "effect-mcp-transport-bridge", version: "0.2.0" }
   let state: State = { _tag: "Empty" }
+  // Progress tokens sent upstream: unique across this forwarder's connections, which is all they must be.
+  let tokens = 0
 
   const sole = (c: Connection): HandlerContext | undefined => {
     if (c.running.size !== 1) return undefined

@@ -160,8 +160,6 @@ const sole = (member: Member): Downstream | undefined => {
   return undefined
 }
 
-let tokens = 0
-
 /**
  * The pool for the life of the scope: opens every connection and runs the
  * handshake on each, all at once, before it returns (failing with
@@ -178,6 +176,8 @@ export const make = Effect.fnUntraced(function*<E, R>(
   const services = yield* Effect.context<Exclude<R, Scope.Scope>>()
   const size = Math.max(1, Math.floor(options.size ?? 1))
   const slots: Array<Slot> = Array.from({ length: size }, () => EMPTY)
+  // Progress tokens sent upstream: unique across the pool's connections, which is all they must be.
+  let tokens = 0
   const requestTimeout = options.requestTimeout ?? Duration.infinity
   const capabilities = options.capabilities ?? DEFAULT_UPSTREAM_CAPABILITIES
   const clientInfo = options.clientInfo ?? { name: "effect-mcp-transport-bridge", version: "0.1.0" }

@@ -14,6 +14,7 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -255,10 +256,9 @@ export const run = <A, E, R>(
   Effect.gen(function*() {
     const verbose = yield* Verbose
     const file = yield* OutputFile
-    return yield* Effect.andThen(
-      Option.isSome(file) ? toFile(file.value) : Effect.void,
-      effect
-    ).pipe(
+    return yield* (Option.isSome(file)
+      ? Effect.flatMap(toFile(file.value), (sink) => Effect.provideService(effect, ResultSink, sink))
+      : effect).pipe(
       Effect.provideService(
         References.MinimumLogLevel,
         verbose ? "Debug" : "Warn"
@@ -292,31 +292,35 @@ export const connecting = (target: string, hint?: (cause: unknown) => string | u
 // ---------------------------------------------------------------------------
 // Printing
 
-// The command's result: stdout, or the `--output` file. A file is opened (created or emptied)
-// at the first write, so a command that fails before its result leaves an existing file alone.
-let writeResult: (text: string) => void = (text) => void process.stdout.write(text)
+/** Where the command's result goes: stdout, or the `--output` file (`run` provides it). */
+class ResultSink extends Context.Reference<(text: string) => void>("effect-mcp-transport/cli/Output/ResultSink", {
+  defaultValue: () => (text) => void process.stdout.write(text)
+}) {}
 
-/** Sends what `line` and `json` print to `path`; a directory that does not exist is a usage error. */
-const toFile = (path: string): Effect.Effect<void, UsageError> =>
+/**
+ * Writes to `path`; a directory that does not exist is a usage error. The file is opened (created
+ * or emptied) at the first write, so a command that fails before its result leaves an existing file alone.
+ */
+const toFile = (path: string): Effect.Effect<(text: string) => void, UsageError> =>
   Effect.suspend(() => {
     const dir = nodePath.dirname(nodePath.resolve(path))
     if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
       return Effect.fail(new UsageError({ message: `--output ${path}: the directory ${dir} does not exist` }))
     }
     let fd: number | undefined
-    writeResult = (text) => {
+    return Effect.succeed((text: string) => {
       fd ??= fs.openSync(path, "w")
       fs.writeSync(fd, text)
-    }
-    return Effect.void
+    })
   })
 
+const write = (text: string): Effect.Effect<void> => Effect.flatMap(ResultSink, (sink) => Effect.sync(() => sink(text)))
+
 /** A line of the result (stdout, or the `--output` file). */
-export const line = (text: string): Effect.Effect<void> => Effect.sync(() => writeResult(`${text}\n`))
+export const line = (text: string): Effect.Effect<void> => write(`${text}\n`)
 
 /** One JSON document as the result (stdout, or the `--output` file). */
-export const json = (value: unknown): Effect.Effect<void> =>
-  Effect.sync(() => writeResult(`${JSON.stringify(value, null, 2)}\n`))
+export const json = (value: unknown): Effect.Effect<void> => write(`${JSON.stringify(value, null, 2)}\n`)
 
 /** The result: as JSON with `--json`, otherwise as `render` words it (stdout, or the `--output` file). */
 export const result = <A>(

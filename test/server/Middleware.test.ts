@@ -301,7 +301,7 @@ describe("Middleware.SharedRateLimitBuckets", () => {
   it.effect("provided to the transport, the store reaches every request it serves", () =>
     Effect.gen(function*() {
       const shared = Middleware.makeRateLimitBuckets()
-      const clients = []
+      const clients: Array<McpClient.McpClientShape<never>> = []
       for (let i = 0; i < 2; i++) {
         // Tool calls alone are counted: connecting sends requests of its own.
         const { handler } = yield* McpServer.toHandler(makeServer().pipe(McpServer.middleware(Middleware.rateLimit({
