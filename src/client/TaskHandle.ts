@@ -11,8 +11,21 @@ import type * as Effect from "effect/Effect"
 import type * as McpSchema from "effect/ai/McpSchema"
 import type * as Stream from "effect/Stream"
 import type { AuthError } from "../AuthError.ts"
+import type { McpAuthError, McpProtocolError, McpServerError, McpTransportError } from "../McpErrorGroup.ts"
 import type * as TaskWire from "../TaskWire.ts"
-import type { McpClientError } from "./McpClient.ts"
+
+/**
+ * What a handle's members fail with: the same as `McpClient`'s `McpClientError<A>`, the
+ * groups of `McpErrorGroup` (`McpAuthError` only when the transport signs in).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type TaskError<A = AuthError> =
+  | McpTransportError
+  | McpServerError
+  | McpProtocolError
+  | ([A] extends [never] ? never : McpAuthError)
 
 /**
  * A task's state: as the server created it (no status payload), or as
@@ -41,24 +54,24 @@ export interface TaskHandle<A = AuthError> {
   /** The state the server created the task in (`undefined` for a handle rebuilt from an id). */
   readonly created: TaskWire.Task | undefined
   /** One `tasks/get`: the task's state now. */
-  readonly get: Effect.Effect<TaskWire.DetailedTask, McpClientError<A>>
+  readonly get: Effect.Effect<TaskWire.DetailedTask, TaskError<A>>
   /**
    * The task's states, polled at the server's `pollIntervalMs`, each one that
    * differs from the one before, up to and including the terminal one. The
    * task's `inputRequests` are answered with the client's handlers on the way
    * (once each), as `result` does.
    */
-  readonly states: Stream.Stream<TaskState, McpClientError<A>>
+  readonly states: Stream.Stream<TaskState, TaskError<A>>
   /**
    * Follows the task to its end: the tool's result when it completes, the
    * task's JSON-RPC error (`McpServerError` with an `RpcError`) when it
    * fails, `McpServerError` with a `TaskCancelled` when it was cancelled.
    */
-  readonly result: Effect.Effect<McpSchema.CallToolResult, McpClientError<A>>
+  readonly result: Effect.Effect<McpSchema.CallToolResult, TaskError<A>>
   /** `tasks/update`: answers to the task's `inputRequests`, by key (`result` and `states` send these themselves). */
-  readonly update: (inputResponses: Readonly<Record<string, unknown>>) => Effect.Effect<void, McpClientError<A>>
+  readonly update: (inputResponses: Readonly<Record<string, unknown>>) => Effect.Effect<void, TaskError<A>>
   /** `tasks/cancel`: asks the server to stop the task. Cooperative: the task may still complete. */
-  readonly cancel: Effect.Effect<void, McpClientError<A>>
+  readonly cancel: Effect.Effect<void, TaskError<A>>
 }
 
 /**

@@ -4,9 +4,9 @@
  * server is the official SDK v2 server running tools as tasks
  * (test/fixtures/peers/sdk2-task-server.ts), a real child process over stdio.
  */
-import { NodeServices } from "@effect/platform-node"
+import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Schedule, Stream } from "effect"
+import { Effect, Layer, Option, Schedule, Stream } from "effect"
 import * as AiToolkit from "../../../src/client/AiToolkit.ts"
 import * as McpClient from "../../../src/client/McpClient.ts"
 import * as McpManager from "../../../src/client/McpManager.ts"
@@ -33,7 +33,7 @@ describe("tasks through McpManager and AiToolkit", { timeout: 60_000 }, () => {
       expect(report.content).toEqual([{ type: "text", text: "report ready" }])
       const hello = yield* manager.callTool("jobs__ask")
       expect(hello.content).toEqual([{ type: "text", text: "Hello, Grace!" }])
-    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
+    }).pipe(Effect.scoped, Effect.provide(Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici))))
 
   it.live("a Toolkit tool of a client follows a task; a failed task reaches the model as a failure", () =>
     Effect.gen(function*() {
