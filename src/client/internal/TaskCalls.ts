@@ -11,7 +11,8 @@ import type * as McpSchema from "effect/ai/McpSchema"
 import * as Stream from "effect/Stream"
 import { RequestTimeout } from "../../McpError.ts"
 import { group } from "../../McpErrorGroup.ts"
-import type { TaskHandle, TaskState, ToolCallTask } from "../TaskHandle.ts"
+import type { TaskError, TaskHandle, TaskState, ToolCallTask } from "../TaskHandle.ts"
+import type * as TaskWire from "../../TaskWire.ts"
 import type { CallOptions } from "./McpCallEngine.ts"
 import type * as TaskFollower from "./TaskFollower.ts"
 import * as TaskResults from "./TaskResults.ts"
@@ -66,23 +67,28 @@ export const make = (options: TaskCallsOptions) => {
       callOptions
     )
 
-  /** A handle on a task, its failures in their groups. */
+  /**
+   * A handle on a task, its failures in their groups. The flat errors of
+   * this client become `TaskError<A>` here, as `McpClient` types its own
+   * methods (its transport's sign-in errors are `A`).
+   */
   const handle = <A>(taskId: string, created: TaskFollower.State | undefined): TaskHandle<A> => {
-    const grouped = <X, E>(effect: Effect.Effect<X, E>) => Effect.mapError(effect, group) as Effect.Effect<X, never>
+    const grouped = <X>(effect: Effect.Effect<X, TaskFollower.FollowError>) =>
+      Effect.mapError(effect, group) as Effect.Effect<X, TaskError<A>>
     const seed = created
     return {
       _tag: "Task",
       taskId,
-      created: created as TaskHandle<A>["created"],
+      created: created as TaskWire.Task | undefined,
       get: grouped(Effect.flatMap(follower(), (f) => f.get(deps, taskId))),
       states: Stream.mapError(
         Stream.unwrap(Effect.map(follower(), (f) => f.states(deps, taskId, seed))),
         group
-      ) as Stream.Stream<any, never>,
+      ) as Stream.Stream<TaskState, TaskError<A>>,
       result: grouped(Effect.flatMap(follower(), (f) => f.result(deps, taskId, seed))),
       update: (inputResponses) => grouped(Effect.flatMap(follower(), (f) => Effect.asVoid(f.update(deps, taskId, inputResponses)))),
       cancel: grouped(Effect.flatMap(follower(), (f) => Effect.asVoid(f.cancel(deps, taskId))))
-    } as TaskHandle<A>
+    }
   }
 
   /** The call, and the task it made if the server made one. */
