@@ -15,15 +15,16 @@
  */
 import { fileURLToPath } from "node:url"
 import { NodeRuntime } from "@effect/platform-node"
-import { Context, type Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import type * as McpSchema from "effect/ai/McpSchema"
-import { CapabilityNotSupported, ClientRequestUnavailable } from "../src/McpError.ts"
+import { CapabilityNotSupported, ClientRequestUnavailable, RpcError } from "../src/McpError.ts"
 import * as HttpServerTransport from "../src/server/HttpServerTransport.ts"
 import type { Handler, HandlerContext } from "../src/server/Handler.ts"
 import * as JsonSchema from "../src/server/JsonSchema.ts"
 import * as McpServer from "../src/server/McpServer.ts"
 import * as Prompt from "../src/server/Prompt.ts"
 import * as Resource from "../src/server/Resource.ts"
+import * as Task from "../src/server/Task.ts"
 import * as Tool from "../src/server/Tool.ts"
 
 /**
@@ -507,6 +508,64 @@ const prompts = <R>(server: McpServer.McpServer<R>) =>
 // ---------------------------------------------------------------------------
 // The server
 
+// ---------------------------------------------------------------------------
+// Tasks (io.modelcontextprotocol/tasks): the fixtures the suite's tasks-* scenarios call
+
+const CONFIRM_FORM = {
+  message: "Delete the file?",
+  requestedSchema: { type: "object", properties: { confirm: { type: "boolean" } }, required: ["confirm"] }
+} as const
+
+const taskTools = <R>(server: McpServer.McpServer<R>) =>
+  server.pipe(
+    Tool.add("greet", {
+      description: "Greets by name, at once (never a task)",
+      parameters: { name: Schema.String }
+    }, ({ name }) => Effect.succeed(`Hello, ${name}!`)),
+    Tool.add("slow_compute", {
+      description: "Sleeps the given seconds, then answers (a task when the client runs tasks)",
+      parameters: { seconds: Schema.Number, label: Schema.optionalKey(Schema.String) },
+      taskSupport: "optional"
+    }, ({ seconds, label }, ctx) =>
+      Effect.gen(function*() {
+        yield* ctx.progress(0, { total: 1, message: `computing ${label ?? ""}`.trim() })
+        yield* Effect.sleep(Duration.seconds(seconds))
+        return `Computed ${label ?? "result"} after ${seconds}s`
+      })),
+    Tool.add("failing_job", {
+      description: "Reports a tool error after about a second; runs only as a task",
+      taskSupport: "required"
+    }, () => Effect.as(Effect.sleep("1 second"), { isError: true, content: [text("The job failed")] })),
+    Tool.add("protocol_error_job", {
+      description: "Fails with a JSON-RPC error (the task fails)",
+      taskSupport: "optional"
+    }, () => Effect.fail(new RpcError({ code: -32603, rpcMessage: "The job hit an internal error" }))),
+    Tool.add("confirm_delete", {
+      description: "Asks the client to confirm, then deletes (pretends to)",
+      parameters: { filename: Schema.String },
+      taskSupport: "optional"
+    }, ({ filename }, ctx) =>
+      Effect.map(ctx.elicit({ ...CONFIRM_FORM, message: `Delete ${filename}?` }), (answer) =>
+        answer.action === "accept" && answer.content?.confirm === true ? `Deleted ${filename}` : `Kept ${filename}`)),
+    Tool.add("multi_input", {
+      description: "Asks two questions at once, then answers with both",
+      taskSupport: "optional"
+    }, (_, ctx) =>
+      Effect.all([ctx.elicit(NAME_FORM), ctx.elicit({ ...NAME_FORM, message: "And your friend's name?" })], { concurrency: 2 }).pipe(
+        Effect.map(([a, b]) => `Names: ${answerField(a, "name")}, ${answerField(b, "name")}`)
+      )),
+    Tool.add("test_tool_with_task", {
+      description: "Asks for a name in input_required rounds, then greets from a task",
+      taskSupport: "required",
+      taskStart: "escalate"
+    }, (_, ctx) =>
+      Effect.gen(function*() {
+        const answer = yield* McpServer.inputKey("user_name")(ctx.elicit(NAME_FORM))
+        const name = answerField(answer, "name")
+        return yield* Task.escalate(ctx, () => Effect.as(Effect.sleep("200 millis"), `Hello, ${name}!`))
+      }))
+  )
+
 export const definition = McpServer.make({
   serverInfo: { name: "effect-mcp-transport-everything", version: "0.1.0" },
   // Both eras: the handshake (2025-11-25 and before) and the stateless era (2026-07-28).
@@ -514,7 +573,7 @@ export const definition = McpServer.make({
   instructions: "The conformance suite's example server, built on effect-mcp-transport.",
   // The trigger tools change both lists and announce it.
   capabilities: { tools: { listChanged: true }, prompts: { listChanged: true } }
-}).pipe(contentTools, statelessTools, resources, prompts)
+}).pipe(contentTools, statelessTools, taskTools, resources, prompts)
 
 export interface ServerOptions {
   readonly host?: string | undefined

@@ -71,14 +71,25 @@ export const readRequirements = (revision: string): Requirements =>
   parseRequirements(revision, readFileSync(join(requirementsDir, `${revision}.yaml`), "utf8"))
 
 /**
+ * The tasks extension's server scenarios the suite runs but only reports as
+ * SKIPPED (its harness awaits a rewrite against `subscriptions/listen`), so
+ * they can never pass; `notifications/tasks` is covered by our own tests.
+ */
+export const skippedBySuite: ReadonlySet<string> = new Set(["tasks-status-notifications"])
+
+/**
  * The scenarios of one leg the runner judges: the scored ones plus the
- * not-scored ones we pass anyway (pending, added after the release),
- * without protocol extensions (tasks, skills, extension auth flows; see
- * `authExtensions` for the latter).
+ * not-scored ones we pass anyway (pending, added after the release, and the
+ * server's tasks extension scenarios `tasks-*`), without the other protocol
+ * extensions (skills, extension auth flows; see `authExtensions` for the
+ * latter).
  */
 export const inScope = (requirements: Requirements, leg: Leg): ReadonlyArray<string> => {
   const extra = requirements.notScored
-    .filter((n) => n.leg === leg && n.reason !== "extension")
+    .filter((n) =>
+      n.leg === leg &&
+      (n.reason !== "extension" || (leg === "server" && n.scenario.startsWith("tasks-") && !skippedBySuite.has(n.scenario)))
+    )
     .map((n) => n.scenario)
   return [...requirements[leg], ...extra]
 }

@@ -404,3 +404,23 @@ export class InvalidPayload extends Data.TaggedError("InvalidPayload")<{
     return `Invalid ${this.kind} for ${this.method}: ${this.reason}`
   }
 }
+
+/**
+ * A request the server ran as a task (the `io.modelcontextprotocol/tasks`
+ * extension) ended `cancelled` instead of with a result: cancelled by the
+ * server, or by a client that sent `tasks/cancel` for it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TaskCancelled extends Data.TaggedError("TaskCancelled")<{
+  readonly method: string
+  readonly taskId: string
+  /** The task's `statusMessage`, when the server gave one. */
+  readonly statusMessage?: string | undefined
+}> {
+  override get message(): string {
+    const why = this.statusMessage === undefined ? "" : `: ${this.statusMessage}`
+    return `The task ${this.taskId} of ${this.method} was cancelled${why}`
+  }
+}

@@ -23,6 +23,7 @@ import type {
   RpcError,
   SessionExpired,
   SpawnError,
+  TaskCancelled,
   TooManyInputRounds,
   TransportClosed,
   UnsupportedProtocolVersion
@@ -46,12 +47,13 @@ export type TransportReason =
   | SpawnError
 
 /**
- * What the server answered instead of a result.
+ * What the server answered instead of a result: a JSON-RPC error, or (for a
+ * request it ran as a task) a task that ended `cancelled`.
  *
  * @since 0.1.0
  * @category models
  */
-export type ServerReason = RpcError
+export type ServerReason = RpcError | TaskCancelled
 
 /**
  * A rule of the protocol the exchange broke: a capability not declared, a
@@ -93,7 +95,8 @@ export class McpTransportError extends Data.TaggedError("McpTransportError")<{
 }
 
 /**
- * The server answered with a JSON-RPC error.
+ * The server answered with a JSON-RPC error (`RpcError`), or the task it ran
+ * the request as was cancelled (`TaskCancelled`).
  *
  * @since 0.1.0
  * @category errors
@@ -212,7 +215,7 @@ export const group = <E>(error: E): Grouped<E> => {
   const tag = tagOf(error)
   if (tag === undefined) return error as Grouped<E>
   if (TRANSPORT.has(tag)) return new McpTransportError({ reason: error as TransportReason }) as Grouped<E>
-  if (tag === "RpcError") return new McpServerError({ reason: error as ServerReason }) as Grouped<E>
+  if (tag === "RpcError" || tag === "TaskCancelled") return new McpServerError({ reason: error as ServerReason }) as Grouped<E>
   if (PROTOCOL.has(tag)) return new McpProtocolError({ reason: error as ProtocolReason }) as Grouped<E>
   if (AUTH.has(tag)) return new McpAuthError({ reason: error as AuthError }) as Grouped<E>
   return error as Grouped<E>

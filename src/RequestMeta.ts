@@ -173,15 +173,20 @@ export const REMOVED_METHODS: ReadonlySet<string> = new Set([
  * @since 0.1.0
  * @category constants
  */
-export const NAMED_METHODS: Readonly<Record<string, "name" | "uri">> = {
+export const NAMED_METHODS: Readonly<Record<string, "name" | "uri" | "taskId">> = {
   "tools/call": "name",
   "prompts/get": "name",
-  "resources/read": "uri"
+  "resources/read": "uri",
+  // The tasks extension routes a task's requests to the instance holding it.
+  "tasks/get": "taskId",
+  "tasks/update": "taskId",
+  "tasks/cancel": "taskId"
 }
 
 /**
  * The value of `Mcp-Name` for a request, before encoding: `params.name` of
- * `tools/call` and `prompts/get`, `params.uri` of `resources/read`;
+ * `tools/call` and `prompts/get`, `params.uri` of `resources/read`,
+ * `params.taskId` of `tasks/get`, `tasks/update` and `tasks/cancel`;
  * `undefined` for other methods or when the field is not a string.
  *
  * @since 0.1.0

@@ -159,6 +159,13 @@ export * as ServerNotification from "./client/ServerNotification.ts"
  */
 export * as ToolFailure from "./client/ToolFailure.ts"
 /**
+ * A task a server runs a tool call as (the tasks extension), seen from the client: its handle.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
+export * as TaskHandle from "./client/TaskHandle.ts"
+/**
  * Many MCP servers behind one object.
  *
  * @since 0.1.0

@@ -106,6 +106,7 @@ const upstreamError = (grouped: McpClient.McpClientError): RpcError => {
     case "UnsupportedProtocolVersion":
     case "TooManyInputRounds":
     case "ClientRequestUnavailable":
+    case "TaskCancelled":
       return new RpcError({
         code: JsonRpc.ErrorCode.InternalError,
         rpcMessage: `Upstream error: ${firstLine(error.message)}`,

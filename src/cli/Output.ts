@@ -94,7 +94,7 @@ export const ExitCode = {
   Usage: 2,
   /** Could not connect or complete the handshake, or the connection broke. */
   Connect: 3,
-  /** The server answered with a JSON-RPC error. */
+  /** The server answered with a JSON-RPC error (or the task it ran the call as failed or was cancelled). */
   Rpc: 4,
   /** A request (or the handshake) timed out. */
   Timeout: 5,
@@ -175,7 +175,7 @@ export const exitCodeOf = (failure: unknown): number => {
   }
   if (USAGE.has(tag)) return ExitCode.Usage
   if (CONNECTION.has(tag)) return ExitCode.Connect
-  if (tag === "RpcError") return ExitCode.Rpc
+  if (tag === "RpcError" || tag === "TaskCancelled") return ExitCode.Rpc
   if (tag === "RequestTimeout" || tag === "TimeoutError" || tag === "LoginTimeout") return ExitCode.Timeout
   // Every authorization failure the client has, and the CLI's own loopback listener.
   if (isAuthReason(tag) || tag === "LoopbackUnavailable") return ExitCode.Auth

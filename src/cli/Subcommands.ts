@@ -10,6 +10,7 @@ const MODULES = [
   ["inspect", () => import("./commands/inspect.ts")],
   ["list", () => import("./commands/list.ts")],
   ["call", () => import("./commands/call.ts")],
+  ["task", () => import("./commands/task.ts")],
   ["read", () => import("./commands/read.ts")],
   ["prompt", () => import("./commands/prompt.ts")],
   ["complete", () => import("./commands/complete.ts")],

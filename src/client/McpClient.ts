@@ -64,6 +64,9 @@ import type * as ClientSchemas from "./internal/McpClientSchemas.ts"
 import { ServerNotification } from "./internal/ServerNotificationEnum.ts"
 import * as ServerRequests from "./internal/ServerRequests.ts"
 import type { ServerRequestHandlers } from "./internal/ServerRequests.ts"
+import * as TaskCalls from "./internal/TaskCalls.ts"
+import * as TaskResults from "./internal/TaskResults.ts"
+import type { TaskHandle, TaskState, ToolCallTask } from "./TaskHandle.ts"
 
 export { type LoggingMessage, type Progress, ServerNotification }
 export { type CallEvent, type CallOptions, type PageParams } from "./internal/McpCallEngine.ts"
@@ -79,6 +82,7 @@ export { Health, type KeepAliveOptions } from "./internal/KeepAlive.ts"
 export { type ListenFilter, ListenState } from "./internal/Listen.ts"
 export type { ModernError } from "./internal/ModernCalls.ts"
 export type { Implementation }
+export type { TaskHandle, TaskState, ToolCallTask } from "./TaskHandle.ts"
 
 // ---------------------------------------------------------------------------
 // Errors and options
@@ -178,6 +182,13 @@ export interface McpClientOptions {
   readonly listen?: boolean | undefined
   /** Extra capabilities (experimental, extensions) merged into what the handlers imply. */
   readonly capabilities?: Readonly<Record<string, unknown>> | undefined
+  /**
+   * Declares the tasks extension (`io.modelcontextprotocol/tasks`) so that a
+   * server may answer a tool call with a task, which `callTool` then follows
+   * to its result (default true; `false` declares nothing, and a task is then
+   * an invalid answer).
+   */
+  readonly tasks?: boolean | undefined
   /** Answers for the requests the server sends (default: none, each answered -32601 but `ping`). */
   readonly handlers?: ServerRequestHandlers | undefined
   /** Idle timeout of each request, restarted by its progress notifications (default 30 s). */
@@ -216,6 +227,12 @@ export interface CallToolParams {
 export interface CallToolOptions<F extends Schema.Top = never> extends CallOptions {
   /** The tool's `failure` Schema: a tool error carrying its JSON fails with the decoded value. Default: none. */
   readonly failure?: F | undefined
+  /**
+   * Sees each state of the task the server runs the call as (the tasks
+   * extension), from the one it was created in to the terminal one; never
+   * called for a call answered at once.
+   */
+  readonly onTaskState?: ((state: TaskState) => Effect.Effect<void>) | undefined
 }
 
 /**
@@ -306,6 +323,18 @@ export interface McpClientShape<A = AuthError> {
     params: CallToolParams,
     options?: CallOptions
   ) => Stream.Stream<CallEvent<McpSchema.CallToolResult>, McpClientError<A>>
+  /**
+   * Calls a tool and, when the server runs the call as a task (the tasks
+   * extension), answers the task's handle instead of following it; otherwise
+   * the result (`_tag: "Answered"`).
+   */
+  readonly callToolTask: (
+    name: string,
+    args?: Readonly<Record<string, unknown>>,
+    options?: CallOptions
+  ) => Effect.Effect<ToolCallTask<A>, McpClientError<A>>
+  /** The handle of a task known by its id (kept from `callToolTask`, say, across a restart); sends nothing. */
+  readonly task: (taskId: string) => TaskHandle<A>
 
   readonly listResources: (
     params?: PageParams,
@@ -451,11 +480,11 @@ const requiredCapability: Record<string, readonly [string, (c: McpSchema.ServerC
   "logging/setLevel": ["logging", (c) => c.logging !== undefined]
 }
 
-/** What we declare: the caller's extra capabilities, and those the handlers imply. */
-const clientCapabilities = (options: McpClientOptions): Record<string, unknown> => ({
-  ...options.capabilities,
-  ...ServerRequests.impliedCapabilities(options.handlers ?? {})
-})
+/** What we declare: the caller's extra capabilities, those the handlers imply, and the tasks extension. */
+const clientCapabilities = (options: McpClientOptions): Record<string, unknown> => {
+  const declared = { ...options.capabilities, ...ServerRequests.impliedCapabilities(options.handlers ?? {}) }
+  return options.tasks === false ? declared : TaskResults.declare(declared)
+}
 
 // ---------------------------------------------------------------------------
 // Construction
@@ -748,12 +777,14 @@ const build = Effect.fnUntraced(function*(
   const send: McpCallEngine.CallEngine["send"] = modern !== undefined ? modern.send : calls.send
 
   // The capabilities are fixed by the handshake (or the discovery), so each method's check is done once, here.
-  const typed = <A>(method: string, decode: McpCallEngine.Decode<A>) => {
+  // A task (the tasks extension) answers tools/call only: its decoder takes one (`taskAware`), every other refuses it.
+  const typed = <A>(method: string, decode: McpCallEngine.Decode<A>, taskAware = false) => {
     const refused = undeclared(method)
+    const checked = taskAware ? decode : TaskResults.refuse(method, decode)
     return refused !== undefined
       ? (_params: Readonly<Record<string, unknown>> | undefined, _callOptions?: CallOptions) => refused
       : (params: Readonly<Record<string, unknown>> | undefined, callOptions?: CallOptions) =>
-        send(method, params, callOptions, decode)
+        send(method, params, callOptions, checked)
   }
 
   /** A list page, reused for the `ttlMs` the server allowed (stateless era). */
@@ -823,7 +854,15 @@ const build = Effect.fnUntraced(function*(
   )
   const prompts = paginated("prompts/list", decoders.listPrompts, (r) => r.prompts, (r) => r.nextCursor)
 
-  const callTool = typed("tools/call", decoders.callTool)
+  const tasks = TaskCalls.make({
+    deps: { send, answer: ServerRequests.serve(options.handlers ?? {}), decodeCallTool: decoders.callTool },
+    call: typed(
+      "tools/call",
+      options.tasks === false ? decoders.callTool : TaskResults.orTask(decoders.callTool),
+      options.tasks !== false
+    )
+  })
+  const callTool = tasks.callTool
   const readResource = typed("resources/read", decoders.readResource)
   const getPrompt = typed("prompts/get", decoders.getPrompt)
   const complete = typed("completion/complete", decoders.complete)
@@ -955,6 +994,10 @@ const build = Effect.fnUntraced(function*(
     callToolStream: groupedStream((params: CallToolParams, o?: CallOptions) =>
       McpCallEngine.streamed((so) => callTool(toParams(params), so), o)
     ),
+    callToolTask: grouped((name: string, args?: Readonly<Record<string, unknown>>, o?: CallOptions) =>
+      tasks.callToolTask(args === undefined ? { name } : { name, arguments: args }, o)
+    ),
+    task: (taskId: string) => tasks.handle(taskId, undefined),
     listResources: grouped(resources.list),
     resources: groupedStream(resources.all),
     listAllResources: grouped(resources.collect),

@@ -77,6 +77,13 @@ export * as ServerNotification from "./ServerNotification.ts"
  */
 export * as ToolFailure from "./ToolFailure.ts"
 /**
+ * A task a server runs a tool call as (the tasks extension), seen from the client: its handle.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
+export * as TaskHandle from "./TaskHandle.ts"
+/**
  * Many MCP servers behind one object.
  *
  * @since 0.1.0

@@ -57,6 +57,11 @@ import * as RetiredCodes from "./internal/RetiredCodes.ts"
 import { InputKey, Rounds } from "./internal/Rounds.ts"
 import * as SessionStore from "./internal/SessionStore.ts"
 import * as Subscriptions from "./internal/Subscriptions.ts"
+import * as TaskMethods from "./internal/TaskMethods.ts"
+import * as TaskRunner from "./internal/TaskRunner.ts"
+import * as Catalogue from "./internal/Catalogue.ts"
+import { makeMemory as makeMemoryTaskStore, TaskStore } from "./TaskStore.ts"
+import * as TaskWire from "../TaskWire.ts"
 import { type DefinitionError, duplicate } from "./DefinitionError.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import type * as HttpServerTransport from "./HttpServerTransport.ts"
@@ -177,7 +182,37 @@ export interface McpServerOptions {
    * client's answers of every round so far), default 256 KiB.
    */
   readonly requestStateMaxBytes?: number | undefined
+  /**
+   * Tasks (the `io.modelcontextprotocol/tasks` extension): served, and
+   * declared under `capabilities.extensions`, when a tool has a
+   * `taskSupport` other than `"forbidden"` or when this is given. `ttl`:
+   * how long a task lives from its creation (its handler is interrupted and
+   * its record forgotten then; `null` for no limit), default 10 minutes;
+   * `pollInterval`: the polling interval suggested to clients, default 1 s.
+   * The tasks are kept in the `TaskStore` service when the handle is built
+   * with one, else in memory.
+   */
+  readonly tasks?: {
+    readonly ttl?: Duration.Input | null | undefined
+    readonly pollInterval?: Duration.Input | undefined
+  } | undefined
 }
+
+/**
+ * The default task TTL: 10 minutes.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const DEFAULT_TASK_TTL_MS = 600_000
+
+/**
+ * The default polling interval suggested for tasks: one second.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000
 
 /**
  * The default `requestStateTtl`: 10 minutes.
@@ -368,6 +403,25 @@ export const capabilities = (server: McpServer<any>): Record<string, unknown> =>
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
+/** The capabilities with the tasks extension declared. */
+const withTasksExtension = (declared: Record<string, unknown>): Record<string, unknown> => ({
+  ...declared,
+  extensions: { ...(isRecord(declared.extensions) ? declared.extensions : {}), [TaskWire.EXTENSION_ID]: {} }
+})
+
+/** A `tools/list` result of the stateless era, whose `Tool` has no `execution` (the extension replaces it). */
+const withoutExecution = (result: unknown): Record<string, unknown> => {
+  if (!isRecord(result) || !Array.isArray(result.tools)) return isRecord(result) ? result : {}
+  return {
+    ...result,
+    tools: result.tools.map((tool) => {
+      if (!isRecord(tool) || !("execution" in tool)) return tool
+      const { execution: _execution, ...rest } = tool
+      return rest
+    })
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Lifecycle
 
@@ -547,9 +601,9 @@ export const inputKey = (key: string) => <A, E, R>(effect: Effect.Effect<A, E, R
  * @category utils
  */
 export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>, never, Scope.Scope> =>
-  Effect.suspend(() => {
+  Effect.flatMap(taskRunner(server), (runner) => {
     const live = LiveCatalogue.make(server)
-    const built = Effect.acquireRelease(handlerOf(live.server), (built) => built.release)
+    const built = Effect.acquireRelease(handlerOf(live.server, runner), (built) => built.release)
     return Effect.map(built, ({ handle }): ServerHandle<R> => {
       const change = (c: LiveCatalogue.Change) =>
         Effect.flatMap(live.apply(c), (notifications) =>
@@ -566,13 +620,40 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     })
   })
 
+/** Whether the server runs tasks: asked to, or a tool may run as one. */
+const runsTasks = (server: McpServer<any>): boolean =>
+  server.options.tasks !== undefined ||
+  Array.from(Catalogue.of(server).tools.values()).some((tool) => {
+    const execution = tool.definition.execution
+    return isRecord(execution) && (execution.taskSupport === "optional" || execution.taskSupport === "required")
+  })
+
+/** The task runner of a handle, over the `TaskStore` in context or one in memory; none when the server runs no tasks. */
+const taskRunner = (server: McpServer<any>): Effect.Effect<TaskRunner.Runner | undefined, never, Scope.Scope> =>
+  Effect.suspend(() => {
+    if (!runsTasks(server)) return Effect.succeed(undefined)
+    const tasks = server.options.tasks
+    const ttlMs = tasks?.ttl === null
+      ? null
+      : tasks?.ttl === undefined
+      ? DEFAULT_TASK_TTL_MS
+      : Math.round(Duration.toMillis(Duration.fromInputUnsafe(tasks.ttl)))
+    const pollIntervalMs = tasks?.pollInterval === undefined
+      ? DEFAULT_TASK_POLL_INTERVAL_MS
+      : Math.max(1, Math.round(Duration.toMillis(Duration.fromInputUnsafe(tasks.pollInterval))))
+    return Effect.flatMap(Effect.serviceOption(TaskStore), (store) =>
+      Effect.flatMap(store._tag === "Some" ? Effect.succeed(store.value) : makeMemoryTaskStore, (store) =>
+        TaskRunner.make(store, { ttlMs, pollIntervalMs })))
+  })
+
 const handlerOf = <R>(
-  server: McpServer<R>
+  server: McpServer<R>,
+  runner: TaskRunner.Runner | undefined
 ): Effect.Effect<{ readonly handle: Omit<ServerHandle<R>, "definitions">; readonly release: Effect.Effect<void> }> =>
   Effect.map(RequestStateKey, (defaultKeys) => {
     const options = server.options
     const stateless = options.stateless !== false
-    const declared = capabilities(server)
+    const declared = runner === undefined ? capabilities(server) : withTasksExtension(capabilities(server))
     const enforce = options.enforceInitialized ?? true
     const notInitializedCode = options.notInitializedCode ?? DEFAULT_NOT_INITIALIZED_CODE
     const timeoutMs = options.clientRequestTimeout === undefined ? 60_000 : Duration.toMillis(options.clientRequestTimeout)
@@ -770,6 +851,31 @@ const handlerOf = <R>(
           return Effect.succeed(JsonRpc.success(request.id, discoverResult))
         case "subscriptions/listen": {
           const params = request.params as Record<string, unknown>
+          const taskIds = runner === undefined ? undefined : TaskMethods.requestedTaskIds(params.notifications)
+          if (taskIds !== undefined && runner !== undefined) {
+            if (!TaskWire.declares(meta.clientCapabilities)) return Effect.succeed(TaskMethods.listenRefused(request.id))
+            return Effect.flatMap(
+              TaskMethods.listen(runner, taskIds, TaskRunner.ownerKey(hctx.principal, undefined), request.id, hctx.notify),
+              ({ agreed, feed }): Effect.Effect<JsonRpc.JsonRpcResponse> => {
+                const held = subscriptions.hold(
+                  request.id,
+                  { ...Subscriptions.agree(params.notifications, declared), taskIds: agreed },
+                  hctx.notify,
+                  feed
+                )
+                if (held === undefined) {
+                  return Effect.succeed(JsonRpc.failure(request.id, JsonRpc.ErrorCode.InternalError, "The server is shutting down"))
+                }
+                return Effect.as(
+                  held,
+                  JsonRpc.success(request.id, {
+                    resultType: "complete",
+                    _meta: { ...serverInfoMeta, [RequestMeta.MetaKey.subscriptionId]: request.id }
+                  })
+                )
+              }
+            )
+          }
           const held = subscriptions.hold(
             request.id,
             Subscriptions.agree(params.notifications, declared),
@@ -786,6 +892,9 @@ const handlerOf = <R>(
             })
           )
         }
+      }
+      if (runner !== undefined && TaskMethods.handles(request.method)) {
+        return TaskMethods.serve(runner, request, TaskWire.declares(meta.clientCapabilities), TaskRunner.ownerKey(hctx.principal, undefined))
       }
       const session: Session = {
         phase: "ready",
@@ -906,7 +1015,7 @@ const handlerOf = <R>(
      * `resources/read`) the `resultCache` hints unless the handler gave its own.
      */
     const statelessResult = (method: string, result: unknown): Record<string, unknown> => {
-      const r = isRecord(result) ? result : {}
+      const r = method === "tools/list" && runner !== undefined ? withoutExecution(result) : isRecord(result) ? result : {}
       const meta = { ...serverInfoMeta, ...(isRecord(r._meta) ? r._meta : {}) }
       return CACHEABLE.has(method)
         ? { resultType: "complete", ...resultCacheHints, ...r, _meta: meta }
@@ -918,6 +1027,14 @@ const handlerOf = <R>(
       hctx: HandlerContext,
       session: Session
     ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+      if (runner !== undefined && TaskMethods.handles(request.method)) {
+        return TaskMethods.serve(
+          runner,
+          request,
+          TaskWire.declares(session.clientCapabilities),
+          TaskRunner.ownerKey(hctx.principal, hctx.ephemeral === true ? undefined : hctx.sessionId)
+        )
+      }
       const ctx = requestContext(request, hctx, session)
       if (request.method === "logging/setLevel") {
         return decodeSetLevel(request.params ?? {}).pipe(
@@ -1003,7 +1120,10 @@ const handlerOf = <R>(
         })
       })
 
-    const serveRequest = Middleware.compose(server.middleware, stateless, onRequest)
+    const composed = Middleware.compose(server.middleware, stateless, onRequest)
+    const serveRequest: typeof composed = runner === undefined
+      ? composed
+      : (message, hctx) => Effect.provideService(composed(message, hctx), TaskRunner.CurrentRunner, runner)
     const handler: Handler<R> = Object.assign(
       (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, hctx: HandlerContext) =>
         "id" in message ? serveRequest(message, hctx) : onNotification(message, hctx),

@@ -25,8 +25,10 @@ import { RpcError } from "../McpError.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import { DefinitionError } from "./DefinitionError.ts"
 import * as Catalogue from "./internal/Catalogue.ts"
+import * as TaskRunner from "./internal/TaskRunner.ts"
 import * as JsonSchema from "./JsonSchema.ts"
 import type { ClientCallError, McpServer, RequestContext } from "./McpServer.ts"
+import type * as Task from "./Task.ts"
 
 /**
  * The behaviour hints of a tool (MCP `ToolAnnotations`); a client may show
@@ -134,6 +136,21 @@ export interface ToolOptions<P extends Parameters, S extends Schema.Top, F exten
   readonly _meta?: { readonly [key: string]: unknown } | undefined
   /** Numbers may be non-finite (see `JsonSchema.JsonSchemaOptions`). Default `false`. */
   readonly nonFinite?: boolean | undefined
+  /**
+   * Whether a call may run as a task (tasks extension): `"forbidden"`
+   * (default) never; `"optional"` when the client declared the extension,
+   * inline otherwise; `"required"` only as a task (a client that did not
+   * declare the extension gets -32021). Listed as `execution.taskSupport`
+   * in the handshake era.
+   */
+  readonly taskSupport?: Task.TaskSupport | undefined
+  /**
+   * When a call of a task tool becomes a task: `"call"` (default) the whole
+   * handler runs as one; `"escalate"` the handler runs in the request (it
+   * may ask the client through `input_required` rounds first) and turns its
+   * rest into a task with `Task.escalate`.
+   */
+  readonly taskStart?: "call" | "escalate" | undefined
 }
 
 /**
@@ -247,6 +264,7 @@ export const add = <
   }
 
   const definition = listed(name, options, inputSchema, outputSchema)
+  if (options.taskSupport !== undefined) definition.execution = { taskSupport: options.taskSupport }
 
   const decodeArguments = Schema.decodeUnknownEffect(JsonSchema.codec(parameters, jsonOptions))
   const encodeSuccess = options.success === undefined
@@ -282,11 +300,27 @@ export const add = <
         Effect.map((encoded) => errorResult(asText(encoded)))
       ))
 
-  // Called inside the router's `Effect.suspend` (or a continuation): a handler that throws is a defect either way.
-  const run = (params: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> => {
-    const result = Effect.flatMapEager(handler(params as never, context), toResult)
+  const finish = (effect: Effect.Effect<unknown, unknown, any>): Effect.Effect<Record<string, unknown>, unknown, any> => {
+    const result = Effect.flatMapEager(effect, toResult)
     return catchFailure === undefined ? result : catchFailure(result)
   }
+  const taskSupport = options.taskSupport ?? "forbidden"
+  const escalates = taskSupport !== "forbidden" && options.taskStart === "escalate"
+  // Called inside the router's `Effect.suspend` (or a continuation): a handler that throws is a defect either way.
+  const runInline = (params: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> =>
+    escalates
+      ? TaskRunner.catchEscalation(Effect.provideService(finish(handler(params as never, context)), TaskRunner.CurrentFinish, finish))
+      : finish(handler(params as never, context))
+  const run = taskSupport === "forbidden"
+    ? runInline
+    : escalates
+    ? (params: unknown, context: RequestContext) =>
+      Effect.flatMap(TaskRunner.CurrentRunner, (runner: TaskRunner.Runner | undefined) =>
+        taskSupport === "required" && (runner === undefined || !TaskRunner.declaresTasks(context))
+          ? Effect.fail(TaskRunner.missingExtension())
+          : runInline(params, context))
+    : (params: unknown, context: RequestContext) =>
+      TaskRunner.offer(taskSupport, (c) => runInline(params, c), context)
 
   const call = (args: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> => {
     const decoded = decodeArguments(args)

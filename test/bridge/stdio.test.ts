@@ -59,7 +59,10 @@ describe("bridge: an HTTP server over stdio", { timeout: 60_000 }, () => {
       const [session] = yield* server.handle.sessions
       // The client's own initialize reached the server: its name and its capabilities.
       expect(session).toMatchObject({ clientInfo: { name: "stdio-through-bridge" } })
-      expect(session!.clientCapabilities).toEqual({ roots: { listChanged: true } })
+      expect(session!.clientCapabilities).toEqual({
+        roots: { listChanged: true },
+        extensions: { "io.modelcontextprotocol/tasks": {} }
+      })
 
       expect((yield* client.listAllTools()).map((t) => t.name)).toEqual(
         expect.arrayContaining(["progress", "roots", "slow"])

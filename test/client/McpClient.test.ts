@@ -76,8 +76,8 @@ describe("McpClient", () => {
         expect(seen.filter((m) => m !== "tools/list")).toEqual(["initialize", "notifications/initialized"])
         const [session] = yield* handle.sessions
         expect(session).toMatchObject({ phase: "ready", clientInfo: { name: "tester", version: "9" } })
-        // No handlers: nothing advertised.
-        expect(session!.clientCapabilities).toEqual({})
+        // No handlers: nothing advertised but the tasks extension, declared at initialize in this era.
+        expect(session!.clientCapabilities).toEqual({ extensions: { "io.modelcontextprotocol/tasks": {} } })
       }))
 
     it.effect("advertises only the server-request handlers it was given", () =>
@@ -93,9 +93,20 @@ describe("McpClient", () => {
         expect(session!.clientCapabilities).toEqual({
           roots: { listChanged: true },
           sampling: {},
-          elicitation: { form: {} }
+          elicitation: { form: {} },
+          extensions: { "io.modelcontextprotocol/tasks": {} }
         })
         expect(client.clientCapabilities).toEqual(session!.clientCapabilities)
+      }))
+
+    it.effect("tasks: false leaves the tasks extension out; other extensions are kept beside it", () =>
+      Effect.gen(function*() {
+        const off = yield* inMemory(makeServer(), { tasks: false })
+        expect((yield* off.handle.sessions)[0]!.clientCapabilities).toEqual({})
+        const both = yield* inMemory(makeServer(), { capabilities: { extensions: { "example.com/other": { v: 1 } } } })
+        expect((yield* both.handle.sessions)[0]!.clientCapabilities).toEqual({
+          extensions: { "example.com/other": { v: 1 }, "io.modelcontextprotocol/tasks": {} }
+        })
       }))
 
     it.effect("accepts an older revision the server negotiates down to", () =>

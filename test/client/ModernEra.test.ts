@@ -47,7 +47,10 @@ describe("McpClient in the stateless era", () => {
         const call = script.seen.find((s) => s.method === "tools/call")!
         const meta = call.params._meta as Record<string, unknown>
         expect(meta[META_VERSION]).toBe("2026-07-28")
-        expect(meta["io.modelcontextprotocol/clientCapabilities"]).toEqual({ roots: { listChanged: true } })
+        expect(meta["io.modelcontextprotocol/clientCapabilities"]).toEqual({
+          roots: { listChanged: true },
+          extensions: { "io.modelcontextprotocol/tasks": {} }
+        })
         expect(meta["io.modelcontextprotocol/clientInfo"]).toEqual({ name: "tester", version: "9" })
         expect(meta["io.modelcontextprotocol/logLevel"]).toBeUndefined()
         expect(typeof meta.progressToken).toBe("string")

@@ -136,9 +136,9 @@ describe("conformance runner: requirement lists", () => {
     ])
   })
 
-  it("judges scored and pending scenarios (the client's OAuth ones included), never extensions", () => {
+  it("judges scored and pending scenarios (the client's OAuth ones included) and the server's tasks scenarios, no other extension", () => {
     const list = parseRequirements("2026-07-28", text)
-    expect(inScope(list, "server")).toEqual(["server-stateless", "tools-list", "http-header-validation"])
+    expect(inScope(list, "server")).toEqual(["server-stateless", "tools-list", "tasks-lifecycle", "http-header-validation"])
     expect(inScope(list, "client")).toEqual(["tools_call", "auth/metadata-default", "json-schema-2020-12-preservation"])
   })
 
@@ -152,6 +152,8 @@ describe("conformance runner: requirement lists", () => {
     expect(serverScenarios("2025-11-25")).toContain("server-initialize")
     expect(serverScenarios("2026-07-28")).toContain("server-stateless")
     expect(serverScenarios("2026-07-28")).not.toContain("server-initialize")
+    expect(serverScenarios("2026-07-28")).toContain("tasks-mrtr-composition")
+    expect(serverScenarios("2026-07-28")).not.toContain("tasks-status-notifications")
   })
 })
 
@@ -171,8 +173,8 @@ describe("conformance: server suite", () => {
       })
       // 2025-11-25: the 30 scenarios the list scores plus the 3 it runs unscored (pending, added after its release).
       expect(judged2025).toBeGreaterThanOrEqual(33)
-      // 2026-07-28: the 37 it scores plus the 3 pending ones; the tasks extension is not judged.
-      expect(judged2026).toBeGreaterThanOrEqual(40)
+      // 2026-07-28: the 37 it scores, the 3 pending ones and 9 of the tasks extension (tasks-status-notifications only reports SKIPPED).
+      expect(judged2026).toBeGreaterThanOrEqual(49)
     }), { timeout: 180_000 })
 })
 

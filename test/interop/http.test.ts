@@ -92,7 +92,10 @@ describe("interop: McpClient ↔ HttpServerTransport + McpServer", { timeout: 60
         expect(ids.length).toBe(1)
         const [session] = yield* server.handle.sessions
         expect(session).toMatchObject({ sessionId: ids[0], phase: "ready", clientInfo: { name: "interop-client" } })
-        expect(session!.clientCapabilities).toEqual({ roots: { listChanged: true } })
+        expect(session!.clientCapabilities).toEqual({
+          roots: { listChanged: true },
+          extensions: { "io.modelcontextprotocol/tasks": {} }
+        })
 
         // A call that sends nothing while it runs is answered with JSON.
         const before = log.length

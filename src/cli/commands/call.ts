@@ -12,6 +12,10 @@
  * are answered from `--answer field=value` and the terminal
  * (ServerQuestions); one that cannot be answered cancels the call the same
  * way and exits with 6.
+ *
+ * A call the server runs as a task (the tasks extension) is followed to its
+ * result: the task's id and each status go to stderr (TaskStatus), and Ctrl-C
+ * sends `tasks/cancel` for it before the program exits.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -24,6 +28,7 @@ import * as Output from "../Output.ts"
 import * as ServerFlags from "../ServerFlags.ts"
 import * as ServerQuestions from "../ServerQuestions.ts"
 import * as Session from "../Session.ts"
+import * as TaskStatus from "../TaskStatus.ts"
 
 // ---------------------------------------------------------------------------
 // Arguments
@@ -166,7 +171,7 @@ export const command = Command.make(
       // An unanswerable question leaves its handler waiting; the call is cancelled in its favour.
       const result = yield* session.client.callTool(
         { name, arguments: toolArguments },
-        { timeout, onProgress: progress.update }
+        { timeout, onProgress: progress.update, onTaskState: TaskStatus.reporter(progress.done) }
       ).pipe(Effect.raceFirst(questions.unanswered), Effect.ensuring(progress.done))
       if (json) yield* Output.json(result)
       else {
@@ -179,7 +184,7 @@ export const command = Command.make(
       }
     })))
 ).pipe(
-  Command.withDescription("Call a tool and print its result; progress is shown on stderr, Ctrl-C cancels the call"),
+  Command.withDescription("Call a tool and print its result; progress and task status are shown on stderr, Ctrl-C cancels the call"),
   Command.withExamples([
     { command: "effect-mcp-transport call http://127.0.0.1:8421/mcp add a=1 b=2", description: "Arguments as key=value (JSON values)" },
     { command: "effect-mcp-transport call echo --args '{\"text\":\"hi\"}' -- node server.js", description: "A stdio server" },

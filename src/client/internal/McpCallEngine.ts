@@ -272,11 +272,11 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
 }
 
 /** A call as a stream: each progress (also passed to the caller's own `onProgress`), then the result. */
-export const streamed = <A>(
-  run: (options: CallOptions) => Effect.Effect<A, FlatError>,
+export const streamed = <A, E = FlatError>(
+  run: (options: CallOptions) => Effect.Effect<A, E>,
   callOptions: CallOptions | undefined
-): Stream.Stream<CallEvent<A>, FlatError> =>
-  Stream.callback<CallEvent<A>, FlatError>((queue) =>
+): Stream.Stream<CallEvent<A>, E> =>
+  Stream.callback<CallEvent<A>, E>((queue) =>
     run({
       ...callOptions,
       onProgress: (progress) =>

@@ -88,7 +88,10 @@ export const make = (options: ModernOptions) => {
   /** The decode step of one round: a complete result is decoded, an input request handed to the loop. */
   const roundDecode = <A>(method: string, decode: Decode<A>): Decode<Round<A>> => (raw) => {
     const resultType = typeof raw === "object" && raw !== null ? (raw as { resultType?: unknown }).resultType : undefined
-    if (resultType === undefined || resultType === "complete") return Effect.map(decode(raw), (value) => ({ value }))
+    // A task (the tasks extension) is the decoder's to accept or refuse: McpClient's know which methods allow one.
+    if (resultType === undefined || resultType === "complete" || resultType === "task") {
+      return Effect.map(decode(raw), (value) => ({ value }))
+    }
     if (resultType === "input_required" && MULTI_ROUND.has(method)) {
       const r = raw as { inputRequests?: unknown; requestState?: unknown }
       const inputRequests = typeof r.inputRequests === "object" && r.inputRequests !== null

@@ -118,6 +118,10 @@ export class LiveSessionContext implements SessionContext {
         return this.#stores.forSession(sessionKey(this.sessionId)).get(slot)
       })
   }
+  /** The slot stores, for a context made from this one (a task's). */
+  protected get slotStores(): Stores {
+    return this.#stores
+  }
   private get hasSession(): boolean {
     return this.hctx.ephemeral !== true && this.state.era !== "modern"
   }
@@ -185,7 +189,7 @@ export class LiveRequestContext extends LiveSessionContext implements RequestCon
   readonly requestId: JsonRpc.RequestId
   readonly progressToken: string | number | undefined
   readonly #timeoutMs: number
-  readonly #rounds: Rounds | undefined
+  readonly #rounds: Pick<Rounds, "ask"> | undefined
   // The capabilities made so far (most requests make none).
   #made: { -readonly [K in "progress" | "log" | "sample" | "elicit" | "listRoots"]?: RequestContext[K] } | undefined
 
@@ -195,7 +199,7 @@ export class LiveRequestContext extends LiveSessionContext implements RequestCon
     state: Session,
     stores: Stores,
     timeoutMs: number,
-    rounds?: Rounds | undefined
+    rounds?: Pick<Rounds, "ask"> | undefined
   ) {
     super(hctx, state, stores)
     this.requestId = request.id
@@ -210,6 +214,25 @@ export class LiveRequestContext extends LiveSessionContext implements RequestCon
     const rounds = this.#rounds
     return (method, params) =>
       rounds !== undefined && INPUT_METHODS.has(method) ? rounds.ask(method, params, succeedRaw) : Effect.fail(statelessAsk(method))
+  }
+
+  /**
+   * The context of this request's handler run as a task: detached from the
+   * request (its stream may be gone), its asks going through `asker` (the
+   * task's `inputRequests`), its progress through `status` (the task's
+   * `statusMessage`), no log messages (the spec sends none for tasks).
+   */
+  forTask(asker: Pick<Rounds, "ask">, status: (message: string) => Effect.Effect<void>): RequestContext {
+    const detached: HandlerContext = {
+      sessionId: this.hctx.sessionId,
+      requestId: this.hctx.requestId,
+      principal: this.hctx.principal,
+      auth: this.hctx.auth,
+      notify: () => Effect.void,
+      request: (method) => Effect.fail(statelessAsk(method))
+    }
+    const request = { jsonrpc: "2.0", id: this.requestId, method: "tools/call" } as JsonRpc.JsonRpcRequest
+    return new TaskRequestContext(request, detached, { ...this.state, era: "modern" }, this.slotStores, this.#timeoutMs, asker, status)
   }
 
   #callClient<A>(
@@ -275,5 +298,29 @@ export class LiveRequestContext extends LiveSessionContext implements RequestCon
     return (this.#made ??= {}).listRoots ??= Effect.suspend(() =>
       Effect.map(this.#callClient("roots/list", ["roots"], {}, decodeRoots), (r) => r.roots)
     )
+  }
+}
+
+/** A handler's context inside a task (see `LiveRequestContext.forTask`). */
+class TaskRequestContext extends LiveRequestContext {
+  readonly #status: (message: string) => Effect.Effect<void>
+  constructor(
+    request: JsonRpc.JsonRpcRequest,
+    hctx: HandlerContext,
+    state: Session,
+    stores: Stores,
+    timeoutMs: number,
+    asker: Pick<Rounds, "ask">,
+    status: (message: string) => Effect.Effect<void>
+  ) {
+    super(request, hctx, state, stores, timeoutMs, asker)
+    this.#status = status
+  }
+  override get progress(): RequestContext["progress"] {
+    return (progress, o) =>
+      this.#status(o?.message ?? (o?.total === undefined ? `${progress}` : `${progress}/${o.total}`))
+  }
+  override get log(): RequestContext["log"] {
+    return () => Effect.void
   }
 }

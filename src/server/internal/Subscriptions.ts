@@ -15,6 +15,8 @@ export interface Filter {
   readonly promptsListChanged?: boolean
   readonly resourcesListChanged?: boolean
   readonly resourceSubscriptions?: ReadonlyArray<string>
+  /** The tasks whose `notifications/tasks` the listen carries (tasks extension). */
+  readonly taskIds?: ReadonlyArray<string>
 }
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -84,7 +86,9 @@ export interface Subscriptions {
   readonly hold: (
     id: JsonRpc.RequestId,
     filter: Filter,
-    notify: (method: string, params?: unknown) => Effect.Effect<void, unknown>
+    notify: (method: string, params?: unknown) => Effect.Effect<void, unknown>,
+    /** Runs once the acknowledgement is out, until the listen ends (the task notifications). */
+    alongside?: Effect.Effect<void>
   ) => Effect.Effect<void> | undefined
   /** Sends a change notification on every listen that asked for its kind. Best effort. */
   readonly publish: (method: string, params?: unknown) => Effect.Effect<void>
@@ -97,7 +101,7 @@ export const make = (): Subscriptions => {
   const open = new Set<Listen>()
   let closing = false
 
-  const hold: Subscriptions["hold"] = (id, filter, notify) => {
+  const hold: Subscriptions["hold"] = (id, filter, notify, alongside) => {
     if (closing) return undefined
     return Effect.suspend(() => {
       const listen: Listen = { id, filter, notify, ended: Deferred.makeUnsafe() }
@@ -108,7 +112,11 @@ export const make = (): Subscriptions => {
         Effect.ignore,
         // Registered after the acknowledgement was handed to the transport, so nothing overtakes it.
         Effect.andThen(Effect.sync(() => void open.add(listen))),
-        Effect.andThen(Deferred.await(listen.ended)),
+        Effect.andThen(
+          alongside === undefined
+            ? Deferred.await(listen.ended)
+            : Effect.raceFirst(Deferred.await(listen.ended), Effect.andThen(alongside, Effect.never))
+        ),
         Effect.ensuring(Effect.sync(() => void open.delete(listen)))
       )
     })

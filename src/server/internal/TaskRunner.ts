@@ -1,0 +1,307 @@
+/**
+ * The live side of the tasks extension: the fibers that run task handlers,
+ * owned by the server (a `FiberMap` in the handle's scope), not by the
+ * request that started them. A request's end does not stop its task;
+ * `tasks/cancel` and the TTL do. Every status change goes through the
+ * store's compare-and-set, so a task reaches exactly one terminal status
+ * whatever races (completion, failure, cancellation, expiry).
+ *
+ * Inside a task the handler's context is the request's, re-pointed: progress
+ * becomes the task's `statusMessage`, and an ask of the client (elicitation,
+ * sampling, roots) becomes an entry of the task's `inputRequests`, answered
+ * by `tasks/update`.
+ */
+import { randomBytes } from "node:crypto"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import * as FiberMap from "effect/FiberMap"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as JsonRpc from "../../JsonRpc.ts"
+import { CapabilityNotSupported, RpcError } from "../../McpError.ts"
+import * as TaskWire from "../../TaskWire.ts"
+import type { RequestContext } from "../RequestContext.ts"
+import type { TaskRecord, TaskStoreShape } from "../TaskStore.ts"
+import { InputKey } from "./Rounds.ts"
+
+type Json = Record<string, unknown>
+
+/**
+ * Whether a tool may run as a task (the words of the 2025-11-25 schema's
+ * `execution.taskSupport`).
+ */
+export type TaskSupport = "forbidden" | "optional" | "required"
+
+/** What an ask of the client goes through: `Rounds` in a multi-round request, a task's inputs here. */
+export interface Asker {
+  ask<A>(method: string, params: unknown, decode: (raw: unknown) => Effect.Effect<A, { readonly message: string }>): Effect.Effect<A>
+}
+
+/** A request context that can make its task twin (`LiveRequestContext.forTask`). */
+interface TaskableContext extends RequestContext {
+  readonly forTask: (asker: Asker, status: (message: string) => Effect.Effect<void>) => RequestContext
+}
+
+const NON_TERMINAL: ReadonlyArray<TaskWire.TaskStatus> = ["working", "input_required"]
+
+/** 144 bits from the system's CSPRNG, URL-safe: a task id doubles as a bearer token. */
+export const newTaskId = (): string => randomBytes(18).toString("base64url")
+
+/**
+ * Who may see a task: the authenticated principal; else, in the handshake
+ * era, the session; else nobody in particular (anyone holding the id).
+ */
+export const ownerKey = (principal: string | undefined, sessionId: string | undefined): string | undefined =>
+  principal !== undefined ? `principal:${principal}` : sessionId !== undefined ? `session:${sessionId}` : undefined
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/** The task as `tasks/get` answers and `notifications/tasks` sends it (without `resultType`). */
+export const detailed = (r: TaskRecord): Json => {
+  const out: Json = {
+    taskId: r.taskId,
+    status: r.status,
+    ...(r.statusMessage === undefined ? {} : { statusMessage: r.statusMessage }),
+    createdAt: iso(r.createdAt),
+    lastUpdatedAt: iso(r.lastUpdatedAt),
+    ttlMs: r.ttlMs,
+    ...(r.pollIntervalMs === undefined ? {} : { pollIntervalMs: r.pollIntervalMs })
+  }
+  if (r.status === "input_required") out.inputRequests = r.inputRequests
+  else if (r.status === "completed") out.result = r.result ?? {}
+  else if (r.status === "failed") out.error = r.error ?? { code: JsonRpc.ErrorCode.InternalError, message: "Internal error" }
+  return out
+}
+
+/** The `CreateTaskResult` of a task just made. */
+export const created = (r: TaskRecord): Json => {
+  const { inputRequests: _i, result: _r, error: _e, ...task } = detailed(r)
+  return { resultType: "task", ...task }
+}
+
+/** The `-32021` for a client that did not declare the extension. */
+export const missingExtension = () =>
+  new RpcError({
+    code: JsonRpc.ErrorCode.MissingRequiredClientCapability,
+    rpcMessage: `Missing required client capability: extensions.${TaskWire.EXTENSION_ID}`,
+    data: TaskWire.missingCapabilityData
+  })
+
+/** The JSON-RPC error a failed task reports. */
+const errorOf = (cause: Cause.Cause<unknown>): { code: number; message: string; data?: unknown } => {
+  const reason = Cause.squash(cause)
+  if (reason instanceof RpcError) {
+    return reason.data === undefined
+      ? { code: reason.code, message: reason.rpcMessage }
+      : { code: reason.code, message: reason.rpcMessage, data: reason.data }
+  }
+  if (reason instanceof CapabilityNotSupported && reason.peer === "client") {
+    return {
+      code: JsonRpc.ErrorCode.MissingRequiredClientCapability,
+      message: `Missing required client capability: ${reason.capability}`
+    }
+  }
+  return { code: JsonRpc.ErrorCode.InternalError, message: "Internal error" }
+}
+
+export interface RunnerOptions {
+  readonly ttlMs: number | null
+  readonly pollIntervalMs: number
+}
+
+/** The tasks of one server handle. */
+export interface Runner {
+  readonly store: TaskStoreShape
+  /** Creates the task (durably), forks `body` with the task's context, and answers its `CreateTaskResult`. */
+  readonly start: <R>(
+    owner: string | undefined,
+    body: (ctx: RequestContext) => Effect.Effect<Json, unknown, R>,
+    ctx: RequestContext
+  ) => Effect.Effect<Json, never, R>
+  /** Marks the task cancelled (unless it is terminal already) and interrupts its handler. */
+  readonly cancel: (taskId: string) => Effect.Effect<void>
+  /** How many handlers run now. */
+  readonly running: Effect.Effect<number>
+}
+
+/**
+ * The runner of the handle being served, provided around every request;
+ * `undefined` when the server runs no tasks.
+ */
+export const CurrentRunner = Context.Reference<Runner | undefined>("effect-mcp-transport/server/TaskRunner", {
+  defaultValue: () => undefined
+})
+
+export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effect<Runner, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const fibers = yield* FiberMap.make<string>()
+    const orDie = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
+
+    const transition = (taskId: string, next: (r: TaskRecord, now: number) => TaskRecord) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        orDie(store.compareAndSet(taskId, NON_TERMINAL, (r) => ({ ...next(r, now), lastUpdatedAt: now }))))
+
+    const settle = (taskId: string, exit: Exit.Exit<Json, unknown>): Effect.Effect<void> => {
+      if (exit._tag === "Success") {
+        return Effect.asVoid(transition(taskId, (r) => ({ ...r, status: "completed", result: exit.value, inputRequests: {} })))
+      }
+      // Interrupted: by tasks/cancel or the TTL, which set the status themselves (or let it expire).
+      if (Cause.hasInterruptsOnly(exit.cause)) return Effect.void
+      const error = errorOf(exit.cause)
+      return Effect.asVoid(transition(taskId, (r) => ({
+        ...r,
+        status: "failed",
+        statusMessage: error.message,
+        error,
+        inputRequests: {}
+      })))
+    }
+
+    const asker = (taskId: string): Asker => {
+      const used = new Set<string>()
+      return {
+        ask: <A>(method: string, params: unknown, decode: (raw: unknown) => Effect.Effect<A, { readonly message: string }>) =>
+          Effect.flatMap(InputKey, (named: string | undefined) =>
+            Effect.gen(function*() {
+              let key = ""
+              const asked = yield* transition(taskId, (r) => {
+                // A key names one request for the task's whole life.
+                key = named !== undefined && !used.has(named) ? named : `input-${r.inputCount + 1}`
+                return {
+                  ...r,
+                  status: "input_required",
+                  inputRequests: { ...r.inputRequests, [key]: { method, params: params ?? {} } },
+                  inputCount: r.inputCount + 1
+                }
+              })
+              // The task ended (cancelled, expired) while the handler ran: it stops here.
+              if (asked === undefined) return yield* Effect.interrupt
+              used.add(key)
+              const answered = yield* store.changes(taskId).pipe(
+                Stream.filter((r) => Object.hasOwn(r.inputResponses, key)),
+                Stream.runHead,
+                orDie
+              )
+              if (answered._tag === "None") return yield* Effect.interrupt
+              const raw = answered.value.inputResponses[key]
+              yield* orDie(store.compareAndSet(taskId, NON_TERMINAL, (r) => {
+                const { [key]: _taken, ...rest } = r.inputResponses
+                return { ...r, inputResponses: rest }
+              }))
+              return yield* Effect.catch(decode(raw), (e) =>
+                Effect.die(
+                  new RpcError({
+                    code: JsonRpc.ErrorCode.InvalidParams,
+                    rpcMessage: `Invalid inputResponses: the answer to "${key}" is not a ${method} result`,
+                    data: { key, reason: e.message }
+                  })
+                ))
+            }))
+      }
+    }
+
+    const status = (taskId: string) => (message: string) =>
+      Effect.asVoid(transition(taskId, (r) => ({ ...r, statusMessage: message })))
+
+    const start: Runner["start"] = (owner, body, ctx) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const record: TaskRecord = {
+          taskId: newTaskId(),
+          owner,
+          status: "working",
+          createdAt: now,
+          lastUpdatedAt: now,
+          ttlMs: options.ttlMs,
+          pollIntervalMs: options.pollIntervalMs,
+          inputRequests: {},
+          inputResponses: {},
+          inputCount: 0
+        }
+        yield* orDie(store.create(record))
+        const taskId = record.taskId
+        const taskCtx = (ctx as TaskableContext).forTask(asker(taskId), status(taskId))
+        const run = Effect.suspend(() => body(taskCtx)).pipe(
+          Effect.exit,
+          Effect.flatMap((exit) => settle(taskId, exit))
+        )
+        // The TTL bounds the handler too: when it passes, the handler is interrupted and the store forgets the task.
+        const bounded = options.ttlMs === null ? run : Effect.raceFirst(run, Effect.sleep(options.ttlMs))
+        yield* FiberMap.run(fibers, taskId, bounded)
+        return created(record)
+      })
+
+    const cancel = (taskId: string) =>
+      Effect.andThen(
+        transition(taskId, (r) => ({ ...r, status: "cancelled", statusMessage: "Cancelled by the client", inputRequests: {} })),
+        FiberMap.remove(fibers, taskId)
+      )
+
+    return { store, start, cancel, running: FiberMap.size(fibers) }
+  })
+
+/** Whether the client of this request declared the extension (on the request, or at its `initialize`). */
+export const declaresTasks = (ctx: RequestContext): boolean => TaskWire.declares(ctx.session.clientCapabilities)
+
+/**
+ * Runs a tool call whose tool declared `support`: as a task when the server
+ * runs tasks and the client declared the extension on this request (or at
+ * its `initialize`); inline when it did not and the tool allows that;
+ * -32021 when the tool requires a task.
+ */
+export const offer = <R>(
+  support: TaskSupport,
+  body: (ctx: RequestContext) => Effect.Effect<Json, unknown, R>,
+  ctx: RequestContext
+): Effect.Effect<Json, unknown, R> =>
+  Effect.flatMap(CurrentRunner, (runner: Runner | undefined) => {
+    if (support === "forbidden") return body(ctx)
+    if (runner === undefined || !TaskWire.declares(ctx.session.clientCapabilities)) {
+      return support === "required" ? Effect.fail(missingExtension()) : body(ctx)
+    }
+    return runner.start(ownerKey(ctx.principal, ctx.session.era === "modern" ? undefined : ctx.sessionId), body, ctx)
+  })
+
+/** Marks the escalation of a running handler to a task, carrying the `CreateTaskResult`. */
+class Escalated {
+  readonly created: Json
+  constructor(created: Json) {
+    this.created = created
+  }
+}
+
+/**
+ * How the definition being called turns its handler's value (and declared
+ * failures) into its JSON result (a tool: its `CallToolResult`), provided by
+ * the definition around its handler so that an escalated rest of the
+ * handler is finished the same way inside the task.
+ */
+export const CurrentFinish = Context.Reference<(effect: Effect.Effect<unknown, unknown, any>) => Effect.Effect<Json, unknown, any>>(
+  "effect-mcp-transport/server/TaskFinish",
+  { defaultValue: () => (effect) => effect as Effect.Effect<Json, unknown, any> }
+)
+
+/**
+ * Turns the rest of a handler into a task (see `Task.escalate`): starts
+ * `body` as a task and stops the handler, whose call then answers the
+ * `CreateTaskResult`. Without a runner or a declaring client, runs `body`
+ * inline.
+ */
+export const escalate = <A, E, R>(
+  ctx: RequestContext,
+  body: (ctx: RequestContext) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.flatMap(CurrentRunner, (runner: Runner | undefined) => {
+    if (runner === undefined || !TaskWire.declares(ctx.session.clientCapabilities)) return body(ctx)
+    const owner = ownerKey(ctx.principal, ctx.session.era === "modern" ? undefined : ctx.sessionId)
+    return Effect.flatMap(CurrentFinish, (finish) =>
+      Effect.flatMap(runner.start(owner, (c) => finish(body(c)) as Effect.Effect<Json, unknown, R>, ctx), (result) =>
+        Effect.die(new Escalated(result))))
+  })
+
+/** Answers an escalated call with its `CreateTaskResult`. */
+export const catchEscalation = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A | Json, E, R> =>
+  Effect.catchDefect(effect, (defect) => (defect instanceof Escalated ? Effect.succeed(defect.created) : Effect.die(defect)))
