@@ -63,6 +63,7 @@ import type { CallEvent, CallOptions, FlatError, PageParams } from "./internal/M
 import type * as ClientSchemas from "./internal/McpClientSchemas.ts"
 import { ServerNotification } from "./internal/ServerNotificationEnum.ts"
 import * as ServerRequests from "./internal/ServerRequests.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import type { ServerRequestHandlers } from "./internal/ServerRequests.ts"
 
 export { type LoggingMessage, type Progress, ServerNotification }
@@ -705,6 +706,7 @@ const build = Effect.fnUntraced(function*(
     }
   }
   const { init, version, schemas } = established
+  yield* Metrics.clientSession(version, transport.kind)
   if (options.eraKey !== undefined && protocol === "auto") {
     Negotiation.set(eraCache, options.eraKey, { era, version })
   }
@@ -745,7 +747,7 @@ const build = Effect.fnUntraced(function*(
       refreshTools: Effect.suspend(() => refreshTools)
     })
     : undefined
-  const send: McpCallEngine.CallEngine["send"] = modern !== undefined ? modern.send : calls.send
+  const send: McpCallEngine.CallEngine["send"] = Metrics.recordedSend(modern !== undefined ? modern.send : calls.send, { protocolVersion: version, transportKind: transport.kind })
 
   // The capabilities are fixed by the handshake (or the discovery), so each method's check is done once, here.
   const typed = <A>(method: string, decode: McpCallEngine.Decode<A>) => {

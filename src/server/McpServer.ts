@@ -1001,7 +1001,7 @@ const handlerOf = <R>(
         })
       })
 
-    const serveRequest = Middleware.compose(server.middleware, stateless, onRequest)
+    const serveRequest = Middleware.compose(server.middleware, stateless, onRequest, (hctx) => sessions.get(sessionKey(hctx.sessionId))?.protocolVersion)
     const handler: Handler<R> = Object.assign(
       (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, hctx: HandlerContext) =>
         "id" in message ? serveRequest(message, hctx) : onNotification(message, hctx),
