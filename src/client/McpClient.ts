@@ -747,7 +747,7 @@ const build = Effect.fnUntraced(function*(
       refreshTools: Effect.suspend(() => refreshTools)
     })
     : undefined
-  const send: McpCallEngine.CallEngine["send"] = Metrics.recordedSend(modern !== undefined ? modern.send : calls.send, { protocolVersion: version, transportKind: transport.kind })
+  const send: McpCallEngine.CallEngine["send"] = yield* Metrics.recordedSend(modern !== undefined ? modern.send : calls.send, { protocolVersion: version, transportKind: transport.kind })
 
   // The capabilities are fixed by the handshake (or the discovery), so each method's check is done once, here.
   const typed = <A>(method: string, decode: McpCallEngine.Decode<A>) => {

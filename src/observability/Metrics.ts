@@ -9,9 +9,12 @@
  *
  * They go to the `Metric.MetricRegistry` of the fiber that records them, so
  * every exporter that reads Effect's metrics sees them: `PrometheusMetrics`
- * (see `observability/Prometheus`), `OtlpMetrics`, `Metric.snapshot`. With
- * no exporter they cost a few map look-ups per request: each attribute
- * combination is resolved to its series once and kept.
+ * (the HTTP server transport's `metrics` option), `OtlpMetrics`,
+ * `Metric.snapshot`. They are recorded only where `Enabled` is true: an
+ * exporter turns them on (the HTTP transport's scrape endpoint does so for
+ * its server; with OTLP, provide `layerEnabled`). Off, a request pays one
+ * context look-up; on, each attribute combination is resolved to its series
+ * once and kept, so an update is a clock read and a few map look-ups.
  *
  * The recording helpers are what the transports call; applications read the
  * metrics through an exporter, or with `Metric.value` on the definitions here.
@@ -23,8 +26,48 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
+
+// ---------------------------------------------------------------------------
+// The switch
+
+/**
+ * Whether the runtime records its metrics in the current fiber. Default
+ * false: with no exporter to read them, recording would be work for nothing.
+ * The HTTP server transport's `metrics` option turns it on for its server;
+ * an application exporting with OTLP (or reading `Metric.snapshot`)
+ * provides `layerEnabled` to the transports and clients it builds.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export const Enabled = Context.Reference<boolean>("effect-mcp-transport/observability/Metrics/Enabled", {
+  defaultValue: () => false
+})
+
+/**
+ * Turns the runtime's metrics on for everything built with this layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerEnabled: Layer.Layer<never> = Layer.succeed(Enabled, true)
+
+/**
+ * Turns the runtime's metrics on for an effect (and the transports, servers
+ * and clients it builds).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const enabled = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.provideService(effect, Enabled, true)
+
+/** Runs `record` only where metrics are on. */
+const whenEnabled = (record: Effect.Effect<void>): Effect.Effect<void> =>
+  Effect.withFiber((fiber) => fiber.getRef(Enabled) ? record : Effect.void)
 
 // ---------------------------------------------------------------------------
 // Attributes
@@ -60,6 +103,18 @@ export const CurrentNetworkTransport = Context.Reference<NetworkTransport | unde
  */
 export const withNetworkTransport = (transport: NetworkTransport) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.provideService(effect, CurrentNetworkTransport, transport)
+
+/**
+ * A server transport's services for its handler: its `network.transport`,
+ * and metrics turned on when it serves a scrape endpoint (`scraped`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const servicesOf = <R>(services: Context.Context<R>, transport: NetworkTransport, scraped: boolean): Context.Context<R> => {
+  const withTransport = Context.add(services, CurrentNetworkTransport, transport)
+  return scraped ? Context.add(withTransport, Enabled, true) : withTransport
+}
 
 /**
  * The `network.transport` of a client transport's `kind`.
@@ -325,8 +380,8 @@ const put = (attributes: Record<string, string>, key: string, value: string | un
   if (value !== undefined) attributes[key] = value
 }
 
-const seconds = (clock: Clock.Clock, startNanos: bigint): number =>
-  Number(clock.currentTimeNanosUnsafe() - startNanos) / 1e9
+// Milliseconds are precise enough for buckets that start at 10 ms, and read far cheaper than nanoseconds.
+const seconds = (clock: Clock.Clock, startMillis: number): number => (clock.currentTimeMillisUnsafe() - startMillis) / 1000
 
 // ---------------------------------------------------------------------------
 // Operations
@@ -467,11 +522,12 @@ export const serverOperation = <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) => {
+    if (!fiber.getRef(Enabled)) return effect
     const context = fiber.context
     const clock = fiber.getRef(Clock.Clock)
     const transport = fiber.getRef(CurrentNetworkTransport)
     const active = serverActiveOf(method, transport)
-    const start = clock.currentTimeNanosUnsafe()
+    const start = clock.currentTimeMillisUnsafe()
     active.modifyUnsafe(1, context)
     return Effect.onExit(effect, (exit) => {
       active.modifyUnsafe(-1, context)
@@ -493,10 +549,11 @@ export const clientOperation = <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) => {
+    if (!fiber.getRef(Enabled)) return effect
     const context = fiber.context
     const clock = fiber.getRef(Clock.Clock)
     const active = clientActiveOf(attributes.method, attributes.transport)
-    const start = clock.currentTimeNanosUnsafe()
+    const start = clock.currentTimeMillisUnsafe()
     active.modifyUnsafe(1, context)
     return Effect.onExit(effect, (exit) => {
       active.modifyUnsafe(-1, context)
@@ -507,13 +564,20 @@ export const clientOperation = <A, E, R>(
 
 /**
  * A client's `send` (method, params, then anything) whose every call is
- * recorded with `clientOperation`; the tool or prompt name is read from
- * `params.name`.
+ * recorded with `clientOperation`, the tool or prompt name read from
+ * `params.name`; `send` itself where metrics are off when the client is built.
  *
  * @since 0.1.0
  * @category recording
  */
 export const recordedSend = <
+  S extends (method: string, params: Readonly<Record<string, unknown>> | undefined, ...rest: Array<any>) => Effect.Effect<any, any>
+>(
+  send: S,
+  session: { readonly protocolVersion: string; readonly transportKind: string }
+): Effect.Effect<S> => Effect.withFiber((fiber) => Effect.succeed(fiber.getRef(Enabled) ? recording(send, session) : send))
+
+const recording = <
   S extends (method: string, params: Readonly<Record<string, unknown>> | undefined, ...rest: Array<any>) => Effect.Effect<any, any>
 >(
   send: S,
@@ -552,9 +616,10 @@ const session = (
   active: Metric.Metric<number, any>
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.withFiber((fiber) => {
+    if (!fiber.getRef(Enabled)) return Effect.void
     const context = fiber.context
     const clock = fiber.getRef(Clock.Clock)
-    const start = clock.currentTimeNanosUnsafe()
+    const start = clock.currentTimeMillisUnsafe()
     active.modifyUnsafe(1, context)
     return Effect.addFinalizer(() =>
       Effect.sync(() => {
@@ -624,6 +689,7 @@ const sumLoad = (probes: Set<() => StreamLoad>, field: keyof StreamLoad): number
  */
 export const observeStreams = (probe: () => StreamLoad): Effect.Effect<void, never, Scope.Scope> =>
   Effect.withFiber((fiber) => {
+    if (!fiber.getRef(Enabled)) return Effect.void
     const registry = fiber.getRef(Metric.MetricRegistry)
     let probes = loadProbes.get(registry)
     if (probes === undefined) {
@@ -654,7 +720,7 @@ export const observeStreams = (probe: () => StreamLoad): Effect.Effect<void, nev
  * @category recording
  */
 export const eventsReplayed = (count: number): Effect.Effect<void> =>
-  count > 0 ? Metric.update(sseReplayedEvents, count) : Effect.void
+  count > 0 ? whenEnabled(Metric.update(sseReplayedEvents, count)) : Effect.void
 
 const refusedOf = seriesOf(serverAdmissionRefused)
 
@@ -665,10 +731,10 @@ const refusedOf = seriesOf(serverAdmissionRefused)
  * @category recording
  */
 export const admissionRefused = (kind: "session" | "stream", reason: string): Effect.Effect<void> =>
-  Metric.update(
+  whenEnabled(Metric.update(
     refusedOf(`${kind}\u0000${reason}`, () => ({ "mcp.admission.kind": kind, "mcp.admission.reason": reason })),
     1
-  )
+  ))
 
 /**
  * Counts a bridge session refusal (`refusal` defined) and passes nothing on.
@@ -677,7 +743,7 @@ export const admissionRefused = (kind: "session" | "stream", reason: string): Ef
  * @category recording
  */
 export const bridgeAdmission = (refusal: unknown): Effect.Effect<void> =>
-  refusal === undefined ? Effect.void : Metric.update(bridgeAdmissionRefused, 1)
+  refusal === undefined ? Effect.void : whenEnabled(Metric.update(bridgeAdmissionRefused, 1))
 
 // ---------------------------------------------------------------------------
 // The manager
@@ -702,7 +768,7 @@ export const circuitValue = (state: "Closed" | "HalfOpen" | "Open"): number =>
  * @category recording
  */
 export const circuitState = (server: string, state: "Closed" | "HalfOpen" | "Open"): Effect.Effect<void> =>
-  Metric.update(circuitOf(server, serverAttribute(server)), circuitValue(state))
+  whenEnabled(Metric.update(circuitOf(server, serverAttribute(server)), circuitValue(state)))
 
 /**
  * Counts a connection attempt of the manager; the first of a server is not a reconnect.
@@ -711,7 +777,7 @@ export const circuitState = (server: string, state: "Closed" | "HalfOpen" | "Ope
  * @category recording
  */
 export const connectAttempt = (server: string, first: boolean): Effect.Effect<void> =>
-  first ? Effect.void : Metric.update(reconnectsOf(server, serverAttribute(server)), 1)
+  first ? Effect.void : whenEnabled(Metric.update(reconnectsOf(server, serverAttribute(server)), 1))
 
 // ---------------------------------------------------------------------------
 // The session store
@@ -731,9 +797,10 @@ export const storeRoundTrip = (operation: string, backend: string) => <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) => {
+    if (!fiber.getRef(Enabled)) return effect
     const context = fiber.context
     const clock = fiber.getRef(Clock.Clock)
-    const start = clock.currentTimeNanosUnsafe()
+    const start = clock.currentTimeMillisUnsafe()
     return Effect.onExit(effect, (exit) => {
       const failure = exit._tag === "Success" ? undefined : clientFailure(operation, exit)?.errorType
       const series = storeOf(`${operation}\u0000${backend}\u0000${failure ?? ""}`, () => {

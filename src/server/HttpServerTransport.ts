@@ -132,7 +132,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
   options: Options | undefined
 ): Effect.fn.Return<HttpServerTransportShape, never, HttpRouter.HttpRouter | R | Scope.Scope> {
   const router = yield* HttpRouter.HttpRouter
-  const services = Context.add(yield* Effect.context<R>(), Metrics.CurrentNetworkTransport, "tcp")
+  const services = Metrics.servicesOf(yield* Effect.context<R>(), "tcp", resolved.metricsPath !== undefined)
   const store: EventStoreShape = options?.eventStore ??
     Option.getOrUndefined(yield* Effect.serviceOption(EventStore)) ??
     (yield* makeMemory())
@@ -161,7 +161,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     onSessionEnd: options?.onSessionEnd,
     namesPrincipal: config.authenticate !== undefined
   })
-  yield* Metrics.observeStreams(MetricsEndpoint.streamLoad(sessions.list))
+  yield* Metrics.observeStreams(MetricsEndpoint.streamLoad(sessions.list)).pipe(Effect.provideContext(Context.merge(yield* Effect.context<Scope.Scope>(), services)))
   const hub = yield* EventsAndHealth.makeBroadcast(store, {
     buffer: config.broadcastBuffer,
     maxBufferedBytes: config.maxBufferedBytesPerStream,

@@ -53,22 +53,28 @@ const find = (id: string, match: Record<string, string>) =>
       Object.keys(s.attributes).every((k) => k in match)
     ))
 
-/** Runs `body` with a registry of its own, so that only its own metrics are read. */
-const isolated = <A, E, R>(body: Effect.Effect<A, E, R>) => Effect.provideService(body, Metric.MetricRegistry, new Map())
+/** Runs `body` with metrics on and a registry of its own, so that only its own metrics are read. */
+const isolated = <A, E, R>(body: Effect.Effect<A, E, R>) =>
+  body.pipe(Metrics.enabled, Effect.provideService(Metric.MetricRegistry, new Map()))
 
 const inMemory = (started?: Deferred.Deferred<void>) =>
   Effect.gen(function*() {
-  const handle = yield* McpServer.toHandler(makeServer(started))
-  // The pair and the client in a scope of their own, so that a test can end both sessions.
-  const scope = yield* Scope.make()
-  const client = yield* Effect.flatMap(
-    InMemoryTransport.makePair(handle.handler),
-    (pair) => McpClient.fromTransport(pair.client, { protocol: "2025-11-25", listen: false })
-  ).pipe(Scope.provide(scope))
-  return { client, close: Scope.close(scope, Exit.void) }
-})
+    const handle = yield* McpServer.toHandler(makeServer(started))
+    // The pair and the client in a scope of their own, so that a test can end both sessions.
+    const scope = yield* Scope.make()
+    const client = yield* Effect.flatMap(
+      InMemoryTransport.makePair(handle.handler),
+      (pair) => McpClient.fromTransport(pair.client, { protocol: "2025-11-25", listen: false })
+    ).pipe(Scope.provide(scope))
+    return { client, close: Scope.close(scope, Exit.void) }
+  })
 
-const tool = (name: string) => ({ "mcp.method.name": "tools/call", "gen_ai.tool.name": name, "gen_ai.operation.name": "execute_tool", "mcp.protocol.version": "2025-11-25" })
+const tool = (name: string) => ({
+  "mcp.method.name": "tools/call",
+  "gen_ai.tool.name": name,
+  "gen_ai.operation.name": "execute_tool",
+  "mcp.protocol.version": "2025-11-25"
+})
 
 describe("Metrics", () => {
   it.effect("an exchange of calls: durations by method and tool, error.type for errors and tool errors, nothing left active", () =>
@@ -99,6 +105,16 @@ describe("Metrics", () => {
       const [initialize] = yield* find("mcp.server.operation.duration", { "mcp.method.name": "initialize", "mcp.protocol.version": "2025-11-25" })
       expect(initialize?.state.count).toBe(1)
     })))
+
+  it.effect("off unless turned on: an exchange records nothing", () =>
+    Effect.gen(function*() {
+      const { client, close } = yield* inMemory()
+      yield* client.callTool({ name: "echo" })
+      yield* Effect.flip(client.callTool({ name: "boom" }))
+      yield* close
+      yield* Metrics.admissionRefused("session", "server-full")
+      expect((yield* Metric.snapshot).filter((m) => m.id.startsWith("mcp."))).toEqual([])
+    }).pipe(Effect.provideService(Metric.MetricRegistry, new Map())))
 
   it.effect("durations in seconds on the clock, in the conventions' buckets; requests active while they run", () =>
     isolated(Effect.gen(function*() {
