@@ -17,7 +17,7 @@ import { RequestTimeout, RpcError, TransportClosed } from "../../src/McpError.ts
 import * as Metrics from "../../src/observability/Metrics.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
-import { post } from "../server/http/helpers.ts"
+import { eventually, openSession, openSse, post } from "../server/http/helpers.ts"
 
 const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] })
 
@@ -245,5 +245,51 @@ describe("Metrics", () => {
       expect(yield* Effect.promise(initialize)).toBe(503)
       const [counted] = yield* find("mcp.server.admission.refused", { "mcp.admission.kind": "session", "mcp.admission.reason": "declined" })
       expect(counted?.state.count).toBe(2)
+    }).pipe(Effect.scoped)))
+
+  it.live("HTTP streams: the session streams' gauges read when exported, refused streams and replayed events counted", () =>
+    isolated(Effect.gen(function*() {
+      const handle = yield* McpServer.toHandler(makeServer())
+      const context = yield* Layer.build(
+        HttpServerTransport.layer(handle.handler, { port: 0, metrics: true, maxStreams: 1, maxStreamsPerPrincipal: "none" })
+      )
+      const transport = yield* Effect.provideContext(HttpServerTransport.HttpServerTransport, context)
+      const url = Option.getOrThrow(transport.url)
+      const events = new URL("/mcp/events", url).href
+      const first = yield* transport.broadcast("tick", { n: 1 })
+      yield* transport.broadcast("tick", { n: 2 })
+      const gauge = (id: string) => Effect.map(find(id, {}), ([s]) => s?.state.value as number)
+
+      // A standalone GET stream takes the one slot.
+      const sessionId = yield* Effect.promise(() => openSession(url))
+      const standalone = yield* Effect.promise(() =>
+        openSse(url, {
+          method: "GET",
+          headers: { accept: "text/event-stream", "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" }
+        })
+      )
+      expect(standalone.response.status).toBe(200)
+      expect(yield* gauge("mcp.server.sse.active_streams")).toBe(1)
+      expect(yield* gauge("mcp.server.sse.buffered_bytes")).toBeGreaterThanOrEqual(0)
+
+      // No slot left for a listener.
+      const refused = yield* Effect.promise(() => fetch(events, { headers: { accept: "text/event-stream" } }))
+      expect(refused.status).toBe(503)
+      yield* Effect.promise(() => refused.text())
+      const [counted] = yield* find("mcp.server.admission.refused", { "mcp.admission.kind": "stream", "mcp.admission.reason": "server-full" })
+      expect(counted?.state.count).toBe(1)
+
+      // The stream gone, a listener resuming after the first event gets the second again.
+      standalone.controller.abort()
+      const streamGone = () => Effect.runPromise(Effect.map(transport.stats, (stats) => stats.openStreams === 0))
+      expect(yield* Effect.promise(() => eventually(streamGone))).toBe(true)
+      expect(yield* gauge("mcp.server.sse.active_streams")).toBe(0)
+      const resumed = yield* Effect.promise(() =>
+        openSse(events, { method: "GET", headers: { accept: "text/event-stream", "last-event-id": first } })
+      )
+      expect(resumed.response.status).toBe(200)
+      resumed.controller.abort()
+      const [replayed] = yield* find("mcp.server.sse.replayed_events", {})
+      expect(replayed?.state.count).toBe(1)
     }).pipe(Effect.scoped)))
 })
