@@ -8,7 +8,7 @@
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Layer, Metric, Option, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Metric, Option, Scope, Sink, Stdio, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
@@ -17,6 +17,7 @@ import { RequestTimeout, RpcError, TransportClosed } from "../../src/McpError.ts
 import * as Metrics from "../../src/observability/Metrics.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
+import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
 import { eventually, openSession, openSse, post } from "../server/http/helpers.ts"
 
 const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] })
@@ -292,4 +293,25 @@ describe("Metrics", () => {
       const [replayed] = yield* find("mcp.server.sse.replayed_events", {})
       expect(replayed?.state.count).toBe(1)
     }).pipe(Effect.scoped)))
+
+  it.effect("over stdio: network.transport pipe on the server's operations and session", () =>
+    isolated(Effect.gen(function*() {
+      const handle = yield* McpServer.toHandler(makeServer())
+      const lines = [
+        { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } },
+        { jsonrpc: "2.0", method: "notifications/initialized" },
+        { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } }
+      ].map((m) => new TextEncoder().encode(JSON.stringify(m) + "\n"))
+      yield* StdioServerTransport.run(handle.handler, { redirectConsole: false }).pipe(
+        Effect.provide(Stdio.layerTest({ stdin: Stream.fromIterable(lines), stdout: () => Sink.drain }))
+      )
+      const [echo] = yield* find("mcp.server.operation.duration", {
+        ...tool("echo"),
+        "mcp.protocol.version": "2025-06-18",
+        "network.transport": "pipe"
+      })
+      expect(echo?.state.count).toBe(1)
+      const [session] = yield* find("mcp.server.session.duration", { "network.transport": "pipe" })
+      expect(session?.state.count).toBe(1)
+    })))
 })
