@@ -82,8 +82,9 @@ export interface Options {
    * A Prometheus scrape endpoint: `GET /metrics` (or `path`) answers every
    * Effect metric of the server's registry in the text exposition format
    * (this runtime's `mcp.*` metrics, and the application's), names prefixed
-   * with `prefix` when given. Not authenticated, like the health probe;
-   * Host and Origin are checked. Default off.
+   * with `prefix` when given, and the runtime's metrics are recorded for
+   * this server (`Metrics.Enabled`). Not authenticated, like the health
+   * probe; Host and Origin are checked. Default off.
    */
   readonly metrics?: boolean | { readonly path?: HttpRouter.PathInput | undefined; readonly prefix?: string | undefined } | undefined
   /** The 2024-11-05 HTTP+SSE endpoints. Default `true` (`false` with `eras: "modern"`). */
