@@ -8,12 +8,13 @@
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Layer, Metric, Option, Scope, Sink, Stdio, Stream } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Metric, Option, Schedule, Scope, Sink, Stdio, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
+import * as McpManager from "../../src/client/McpManager.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
-import { RequestTimeout, RpcError, TransportClosed } from "../../src/McpError.ts"
+import { RequestTimeout, RpcError, SpawnError, TransportClosed } from "../../src/McpError.ts"
 import * as Metrics from "../../src/observability/Metrics.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
@@ -53,6 +54,11 @@ const find = (id: string, match: Record<string, string>) =>
       Object.entries(match).every(([k, v]) => s.attributes[k] === v) &&
       Object.keys(s.attributes).every((k) => k in match)
     ))
+
+/** Lets the fibers started so far run until they wait. */
+const settle = Effect.gen(function*() {
+  for (let i = 0; i < 100; i++) yield* Effect.yieldNow
+})
 
 /** Runs `body` with metrics on and a registry of its own, so that only its own metrics are read. */
 const isolated = <A, E, R>(body: Effect.Effect<A, E, R>) =>
@@ -184,6 +190,14 @@ describe("Metrics", () => {
       expect((yield* find("mcp.manager.circuit.state", { "mcp.manager.server": "b" }))[0]?.state.value).toBe(1)
     })))
 
+  it.effect("the bridge's refusals: a refusal counts, an admission does not", () =>
+    isolated(Effect.gen(function*() {
+      yield* Metrics.bridgeAdmission(undefined)
+      expect(yield* find("mcp.bridge.admission.refused", {})).toEqual([])
+      yield* Metrics.bridgeAdmission({ retryAfterSeconds: 5, message: "every upstream slot is taken" })
+      expect((yield* find("mcp.bridge.admission.refused", {}))[0]?.state.count).toBe(1)
+    })))
+
   it.effect("store round trips: the duration per operation and backend, error.type when one fails", () =>
     isolated(Effect.gen(function*() {
       const roundTrip = Metrics.storeRoundTrip("append", "redis")
@@ -313,5 +327,27 @@ describe("Metrics", () => {
       expect(echo?.state.count).toBe(1)
       const [session] = yield* find("mcp.server.session.duration", { "network.transport": "pipe" })
       expect(session?.state.count).toBe(1)
+    })))
+
+  it.effect("McpManager: its circuit breaker's state per server, and its reconnects", () =>
+    isolated(Effect.gen(function*() {
+      const manager = yield* McpManager.make({
+        config: { mcpServers: { down: { command: "x" } } },
+        transport: () => Effect.fail(new SpawnError({ command: "x", args: [], cause: "down" })),
+        reconnectSchedule: Schedule.spaced("1 second"),
+        circuitBreaker: { failureThreshold: 1, cooldown: "10 seconds" },
+        slowStartThreshold: "1 millis"
+      })
+      const circuit = Effect.map(find("mcp.manager.circuit.state", { "mcp.manager.server": "down" }), ([s]) => s?.state.value)
+      const reconnects = Effect.map(find("mcp.manager.reconnects", { "mcp.manager.server": "down" }), ([s]) => s?.state.count ?? 0)
+      yield* settle
+      expect(Option.getOrThrow(yield* Stream.runHead(manager.status("down")))).toMatchObject({ _tag: "CircuitOpen" })
+      expect(yield* circuit).toBe(2)
+      expect(yield* reconnects).toBe(0)
+      // Cooled down: one trial (half-open) fails, and the circuit opens again.
+      yield* TestClock.adjust("10 seconds")
+      yield* settle
+      expect(yield* reconnects).toBe(1)
+      expect(yield* circuit).toBe(2)
     })))
 })
