@@ -161,7 +161,10 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     onSessionEnd: options?.onSessionEnd,
     namesPrincipal: config.authenticate !== undefined
   })
-  yield* Metrics.observeStreams(MetricsEndpoint.streamLoad(sessions.list)).pipe(Effect.provideContext(Context.merge(yield* Effect.context<Scope.Scope>(), services)))
+  // Reported where the transport's services turn metrics on (its scrape endpoint, or the application's layer).
+  yield* Metrics.observeStreams(MetricsEndpoint.streamLoad(sessions.list)).pipe(
+    Effect.provideService(Metrics.Enabled, Context.get(services, Metrics.Enabled))
+  )
   const hub = yield* EventsAndHealth.makeBroadcast(store, {
     buffer: config.broadcastBuffer,
     maxBufferedBytes: config.maxBufferedBytesPerStream,

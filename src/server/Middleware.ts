@@ -447,7 +447,9 @@ export const requestSpan = <E, R>(
 /**
  * Composes middleware around `serve` (the server without them): the last in
  * the list is the outermost, the first sees the request last, just before
- * `serve`. The whole runs in `requestSpan`.
+ * `serve`. The whole runs in `requestSpan`, and is recorded in the server's
+ * metrics (`observability/Metrics`) under the revision `sessionVersion`
+ * says the request's session negotiated.
  *
  * @since 0.1.0
  * @category utils
