@@ -52,6 +52,7 @@ import * as RequestStateKeys from "../server/internal/RequestStateKeys.ts"
 import * as StdioServerTransport from "../server/StdioServerTransport.ts"
 import * as EraFront from "./EraFront.ts"
 import * as EraRouter from "./EraRouter.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import * as UpstreamSlots from "./UpstreamSlots.ts"
 import { ErrorCode, firstLine, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
 
@@ -422,7 +423,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
       "id" in message ? forwardRequest(message, ctx) : forwardNotification(message, ctx),
     {
       sessionEnded: (sessionId: string | undefined) => sessionId === undefined ? Effect.void : endSession(sessionId),
-      admitSession: (sessionId: string) => Effect.sync(() => slots.admit(sessionId))
+      admitSession: (sessionId: string) => Effect.tap(Effect.sync(() => slots.admit(sessionId)), Metrics.bridgeAdmission)
     }
   )
 

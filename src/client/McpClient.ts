@@ -63,6 +63,7 @@ import type { CallEvent, CallOptions, FlatError, PageParams } from "./internal/M
 import type * as ClientSchemas from "./internal/McpClientSchemas.ts"
 import { ServerNotification } from "./internal/ServerNotificationEnum.ts"
 import * as ServerRequests from "./internal/ServerRequests.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import type { ServerRequestHandlers } from "./internal/ServerRequests.ts"
 import * as TaskCalls from "./internal/TaskCalls.ts"
 import * as TaskResults from "./internal/TaskResults.ts"
@@ -734,6 +735,7 @@ const build = Effect.fnUntraced(function*(
     }
   }
   const { init, version, schemas } = established
+  yield* Metrics.clientSession(version, transport.kind)
   if (options.eraKey !== undefined && protocol === "auto") {
     Negotiation.set(eraCache, options.eraKey, { era, version })
   }
@@ -774,7 +776,7 @@ const build = Effect.fnUntraced(function*(
       refreshTools: Effect.suspend(() => refreshTools)
     })
     : undefined
-  const send: McpCallEngine.CallEngine["send"] = modern !== undefined ? modern.send : calls.send
+  const send: McpCallEngine.CallEngine["send"] = yield* Metrics.recordedSend(modern !== undefined ? modern.send : calls.send, { protocolVersion: version, transportKind: transport.kind })
 
   // The capabilities are fixed by the handshake (or the discovery), so each method's check is done once, here.
   // A task (the tasks extension) answers tools/call only: its decoder takes one (`taskAware`), every other refuses it.

@@ -26,6 +26,8 @@ import * as Authorization from "./http/Authorization.ts"
 import { type Options, type Resolved, resolve } from "./http/Config.ts"
 import { type Env, guard, preflight } from "./http/Guard.ts"
 import * as LegacySse from "./http/LegacySse.ts"
+import * as MetricsEndpoint from "./http/MetricsEndpoint.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import * as EventsAndHealth from "./http/EventsAndHealth.ts"
 import * as Security from "./http/Security.ts"
 import * as SendWatch from "./http/SendWatch.ts"
@@ -130,7 +132,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
   options: Options | undefined
 ): Effect.fn.Return<HttpServerTransportShape, never, HttpRouter.HttpRouter | R | Scope.Scope> {
   const router = yield* HttpRouter.HttpRouter
-  const services = yield* Effect.context<R>()
+  const services = Metrics.servicesOf(yield* Effect.context<R>(), "tcp", resolved.metricsPath !== undefined)
   const store: EventStoreShape = options?.eventStore ??
     Option.getOrUndefined(yield* Effect.serviceOption(EventStore)) ??
     (yield* makeMemory())
@@ -159,6 +161,10 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     onSessionEnd: options?.onSessionEnd,
     namesPrincipal: config.authenticate !== undefined
   })
+  // Reported where the transport's services turn metrics on (its scrape endpoint, or the application's layer).
+  yield* Metrics.observeStreams(MetricsEndpoint.streamLoad(sessions.list)).pipe(
+    Effect.provideService(Metrics.Enabled, Context.get(services, Metrics.Enabled))
+  )
   const hub = yield* EventsAndHealth.makeBroadcast(store, {
     buffer: config.broadcastBuffer,
     maxBufferedBytes: config.maxBufferedBytesPerStream,
@@ -191,6 +197,11 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     // Monitoring probes carry no credentials; Host and Origin are still checked.
     yield* router.add("GET", config.healthPath, guard(env, { auth: false }, EventsAndHealth.health))
     ownPaths.push(config.eventsPath, config.healthPath)
+  }
+  if (config.metricsPath !== undefined) {
+    // Scrapers carry no credentials, like health probes; Host and Origin are still checked.
+    yield* router.add("GET", config.metricsPath, guard(env, { auth: false }, MetricsEndpoint.scrape(config.metricsFormat)))
+    ownPaths.push(config.metricsPath)
   }
   if (config.legacySse) {
     yield* router.add("GET", config.legacySsePath, authed(LegacySse.open(env)))

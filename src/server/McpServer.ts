@@ -1120,7 +1120,7 @@ const handlerOf = <R>(
         })
       })
 
-    const composed = Middleware.compose(server.middleware, stateless, onRequest)
+    const composed = Middleware.compose(server.middleware, stateless, onRequest, (hctx) => sessions.get(sessionKey(hctx.sessionId))?.protocolVersion)
     const serveRequest: typeof composed = runner === undefined
       ? composed
       : (message, hctx) => Effect.provideService(composed(message, hctx), TaskRunner.CurrentRunner, runner)

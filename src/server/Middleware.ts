@@ -26,6 +26,7 @@ import * as JsonRpc from "../JsonRpc.ts"
 import { RpcError } from "../McpError.ts"
 import type * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import type { HandlerContext } from "./Handler.ts"
 
 // ---------------------------------------------------------------------------
@@ -512,7 +513,9 @@ export const requestSpan = <E, R>(
 /**
  * Composes middleware around `serve` (the server without them): the last in
  * the list is the outermost, the first sees the request last, just before
- * `serve`. The whole runs in `requestSpan`.
+ * `serve`. The whole runs in `requestSpan`, and is recorded in the server's
+ * metrics (`observability/Metrics`) under the revision `sessionVersion`
+ * says the request's session negotiated.
  *
  * @since 0.1.0
  * @category utils
@@ -520,7 +523,8 @@ export const requestSpan = <E, R>(
 export const compose = <R>(
   middleware: ReadonlyArray<Middleware<any, any>>,
   stateless: boolean,
-  serve: (message: JsonRpc.JsonRpcRequest, context: HandlerContext) => Effect.Effect<JsonRpc.JsonRpcResponse, never, R>
+  serve: (message: JsonRpc.JsonRpcRequest, context: HandlerContext) => Effect.Effect<JsonRpc.JsonRpcResponse, never, R>,
+  sessionVersion: (context: HandlerContext) => string | undefined = () => undefined
 ): (message: JsonRpc.JsonRpcRequest, context: HandlerContext) => Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
   let app: Next<any> = (request) => serve(request.message, request.context)
   for (const m of middleware) {
@@ -543,6 +547,20 @@ export const compose = <R>(
   const outer = app
   return (message, context) => {
     const request = describeRequest(message, context, stateless)
-    return requestSpan(request, outer(request))
+    return Metrics.serverOperation(request.method, request.name, versionOf(request, sessionVersion), requestSpan(request, outer(request)))
   }
+}
+
+/** The revision a request is served under: its own `_meta` (stateless era), the one `initialize` answered with, else the session's. */
+const versionOf = (request: McpRequest, sessionVersion: (context: HandlerContext) => string | undefined) =>
+(exit: Exit.Exit<JsonRpc.JsonRpcResponse, unknown>): string | undefined => {
+  if (request.era === "modern") {
+    const meta = RequestMeta.readMeta(request.params)
+    if (meta._tag === "Valid") return meta.meta.protocolVersion
+  }
+  if (request.method === "initialize") {
+    const result = exit._tag === "Success" && "result" in exit.value ? exit.value.result as { protocolVersion?: unknown } : undefined
+    return typeof result?.protocolVersion === "string" ? result.protocolVersion : undefined
+  }
+  return sessionVersion(request.context)
 }

@@ -1,5 +1,5 @@
 /**
- * `effect-mcp-transport serve [--stdio | --http [--port 8421] [--host 127.0.0.1]] [--eras both|modern|legacy]`:
+ * `effect-mcp-transport serve [--stdio | --http [--port 8421] [--host 127.0.0.1] [--metrics]] [--eras both|modern|legacy]`:
  * runs the example server (ExampleServer.ts) on our server transports.
  *
  * - `--eras` (default `both`): the stateless era (2026-07-28) next to the
@@ -13,6 +13,8 @@
  *   `listening http://HOST:PORT/mcp (eras: …)` on stderr (with `--json`, a JSON
  *   document `{"transport":"http","url":…,"eras":…}` on stdout instead). `--port 0`
  *   picks a free port.
+ * - `--metrics` (with `--http`): a Prometheus scrape endpoint at
+ *   `http://HOST:PORT/metrics` with the server's `mcp.*` metrics.
  *
  * SIGINT or SIGTERM stop either mode cleanly: running calls are interrupted,
  * HTTP sessions and streams end, the listener closes, then the process exits
@@ -31,7 +33,7 @@ import * as Output from "../Output.ts"
 
 export const { DEFAULT_HOST, DEFAULT_PORT } = ListenFlags
 
-const serveHttp = (host: string, port: number, eras: Eras.Eras) =>
+const serveHttp = (host: string, port: number, eras: Eras.Eras, metrics: boolean) =>
   Effect.gen(function*() {
     const json = yield* Output.Json
     const announce = Layer.effectDiscard(Effect.gen(function*() {
@@ -39,7 +41,7 @@ const serveHttp = (host: string, port: number, eras: Eras.Eras) =>
       const url = Option.getOrElse(transport.url, () => `http://${host}:${port}/mcp`)
       yield* json ? Output.json({ transport: "http", url, eras }) : Output.note(`listening ${url} (eras: ${Eras.describe(eras)})`)
     }))
-    return yield* Layer.launch(announce.pipe(Layer.provideMerge(ExampleServer.layerHttp({ host, port, eras })))).pipe(
+    return yield* Layer.launch(announce.pipe(Layer.provideMerge(ExampleServer.layerHttp({ host, port, eras, metrics })))).pipe(
       Effect.catchTag("ServeError", (e) => Effect.fail(new ListenError({ host, port, cause: e.cause })))
     )
   })
@@ -69,20 +71,25 @@ export const command = Command.make(
     ),
     port: ListenFlags.port,
     host: ListenFlags.host,
+    metrics: Flag.Boolean("metrics").pipe(
+      Flag.withDescription("With --http: serve Prometheus metrics at /metrics"),
+      Flag.withDefault(false)
+    ),
     eras: Eras.flag
   },
-  ({ eras, host, http, port, stdio }) =>
+  ({ eras, host, http, metrics, port, stdio }) =>
     Output.run(Effect.gen(function*() {
       if (http && stdio) return yield* new Output.UsageError({ message: "give either --stdio or --http, not both" })
       if (!http) {
         if (Option.isSome(port) || Option.isSome(host)) {
           return yield* new Output.UsageError({ message: "--port and --host need --http" })
         }
+        if (metrics) return yield* new Output.UsageError({ message: "--metrics needs --http" })
         yield* Output.note(`serving stdio (eras: ${Eras.describe(eras)})`)
         yield* ExampleServer.runStdio({ eras })
         return
       }
-      return yield* serveHttp(Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras)
+      return yield* serveHttp(Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras, metrics)
     }))
 ).pipe(Command.withDescription(
   "Run the example MCP server (echo, add, countdown) over stdio or Streamable HTTP, in both protocol eras unless --eras says otherwise"

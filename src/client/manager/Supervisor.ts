@@ -30,6 +30,7 @@ import type { TransportClosed } from "../../McpError.ts"
 import { reasonOf } from "../../McpErrorGroup.ts"
 import type { ClientTransportShape } from "../ClientTransport.ts"
 import * as McpClient from "../McpClient.ts"
+import * as Metrics from "../../observability/Metrics.ts"
 import * as CircuitBreaker from "./CircuitBreaker.ts"
 import * as Config from "./Config.ts"
 import { type LiveConnection, type ManagedServer, setStatus } from "./ManagedServer.ts"
@@ -215,6 +216,7 @@ export const supervise = <R>(server: ManagedServer, options: SupervisorOptions<R
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         breaker = CircuitBreaker.onFailure(breaker, now)
+        yield* Metrics.circuitState(server.name, breaker.state._tag)
         const admitted = CircuitBreaker.admit(breaker, now)
         if (admitted.waitMs > 0) {
           return { status: ServerStatus.CircuitOpen({ retryInMs: admitted.waitMs, lastError: error }), waitMs: admitted.waitMs }
@@ -231,6 +233,7 @@ export const supervise = <R>(server: ManagedServer, options: SupervisorOptions<R
     const startOver = Effect.gen(function*() {
       step = yield* Schedule.toStep(options.reconnectSchedule)
       breaker = CircuitBreaker.onSuccess(breaker)
+      yield* Metrics.circuitState(server.name, breaker.state._tag)
       attempt = 0
     })
 
@@ -250,11 +253,13 @@ export const supervise = <R>(server: ManagedServer, options: SupervisorOptions<R
       // An open circuit that has cooled down lets one trial through (half-open).
       const admitted = CircuitBreaker.admit(breaker, yield* Clock.currentTimeMillis)
       breaker = admitted.breaker
+      yield* Metrics.circuitState(server.name, breaker.state._tag)
       if (admitted.waitMs > 0) {
         yield* recover({ status: ServerStatus.CircuitOpen({ retryInMs: admitted.waitMs, lastError: lastError! }), waitMs: admitted.waitMs })
         continue
       }
       attempt++
+      yield* Metrics.connectAttempt(server.name, generation === 0 && attempt === 1)
       yield* setStatus(server, ServerStatus.Connecting({ attempt, lastError }))
       scope = yield* Scope.make()
       const exit = yield* Effect.exit(connectOnce(server, config, scope, options))

@@ -78,6 +78,15 @@ export interface Options {
   readonly eventsAndHealth?: boolean | undefined
   readonly eventsPath?: HttpRouter.PathInput | undefined
   readonly healthPath?: HttpRouter.PathInput | undefined
+  /**
+   * A Prometheus scrape endpoint: `GET /metrics` (or `path`) answers every
+   * Effect metric of the server's registry in the text exposition format
+   * (this runtime's `mcp.*` metrics, and the application's), names prefixed
+   * with `prefix` when given, and the runtime's metrics are recorded for
+   * this server (`Metrics.Enabled`). Not authenticated, like the health
+   * probe; Host and Origin are checked. Default off.
+   */
+  readonly metrics?: boolean | { readonly path?: HttpRouter.PathInput | undefined; readonly prefix?: string | undefined } | undefined
   /** The 2024-11-05 HTTP+SSE endpoints. Default `true` (`false` with `eras: "modern"`). */
   readonly legacySse?: boolean | undefined
   readonly legacySsePath?: HttpRouter.PathInput | undefined
@@ -226,6 +235,9 @@ export interface Resolved {
   readonly eventsAndHealth: boolean
   readonly eventsPath: HttpRouter.PathInput
   readonly healthPath: HttpRouter.PathInput
+  /** The scrape endpoint's path; undefined when `metrics` is off. */
+  readonly metricsPath: HttpRouter.PathInput | undefined
+  readonly metricsFormat: { readonly prefix?: string | undefined } | undefined
   readonly legacySse: boolean
   readonly legacySsePath: HttpRouter.PathInput
   readonly legacyMessagesPath: HttpRouter.PathInput
@@ -353,6 +365,10 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     eventsAndHealth: o.eventsAndHealth ?? true,
     eventsPath: o.eventsPath ?? defaults.eventsPath,
     healthPath: o.healthPath ?? defaults.healthPath,
+    metricsPath: o.metrics === undefined || o.metrics === false
+      ? undefined
+      : (o.metrics === true ? undefined : o.metrics.path) ?? "/metrics",
+    metricsFormat: typeof o.metrics === "object" && o.metrics.prefix !== undefined ? { prefix: o.metrics.prefix } : undefined,
     legacySse: o.legacySse ?? (o.eras !== "modern"),
     legacySsePath: o.legacySsePath ?? defaults.legacySsePath,
     legacyMessagesPath: o.legacyMessagesPath ?? defaults.legacyMessagesPath,

@@ -14,6 +14,7 @@ import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
+import * as Metrics from "../../observability/Metrics.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Env, Guarded, Route } from "./Guard.ts"
 import { guard, preflight } from "./Guard.ts"
@@ -114,6 +115,7 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
             return Option.none()
           }
           replayed = new Set(replay.value.events.map((e) => e.id))
+          yield* Metrics.eventsReplayed(replay.value.events.length)
           head = replay.value.events.map((e) => SseWire.event(e.data, e.id, e.event)).join("")
         } else {
           listeners.add(listener)
@@ -172,7 +174,7 @@ export const events = (env: Env, hub: Broadcast): Guarded => (request, principal
       return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
     }
     const admission = yield* env.sessions.enter(principal.id, undefined, true)
-    if (admission !== "ok") return SlotRefusal.response(admission)
+    if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
     const stream = yield* hub.listen(request.headers["last-event-id"], SseWire.cutter(request))
     if (Option.isNone(stream)) return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
     return SseWire.response(stream.value, {})

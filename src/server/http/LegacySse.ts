@@ -34,13 +34,13 @@ export const open = (env: Env): Guarded => (request, principal) =>
       return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
     }
     const created = yield* env.sessions.create("legacy", principal.id)
-    if (isRefused(created)) return SessionAdmission.refused(created)
+    if (isRefused(created)) return yield* SessionAdmission.refuse(created)
     const session = created
     session.auth = principal.auth
     // The session ends with this connection, however it ends.
     yield* Effect.addFinalizer(() => env.sessions.close(session))
     const admission = yield* env.sessions.enter(principal.id, session, true)
-    if (admission !== "ok") return SlotRefusal.response(admission)
+    if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
     const endpoint = `${env.config.legacyMessagesPath}?sessionId=${encodeURIComponent(session.id!)}`
     return SseWire.response(
       session.standalone.attach({
@@ -104,7 +104,7 @@ export const message = (env: Env): Guarded => (request, principal) =>
       return HttpServerResponse.text("Accepted", { status: 202 })
     }
     const grant = yield* env.sessions.enterSlots(principal.id, session, 1)
-    if (grant.granted === 0) return SlotRefusal.response(grant.short!)
+    if (grant.granted === 0) return yield* SlotRefusal.refuse(grant.short!)
     if (completesHandshake(message)) session.initialized = true
     // Requests run in the background (their replies go to the stream).
     yield* runHoldingSlots(session, grant, work)

@@ -41,6 +41,7 @@ import * as Stream from "effect/Stream"
 import * as JsonRpc from "../../JsonRpc.ts"
 import * as KeepAlive from "./KeepAlive.ts"
 import type { EventStoreShape } from "../EventStore.ts"
+import * as Metrics from "../../observability/Metrics.ts"
 import * as SseWire from "./SseWire.ts"
 
 export interface OutStreamOptions {
@@ -380,6 +381,7 @@ export const makeUnsafe = (options: OutStreamOptions): OutStream => {
           if (Option.isSome(replay) && replay.value.streamId === options.streamId) {
             replayed = true
             for (const e of replay.value.events) head.push(SseWire.event(e.data, e.id, e.event))
+            yield* Metrics.eventsReplayed(replay.value.events.length)
           }
         }
         // Something on the wire at once, so the response headers go out now

@@ -20,7 +20,9 @@
  *   is waiting on its handshake, RETRY_AFTER_MAX_SECONDS, the upper bound too:
  *   a busy session may end at any moment, the server cannot tell when.
  */
+import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as Metrics from "../../observability/Metrics.ts"
 import * as Security from "./Security.ts"
 
 /** What admission reads of a session. */
@@ -130,3 +132,9 @@ export const refused = (
     ? Security.invalid(503, "Service unavailable: too many sessions", headers)
     : Security.invalid(429, "Too many sessions for this principal", headers)
 }
+
+/** `refused`, counted in `mcp.server.admission.refused`. */
+export const refuse = (
+  refusal: { readonly reason: Refusal; readonly retryAfterSeconds: number; readonly message?: string | undefined }
+): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  Effect.as(Metrics.admissionRefused("session", refusal.reason), refused(refusal))

@@ -4,8 +4,10 @@
  * server is full, 429 when its principal or session is, with a JSON-RPC
  * error body and `Retry-After`.
  */
+import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
+import * as Metrics from "../../observability/Metrics.ts"
 import * as Security from "./Security.ts"
 import type { Refusal } from "./Sessions.ts"
 
@@ -34,3 +36,11 @@ export const response = (refusal: Refusal): HttpServerResponse.HttpServerRespons
 /** The entry of a batch answer for a request that found no free slot: what a POST of its own would have been told. */
 export const entry = (id: JsonRpc.RequestId, refusal: Refusal): JsonRpc.JsonRpcResponse =>
   JsonRpc.failure(id, JsonRpc.ErrorCode.InvalidRequest, message(refusal))
+
+/** `response`, counted in `mcp.server.admission.refused`. */
+export const refuse = (refusal: Refusal): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  Effect.as(Metrics.admissionRefused("stream", refusal), response(refusal))
+
+/** `entry`, counted in `mcp.server.admission.refused`. */
+export const refuseEntry = (id: JsonRpc.RequestId, refusal: Refusal): Effect.Effect<JsonRpc.JsonRpcResponse> =>
+  Effect.as(Metrics.admissionRefused("stream", refusal), entry(id, refusal))

@@ -96,7 +96,7 @@ export const post = (
     }
 
     const grant = yield* sessions.enterSlots(principal.id, undefined, 1)
-    if (grant.granted === 0) return SlotRefusal.response(grant.short!)
+    if (grant.granted === 0) return yield* SlotRefusal.refuse(grant.short!)
     const out = yield* sessions.requestStream
     yield* Effect.addFinalizer(() => out.close)
     const hctx: HandlerContext = {

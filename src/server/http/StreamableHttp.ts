@@ -21,6 +21,7 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
+import * as Metrics from "../../observability/Metrics.ts"
 import * as EraRouting from "./EraRouting.ts"
 import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
@@ -137,14 +138,14 @@ export const post = (env: Env): Guarded => (request, principal) =>
     if (session === undefined) {
       if (config.stateful && initialize) {
         const created = yield* sessions.create("streamable", principal.id)
-        if (isRefused(created)) return SessionAdmission.refused(created)
+        if (isRefused(created)) return yield* SessionAdmission.refuse(created)
         session = created
         session.auth = principal.auth
       } else if (config.stateful && config.sessionlessPost === "reject") {
         return missingSession()
       } else {
         const created = yield* sessions.create("ephemeral", principal.id)
-        if (isRefused(created)) return SessionAdmission.refused(created)
+        if (isRefused(created)) return yield* SessionAdmission.refuse(created)
         session = created
         session.auth = principal.auth
         ephemeral = true
@@ -171,7 +172,7 @@ export const post = (env: Env): Guarded => (request, principal) =>
     if (wanted > 0 && grant.granted === 0) {
       // A session made for this initialize must not outlive the refusal.
       if (initialize) yield* sessions.close(s)
-      return SlotRefusal.response(grant.short!)
+      return yield* SlotRefusal.refuse(grant.short!)
     }
     const headers = sessionHeader(s)
     if (!s.initialized && messages.some(completesHandshake)) s.initialized = true
@@ -205,7 +206,7 @@ export const post = (env: Env): Guarded => (request, principal) =>
     }
     const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
       if (m._tag !== "Request") return s.server.handleMessage(m)
-      if (refused.has(m)) return Effect.succeed(SlotRefusal.entry(m.message.id, grant.short!))
+      if (refused.has(m)) return SlotRefusal.refuseEntry(m.message.id, grant.short!)
       if (!claimed.has(m.message.id)) {
         return Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
       }
@@ -359,6 +360,7 @@ export const get = (env: Env): Guarded => (request, principal) =>
       } else {
         // The stream finished while the client was away: replay what it missed, then end.
         const replay = yield* store.replayAfter(lastEventId)
+        if (Option.isSome(replay)) yield* Metrics.eventsReplayed(replay.value.events.length)
         const text = Option.match(replay, {
           onNone: () => "",
           onSome: (r) => r.events.map((e) => SseWire.event(e.data, e.id, e.event)).join("")
@@ -374,7 +376,7 @@ export const get = (env: Env): Guarded => (request, principal) =>
       })
     }
     const admission = yield* sessions.enter(principal.id, session, true)
-    if (admission !== "ok") return SlotRefusal.response(admission)
+    if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
     return SseWire.response(frames, headers)
   })
 

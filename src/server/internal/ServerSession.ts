@@ -20,6 +20,7 @@ import * as RequestMeta from "../../RequestMeta.ts"
 import type { Handler, HandlerContext } from "../Handler.ts"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as Correlation from "../../internal/Correlation.ts"
+import * as Metrics from "../../observability/Metrics.ts"
 import * as RequestFibers from "./RequestFibers.ts"
 
 /** What a frame produces: one reply, a batch of replies, or nothing. */
@@ -202,6 +203,7 @@ export const make = Effect.fnUntraced(function*<R>(
   options: ServerSessionOptions<R>
 ): Effect.fn.Return<ServerSession, never, R | Scope.Scope> {
   const services = yield* Effect.context<R>()
+  if (options.ephemeral !== true) yield* Metrics.serverSession
   const maxBatchSize = options.maxBatchSize ?? BatchLimit.DEFAULT_MAX_BATCH_SIZE
   const serving = RequestFibers.make<JsonRpc.JsonRpcResponse | null>()
   const correlation = Correlation.make({
