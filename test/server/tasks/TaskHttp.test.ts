@@ -10,7 +10,7 @@ import * as RequestMeta from "../../../src/RequestMeta.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import * as McpServer from "../../../src/server/McpServer.ts"
 import { post } from "../http/helpers.ts"
-import { makeProbes, makeServer, TASKS } from "./harness.ts"
+import { ACK, ackOf, makeProbes, makeServer, TASKS } from "./harness.ts"
 
 const MODERN = "2026-07-28"
 
@@ -75,7 +75,7 @@ describe("tasks over Streamable HTTP", () => {
         expect({ method, status: missing.status, code: missing.body.error?.code }).toEqual({ method, status: 400, code: -32020 })
       }
       expect((yield* call(url, "tasks/get", { taskId })).reply.result.status).toBe("working")
-      expect((yield* call(url, "tasks/cancel", { taskId })).reply.result).toEqual({ resultType: "complete" })
+      expect(ackOf((yield* call(url, "tasks/cancel", { taskId })).reply.result)).toEqual(ACK)
       yield* Deferred.await(probes.interrupted)
     }).pipe(Effect.scoped), 30_000)
 })

@@ -11,7 +11,7 @@ import { TestClock } from "effect/testing"
 import { RpcError } from "../../../src/McpError.ts"
 import * as McpServer from "../../../src/server/McpServer.ts"
 import * as Tool from "../../../src/server/Tool.ts"
-import { makeDriver, NAME_FORM, TASKS } from "./harness.ts"
+import { ACK, ackOf, makeDriver, NAME_FORM, TASKS } from "./harness.ts"
 
 const TTL_SECONDS = 10
 
@@ -93,7 +93,7 @@ describe("tasks: interleavings", () => {
             case "answer":
               if (seen?.status === "input_required") {
                 const answers = Object.fromEntries(Object.keys(seen.inputRequests).map((key) => [key, { action: "decline" }]))
-                expect((yield* send("tasks/update", { taskId: task.taskId, inputResponses: answers }, OWNER)).result).toEqual({ resultType: "complete" })
+                expect(ackOf((yield* send("tasks/update", { taskId: task.taskId, inputResponses: answers }, OWNER)).result)).toEqual(ACK)
               }
               break
             case "cancel": {
@@ -101,7 +101,7 @@ describe("tasks: interleavings", () => {
               if (seen !== undefined && !TERMINAL.includes(seen.status) && !(yield* Deferred.isDone(job.ended))) {
                 task.cancelledWhileOpen = true
               }
-              if (seen !== undefined) expect(ack.result).toEqual({ resultType: "complete" })
+              if (seen !== undefined) expect(ackOf(ack.result)).toEqual(ACK)
               break
             }
             case "finish":

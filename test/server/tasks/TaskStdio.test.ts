@@ -14,7 +14,7 @@ import { Effect } from "effect"
 import * as StdioClientTransport from "../../../src/client/StdioClientTransport.ts"
 import * as RequestMeta from "../../../src/RequestMeta.ts"
 import { awaitEvent } from "../../cli/runCli.ts"
-import { TASKS } from "./harness.ts"
+import { ACK, ackOf, TASKS } from "./harness.ts"
 
 const fixture = fileURLToPath(new URL("../../fixtures/tasks-stdio-server.ts", import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), "tasks-stdio-"))
@@ -42,14 +42,13 @@ describe("tasks over stdio", () => {
       const asking = yield* poll(greet.taskId, ["input_required"])
       const [key] = Object.keys(asking.inputRequests)
       expect(asking.inputRequests[key!].method).toBe("elicitation/create")
-      expect(yield* request("tasks/update", { taskId: greet.taskId, inputResponses: { [key!]: { action: "accept", content: { name: "Io" } } } }))
-        .toEqual({ resultType: "complete" })
+      expect(ackOf(yield* request("tasks/update", { taskId: greet.taskId, inputResponses: { [key!]: { action: "accept", content: { name: "Io" } } } }))).toEqual(ACK)
       const done = yield* poll(greet.taskId, ["completed", "failed"])
       expect(done.result.content).toEqual([{ type: "text", text: "Hello, Io!" }])
 
       const block = yield* request("tools/call", { name: "block", arguments: {} })
       yield* awaitEvent(events, (e) => e.event === "started")
-      expect(yield* request("tasks/cancel", { taskId: block.taskId })).toEqual({ resultType: "complete" })
+      expect(ackOf(yield* request("tasks/cancel", { taskId: block.taskId }))).toEqual(ACK)
       yield* awaitEvent(events, (e) => e.event === "interrupted")
       expect((yield* request("tasks/get", { taskId: block.taskId })).status).toBe("cancelled")
     }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 30_000)
