@@ -6,6 +6,7 @@
  * principal's is answered with one and the same -32602, so its existence is
  * never told.
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as JsonRpc from "../../JsonRpc.ts"
@@ -75,7 +76,7 @@ export const serve = (
  * once none is outstanding.
  */
 const update = (runner: Runner, taskId: string, responses: Record<string, unknown>) =>
-  Effect.orDie(runner.store.compareAndSet(taskId, ["input_required"], (r): TaskRecord => {
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.orDie(runner.store.compareAndSet(taskId, ["input_required"], (r): TaskRecord => {
     const outstanding = { ...r.inputRequests }
     const received = { ...r.inputResponses }
     let taken = 0
@@ -91,14 +92,20 @@ const update = (runner: Runner, taskId: string, responses: Record<string, unknow
       status: Object.keys(outstanding).length === 0 ? "working" : "input_required",
       inputRequests: outstanding,
       inputResponses: received,
-      lastUpdatedAt: Date.now()
+      lastUpdatedAt: now
     }
-  }))
+  })))
 
 /** The task ids a `subscriptions/listen` asks notifications for, if it asks for any. */
 export const requestedTaskIds = (notifications: unknown): ReadonlyArray<string> | undefined => {
   if (!isRecord(notifications) || !Array.isArray(notifications.taskIds)) return undefined
   return notifications.taskIds.filter((id): id is string => typeof id === "string")
+}
+
+/** The task part of a listen (see `listen`). */
+export interface TaskListen {
+  readonly agreed: ReadonlyArray<string>
+  readonly feed: Effect.Effect<void>
 }
 
 /**
@@ -113,7 +120,7 @@ export const listen = (
   owner: string | undefined,
   subscriptionId: JsonRpc.RequestId,
   notify: (method: string, params?: unknown) => Effect.Effect<void, unknown>
-): Effect.Effect<{ readonly agreed: ReadonlyArray<string>; readonly feed: Effect.Effect<void> }> =>
+): Effect.Effect<TaskListen> =>
   Effect.map(
     Effect.forEach(taskIds, (id) => Effect.map(visible(runner, id, owner), (r) => (r === undefined ? [] : [id]))),
     (found) => {

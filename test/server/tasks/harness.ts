@@ -88,7 +88,13 @@ export const makeDriver = (handler: McpServer.ServerHandle<never>["handler"]) =>
         const id = nextId++
         const withMeta = caller.capabilities === undefined
           ? params
-          : { ...params, _meta: RequestMeta.requestMeta({ protocolVersion: "2026-07-28", clientCapabilities: caller.capabilities }) }
+          : {
+            ...params,
+            _meta: {
+              ...(params._meta as object | undefined),
+              ...RequestMeta.requestMeta({ protocolVersion: "2026-07-28", clientCapabilities: caller.capabilities })
+            }
+          }
         return Effect.map(handler(JsonRpc.request(id, method, withMeta) as JsonRpc.JsonRpcRequest, context(caller, id)), (r) => r as any)
       })
     const notify = (method: string, params: Record<string, unknown>, caller: Caller) =>
@@ -111,3 +117,9 @@ export const makeDriver = (handler: McpServer.ServerHandle<never>["handler"]) =>
       })
     return { send, notify, result, until, notes }
   })
+
+/** An empty acknowledgement (`tasks/update`, `tasks/cancel`): `resultType: "complete"` and nothing of a task; `_meta` allowed. */
+export const ackOf = (result: Record<string, unknown> | undefined) =>
+  result === undefined ? undefined : { resultType: result.resultType, other: Object.keys(result).filter((k) => k !== "resultType" && k !== "_meta") }
+
+export const ACK = { resultType: "complete", other: [] }
