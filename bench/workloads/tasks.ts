@@ -16,7 +16,7 @@
  * less the idle figure, scaled to 10,000).
  *
  * Environment: BENCH_TASKS_IMPLS (ours,sdk2), BENCH_TASKS_DURATIONS (0,500),
- * BENCH_TASKS_CALLS (calls per cell, default 64), BENCH_TASKS_CONCURRENCY
+ * BENCH_TASKS_CALLS (calls per cell, default 32), BENCH_TASKS_CONCURRENCY
  * (default 8), BENCH_TASKS_LIVE (live tasks measured, default 10 000),
  * BENCH_TASKS_POLL_MS (the servers' suggested polling interval, default 100).
  */
@@ -38,7 +38,7 @@ export const workload: Workload = {
     const servers = envList("BENCH_TASKS_IMPLS", SERVERS.join(","))
     for (const s of servers) if (!SERVERS.includes(s)) throw new Error(`unknown server ${s} (known: ${SERVERS.join(", ")})`)
     const durations = envList("BENCH_TASKS_DURATIONS", smoke ? "0,20" : "0,500").map(Number)
-    const calls = smoke ? 8 : envNumber("BENCH_TASKS_CALLS", 64)
+    const calls = smoke ? 8 : envNumber("BENCH_TASKS_CALLS", 32)
     const concurrency = smoke ? 4 : envNumber("BENCH_TASKS_CONCURRENCY", 8)
     const live = smoke ? 200 : envNumber("BENCH_TASKS_LIVE", 10_000)
     const pollMs = smoke ? 10 : envNumber("BENCH_TASKS_POLL_MS", 100)
