@@ -893,6 +893,7 @@ const handlerOf = <R>(
       }
       if (runner !== undefined && TaskMethods.handles(request.method)) {
         return TaskMethods.serve(runner, request, TaskWire.declares(meta.clientCapabilities), TaskRunner.ownerKey(hctx.principal, undefined))
+          .pipe(Effect.map((response) => completeResponse(request.method, response)))
       }
       const session: Session = {
         phase: "ready",

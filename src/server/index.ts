@@ -90,3 +90,19 @@ export * as Methods from "./Methods.ts"
  * @category modules
  */
 export * as Middleware from "./Middleware.ts"
+
+/**
+ * Tools that run as tasks (the `io.modelcontextprotocol/tasks` extension): `TaskSupport`, `escalate`.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
+export * as Task from "./Task.ts"
+
+/**
+ * Where a server keeps its tasks: the `TaskStore` service, its record and error, the in-memory store.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
+export * as TaskStore from "./TaskStore.ts"

@@ -6,6 +6,7 @@
  * principal's is answered with one and the same -32602, so its existence is
  * never told.
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as JsonRpc from "../../JsonRpc.ts"
@@ -75,7 +76,7 @@ export const serve = (
  * once none is outstanding.
  */
 const update = (runner: Runner, taskId: string, responses: Record<string, unknown>) =>
-  Effect.orDie(runner.store.compareAndSet(taskId, ["input_required"], (r): TaskRecord => {
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.orDie(runner.store.compareAndSet(taskId, ["input_required"], (r): TaskRecord => {
     const outstanding = { ...r.inputRequests }
     const received = { ...r.inputResponses }
     let taken = 0
@@ -91,9 +92,9 @@ const update = (runner: Runner, taskId: string, responses: Record<string, unknow
       status: Object.keys(outstanding).length === 0 ? "working" : "input_required",
       inputRequests: outstanding,
       inputResponses: received,
-      lastUpdatedAt: Date.now()
+      lastUpdatedAt: now
     }
-  }))
+  })))
 
 /** The task ids a `subscriptions/listen` asks notifications for, if it asks for any. */
 export const requestedTaskIds = (notifications: unknown): ReadonlyArray<string> | undefined => {

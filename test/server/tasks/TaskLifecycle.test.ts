@@ -10,8 +10,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Queue } from "effect"
 import { TestClock } from "effect/testing"
 import * as McpServer from "../../../src/server/McpServer.ts"
+import * as TaskStore from "../../../src/server/TaskStore.ts"
 import * as TaskWire from "../../../src/TaskWire.ts"
-import { makeDriver, makeProbes, makeServer, PLAIN, TASKS } from "./harness.ts"
+import { ACK, ackOf, makeDriver, makeProbes, makeServer, PLAIN, TASKS } from "./harness.ts"
 
 const setup = (options: Partial<McpServer.McpServerOptions> = {}) =>
   Effect.gen(function*() {
@@ -83,10 +84,10 @@ describe("tasks: cancellation, TTL, the request's end", () => {
       const { probes, result, until } = yield* setup()
       const created = yield* result("tools/call", { name: "wait", arguments: {} })
       yield* Deferred.await(probes.started)
-      expect(yield* result("tasks/cancel", { taskId: created.taskId })).toEqual({ resultType: "complete" })
+      expect(ackOf(yield* result("tasks/cancel", { taskId: created.taskId }))).toEqual(ACK)
       yield* Deferred.await(probes.interrupted)
       expect(yield* until(created.taskId, ["cancelled"])).toMatchObject({ status: "cancelled" })
-      expect(yield* result("tasks/cancel", { taskId: created.taskId })).toEqual({ resultType: "complete" })
+      expect(ackOf(yield* result("tasks/cancel", { taskId: created.taskId }))).toEqual(ACK)
       // The handler's late completion cannot overwrite the terminal status.
       yield* Deferred.succeed(probes.release, undefined)
       expect((yield* result("tasks/get", { taskId: created.taskId })).status).toBe("cancelled")
@@ -144,7 +145,7 @@ describe("tasks: input_required", () => {
       expect(rest).toEqual([])
       expect(first.inputRequests[elicitKey!]).toMatchObject({ method: "elicitation/create", params: { message: "Your name?" } })
       // Unknown keys are ignored and acknowledged; the task stays input_required.
-      expect(yield* result("tasks/update", { taskId, inputResponses: { nope: ACCEPT("x") } })).toEqual({ resultType: "complete" })
+      expect(ackOf(yield* result("tasks/update", { taskId, inputResponses: { nope: ACCEPT("x") } }))).toEqual(ACK)
       expect((yield* result("tasks/get", { taskId })).status).toBe("input_required")
       yield* result("tasks/update", { taskId, inputResponses: { [elicitKey!]: ACCEPT("Ada") } })
       let second = yield* until(taskId, ["input_required"])
@@ -216,6 +217,23 @@ describe("tasks: who may see a task", () => {
       yield* Deferred.succeed(probes.release, undefined)
     }).pipe(Effect.scoped))
 
+  it.effect("in the handshake era a task's asks wait in inputRequests too, not as requests to the client", () =>
+    Effect.gen(function*() {
+      const { send, notify, result, until } = yield* setup()
+      yield* send("initialize", { protocolVersion: "2025-11-25", capabilities: TASKS, clientInfo: { name: "c", version: "1" } }, { sessionId: "s" })
+      yield* notify("notifications/initialized", {}, { sessionId: "s" })
+      const session = { sessionId: "s" }
+      const { taskId } = yield* result("tools/call", { name: "two", arguments: {} }, session)
+      let task = yield* until(taskId, ["input_required"], session)
+      for (let i = 0; i < 1000 && Object.keys(task.inputRequests).length < 2; i++) {
+        yield* Effect.yieldNow
+        task = yield* until(taskId, ["input_required"], session)
+      }
+      const answers = Object.fromEntries(Object.keys(task.inputRequests).map((k) => [k, ACCEPT("x")]))
+      yield* result("tasks/update", { taskId, inputResponses: answers }, session)
+      expect((yield* until(taskId, ["completed", "failed"], session)).result.content[0].text).toBe("accept accept")
+    }).pipe(Effect.scoped))
+
   it.effect("in the handshake era a task belongs to its session", () =>
     Effect.gen(function*() {
       const { probes, send, notify, result } = yield* setup()
@@ -249,6 +267,24 @@ describe("tasks: clients without the extension", () => {
       expect((yield* result("tools/call", { name: "must", arguments: {} })).resultType).toBe("task")
       // A tool that is never a task stays inline for a declaring client.
       expect(yield* result("tools/call", { name: "instant", arguments: {} })).toMatchObject({ resultType: "complete" })
+    }).pipe(Effect.scoped))
+})
+
+describe("tasks: the store", () => {
+  it.effect("a TaskStore in context when the handle is built holds the tasks", () =>
+    Effect.gen(function*() {
+      const store = yield* TaskStore.makeMemory
+      const created: Array<string> = []
+      const counting: TaskStore.TaskStoreShape = {
+        ...store,
+        create: (record) => Effect.andThen(Effect.sync(() => created.push(record.taskId)), store.create(record))
+      }
+      const probes = yield* makeProbes
+      const handle = yield* McpServer.toHandler(makeServer(probes)).pipe(Effect.provideService(TaskStore.TaskStore, counting))
+      const { result } = yield* makeDriver(handle.handler)
+      const { taskId } = yield* result("tools/call", { name: "must", arguments: {} })
+      expect(created).toEqual([taskId])
+      expect((yield* store.get(taskId))?.owner).toBeUndefined()
     }).pipe(Effect.scoped))
 })
 

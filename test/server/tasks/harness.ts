@@ -111,3 +111,9 @@ export const makeDriver = (handler: McpServer.ServerHandle<never>["handler"]) =>
       })
     return { send, notify, result, until, notes }
   })
+
+/** An empty acknowledgement (`tasks/update`, `tasks/cancel`): `resultType: "complete"` and nothing of a task; `_meta` allowed. */
+export const ackOf = (result: Record<string, unknown> | undefined) =>
+  result === undefined ? undefined : { resultType: result.resultType, other: Object.keys(result).filter((k) => k !== "resultType" && k !== "_meta") }
+
+export const ACK = { resultType: "complete", other: [] }
