@@ -25,7 +25,8 @@ GLOBAL FLAGS
 SUBCOMMANDS
   inspect     Connect (discovery or handshake), show the era and protocol, and list what the server offers
   list        List the server's tools, resources, resource templates or prompts (every page), one a line
-  call        Call a tool and print its result; progress is shown on stderr, Ctrl-C cancels the call
+  call        Call a tool and print its result; progress and task status are shown on stderr, Ctrl-C cancels the call
+  task        Show or cancel a task a tool call became, by the id call printed (tasks/get, tasks/cancel)
   read        Read a resource (resources/read) and print its contents
   prompt      Get a prompt (prompts/get) with its arguments and print its messages
   complete    Ask for completions of a prompt's or resource template's argument (completion/complete) and print them, one a line

@@ -777,7 +777,7 @@ const build = Effect.fnUntraced(function*(
   const send: McpCallEngine.CallEngine["send"] = modern !== undefined ? modern.send : calls.send
 
   // The capabilities are fixed by the handshake (or the discovery), so each method's check is done once, here.
-  // A task is an answer only where the extension allows one (and `callTool` declares it its own way).
+  // A task (the tasks extension) answers tools/call only: its decoder takes one (`taskAware`), every other refuses it.
   const typed = <A>(method: string, decode: McpCallEngine.Decode<A>, taskAware = false) => {
     const refused = undeclared(method)
     const checked = taskAware ? decode : TaskResults.refuse(method, decode)

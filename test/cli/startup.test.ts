@@ -44,7 +44,7 @@ describe.concurrent("start-up", () => {
     expect(full.code).toBe(0)
     expect(quick.stdout).toBe(full.stdout)
     expect((await runCli(["-h"])).stdout).toBe(full.stdout)
-    for (const name of ["inspect", "list", "call", "read", "prompt", "complete", "lint", "ping", "serve", "bridge", "logout"]) {
+    for (const name of ["inspect", "list", "call", "task", "read", "prompt", "complete", "lint", "ping", "serve", "bridge", "logout"]) {
       expect(full.stdout).toMatch(new RegExp(`^  ${name} `, "m"))
     }
   }, TIMEOUT)

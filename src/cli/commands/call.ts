@@ -184,9 +184,7 @@ export const command = Command.make(
       }
     })))
 ).pipe(
-  Command.withDescription(
-    "Call a tool and print its result; progress (and the status of a task the server makes of the call) is shown on stderr, Ctrl-C cancels the call"
-  ),
+  Command.withDescription("Call a tool and print its result; progress and task status are shown on stderr, Ctrl-C cancels the call"),
   Command.withExamples([
     { command: "effect-mcp-transport call http://127.0.0.1:8421/mcp add a=1 b=2", description: "Arguments as key=value (JSON values)" },
     { command: "effect-mcp-transport call echo --args '{\"text\":\"hi\"}' -- node server.js", description: "A stdio server" },

@@ -85,7 +85,7 @@ const cancel = Command.make(
 ).pipe(Command.withDescription("Ask the server to cancel a task (tasks/cancel); the task may still finish"))
 
 export const command = Command.make("task").pipe(
-  Command.withDescription("Look at or cancel a task the server runs a tool call as (the id `call` printed)"),
+  Command.withDescription("Show or cancel a task a tool call became, by the id call printed (tasks/get, tasks/cancel)"),
   Command.withSubcommands([get, cancel]),
   Command.withExamples([
     { command: "effect-mcp-transport task get http://127.0.0.1:8421/mcp 786512e2-9e0d-44bd-8f29-789f320fe840", description: "A task's state" },

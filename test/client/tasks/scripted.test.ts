@@ -150,6 +150,46 @@ describe("tasks against a scripted server (TestClock)", () => {
       }))
   }
 
+  it.effect("a task without its fields, or a tasks/get about another task, is an invalid answer (and the task is cancelled)", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const handler: Handler = (message) =>
+        Effect.sync(() => {
+          seen.push(message.method)
+          if (!("id" in message)) return null
+          const params = (message.params ?? {}) as Record<string, unknown>
+          switch (message.method) {
+            case "server/discover":
+              return JsonRpc.success(message.id, { resultType: "complete", supportedVersions: ["2026-07-28"], capabilities: { tools: {} } })
+            case "tools/call":
+              return JsonRpc.success(
+                message.id,
+                params.name === "bare"
+                  ? { resultType: "task", status: "working" }
+                  : { resultType: "task", taskId: "mine", status: "working", createdAt: CREATED_AT, lastUpdatedAt: CREATED_AT, ttlMs: null, pollIntervalMs: 0 }
+              )
+            case "tasks/get":
+              return JsonRpc.success(message.id, {
+                resultType: "complete",
+                taskId: "someone-else",
+                status: "working",
+                createdAt: CREATED_AT,
+                lastUpdatedAt: CREATED_AT,
+                ttlMs: null
+              })
+            default:
+              return JsonRpc.success(message.id, { resultType: "complete" })
+          }
+        })
+      const client = yield* connect(handler, { protocol: "2026-07-28" })
+      const bare = yield* Effect.flip(client.callTool({ name: "bare" }))
+      expect(bare.reason).toMatchObject({ _tag: "InvalidPayload", method: "tools/call", kind: "result" })
+      const other = yield* Effect.flip(client.callTool({ name: "other" }))
+      expect(other.reason).toMatchObject({ _tag: "InvalidPayload", method: "tasks/get" })
+      expect(other.message).toContain("asked for task mine, the answer is about task someone-else")
+      expect(seen.filter((m) => m.startsWith("tasks/"))).toEqual(["tasks/get", "tasks/cancel"])
+    }))
+
   it.effect("a client with tasks: false refuses a task it did not ask for, and polls nothing", () =>
     Effect.gen(function*() {
       const server = scripted({ pollIntervalMs: 1_000, polls: 1 })
