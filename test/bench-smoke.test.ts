@@ -48,6 +48,16 @@ const expected: Record<string, { readonly impls: ReadonlyArray<string>; readonly
     impls: ["ours", "sdk2", "effect-ai", "minimal"],
     variants: ["tools/call c1", "tools/call c32", "tools/call c32 main thread", "idle heap", "in flight heap (20)"]
   },
+  tasks: {
+    impls: ["ours", "sdk2"],
+    variants: [
+      "work 0 ms, plain call",
+      "work 0 ms, as a task",
+      "work 20 ms, plain call",
+      "work 20 ms, as a task",
+      "heap per 10,000 live tasks"
+    ]
+  },
   "cold-start": {
     impls: ["raw", "ours", "ours-mcp", "sdk", "effect-ai"],
     variants: ["process start → first result", "import", "open → first result", "teardown"]

@@ -73,7 +73,9 @@ export const detailed = (r: TaskRecord): Json => {
     ...(r.pollIntervalMs === undefined ? {} : { pollIntervalMs: r.pollIntervalMs })
   }
   if (r.status === "input_required") out.inputRequests = r.inputRequests
-  else if (r.status === "completed") out.result = r.result ?? {}
+  // The tool's own result as the call would have answered it: a 2026-07-28 result names its resultType,
+  // and the official requester refuses a completed task whose result does not.
+  else if (r.status === "completed") out.result = { resultType: "complete", ...r.result }
   else if (r.status === "failed") out.error = r.error ?? { code: JsonRpc.ErrorCode.InternalError, message: "Internal error" }
   return out
 }

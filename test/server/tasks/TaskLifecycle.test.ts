@@ -40,7 +40,8 @@ describe("tasks: lifecycle", () => {
       expect("result" in working).toBe(false)
       yield* Deferred.succeed(probes.release, undefined)
       const done = yield* until(created.taskId, ["completed"])
-      expect(done.result).toEqual({ content: [{ type: "text", text: "released" }] })
+      // The tool's result as a 2026-07-28 result, naming its resultType (the official requester requires it).
+      expect(done.result).toEqual({ resultType: "complete", content: [{ type: "text", text: "released" }] })
     }).pipe(Effect.scoped))
 
   it.effect("a tool error completes the task (isError); an RpcError or a defect fails it with the JSON-RPC error", () =>
