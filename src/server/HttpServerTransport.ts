@@ -20,6 +20,8 @@ import * as HttpRouter from "effect/http/HttpRouter"
 import * as HttpServer from "effect/http/HttpServer"
 import type { ServeError } from "effect/http/HttpServerError"
 import * as NetAddress from "effect/net/NetAddress"
+import { Availability } from "./Availability.ts"
+import { Bus } from "./Bus.ts"
 import { EventStore, type EventStoreShape, makeMemory } from "./EventStore.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Authorization from "./http/Authorization.ts"
@@ -162,7 +164,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
   const hub = yield* EventsAndHealth.makeBroadcast(store, {
     buffer: config.broadcastBuffer,
     maxBufferedBytes: config.maxBufferedBytesPerStream,
-    keepAliveMs: config.keepAliveMs
+    keepAliveMs: config.keepAliveMs,
+    bus: Option.getOrUndefined(yield* Effect.serviceOption(Bus))
   })
   const sendWatch = yield* SendWatch.make({
     sendTimeoutMs: config.sendTimeoutMs,
@@ -176,7 +179,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     handler: handler as Handler<never>,
     services: services as Context.Context<never>,
     sendWatch,
-    authorize: authorization?.authorize
+    authorize: authorization?.authorize,
+    availability: Option.getOrUndefined(yield* Effect.serviceOption(Availability))
   }
   const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
 

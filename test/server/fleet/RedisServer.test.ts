@@ -9,9 +9,11 @@ import { Effect, Exit, Scope } from "effect"
 import { createClient } from "redis"
 import * as RedisServer from "../../fixtures/RedisServer.ts"
 
-const withClient = <A>(url: string, f: (client: ReturnType<typeof createClient>) => Promise<A>) =>
+const connect = (url: string) => createClient({ url })
+
+const withClient = <A>(url: string, f: (client: ReturnType<typeof connect>) => Promise<A>) =>
   Effect.promise(async () => {
-    const client = createClient({ url })
+    const client = connect(url)
     client.on("error", () => {})
     await client.connect()
     try {

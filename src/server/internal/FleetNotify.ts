@@ -1,0 +1,39 @@
+/**
+ * `notifyAll` across the instances of a fleet: with a `Bus` service, a
+ * notification is published on it and every instance (this one included)
+ * delivers it to its own sessions and listens when it arrives, so each
+ * receives it once. Without one, delivery stays the direct local call.
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import { Bus, NOTIFY_TOPIC } from "../Bus.ts"
+
+type Notify = (method: string, params?: unknown) => Effect.Effect<void>
+
+const decode = (text: string): { readonly method: string; readonly params?: unknown } | undefined => {
+  try {
+    const value: unknown = JSON.parse(text)
+    if (typeof value !== "object" || value === null) return undefined
+    const method = (value as { method?: unknown }).method
+    return typeof method === "string" ? value as { method: string; params?: unknown } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The fleet-wide `notifyAll` built on the local one; its subscription lives in the scope. */
+export const carry = (local: Notify): Effect.Effect<Notify, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const found = yield* Effect.serviceOption(Bus)
+    if (Option.isNone(found)) return local
+    const bus = found.value
+    yield* bus.subscribe(NOTIFY_TOPIC, (text) => {
+      const message = decode(text)
+      return message === undefined ? Effect.void : local(message.method, message.params)
+    })
+    return (method, params) =>
+      bus.publish(NOTIFY_TOPIC, JSON.stringify(params === undefined ? { method } : { method, params })).pipe(
+        Effect.catch((error) => Effect.logWarning(`notifyAll ${method}: not published`, error))
+      )
+  })
