@@ -42,6 +42,12 @@ export class BusUnavailable extends Data.TaggedError("BusUnavailable")<{
  * @category models
  */
 export interface BusShape {
+  /**
+   * Whether the bus reaches other processes. A server on such a bus serving
+   * the stateless era needs `requestStateKeys` shared by the fleet: a state
+   * one instance issued must be accepted by the others.
+   */
+  readonly fleet?: boolean | undefined
   /** Delivers `message` to every subscriber of `topic` on every instance, once each. */
   readonly publish: (topic: string, message: string) => Effect.Effect<void, BusUnavailable>
   /**

@@ -42,6 +42,7 @@ export const make = (options?: Options): Effect.Effect<BusShape, never, Redis.Re
     const prefix = options?.prefix ?? "mcp:"
     const channel = (topic: string) => `${prefix}bus:${topic}`
     return {
+      fleet: true,
       publish: (topic, message) =>
         redis.send("PUBLISH", channel(topic), message).pipe(
           Effect.asVoid,

@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { Bus, NOTIFY_TOPIC } from "../Bus.ts"
+import { DefinitionError } from "../DefinitionError.ts"
 
 type Notify = (method: string, params?: unknown) => Effect.Effect<void>
 
@@ -22,12 +23,26 @@ const decode = (text: string): { readonly method: string; readonly params?: unkn
   }
 }
 
-/** The fleet-wide `notifyAll` built on the local one; its subscription lives in the scope. */
-export const carry = (local: Notify): Effect.Effect<Notify, never, Scope.Scope> =>
+/**
+ * The fleet-wide `notifyAll` built on the local one; its subscription lives
+ * in the scope. A server of the stateless era on a bus that reaches other
+ * processes, with no signing keys of its own choosing, is a defect: each
+ * instance would sign with a random key and refuse its peers' states.
+ */
+export const carry = (local: Notify, options: { readonly randomKey: boolean }): Effect.Effect<Notify, never, Scope.Scope> =>
   Effect.gen(function*() {
     const found = yield* Effect.serviceOption(Bus)
     if (Option.isNone(found)) return local
     const bus = found.value
+    if (bus.fleet === true && options.randomKey) {
+      return yield* Effect.die(
+        new DefinitionError({
+          kind: "option",
+          name: "requestStateKeys",
+          reason: "is required when the server shares a Bus with other instances: each must accept the requestState the others issue"
+        })
+      )
+    }
     yield* bus.subscribe(NOTIFY_TOPIC, (text) => {
       const message = decode(text)
       return message === undefined ? Effect.void : local(message.method, message.params)
