@@ -551,10 +551,9 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
   Effect.suspend(() => {
     const live = LiveCatalogue.make(server)
     const built = Effect.acquireRelease(handlerOf(live.server), (built) => built.release)
+    const randomKey = server.options.stateless !== false && RequestStateKeys.resolve(server.options) === undefined
     return Effect.flatMap(built, ({ handle }) =>
-      Effect.map(FleetNotify.carry(handle.notifyAll, {
-        randomKey: server.options.stateless !== false && RequestStateKeys.resolve(server.options) === undefined
-      }), (notifyAll): ServerHandle<R> => {
+      Effect.map(FleetNotify.carry(handle.notifyAll, { randomKey }), (notifyAll): ServerHandle<R> => {
       // Every instance of a fleet applies the same changes: each announces its own, to its own.
       const change = (c: LiveCatalogue.Change) =>
         Effect.flatMap(live.apply(c), (notifications) =>
