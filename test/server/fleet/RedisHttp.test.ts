@@ -102,6 +102,19 @@ describe.skipIf(!RedisServer.present)("HTTP server transport on Redis", () => {
         resumed.reader!.close()
       }
     }).pipe(Effect.scoped), 60_000)
+
+  it.live("HttpServerTransport.layerRedis keeps a bare handler's broadcasts in the Redis log under its prefix", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const handle = yield* McpServer.toHandler(server)
+      const context = yield* Layer.build(
+        HttpServerTransport.layerRedis(handle.handler, { port: 0, redis: { url: redis.url, prefix: "bare:" } })
+      )
+      const transport = Context.get(context, HttpServerTransport.HttpServerTransport)
+      const id = yield* transport.broadcast("tick", { n: 1 })
+      expect(id.startsWith("broadcast_")).toBe(true)
+      expect(yield* RedisServer.keysUnder(redis.url, "bare:")).toEqual(["bare:log:{_}:broadcast", "bare:streams:{_}"])
+    }).pipe(Effect.scoped), 30_000)
 })
 
 describe("Bus without Redis", () => {
