@@ -13,6 +13,7 @@
  * Delivery is at most once: a message published while a subscriber's
  * connection is down is not delivered to it later.
  */
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -53,7 +54,7 @@ export interface BusShape {
   /**
    * Runs `onMessage` for each message published on `topic` from now until
    * the scope closes, one at a time, in the order the bus delivers them. A
-   * failure of `onMessage` is its own: the subscription goes on.
+   * failure or defect of `onMessage` is its own: the subscription goes on.
    */
   readonly subscribe: (
     topic: string,
@@ -69,6 +70,19 @@ export interface BusShape {
  * @category services
  */
 export class Bus extends Context.Service<Bus, BusShape>()("effect-mcp-transport/Bus") {}
+
+/**
+ * A subscriber's delivery on its own: its failure or defect is logged, and
+ * the other subscribers and later messages are delivered all the same.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const contained = (topic: string, delivery: Effect.Effect<void>): Effect.Effect<void> =>
+  Effect.catchCause(delivery, (cause) =>
+    Cause.hasInterruptsOnly(cause)
+      ? Effect.failCause(cause)
+      : Effect.logWarning(`Bus: a subscriber of ${topic} failed`, cause))
 
 /**
  * A bus inside one process: `publish` runs every subscriber of the topic
@@ -96,7 +110,7 @@ export const makeMemoryUnsafe = (): BusShape => {
       Effect.suspend(() => {
         const subscribers = topics.get(topic)
         if (subscribers === undefined) return Effect.void
-        return Effect.forEach(Array.from(subscribers), (f) => Effect.ignore(Effect.suspend(() => f(message))), {
+        return Effect.forEach(Array.from(subscribers), (f) => contained(topic, Effect.suspend(() => f(message))), {
           discard: true
         })
       }),

@@ -11,7 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Redis from "effect/persistence/Redis"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
-import { Bus, type BusShape, BusUnavailable } from "./Bus.ts"
+import { Bus, type BusShape, BusUnavailable, contained } from "./Bus.ts"
 
 /**
  * Where the bus's channels live.
@@ -25,10 +25,11 @@ export interface Options {
 }
 
 const drain = (
+  topic: string,
   queue: Queue.Dequeue<Redis.RedisMessage, Redis.RedisError>,
   onMessage: (message: string) => Effect.Effect<void>
 ): Effect.Effect<never, Redis.RedisError> =>
-  Effect.forever(Effect.flatMap(Queue.take(queue), (m) => Effect.ignore(Effect.suspend(() => onMessage(m.message)))))
+  Effect.forever(Effect.flatMap(Queue.take(queue), (m) => contained(topic, Effect.suspend(() => onMessage(m.message)))))
 
 /**
  * The bus on the `Redis` service in context.
@@ -54,10 +55,10 @@ export const make = (options?: Options): Effect.Effect<BusShape, never, Redis.Re
           // Subscribed before returning, so a publish that follows is delivered.
           const first = yield* redis.subscribe(channel(topic))
           // A subscription that ended for good is made again, until the scope closes.
-          const again = Effect.scoped(Effect.flatMap(redis.subscribe(channel(topic)), (queue) => drain(queue, onMessage)))
+          const again = Effect.scoped(Effect.flatMap(redis.subscribe(channel(topic)), (queue) => drain(topic, queue, onMessage)))
           const logged = (cause: Cause.Cause<Redis.RedisError>) =>
             Effect.logWarning(`Bus subscription to ${topic} ended; subscribing again`, cause)
-          yield* drain(first, onMessage).pipe(
+          yield* drain(topic, first, onMessage).pipe(
             Effect.catchCause(logged),
             Effect.andThen(again.pipe(Effect.catchCause(logged), Effect.repeat(Schedule.spaced("1 second")))),
             Effect.forkIn(scope)
