@@ -63,6 +63,8 @@ export interface ExampleServerOptions {
    * Default `both`.
    */
   readonly eras?: Eras.Eras | undefined
+  /** Keys that sign and check `requestState`, current first (`McpServer`'s `requestStateKeys`). */
+  readonly requestStateKeys?: ReadonlyArray<string> | undefined
 }
 
 const eventsFile = (options: ExampleServerOptions): string | undefined => {
@@ -198,6 +200,7 @@ export const make = (options: ExampleServerOptions = {}): McpServer.McpServer =>
   McpServer.make({
     serverInfo: SERVER_INFO,
     stateless: Eras.servesModern(options.eras ?? Eras.DEFAULT),
+    ...(options.requestStateKeys === undefined ? {} : { requestStateKeys: options.requestStateKeys }),
     instructions: "An example server: echo, add and countdown (progress, cancellable) tools, a README resource and a greet prompt."
   }).pipe(tools(options), resourcesAndPrompts)
 

@@ -20,6 +20,9 @@ import * as HttpRouter from "effect/http/HttpRouter"
 import * as HttpServer from "effect/http/HttpServer"
 import type { ServeError } from "effect/http/HttpServerError"
 import * as NetAddress from "effect/net/NetAddress"
+import type { RedisError } from "effect/persistence/Redis"
+import { Availability } from "./Availability.ts"
+import { Bus } from "./Bus.ts"
 import { EventStore, type EventStoreShape, makeMemory } from "./EventStore.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Authorization from "./http/Authorization.ts"
@@ -33,6 +36,7 @@ import * as Security from "./http/Security.ts"
 import * as SendWatch from "./http/SendWatch.ts"
 import * as Sessions from "./http/Sessions.ts"
 import * as StreamableHttp from "./http/StreamableHttp.ts"
+import type { Options as RedisFleetOptions } from "./RedisFleet.ts"
 
 export type { Options } from "./http/Config.ts"
 export { defaults } from "./http/Config.ts"
@@ -168,7 +172,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
   const hub = yield* EventsAndHealth.makeBroadcast(store, {
     buffer: config.broadcastBuffer,
     maxBufferedBytes: config.maxBufferedBytesPerStream,
-    keepAliveMs: config.keepAliveMs
+    keepAliveMs: config.keepAliveMs,
+    bus: Option.getOrUndefined(yield* Effect.serviceOption(Bus))
   })
   const sendWatch = yield* SendWatch.make({
     sendTimeoutMs: config.sendTimeoutMs,
@@ -182,7 +187,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     handler: handler as Handler<never>,
     services: services as Context.Context<never>,
     sendWatch,
-    authorize: authorization?.authorize
+    authorize: authorization?.authorize,
+    availability: Option.getOrUndefined(yield* Effect.serviceOption(Availability))
   }
   const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
 
@@ -375,3 +381,23 @@ export const layer = <R>(
     )
   })) as Layer.Layer<HttpServerTransport | HttpServer.HttpServer, ServeError, R>
 }
+
+/**
+ * `layer` for one instance of a fleet: the event log, the bus for
+ * broadcasts and the availability check on the Redis `redis.url` names
+ * (`RedisFleet.layer`). Loaded on demand: a server without Redis never
+ * loads the Redis client. For an `McpServer`, provide `RedisFleet.layer`
+ * to `McpServer.layerHttp` instead, so that its `notifyAll` uses the same
+ * bus (see docs/scale-out.md).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerRedis = <R>(
+  handler: Handler<R>,
+  options: Options & { readonly redis: RedisFleetOptions }
+): Layer.Layer<HttpServerTransport | HttpServer.HttpServer, ServeError | RedisError, R> =>
+  Layer.unwrap(Effect.map(
+    Effect.promise(() => import("./RedisFleet.ts")),
+    (RedisFleet) => layer(handler, options).pipe(Layer.provide(RedisFleet.layer(options.redis)))
+  ))

@@ -49,6 +49,7 @@ import {
   statelessAsk,
   type Stores
 } from "./internal/HandlerContexts.ts"
+import * as FleetNotify from "./internal/FleetNotify.ts"
 import * as LiveCatalogue from "./internal/LiveCatalogue.ts"
 import * as RequestState from "./internal/RequestState.ts"
 import * as RequestStateKeys from "./internal/RequestStateKeys.ts"
@@ -465,7 +466,9 @@ export interface ServerHandle<R> {
   /**
    * Sends a notification to every initialized session (e.g.
    * `notifications/tools/list_changed`), and a change notification to every
-   * open `subscriptions/listen` that asked for its kind. Best effort.
+   * open `subscriptions/listen` that asked for its kind. Best effort. With a
+   * `Bus` service where the handle was built, it goes through the bus to
+   * every instance of the fleet (see `Bus`).
    */
   readonly notifyAll: (method: string, params?: unknown) => Effect.Effect<void>
   /**
@@ -584,12 +587,16 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
   Effect.flatMap(TaskRunner.forServer(server, Catalogue.of(server)), (runner) => {
     const live = LiveCatalogue.make(server)
     const built = Effect.acquireRelease(handlerOf(live.server, runner), (built) => built.release)
-    return Effect.map(built, ({ handle }): ServerHandle<R> => {
+    const randomKey = server.options.stateless !== false && RequestStateKeys.resolve(server.options) === undefined
+    return Effect.flatMap(built, ({ handle }) =>
+      Effect.map(FleetNotify.carry(handle.notifyAll, { randomKey }), (notifyAll): ServerHandle<R> => {
+      // Every instance of a fleet applies the same changes: each announces its own, to its own.
       const change = (c: LiveCatalogue.Change) =>
         Effect.flatMap(live.apply(c), (notifications) =>
           Effect.forEach(notifications, (method) => handle.notifyAll(method), { discard: true }))
       return {
         ...handle,
+        notifyAll,
         definitions: {
           add: (step) => change({ _tag: "Add", step }),
           remove: (kind, name) => change({ _tag: "Remove", kind, name }),
@@ -597,7 +604,7 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
           enable: (kind, name) => change({ _tag: "Enable", kind, name })
         }
       }
-    })
+    }))
   })
 
 const handlerOf = <R>(

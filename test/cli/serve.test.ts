@@ -230,7 +230,7 @@ describe(`effect-mcp-transport serve (${bin.slice(repo.length)})`, () => {
       expect(busy.stderr().trim()).toMatch(new RegExp(`^effect-mcp-transport: cannot listen on 127\\.0\\.0\\.1:${taken}: .*EADDRINUSE`))
       expect(busy.stderr().trim().split("\n")).toHaveLength(1)
       expect(yield* Effect.promise(() => portWithoutHttp.exited)).toBe(2)
-      expect(portWithoutHttp.stderr().trim()).toBe("effect-mcp-transport: --port and --host need --http")
+      expect(portWithoutHttp.stderr().trim()).toBe("effect-mcp-transport: --port, --host and --redis need --http")
       expect(portWithoutHttp.stdout()).toBe("")
     }).pipe(Effect.scoped), 60_000)
 })

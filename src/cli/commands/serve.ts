@@ -1,5 +1,5 @@
 /**
- * `effect-mcp-transport serve [--stdio | --http [--port 8421] [--host 127.0.0.1] [--metrics]] [--eras both|modern|legacy]`:
+ * `effect-mcp-transport serve [--stdio | --http [--port 8421] [--host 127.0.0.1] [--metrics] [--redis URL]] [--eras both|modern|legacy]`:
  * runs the example server (ExampleServer.ts) on our server transports.
  *
  * - `--eras` (default `both`): the stateless era (2026-07-28) next to the
@@ -15,6 +15,13 @@
  *   picks a free port.
  * - `--metrics` (with `--http`): a Prometheus scrape endpoint at
  *   `http://HOST:PORT/metrics` with the server's `mcp.*` metrics.
+ * - `--http --redis URL [--redis-prefix P]`: one instance of a fleet that
+ *   shares the Redis at URL (notifications and broadcasts reach every
+ *   instance, resumable streams are kept in Redis; see docs/scale-out.md).
+ *   Serving the stateless era it needs the request-state keys every instance
+ *   shares, current first, comma-separated, in `MCP_REQUEST_STATE_KEYS`
+ *   (an environment variable: a key on the command line is visible to
+ *   every user of the machine). Redis unreachable at start: exit 3.
  *
  * SIGINT or SIGTERM stop either mode cleanly: running calls are interrupted,
  * HTTP sessions and streams end, the listener closes, then the process exits
@@ -33,7 +40,15 @@ import * as Output from "../Output.ts"
 
 export const { DEFAULT_HOST, DEFAULT_PORT } = ListenFlags
 
-const serveHttp = (host: string, port: number, eras: Eras.Eras, metrics: boolean) =>
+/** The environment variable holding the request-state keys a fleet shares, current first, comma-separated. */
+export const KEYS_ENV = "MCP_REQUEST_STATE_KEYS"
+
+interface Fleet {
+  readonly url: string
+  readonly prefix: string | undefined
+}
+
+const serveHttp = (host: string, port: number, eras: Eras.Eras, metrics: boolean, fleet: Fleet | undefined) =>
   Effect.gen(function*() {
     const json = yield* Output.Json
     const announce = Layer.effectDiscard(Effect.gen(function*() {
@@ -41,8 +56,21 @@ const serveHttp = (host: string, port: number, eras: Eras.Eras, metrics: boolean
       const url = Option.getOrElse(transport.url, () => `http://${host}:${port}/mcp`)
       yield* json ? Output.json({ transport: "http", url, eras }) : Output.note(`listening ${url} (eras: ${Eras.describe(eras)})`)
     }))
-    return yield* Layer.launch(announce.pipe(Layer.provideMerge(ExampleServer.layerHttp({ host, port, eras, metrics })))).pipe(
-      Effect.catchTag("ServeError", (e) => Effect.fail(new ListenError({ host, port, cause: e.cause })))
+    const keys = (process.env[KEYS_ENV] ?? "").split(",").filter((k) => k !== "")
+    if (fleet !== undefined && keys.length === 0 && Eras.servesModern(eras)) {
+      return yield* new Output.UsageError({
+        message: `--redis serving the stateless era needs ${KEYS_ENV}: the request-state keys every instance shares, current first, comma-separated, each at least 32 bytes`
+      })
+    }
+    const served = ExampleServer.layerHttp({ host, port, eras, metrics, ...(keys.length === 0 ? {} : { requestStateKeys: keys }) })
+    const instance = fleet === undefined ? served : Layer.unwrap(Effect.map(
+      // Loaded only with --redis: a plain server does not load the Redis client.
+      Effect.promise(() => import("../../server/RedisFleet.ts")),
+      (RedisFleet) => served.pipe(Layer.provide(RedisFleet.layer({ url: fleet.url, prefix: fleet.prefix })))
+    ))
+    return yield* Layer.launch(announce.pipe(Layer.provideMerge(instance))).pipe(
+      Effect.catchTag("ServeError", (e) => Effect.fail(new ListenError({ host, port, cause: e.cause }))),
+      Effect.catchTag("RedisError", (e) => Effect.fail(new Output.ConnectError({ target: fleet?.url ?? "Redis", cause: e.cause })))
     )
   })
 
@@ -75,21 +103,33 @@ export const command = Command.make(
       Flag.withDescription("With --http: serve Prometheus metrics at /metrics"),
       Flag.withDefault(false)
     ),
+    redis: Flag.String("redis").pipe(
+      Flag.withDescription(`With --http: one instance of a fleet sharing this Redis (redis://host:port); keys in ${KEYS_ENV}`),
+      Flag.optional
+    ),
+    redisPrefix: Flag.String("redis-prefix").pipe(
+      Flag.withDescription("With --redis: the prefix of every key and channel, one per fleet. Default mcp:"),
+      Flag.optional
+    ),
     eras: Eras.flag
   },
-  ({ eras, host, http, metrics, port, stdio }) =>
+  ({ eras, host, http, metrics, port, redis, redisPrefix, stdio }) =>
     Output.run(Effect.gen(function*() {
       if (http && stdio) return yield* new Output.UsageError({ message: "give either --stdio or --http, not both" })
       if (!http) {
-        if (Option.isSome(port) || Option.isSome(host)) {
-          return yield* new Output.UsageError({ message: "--port and --host need --http" })
+        if (Option.isSome(port) || Option.isSome(host) || Option.isSome(redis)) {
+          return yield* new Output.UsageError({ message: "--port, --host and --redis need --http" })
         }
         if (metrics) return yield* new Output.UsageError({ message: "--metrics needs --http" })
         yield* Output.note(`serving stdio (eras: ${Eras.describe(eras)})`)
         yield* ExampleServer.runStdio({ eras })
         return
       }
-      return yield* serveHttp(Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras, metrics)
+      if (Option.isNone(redis) && Option.isSome(redisPrefix)) {
+        return yield* new Output.UsageError({ message: "--redis-prefix needs --redis" })
+      }
+      const fleet = Option.isSome(redis) ? { url: redis.value, prefix: Option.getOrUndefined(redisPrefix) } : undefined
+      return yield* serveHttp(Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras, metrics, fleet)
     }))
 ).pipe(Command.withDescription(
   "Run the example MCP server (echo, add, countdown) over stdio or Streamable HTTP, in both protocol eras unless --eras says otherwise"

@@ -15,6 +15,7 @@ import * as Stream from "effect/Stream"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 import * as Metrics from "../../observability/Metrics.ts"
+import { BROADCAST_TOPIC, type BusShape } from "../Bus.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Env, Guarded, Route } from "./Guard.ts"
 import { guard, preflight } from "./Guard.ts"
@@ -38,6 +39,17 @@ interface Listener {
   readonly cut: () => void
 }
 
+const decodeCarried = (message: string): { id: string; event: string; text: string } | undefined => {
+  try {
+    const value = JSON.parse(message) as { id?: unknown; event?: unknown; text?: unknown }
+    return typeof value.id === "string" && typeof value.event === "string" && typeof value.text === "string"
+      ? { id: value.id, event: value.event, text: value.text }
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
 const keepAliveItem: Item = { id: "", bytes: SseWire.encode(": keepalive\n\n") }
 
 export interface BroadcastOptions {
@@ -46,6 +58,12 @@ export interface BroadcastOptions {
   /** Bytes a listener may fall behind by before it is dropped (queued, or handed to its writer). */
   readonly maxBufferedBytes: number
   readonly keepAliveMs: number | undefined
+  /**
+   * Carries each broadcast to every instance: the publisher stores it once,
+   * under one stream name shared by the fleet, and every instance (itself
+   * included) writes it to its own listeners when the bus delivers it.
+   */
+  readonly bus?: BusShape | undefined
 }
 
 export interface Broadcast {
@@ -65,7 +83,7 @@ export interface Broadcast {
 
 export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions) =>
   Effect.gen(function*() {
-    const streamId = `broadcast-${randomBytes(6).toString("base64url")}`
+    const streamId = options.bus === undefined ? `broadcast-${randomBytes(6).toString("base64url")}` : "broadcast"
     const keepAlive = yield* KeepAlive.make(options.keepAliveMs)
     const listeners = new Set<Listener>()
     let dropped = 0
@@ -88,14 +106,32 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
       listener.cut()
     }
 
+    const deliver = (id: string, event: string, text: string) => {
+      const item = { id, bytes: SseWire.encode(SseWire.event(text, id, event)) }
+      for (const listener of listeners) {
+        const behind = listener.queued + listener.writing > options.maxBufferedBytes
+        if (behind || !offerTo(listener, item)) drop(listener)
+      }
+    }
+
+    const bus = options.bus
+    if (bus !== undefined) {
+      yield* bus.subscribe(BROADCAST_TOPIC, (message) =>
+        Effect.sync(() => {
+          const carried = decodeCarried(message)
+          if (carried !== undefined) deliver(carried.id, carried.event, carried.text)
+        }))
+    }
+
     const broadcast = (event: string, data: unknown) =>
       Effect.gen(function*() {
         const text = JSON.stringify(data === undefined ? null : data)
         const id = yield* store.append(streamId, text, event)
-        const item = { id, bytes: SseWire.encode(SseWire.event(text, id, event)) }
-        for (const listener of listeners) {
-          const behind = listener.queued + listener.writing > options.maxBufferedBytes
-          if (behind || !offerTo(listener, item)) drop(listener)
+        if (bus === undefined) deliver(id, event, text)
+        else {
+          yield* bus.publish(BROADCAST_TOPIC, JSON.stringify({ id, event, text })).pipe(
+            Effect.catch((error) => Effect.logWarning(`broadcast ${event}: not published`, error))
+          )
         }
         return id
       })

@@ -11,11 +11,13 @@ import type * as Scope from "effect/Scope"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
+import type { AvailabilityShape } from "../Availability.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
 import type { Resolved } from "./Config.ts"
 import * as Security from "./Security.ts"
 import type { SendWatch } from "./SendWatch.ts"
+import * as SharedUnavailable from "./SharedUnavailable.ts"
 import type { Sessions } from "./Sessions.ts"
 
 export interface Env {
@@ -39,6 +41,8 @@ export interface Env {
       messages: ReadonlyArray<JsonRpc.Classified>
     ) => HttpServerResponse.HttpServerResponse | undefined)
     | undefined
+  /** Whether the store a fleet shares can be reached; absent: nothing is shared. */
+  readonly availability?: AvailabilityShape | undefined
 }
 
 export type Route = (
@@ -58,11 +62,14 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
   const originAllowed = Security.isOriginAllowed(env.lists, origin)
   const cors = Security.corsHeaders(origin, originAllowed)
   const authenticate = options.auth ? env.config.authenticate : undefined
+  const unavailable = options.auth ? SharedUnavailable.refusal(env.availability, request) : undefined
   const answer: Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope> =
     !Security.isHostAllowed(env.lists, request.headers["host"])
       ? Effect.succeed(Security.invalid(403, "Forbidden: Host header not allowed"))
       : !originAllowed
       ? Effect.succeed(Security.invalid(403, "Forbidden: Origin not allowed"))
+      : unavailable !== undefined
+      ? Effect.succeed(unavailable)
       : authenticate === undefined
       ? Effect.suspend(() => f(request, Security.anonymous))
       : Effect.flatMap(Effect.result(Effect.suspend(() => authenticate(request))), (checked) => {

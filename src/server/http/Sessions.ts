@@ -16,7 +16,7 @@
  * at the disconnect would let a client that posts and goes away in a loop
  * run any number of handlers.
  */
-import { randomBytes, randomUUID } from "node:crypto"
+import { createHash, randomBytes, randomUUID } from "node:crypto"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
@@ -223,10 +223,15 @@ export interface Sessions {
 // Stream ids end up inside SSE event ids and in a possibly shared event store:
 // unique across processes (a random prefix per process), cheap per stream (a
 // counter). They grant nothing: a resumption is checked against the session
-// that owns the stream.
+// that owns the stream. A session's streams start with a digest of its id
+// and `~`, so a shared store can keep (and bound, and expire) them together.
 const streamPrefix = randomBytes(9).toString("base64url")
 let streams = 0
-const streamId = () => `${streamPrefix}-${(++streams).toString(36)}`
+const streamId = (sessionId?: string) => {
+  const own = `${streamPrefix}-${(++streams).toString(36)}`
+  if (sessionId === undefined) return own
+  return `${createHash("sha256").update(sessionId).digest("base64url").slice(0, 16)}~${own}`
+}
 
 export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.fn.Return<Sessions, never, Scope.Scope> {
   const parentScope = yield* Effect.scope
@@ -303,7 +308,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     })
 
   const openStream = (session: Session, resumable: boolean): OutStream.OutStream => {
-    const id = streamId()
+    const id = streamId(session.id)
     const out = OutStream.makeUnsafe({
       streamId: id,
       store: resumable ? config.store : undefined,
@@ -436,7 +441,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       const scope = yield* Scope.fork(parentScope, "sequential")
       const now = yield* Clock.currentTimeMillis
       const id = kind === "ephemeral" ? undefined : randomUUID()
-      const standaloneId = streamId()
+      const standaloneId = streamId(id)
       const standalone = yield* OutStream.make({
         streamId: standaloneId,
         store: kind === "streamable" ? config.store : undefined,

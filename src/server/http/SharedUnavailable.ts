@@ -1,0 +1,29 @@
+/**
+ * The answer to a request that needs the store a fleet shares while that
+ * store cannot be reached: 503 with `Retry-After`, at once. What needs it:
+ * everything of the handshake era (its streams are written to the shared
+ * event log), the broadcast stream, and a stateless-era
+ * `subscriptions/listen` (its notifications come over the bus). Any other
+ * stateless-era request is served without it.
+ */
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as RequestMeta from "../../RequestMeta.ts"
+import type { AvailabilityShape } from "../Availability.ts"
+import * as MetaHeaders from "./MetaHeaders.ts"
+import * as Security from "./Security.ts"
+
+const needsShared = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  !(request.method === "POST" && MetaHeaders.isStatelessVersion(request.headers[RequestMeta.Header.protocolVersion])) ||
+  request.headers[RequestMeta.Header.method] === "subscriptions/listen"
+
+/** The refusal, or `undefined` when the request may go on. */
+export const refusal = (
+  availability: AvailabilityShape | undefined,
+  request: HttpServerRequest.HttpServerRequest
+): HttpServerResponse.HttpServerResponse | undefined =>
+  availability === undefined || availability.available() || !needsShared(request)
+    ? undefined
+    : Security.invalid(503, "Service unavailable: the shared store cannot be reached", {
+      "retry-after": String(availability.retryAfterSeconds)
+    })

@@ -1,0 +1,54 @@
+/**
+ * `notifyAll` across the instances of a fleet: with a `Bus` service, a
+ * notification is published on it and every instance (this one included)
+ * delivers it to its own sessions and listens when it arrives, so each
+ * receives it once. Without one, delivery stays the direct local call.
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import { Bus, NOTIFY_TOPIC } from "../Bus.ts"
+import { DefinitionError } from "../DefinitionError.ts"
+
+type Notify = (method: string, params?: unknown) => Effect.Effect<void>
+
+const decode = (text: string): { readonly method: string; readonly params?: unknown } | undefined => {
+  try {
+    const value: unknown = JSON.parse(text)
+    if (typeof value !== "object" || value === null) return undefined
+    const method = (value as { method?: unknown }).method
+    return typeof method === "string" ? value as { method: string; params?: unknown } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The fleet-wide `notifyAll` built on the local one; its subscription lives
+ * in the scope. A server of the stateless era on a bus that reaches other
+ * processes, with no signing keys of its own choosing, is a defect: each
+ * instance would sign with a random key and refuse its peers' states.
+ */
+export const carry = (local: Notify, options: { readonly randomKey: boolean }): Effect.Effect<Notify, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const found = yield* Effect.serviceOption(Bus)
+    if (Option.isNone(found)) return local
+    const bus = found.value
+    if (bus.fleet === true && options.randomKey) {
+      return yield* Effect.die(
+        new DefinitionError({
+          kind: "option",
+          name: "requestStateKeys",
+          reason: "is required when the server shares a Bus with other instances: each must accept the requestState the others issue"
+        })
+      )
+    }
+    yield* bus.subscribe(NOTIFY_TOPIC, (text) => {
+      const message = decode(text)
+      return message === undefined ? Effect.void : local(message.method, message.params)
+    })
+    return (method, params) =>
+      bus.publish(NOTIFY_TOPIC, JSON.stringify(params === undefined ? { method } : { method, params })).pipe(
+        Effect.catch((error) => Effect.logWarning(`notifyAll ${method}: not published`, error))
+      )
+  })
