@@ -26,6 +26,7 @@ import * as BatchWriter from "../internal/BatchWriter.ts"
 import * as LineFramer from "../internal/LineFramer.ts"
 import * as ServerDispatch from "./internal/ServerDispatch.ts"
 import * as ServerSession from "./internal/ServerSession.ts"
+import * as ServerSpans from "./internal/ServerSpans.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 
 /**
@@ -300,7 +301,7 @@ const makeServer = Effect.fnUntraced(function*<R>(
     defaultRequestTimeoutMs: clientTimeout,
     onHandlerError: (message, cause) =>
       Effect.logWarning(`stdio server: handler for ${message.method} failed; answering -32603`, cause)
-  })
+  }).pipe(Effect.provideService(ServerSpans.CurrentPeer, ServerSpans.PIPE))
   const dispatch = yield* ServerDispatch.make({ session, reply })
 
   // --- input
