@@ -35,6 +35,8 @@ export interface Peer {
   readonly protocol?: "http" | undefined
   readonly address?: string | undefined
   readonly link?: Tracer.AnySpan | undefined
+  /** The revision the transport knows the request is of (an HTTP request's `MCP-Protocol-Version`). */
+  readonly protocolVersion?: string | undefined
 }
 
 /** The peer of the requests served in this context; provided by the server transports. */
@@ -63,7 +65,8 @@ export const withHttpPeer = <A, E, R>(
       transport: "tcp",
       protocol: "http",
       address: address._tag === "Some" ? address.value : undefined,
-      link
+      link,
+      protocolVersion: request.headers["mcp-protocol-version"]
     })
   })
 
@@ -117,6 +120,9 @@ export const serve = <A extends JsonRpc.JsonRpcResponse | null, E, R>(
       attributes["network.transport"] = peer.transport
       if (peer.protocol !== undefined) attributes["network.protocol.name"] = peer.protocol
       if (peer.address !== undefined) attributes["client.address"] = peer.address
+      if (peer.protocolVersion !== undefined && attributes["mcp.protocol.version"] === undefined) {
+        attributes["mcp.protocol.version"] = peer.protocolVersion
+      }
     }
     const remote = McpSpan.remoteParent(request.params)
     const ambient = peer?.link ?? McpSpan.ambientSpan(fiber)
@@ -206,9 +212,25 @@ export const unexpectedFailure = (method: string, cause: Cause.Cause<unknown>): 
 /**
  * A handler whose requests are served in server spans: for handlers that
  * are not an `McpServer` (whose middleware does it), such as the bridge.
+ * The revision of a handshake-era session is learnt from its `initialize`
+ * answer.
  */
-export const traceHandler = <R>(handler: Handler<R>): Handler<R> =>
-  Object.assign(
+export const traceHandler = <R>(handler: Handler<R>): Handler<R> => {
+  const versions = new Map<string, string>()
+  const learn = (sessionId: string | undefined, reply: JsonRpc.JsonRpcResponse | null) => {
+    const version = reply !== null && "result" in reply && isRecord(reply.result) ? reply.result.protocolVersion : undefined
+    if (typeof version === "string") versions.set(sessionId ?? "", version)
+  }
+  const traced = (message: JsonRpc.JsonRpcRequest, context: HandlerContext) => {
+    const served = handler(message, context)
+    if (message.method !== "initialize") {
+      const version = versions.get(context.sessionId ?? "")
+      return version === undefined ? served : Effect.andThen(protocolVersion(version), served)
+    }
+    return Effect.tap(served, (reply) => Effect.sync(() => learn(context.sessionId, reply)))
+  }
+  const sessionEnded = handler.sessionEnded
+  return Object.assign(
     (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, context: HandlerContext) =>
       "id" in message
         ? serve({
@@ -218,7 +240,12 @@ export const traceHandler = <R>(handler: Handler<R>): Handler<R> =>
           sessionId: context.sessionId,
           principal: context.principal,
           era: message.method !== "initialize" && RequestMeta.readMeta(message.params)._tag !== "Absent" ? "modern" : "legacy"
-        }, handler(message, context))
+        }, traced(message, context))
         : handler(message, context),
-    handler
+    handler,
+    sessionEnded === undefined ? {} : {
+      sessionEnded: (sessionId: string | undefined) =>
+        Effect.andThen(Effect.sync(() => versions.delete(sessionId ?? "")), sessionEnded(sessionId))
+    }
   )
+}
