@@ -6,15 +6,18 @@
  * attributes; nothing added to requests when no tracer is installed; and
  * the environment the OTLP export reads.
  */
+import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, ConfigProvider, Deferred, Effect, ErrorReporter, Logger, Tracer } from "effect"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as ClientSpans from "../../src/client/internal/ClientSpans.ts"
+import * as OneShot from "../../src/client/OneShot.ts"
 import * as JsonRpc from "../../src/JsonRpc.ts"
 import { RpcError } from "../../src/McpError.ts"
 import type { Handler, HandlerContext } from "../../src/server/Handler.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import * as Telemetry from "../../src/Telemetry.ts"
+import { serve } from "../server/http/helpers.ts"
 
 const recordingTracer = () => {
   const spans: Array<Tracer.NativeSpan> = []
@@ -188,6 +191,44 @@ describe("client spans", () => {
       yield* ClientSpans.traced(pair.client).request("tools/call", { name: "good" })
       expect(seen).toEqual([{ name: "good" }])
     }).pipe(Effect.scoped))
+})
+
+describe("one-shot calls", () => {
+  const echo = McpServer.make({ serverInfo: { name: "echo", version: "1.0.0" } }).pipe(
+    McpServer.method("tools/call", {}, (params) =>
+      Effect.succeed({ content: [{ type: "text", text: String((params as { name: string }).name) }] }))
+  )
+
+  for (const protocol of ["2026-07-28", "2025-11-25"] as const) {
+    it.live(`the call is one CLIENT span, the server's span its child; the handshake's messages are spans under it (${protocol})`, () =>
+      Effect.gen(function*() {
+        const { spans, tracer } = recordingTracer()
+        yield* Effect.gen(function*() {
+          const handle = yield* McpServer.toHandler(echo)
+          const server = yield* serve({}, () => handle.handler)
+          yield* OneShot.call(server.url, "tools/call", { name: "hello", arguments: {} }, { protocol })
+          const call = spans.find((s) => s.kind === "client" && s.name === "tools/call hello")!
+          const served = spans.find((s) => s.kind === "server" && s.name === "tools/call hello")!
+          expect(served.parent._tag === "Some" && served.parent.value.spanId).toBe(call.spanId)
+          expect(Object.fromEntries(call.attributes)).toMatchObject({
+            "mcp.method.name": "tools/call",
+            "gen_ai.tool.name": "hello",
+            "network.transport": "tcp",
+            "server.address": "127.0.0.1",
+            "server.port": server.port,
+            "jsonrpc.request.id": expect.any(String)
+          })
+          if (protocol === "2025-11-25") {
+            const initialize = spans.find((s) => s.kind === "client" && s.name === "initialize")!
+            expect(initialize.parent._tag === "Some" && initialize.parent.value.spanId).toBe(call.spanId)
+            const initServed = spans.find((s) => s.kind === "server" && s.name === "initialize")!
+            expect(initServed.parent._tag === "Some" && initServed.parent.value.spanId).toBe(initialize.spanId)
+          } else {
+            expect(call.attributes.get("mcp.protocol.version")).toBe(protocol)
+          }
+        }).pipe(Effect.scoped, Effect.provideService(Tracer.Tracer, tracer), Effect.provide(NodeHttpClient.layerUndici))
+      }))
+  }
 })
 
 describe("Telemetry environment", () => {

@@ -8,8 +8,10 @@
  * if any) so that the server's span is its child.
  *
  * With no tracer installed (Effect's default) requests go out as they are:
- * no span, no attributes, no `_meta` added.
+ * no span, no attributes, no `_meta` added. One-shot calls (`OneShot`),
+ * which use no transport, get the same through `oneShot` and `sending`.
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import type * as Tracer from "effect/Tracer"
@@ -153,3 +155,64 @@ const endOf = (
   if (recordContent && method === "tools/call") span.attribute("gen_ai.tool.call.result", McpSpan.json(result))
   return exit
 }
+
+// ---------------------------------------------------------------------------
+// One-shot calls: one span for the call, the handshake's messages under it
+
+interface OneShotCall {
+  readonly span: Tracer.Span
+  readonly method: string
+}
+
+const CurrentOneShot = Context.Reference<OneShotCall | undefined>("effect-mcp-transport/ClientSpans/OneShot", {
+  defaultValue: () => undefined
+})
+
+/**
+ * A one-shot call (`OneShot.call`) in its client span: the request's own
+ * POSTs carry the span's context, the handshake's messages (`initialize`,
+ * `notifications/initialized`) are spans of their own under it.
+ */
+export const oneShot = <A, E, R>(url: string, method: string, params: unknown, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiber((fiber) => {
+    if (!McpSpan.enabled(fiber)) return effect
+    const recordContent = fiber.getRef(McpSpan.RecordToolContent)
+    const endpoint = endpointOf({ kind: "streamable-http", url } as ClientTransportShape<any>)
+    const attributes = McpSpan.requestAttributes(method, params, recordContent)
+    attributes["network.transport"] = "tcp"
+    attributes["network.protocol.name"] = "http"
+    if (endpoint.address !== undefined) attributes["server.address"] = endpoint.address
+    if (endpoint.port !== undefined) attributes["server.port"] = endpoint.port
+    return Effect.flatMap(
+      Effect.makeSpan(McpSpan.spanName(method, params), { kind: "client", attributes }),
+      (span) =>
+        McpSpan.within(
+          span,
+          Effect.provideService(effect, CurrentOneShot, { span, method }),
+          (exit) => endOf(span, method, recordContent, exit)
+        )
+    )
+  })
+
+/** Sends `message` of a one-shot call with the trace context it should carry (as it is when not tracing). */
+export const sending = <A, E, R>(
+  message: JsonRpc.JsonRpcMessage,
+  send: (message: JsonRpc.JsonRpcMessage) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.withFiber((fiber) => {
+    const call = fiber.getRef(CurrentOneShot)
+    if (call === undefined || !("method" in message)) return send(message)
+    const withContext = (span: Tracer.Span) => ({ ...message, params: McpSpan.injectInto(message.params, span, undefined) })
+    if ("id" in message && message.method === call.method) {
+      call.span.attribute("jsonrpc.request.id", String(message.id))
+      const version = McpSpan.requestAttributes(message.method, message.params, false)["mcp.protocol.version"]
+      if (version !== undefined) call.span.attribute("mcp.protocol.version", version)
+      return send(withContext(call.span))
+    }
+    const attributes = McpSpan.requestAttributes(message.method, message.params, false)
+    if ("id" in message) attributes["jsonrpc.request.id"] = String(message.id)
+    return Effect.flatMap(
+      Effect.makeSpan(McpSpan.spanName(message.method, message.params), { kind: "client", attributes }),
+      (span) => McpSpan.within(span, send(withContext(span)), (exit) => failureOf(span, exit) ?? exit)
+    )
+  })
