@@ -184,6 +184,18 @@ describe("client spans", () => {
       expect(spans[0]!.attributes.get("gen_ai.tool.call.result")).toContain("\"done\"")
     }).pipe(Effect.scoped))
 
+  it.effect("the traced transport keeps the transport's getters live (the kind a fromConfig transport settles on)", () =>
+    Effect.gen(function*() {
+      const { handler } = recordingHandler()
+      const pair = yield* InMemoryTransport.makePair(handler)
+      let kind: "streamable-http" | "sse" = "streamable-http"
+      const settling = Object.defineProperty({ ...pair.client }, "kind", { get: () => kind, enumerable: true })
+      const traced = ClientSpans.traced(settling)
+      kind = "sse"
+      expect(traced.kind).toBe("sse")
+      expect(ClientSpans.traced(traced)).toBe(traced)
+    }).pipe(Effect.scoped))
+
   it.effect("with no tracer installed, requests go out as they were given: no span, no _meta", () =>
     Effect.gen(function*() {
       const { handler, seen } = recordingHandler()

@@ -121,11 +121,13 @@ export const traced = <T extends ClientTransportShape<any>>(transport: T): T => 
       return transport.setProtocolVersion(version)
     })
 
-  return Object.assign(Object.create(Object.getPrototypeOf(transport)), transport, {
-    request,
-    notify,
-    setProtocolVersion,
-    [TRACED]: true
+  // Descriptors, not values: a transport's getters (the kind a `fromConfig` transport settles on) stay live.
+  const copy = Object.create(Object.getPrototypeOf(transport), Object.getOwnPropertyDescriptors(transport))
+  return Object.defineProperties(copy, {
+    request: { value: request, enumerable: true },
+    notify: { value: notify, enumerable: true },
+    setProtocolVersion: { value: setProtocolVersion, enumerable: true },
+    [TRACED]: { value: true }
   }) as T
 }
 
