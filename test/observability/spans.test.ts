@@ -12,6 +12,8 @@ import { Cause, ConfigProvider, Deferred, Effect, ErrorReporter, Logger, Tracer 
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as ClientSpans from "../../src/client/internal/ClientSpans.ts"
 import * as OneShot from "../../src/client/OneShot.ts"
+import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
+import * as RequestMeta from "../../src/RequestMeta.ts"
 import * as JsonRpc from "../../src/JsonRpc.ts"
 import { RpcError } from "../../src/McpError.ts"
 import type { Handler, HandlerContext } from "../../src/server/Handler.ts"
@@ -241,6 +243,25 @@ describe("one-shot calls", () => {
         }).pipe(Effect.scoped, Effect.provideService(Tracer.Tracer, tracer), Effect.provide(NodeHttpClient.layerUndici))
       }))
   }
+})
+
+describe("HTTP exchanges under a request", () => {
+  it.live("with httpTracing \"span\", the POST of a request is a child span of the request's client span", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = recordingTracer()
+      yield* Effect.gen(function*() {
+        const handle = yield* McpServer.toHandler(McpServer.make({ serverInfo: { name: "e", version: "1.0.0" } }))
+        const server = yield* serve({}, () => handle.handler)
+        const transport = ClientSpans.traced(yield* StreamableHttpClientTransport.make({ url: server.url, httpTracing: "span" }))
+        yield* transport.setProtocolVersion("2026-07-28")
+        yield* transport.request("server/discover", {
+          _meta: RequestMeta.requestMeta({ protocolVersion: "2026-07-28", clientCapabilities: {} })
+        })
+        const mcp = spans.find((s) => s.kind === "client" && s.name === "server/discover")!
+        const post = spans.find((s) => s.kind === "client" && s.name === "POST")!
+        expect(post.parent._tag === "Some" && post.parent.value.spanId).toBe(mcp.spanId)
+      }).pipe(Effect.scoped, Effect.provideService(Tracer.Tracer, tracer), Effect.provide(NodeHttpClient.layerUndici))
+    }))
 })
 
 describe("Telemetry environment", () => {
