@@ -138,6 +138,13 @@ export * as RequestMeta from "./RequestMeta.ts"
  */
 export * as Defaults from "./Defaults.ts"
 /**
+ * OTLP/HTTP export of the spans servers and clients record (OpenTelemetry's MCP conventions), and of logs and metrics.
+ *
+ * @since 0.1.0
+ * @category modules
+ */
+export * as Telemetry from "./Telemetry.ts"
+/**
  * The MCP protocol layer over any client transport.
  *
  * @since 0.1.0

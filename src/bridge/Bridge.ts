@@ -43,12 +43,14 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { HttpServer } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
 import type { ClientTransportShape } from "../client/ClientTransport.ts"
+import * as ClientSpans from "../client/internal/ClientSpans.ts"
 import * as JsonRpc from "../JsonRpc.ts"
 import type * as ProtocolVersion from "../ProtocolVersion.ts"
 import { RpcError, TransportClosed } from "../McpError.ts"
 import type { Handler, HandlerContext } from "../server/Handler.ts"
 import * as HttpServerTransport from "../server/HttpServerTransport.ts"
 import * as RequestStateKeys from "../server/internal/RequestStateKeys.ts"
+import * as ServerSpans from "../server/internal/ServerSpans.ts"
 import * as StdioServerTransport from "../server/StdioServerTransport.ts"
 import * as EraFront from "./EraFront.ts"
 import * as EraRouter from "./EraRouter.ts"
@@ -221,11 +223,22 @@ const toMillis = (input: Duration.Input | undefined): number => {
 
 /**
  * The bridge for the life of the scope; closing it closes every upstream.
+ * With a tracer installed, every request it serves is a server span, and
+ * what it forwards a client span under it, so a trace goes on from the
+ * downstream client to the upstream server (docs/observability.md).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = Effect.fnUntraced(function*<E, R>(
+export const make = <E, R>(
+  options: BridgeOptions<E, R>
+): Effect.Effect<BridgeShape, never, Exclude<R, Scope.Scope> | Scope.Scope> =>
+  Effect.map(
+    makeUntraced({ ...options, connect: Effect.map(options.connect, ClientSpans.traced) }),
+    (shape) => ({ ...shape, handler: ServerSpans.traceHandler(shape.handler) })
+  )
+
+const makeUntraced = Effect.fnUntraced(function*<E, R>(
   options: BridgeOptions<E, R>
 ): Effect.fn.Return<BridgeShape, never, Exclude<R, Scope.Scope> | Scope.Scope> {
   if (options.front === "stateless" || options.front === "handshake") {

@@ -24,6 +24,7 @@ import { CliConfig, Command } from "effect/cli"
 import * as HttpClientLayer from "./HttpClientLayer.ts"
 import * as Output from "./Output.ts"
 import * as Subcommands from "./Subcommands.ts"
+import * as Telemetry from "./TelemetryFlag.ts"
 import * as Trailing from "./Trailing.ts"
 import * as Version from "./Version.ts"
 
@@ -33,6 +34,12 @@ const words = split === -1 ? argv : argv.slice(0, split)
 const trailing = split === -1 ? [] : argv.slice(split + 1)
 
 const subcommand = Subcommands.named(words)
+
+// Export over OTLP (docs/observability.md) when the environment names a collector; the exporter is
+// loaded only then, so a start-up without it pays nothing.
+const telemetry = Telemetry.wanted(subcommand, process.env)
+  ? (await import("../Telemetry.ts")).layerFromEnv({ serviceName: `effect-mcp-transport ${subcommand}` })
+  : Layer.empty
 
 const root = Command.make(Output.PROGRAM).pipe(
   Command.withDescription(Subcommands.DESCRIPTION),
@@ -48,7 +55,8 @@ Command.runWith(root, { version: Version.VERSION })(words).pipe(
     HttpClientLayer.layerFor(subcommand),
     Output.presenterLayer,
     CliConfig.layer({ builtIns: Output.builtIns }),
-    Layer.succeed(Logger.LogToStderr, true)
+    Layer.succeed(Logger.LogToStderr, true),
+    telemetry
   )),
   NodeRuntime.runMain
 )

@@ -106,6 +106,8 @@ export type RequestHandler = (request: JsonRpc.JsonRpcRequest) => Effect.Effect<
  */
 export interface ClientTransportShape<A = AuthError> {
   readonly kind: "stdio" | "streamable-http" | "sse" | "in-memory"
+  /** The server's URL, for the HTTP transports (`server.address` and `server.port` of the client spans). */
+  readonly url?: string | undefined
   /** Sends a request and waits for its result (or typed failure). Interrupting it cancels it at the peer. */
   readonly request: (
     method: string,

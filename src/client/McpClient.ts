@@ -58,6 +58,7 @@ import { type AuthErrorOf, ClientTransport, type ClientTransportShape } from "./
 import type { LoggingMessage, Progress } from "./ServerNotification.ts"
 import * as KeepAlive from "./internal/KeepAlive.ts"
 import * as LazySchemas from "./internal/LazySchemas.ts"
+import * as ClientSpans from "./internal/ClientSpans.ts"
 import * as McpCallEngine from "./internal/McpCallEngine.ts"
 import type { CallEvent, CallOptions, FlatError, PageParams } from "./internal/McpCallEngine.ts"
 import type * as ClientSchemas from "./internal/McpClientSchemas.ts"
@@ -504,7 +505,8 @@ export const fromTransport = <A extends AuthError = AuthError>(
   options: McpClientOptions = {}
 ): Effect.Effect<McpClientShape<A>, HandshakeError<A>, Scope.Scope> =>
   // The transport's errors are its own `A` and the flat transport errors; grouped, they are those of `McpClientError<A>`.
-  Effect.mapError(build(transport, options), group) as Effect.Effect<McpClientShape<A>, HandshakeError<A>, Scope.Scope>
+  // Every request and notification is sent through a client span (when a tracer is installed).
+  Effect.mapError(build(ClientSpans.traced(transport), options), group) as Effect.Effect<McpClientShape<A>, HandshakeError<A>, Scope.Scope>
 
 /** Puts a method's failures in their groups: the one place where the client's flat errors become public. */
 const grouped = <Args extends ReadonlyArray<any>, X, E, R>(f: (...args: Args) => Effect.Effect<X, E, R>) =>

@@ -52,6 +52,7 @@ import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
 import * as Authorized from "./internal/Authorized.ts"
+import * as ClientSpans from "./internal/ClientSpans.ts"
 import * as Http from "./internal/HttpExchange.ts"
 import * as SseReader from "./internal/SseReader.ts"
 import * as Negotiation from "./Negotiation.ts"
@@ -403,11 +404,18 @@ const post = (
     return Effect.fail(new MessageTooLarge({ limit: context.maxBytes, size: body.contentLength, direction: "outgoing" }))
   }
   const method = "method" in message ? message.method : undefined
-  return Authorized.send(context.auth, context.url, (auth) =>
-    Effect.flatMap(
-      headersFor(context, message, { ...own, ...auth }),
-      (headers) => Http.execute(context.client, HttpClientRequest.post(context.url, { headers, body }), method)
-    ))
+  // The body carries the trace context of the call's span (when tracing); its size was checked without it.
+  return ClientSpans.sending(message, (traced) =>
+    Authorized.send(context.auth, context.url, (auth) =>
+      Effect.flatMap(
+        headersFor(context, traced, { ...own, ...auth }),
+        (headers) =>
+          Http.execute(
+            context.client,
+            HttpClientRequest.post(context.url, { headers, body: traced === message ? body : HttpBody.text(JSON.stringify(traced), "application/json") }),
+            method
+          )
+      )))
 }
 
 // ---------------------------------------------------------------------------
@@ -945,7 +953,12 @@ export const call = (
       current: { method, id: 0 }
     }
     const timeout = opts.timeout === undefined ? DEFAULT_TIMEOUT : Duration.fromInputUnsafe(opts.timeout)
-    const running: Effect.Effect<unknown, FlatOneShotError> = run(context, originOf(target), opts.protocol ?? "auto", method, params, opts.inputSchema).pipe(
+    const running: Effect.Effect<unknown, FlatOneShotError> = ClientSpans.oneShot(
+      target,
+      method,
+      params,
+      run(context, originOf(target), opts.protocol ?? "auto", method, params, opts.inputSchema)
+    ).pipe(
       // Nobody observes a span per HTTP request of a one-shot call; skipping it keeps the call cheap.
       Effect.provideService(HttpClient.TracerDisabledWhen, constTrue)
     )

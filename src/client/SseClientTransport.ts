@@ -335,6 +335,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const transport: SseClientTransport = {
     ...core.service({ kind: "sse", request, notify }),
     kind: "sse",
+    url: sseUrl,
     endpoint: url
   }
   return transport

@@ -542,6 +542,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       setProtocolVersion
     }),
     kind: "streamable-http",
+    url,
     listen,
     listenerState: listener.state,
     sessionId: Effect.sync(() => session),

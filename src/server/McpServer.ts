@@ -69,6 +69,7 @@ import type * as StdioServerTransport from "./StdioServerTransport.ts"
 import type { MethodName } from "./Methods.ts"
 import * as Middleware from "./Middleware.ts"
 import * as Router from "./Router.ts"
+import * as ServerSpans from "./internal/ServerSpans.ts"
 import type { Implementation } from "../Implementation.ts"
 import type { RequestContext, SessionContext, SessionInfo } from "./RequestContext.ts"
 
@@ -968,6 +969,13 @@ const handlerOf = <R>(
     }
 
     const serve = (
+      request: JsonRpc.JsonRpcRequest,
+      hctx: HandlerContext,
+      session: Session
+    ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> =>
+      Effect.andThen(ServerSpans.protocolVersion(session.protocolVersion), serveInSession(request, hctx, session))
+
+    const serveInSession = (
       request: JsonRpc.JsonRpcRequest,
       hctx: HandlerContext,
       session: Session

@@ -8,7 +8,7 @@
  *
  * Ready-made pieces: `requirePrincipal` (authentication and authorization),
  * `rateLimit` (a token bucket per principal), `logging`, `provideService`.
- * Every request also runs in a span (`mcp tools/call echo`), whatever
+ * Every request also runs in a span (`tools/call echo`), whatever
  * middleware there is: see `requestSpan`.
  *
  * Notifications do not pass through middleware: they get no reply to refuse.
@@ -28,6 +28,7 @@ import type * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import type { HandlerContext } from "./Handler.ts"
+import * as ServerSpans from "./internal/ServerSpans.ts"
 
 // ---------------------------------------------------------------------------
 // Models
@@ -470,13 +471,18 @@ const outcomeOf = (exit: Exit.Exit<JsonRpc.JsonRpcResponse, unknown>): Outcome =
 }
 
 /**
- * Runs the serving of one request in a server span named `mcp <method>`
- * (with the tool or prompt name: `mcp tools/call echo`), with the attributes
- * `mcp.method.name`, `gen_ai.tool.name` / `gen_ai.prompt.name` /
- * `mcp.resource.uri`, `mcp.session.id`, `mcp.era`, `jsonrpc.request.id`,
- * `mcp.principal.id`, and at its end `mcp.outcome` (`Outcome`) and
- * `rpc.jsonrpc.error_code`. Spans go to the current `Tracer`; turn them off
- * with `References.TracerEnabled`.
+ * Runs the serving of one request in a server span, by OpenTelemetry's
+ * semantic conventions for MCP: named `{mcp.method.name} {target}`
+ * (`tools/call echo`, `tools/list`), kind SERVER, a child of the client span
+ * named by the request's `_meta.traceparent`, with `mcp.method.name`,
+ * `jsonrpc.request.id`, `gen_ai.tool.name` / `gen_ai.prompt.name` /
+ * `mcp.resource.uri`, `gen_ai.operation.name`, `mcp.protocol.version`,
+ * `mcp.session.id`, `network.transport`, `client.address`, and when it fails
+ * `error.type`, `rpc.response.status_code` and status ERROR; beside them
+ * `mcp.era`, `mcp.principal.id` and `mcp.outcome` (`Outcome`). See
+ * docs/observability.md. Nothing is done unless a tracer is installed
+ * (Effect's default tracer exports nothing); turn spans off with
+ * `References.TracerEnabled`.
  *
  * @since 0.1.0
  * @category utils
@@ -484,31 +490,7 @@ const outcomeOf = (exit: Exit.Exit<JsonRpc.JsonRpcResponse, unknown>): Outcome =
 export const requestSpan = <E, R>(
   request: McpRequest,
   effect: Effect.Effect<JsonRpc.JsonRpcResponse, E, R>
-): Effect.Effect<JsonRpc.JsonRpcResponse, E, R> => {
-  const attributes: Record<string, unknown> = {
-    "mcp.method.name": request.method,
-    "mcp.era": request.era,
-    "jsonrpc.request.id": String(request.id)
-  }
-  if (request.name !== undefined) {
-    const key = request.method === "tools/call"
-      ? "gen_ai.tool.name"
-      : request.method === "prompts/get"
-      ? "gen_ai.prompt.name"
-      : "mcp.resource.uri"
-    attributes[key] = request.name
-  }
-  if (request.sessionId !== undefined) attributes["mcp.session.id"] = request.sessionId
-  if (request.principal !== undefined) attributes["mcp.principal.id"] = request.principal
-  const annotated = Effect.onExit(effect, (exit) => {
-    const o = outcomeOf(exit)
-    return o.code === undefined
-      ? Effect.annotateCurrentSpan("mcp.outcome", o.outcome)
-      : Effect.annotateCurrentSpan({ "mcp.outcome": o.outcome, "rpc.jsonrpc.error_code": o.code })
-  })
-  // The stack of the call here names this module, never the server's code: not worth its cost per request.
-  return Effect.withSpan(annotated, `mcp ${title(request)}`, { kind: "server", attributes, captureStackTrace: false })
-}
+): Effect.Effect<JsonRpc.JsonRpcResponse, E, R> => ServerSpans.serve(request, effect)
 
 /**
  * Composes middleware around `serve` (the server without them): the last in
@@ -538,10 +520,7 @@ export const compose = <R>(
           const e = failure.error
           return Effect.succeed(JsonRpc.failure(request.id, e.code, e.rpcMessage, e.data))
         }
-        return Effect.as(
-          Effect.logError(`MCP middleware failed on ${request.method}`, Cause.pretty(cause)),
-          JsonRpc.internalError(request.id)
-        )
+        return Effect.as(ServerSpans.unexpectedFailure(request.method, cause), JsonRpc.internalError(request.id))
       })
   }
   const outer = app

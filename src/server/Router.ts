@@ -4,13 +4,15 @@
  * request into one reply with the JSON-RPC error rules: unknown method
  * -32601, params that do not decode -32602 (with the decoder's message), a
  * handler's `RpcError` as is, any other failure or defect -32603 without
- * details. Interruption (the client cancelled) is never turned into a reply.
+ * details (the cause is logged, reported to Effect's `ErrorReporter`s and
+ * set on the request's span). Interruption (the client cancelled) is never turned into a reply.
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as JsonRpc from "../JsonRpc.ts"
 import { RpcError } from "../McpError.ts"
+import * as ServerSpans from "./internal/ServerSpans.ts"
 
 /**
  * The entry of one request method: how its params are decoded, its result encoded, and who handles it.
@@ -151,6 +153,9 @@ export const invalidParams = (id: JsonRpc.RequestId, error: Schema.SchemaError):
 /**
  * Answers one request. Total: every failure and defect becomes an error
  * reply; only interruption passes through (so the transport drops the reply).
+ * A failure that is no `RpcError` (nor mapped to one) is answered -32603
+ * with no detail, and its cause is logged, reported through Effect's
+ * `ErrorReporter`s and set on the request's span.
  *
  * @since 0.1.0
  * @category utils
@@ -181,7 +186,7 @@ export const dispatch = <Ctx, R>(
               const e = mapped
               return Effect.succeed(JsonRpc.failure(request.id, e.code, e.rpcMessage, e.data))
             }
-            return Effect.succeed(JsonRpc.internalError(request.id))
+            return Effect.as(ServerSpans.unexpectedFailure(request.method, cause), JsonRpc.internalError(request.id))
           })
         )
     })

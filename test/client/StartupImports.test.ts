@@ -60,6 +60,18 @@ describe("start-up imports", () => {
     expect(loaded.filter((url) => /\/effect\/dist\/(http|net|encoding)\/index\.js$|\/encoding\/(Yaml|Zip|Tar)\.js$/.test(url))).toEqual([])
   }, 30_000)
 
+  it("servers, clients and the bridge load no exporter: tracing costs nothing until a Telemetry layer is built", () => {
+    const loaded = loadedBy(
+      "./src/server/McpServer.ts",
+      "./src/server/StdioServerTransport.ts",
+      "./src/client/McpClient.ts",
+      "./src/bridge/Bridge.ts",
+      "./src/Telemetry.ts"
+    )
+    expect(loaded.some((url) => url.endsWith("/src/Telemetry.ts"))).toBe(true)
+    expect(loaded.filter((url) => /\/effect\/dist\/observability\//.test(url))).toEqual([])
+  }, 30_000)
+
   it("McpClient loads effect/Schema and effect/ai/McpSchema when a client is made, not when it is imported", () => {
     const loaded = loadedBy("./src/client/McpClient.ts", "./src/client/StdioClientTransport.ts", "./src/client/NodeSpawner.ts")
     expect(loaded.some((url) => url.endsWith("/src/client/McpClient.ts"))).toBe(true)

@@ -5,7 +5,7 @@
  * in memory and over HTTP with an `authenticate` hook.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Fiber, Logger, References, Tracer } from "effect"
+import { Cause, Context, Deferred, Effect, Fiber, Logger, References, Tracer } from "effect"
 import { TestClock } from "effect/testing"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
@@ -372,27 +372,35 @@ describe("request spans", () => {
         yield* legacyCall(handler, 3, "admin", { principal: "alice" })
         yield* handler(JsonRpc.request(4, "tools/list", {}), contextOf({ principal: "bob" }))
       }).pipe(Effect.provideService(Tracer.Tracer, tracer))
-      expect(spans.map((s) => s.name)).toEqual(["mcp tools/call echo", "mcp tools/call boom", "mcp tools/call admin", "mcp tools/list"])
+      expect(spans.map((s) => s.name)).toEqual(["tools/call echo", "tools/call boom", "tools/call admin", "tools/list"])
       expect(spans.every((s) => s.kind === "server" && s.status._tag === "Ended")).toBe(true)
       const attrs = spans.map((s) => Object.fromEntries(s.attributes))
       expect(attrs[0]).toEqual({
         "mcp.method.name": "tools/call",
         "gen_ai.tool.name": "echo",
+        "gen_ai.operation.name": "execute_tool",
         "mcp.era": "legacy",
         "jsonrpc.request.id": "1",
         "mcp.session.id": "s1",
         "mcp.principal.id": "alice",
+        "mcp.protocol.version": expect.any(String),
         "mcp.outcome": "ok"
       })
       expect(attrs[1]).toMatchObject({
         "mcp.era": "modern",
+        "mcp.protocol.version": MODERN,
         "jsonrpc.request.id": "r-2",
         "mcp.outcome": "error",
-        "rpc.jsonrpc.error_code": -32050
+        "error.type": "-32050",
+        "rpc.response.status_code": "-32050"
       })
       expect(attrs[1]!["mcp.session.id"]).toBeUndefined()
+      // An error reply is a failed span, its status message the JSON-RPC message.
+      const status = spans[1]!.status
+      expect(status._tag === "Ended" && status.exit._tag === "Failure" ? Cause.squash(status.exit.cause) : undefined)
+        .toMatchObject({ message: "boom" })
       // Refused by the middleware: the span is around it.
-      expect(attrs[2]).toMatchObject({ "mcp.outcome": "error", "rpc.jsonrpc.error_code": Middleware.ErrorCode.Forbidden })
+      expect(attrs[2]).toMatchObject({ "mcp.outcome": "error", "error.type": String(Middleware.ErrorCode.Forbidden) })
       expect(attrs[3]).toMatchObject({ "mcp.method.name": "tools/list", "mcp.principal.id": "bob", "mcp.outcome": "ok" })
     }))
 
@@ -406,7 +414,7 @@ describe("request spans", () => {
         Effect.provideService(Tracer.Tracer, tracer)
       )
       expect(reply).toMatchObject({ result: { resultType: "input_required" } })
-      expect(spans.map((s) => [s.name, s.attributes.get("mcp.outcome")])).toEqual([["mcp tools/call counted", "input_required"]])
+      expect(spans.map((s) => [s.name, s.attributes.get("mcp.outcome")])).toEqual([["tools/call counted", "input_required"]])
     }))
 
   it.effect("an interrupted request (the client cancelled) ends its span with outcome interrupted", () =>
@@ -418,7 +426,7 @@ describe("request spans", () => {
       const fiber = yield* legacyCall(handler, 1, "wait").pipe(Effect.provideService(Tracer.Tracer, tracer), Effect.forkChild)
       yield* Deferred.await(started)
       yield* Fiber.interrupt(fiber)
-      expect(spans.map((s) => s.name)).toEqual(["mcp tools/call wait"])
+      expect(spans.map((s) => s.name)).toEqual(["tools/call wait"])
       expect(spans[0]!.status._tag).toBe("Ended")
       expect(spans[0]!.attributes.get("mcp.outcome")).toBe("interrupted")
     }))
@@ -435,9 +443,16 @@ describe("request spans", () => {
           expect(result.content).toEqual([{ type: "text", text: "hi" }])
         }
       }).pipe(Effect.scoped, Effect.provideService(Tracer.Tracer, tracer))
-      const calls = spans.filter((s) => s.name === "mcp tools/call echo").map((s) => s.attributes.get("mcp.era"))
+      const served = spans.filter((s) => s.kind === "server")
+      const calls = served.filter((s) => s.name === "tools/call echo").map((s) => s.attributes.get("mcp.era"))
       expect(calls).toEqual(["legacy", "modern"])
-      expect(spans.some((s) => s.name === "mcp initialize")).toBe(true)
+      expect(served.some((s) => s.name === "initialize")).toBe(true)
+      // The client's span of each call is the parent of the server's (the trace context went in `_meta`).
+      for (const call of served.filter((s) => s.name === "tools/call echo")) {
+        const parent = spans.find((s) => s.spanId === (call.parent._tag === "Some" ? call.parent.value.spanId : undefined))
+        expect(parent?.kind).toBe("client")
+        expect(parent?.name).toBe("tools/call echo")
+      }
     }))
 })
 

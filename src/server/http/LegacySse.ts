@@ -17,8 +17,10 @@
  * connection is cut and the session ends.
  */
 import * as Effect from "effect/Effect"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
+import * as ServerSpans from "../internal/ServerSpans.ts"
 import * as EraRouting from "./EraRouting.ts"
 import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
@@ -61,6 +63,9 @@ const sessionIdOf = (url: string): string | undefined => {
 }
 
 export const message = (env: Env): Guarded => (request, principal) =>
+  ServerSpans.withHttpPeer(request, messageOf(env, request, principal))
+
+const messageOf = (env: Env, request: HttpServerRequest.HttpServerRequest, principal: Security.Principal) =>
   Effect.gen(function*() {
     const id = sessionIdOf(request.url)
     if (id === undefined) return Security.invalid(400, "Bad Request: sessionId query parameter is required")

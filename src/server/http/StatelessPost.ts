@@ -21,6 +21,7 @@ import type { HandlerContext } from "../Handler.ts"
 import type { Env } from "./Guard.ts"
 import * as MetaHeaders from "./MetaHeaders.ts"
 import * as RequestBody from "./RequestBody.ts"
+import * as ServerSpans from "../internal/ServerSpans.ts"
 import type * as Security from "./Security.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
@@ -65,7 +66,7 @@ export const post = (
     }
 
     const run = <A, E>(effect: Effect.Effect<A, E>) =>
-      effect.pipe(Effect.updateContext((_: Context.Context<never>) => env.services))
+      effect.pipe(Effect.updateContext((current: Context.Context<never>) => ServerSpans.carryPeer(current, env.services)))
     // What a requestState is bound to: without it, a state one principal was issued replays for any other.
     const principalId = config.authenticate === undefined ? undefined : principal.id
 

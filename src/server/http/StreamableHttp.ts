@@ -22,6 +22,7 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
 import * as Metrics from "../../observability/Metrics.ts"
+import * as ServerSpans from "../internal/ServerSpans.ts"
 import * as EraRouting from "./EraRouting.ts"
 import type { Env, Guarded } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
@@ -89,6 +90,9 @@ const negotiatedVersion = (reply: JsonRpc.JsonRpcResponse): string | undefined =
 }
 
 export const post = (env: Env): Guarded => (request, principal) =>
+  ServerSpans.withHttpPeer(request, postMessages(env, request, principal))
+
+const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, principal: Security.Principal) =>
   Effect.gen(function*() {
     const { config, sessions } = env
     if (!RequestBody.isJsonContent(request.headers["content-type"])) {
