@@ -123,13 +123,13 @@ export const offer = <R>(
 
 /** Sends the task's status to the session each time it changes, until it is terminal or gone. */
 const statusFeed = (runner: Runner, taskId: string, notify: HandlerContext["notify"]): Effect.Effect<void> => {
-  let last: TaskWire.TaskStatus | undefined
+  // The status the CreateTaskResult told: the feed may start after the task moved on.
+  let last: TaskWire.TaskStatus = "working"
   return runner.store.changes(taskId).pipe(
     Stream.runForEach((r) => {
       const previous = last
       last = r.status
-      // The first record is the task as created, which the CreateTaskResult told.
-      if (previous === undefined || previous === r.status) return Effect.void
+      if (previous === r.status) return Effect.void
       return Effect.ignore(notify(TaskWire.CoreMethod.statusNotification, coreTask(r)))
     }),
     Effect.ignore
