@@ -60,7 +60,6 @@ import * as TaskMethods from "./internal/TaskMethods.ts"
 import * as TaskMethods2025 from "./internal/TaskMethods2025.ts"
 import * as TaskRunner from "./internal/TaskRunner.ts"
 import * as Catalogue from "./internal/Catalogue.ts"
-import { makeMemory as makeMemoryTaskStore, TaskStore } from "./TaskStore.ts"
 import * as TaskWire from "../TaskWire.ts"
 import { type DefinitionError, duplicate } from "./DefinitionError.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
@@ -203,7 +202,7 @@ export interface McpServerOptions {
  * @since 0.1.0
  * @category constants
  */
-export const DEFAULT_TASK_TTL_MS = 600_000
+export const DEFAULT_TASK_TTL_MS = TaskRunner.DEFAULT_TTL_MS
 
 /**
  * The default polling interval suggested for tasks: one second.
@@ -211,7 +210,7 @@ export const DEFAULT_TASK_TTL_MS = 600_000
  * @since 0.1.0
  * @category constants
  */
-export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000
+export const DEFAULT_TASK_POLL_INTERVAL_MS = TaskRunner.DEFAULT_POLL_INTERVAL_MS
 
 /**
  * The default `requestStateTtl`: 10 minutes.
@@ -402,25 +401,6 @@ export const capabilities = (server: McpServer<any>): Record<string, unknown> =>
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-/** The capabilities with the tasks extension declared. */
-const withTasksExtension = (declared: Record<string, unknown>): Record<string, unknown> => ({
-  ...declared,
-  extensions: { ...(isRecord(declared.extensions) ? declared.extensions : {}), [TaskWire.EXTENSION_ID]: {} }
-})
-
-/** A `tools/list` result of the stateless era, whose `Tool` has no `execution` (the extension replaces it). */
-const withoutExecution = (result: unknown): Record<string, unknown> => {
-  if (!isRecord(result) || !Array.isArray(result.tools)) return isRecord(result) ? result : {}
-  return {
-    ...result,
-    tools: result.tools.map((tool) => {
-      if (!isRecord(tool) || !("execution" in tool)) return tool
-      const { execution: _execution, ...rest } = tool
-      return rest
-    })
-  }
-}
-
 // ---------------------------------------------------------------------------
 // Lifecycle
 
@@ -600,7 +580,7 @@ export const inputKey = (key: string) => <A, E, R>(effect: Effect.Effect<A, E, R
  * @category utils
  */
 export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R>, never, Scope.Scope> =>
-  Effect.flatMap(taskRunner(server), (runner) => {
+  Effect.flatMap(TaskRunner.forServer(server, Catalogue.of(server)), (runner) => {
     const live = LiveCatalogue.make(server)
     const built = Effect.acquireRelease(handlerOf(live.server, runner), (built) => built.release)
     return Effect.map(built, ({ handle }): ServerHandle<R> => {
@@ -619,32 +599,6 @@ export const toHandler = <R>(server: McpServer<R>): Effect.Effect<ServerHandle<R
     })
   })
 
-/** Whether the server runs tasks: asked to, or a tool may run as one. */
-const runsTasks = (server: McpServer<any>): boolean =>
-  server.options.tasks !== undefined ||
-  Array.from(Catalogue.of(server).tools.values()).some((tool) => {
-    const execution = tool.definition.execution
-    return isRecord(execution) && (execution.taskSupport === "optional" || execution.taskSupport === "required")
-  })
-
-/** The task runner of a handle, over the `TaskStore` in context or one in memory; none when the server runs no tasks. */
-const taskRunner = (server: McpServer<any>): Effect.Effect<TaskRunner.Runner | undefined, never, Scope.Scope> =>
-  Effect.suspend(() => {
-    if (!runsTasks(server)) return Effect.succeed(undefined)
-    const tasks = server.options.tasks
-    const ttlMs = tasks?.ttl === null
-      ? null
-      : tasks?.ttl === undefined
-      ? DEFAULT_TASK_TTL_MS
-      : Math.round(Duration.toMillis(Duration.fromInputUnsafe(tasks.ttl)))
-    const pollIntervalMs = tasks?.pollInterval === undefined
-      ? DEFAULT_TASK_POLL_INTERVAL_MS
-      : Math.max(1, Math.round(Duration.toMillis(Duration.fromInputUnsafe(tasks.pollInterval))))
-    return Effect.flatMap(Effect.serviceOption(TaskStore), (store) =>
-      Effect.flatMap(store._tag === "Some" ? Effect.succeed(store.value) : makeMemoryTaskStore, (store) =>
-        TaskRunner.make(store, { ttlMs, pollIntervalMs })))
-  })
-
 const handlerOf = <R>(
   server: McpServer<R>,
   runner: TaskRunner.Runner | undefined
@@ -652,7 +606,7 @@ const handlerOf = <R>(
   Effect.sync(() => {
     const options = server.options
     const stateless = options.stateless !== false
-    const declared = runner === undefined ? capabilities(server) : withTasksExtension(capabilities(server))
+    const declared = runner === undefined ? capabilities(server) : TaskRunner.withExtension(capabilities(server))
     const enforce = options.enforceInitialized ?? true
     const notInitializedCode = options.notInitializedCode ?? DEFAULT_NOT_INITIALIZED_CODE
     const timeoutMs = options.clientRequestTimeout === undefined ? 60_000 : Duration.toMillis(options.clientRequestTimeout)
@@ -852,46 +806,29 @@ const handlerOf = <R>(
           return Effect.succeed(JsonRpc.success(request.id, discoverResult))
         case "subscriptions/listen": {
           const params = request.params as Record<string, unknown>
-          const taskIds = runner === undefined ? undefined : TaskMethods.requestedTaskIds(params.notifications)
-          if (taskIds !== undefined && runner !== undefined) {
-            if (!TaskWire.declares(meta.clientCapabilities)) return Effect.succeed(TaskMethods.listenRefused(request.id))
-            return Effect.flatMap(
-              TaskMethods.listen(runner, taskIds, TaskRunner.ownerKey(hctx.principal, undefined), request.id, hctx.notify),
-              ({ agreed, feed }): Effect.Effect<JsonRpc.JsonRpcResponse> => {
-                const held = subscriptions.hold(
-                  request.id,
-                  { ...Subscriptions.agree(params.notifications, declared), taskIds: agreed },
-                  hctx.notify,
-                  feed
-                )
-                if (held === undefined) {
-                  return Effect.succeed(JsonRpc.failure(request.id, JsonRpc.ErrorCode.InternalError, "The server is shutting down"))
-                }
-                return Effect.as(
-                  held,
-                  JsonRpc.success(request.id, {
-                    resultType: "complete",
-                    _meta: { ...serverInfoMeta, [RequestMeta.MetaKey.subscriptionId]: request.id }
-                  })
-                )
-              }
+          const listen = (tasks?: TaskMethods.TaskListen): Effect.Effect<JsonRpc.JsonRpcResponse> => {
+            const agreed = Subscriptions.agree(params.notifications, declared)
+            const held = subscriptions.hold(
+              request.id,
+              tasks === undefined ? agreed : { ...agreed, taskIds: tasks.agreed },
+              hctx.notify,
+              tasks?.feed
+            )
+            if (held === undefined) {
+              return Effect.succeed(JsonRpc.failure(request.id, JsonRpc.ErrorCode.InternalError, "The server is shutting down"))
+            }
+            return Effect.as(
+              held,
+              JsonRpc.success(request.id, {
+                resultType: "complete",
+                _meta: { ...serverInfoMeta, [RequestMeta.MetaKey.subscriptionId]: request.id }
+              })
             )
           }
-          const held = subscriptions.hold(
-            request.id,
-            Subscriptions.agree(params.notifications, declared),
-            hctx.notify
-          )
-          if (held === undefined) {
-            return Effect.succeed(JsonRpc.failure(request.id, JsonRpc.ErrorCode.InternalError, "The server is shutting down"))
-          }
-          return Effect.as(
-            held,
-            JsonRpc.success(request.id, {
-              resultType: "complete",
-              _meta: { ...serverInfoMeta, [RequestMeta.MetaKey.subscriptionId]: request.id }
-            })
-          )
+          const taskIds = runner === undefined ? undefined : TaskMethods.requestedTaskIds(params.notifications)
+          if (runner === undefined || taskIds === undefined) return listen()
+          if (!TaskWire.declares(meta.clientCapabilities)) return Effect.succeed(TaskMethods.listenRefused(request.id))
+          return Effect.flatMap(TaskMethods.listen(runner, taskIds, TaskRunner.ownerKey(hctx.principal, undefined), request.id, hctx.notify), listen)
         }
       }
       if (runner !== undefined && TaskMethods.handles(request.method)) {
@@ -1017,7 +954,7 @@ const handlerOf = <R>(
      * `resources/read`) the `resultCache` hints unless the handler gave its own.
      */
     const statelessResult = (method: string, result: unknown): Record<string, unknown> => {
-      const r = method === "tools/list" && runner !== undefined ? withoutExecution(result) : isRecord(result) ? result : {}
+      const r = method === "tools/list" && runner !== undefined ? TaskRunner.withoutExecution(result) : isRecord(result) ? result : {}
       const meta = { ...serverInfoMeta, ...(isRecord(r._meta) ? r._meta : {}) }
       return CACHEABLE.has(method)
         ? { resultType: "complete", ...resultCacheHints, ...r, _meta: meta }

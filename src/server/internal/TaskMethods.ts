@@ -102,6 +102,12 @@ export const requestedTaskIds = (notifications: unknown): ReadonlyArray<string> 
   return notifications.taskIds.filter((id): id is string => typeof id === "string")
 }
 
+/** The task part of a listen (see `listen`). */
+export interface TaskListen {
+  readonly agreed: ReadonlyArray<string>
+  readonly feed: Effect.Effect<void>
+}
+
 /**
  * The task part of a listen: the ids it agrees to (the tasks `owner` may
  * see), and the feed that sends each one's `notifications/tasks` (its
@@ -114,7 +120,7 @@ export const listen = (
   owner: string | undefined,
   subscriptionId: JsonRpc.RequestId,
   notify: (method: string, params?: unknown) => Effect.Effect<void, unknown>
-): Effect.Effect<{ readonly agreed: ReadonlyArray<string>; readonly feed: Effect.Effect<void> }> =>
+): Effect.Effect<TaskListen> =>
   Effect.map(
     Effect.forEach(taskIds, (id) => Effect.map(visible(runner, id, owner), (r) => (r === undefined ? [] : [id]))),
     (found) => {

@@ -15,6 +15,7 @@ import { randomBytes } from "node:crypto"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as FiberMap from "effect/FiberMap"
@@ -24,7 +25,8 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import { CapabilityNotSupported, RpcError } from "../../McpError.ts"
 import * as TaskWire from "../../TaskWire.ts"
 import type { RequestContext } from "../RequestContext.ts"
-import type { TaskRecord, TaskStoreShape } from "../TaskStore.ts"
+import { makeMemory, type TaskRecord, TaskStore, type TaskStoreShape } from "../TaskStore.ts"
+import type { Catalogue } from "./Catalogue.ts"
 import { InputKey } from "./Rounds.ts"
 
 type Json = Record<string, unknown>
@@ -317,3 +319,61 @@ export const escalate = <A, E, R>(
 /** Answers an escalated call with its `CreateTaskResult`. */
 export const catchEscalation = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A | Json, E, R> =>
   Effect.catchDefect(effect, (defect) => (defect instanceof Escalated ? Effect.succeed(defect.created) : Effect.die(defect)))
+
+export const DEFAULT_TTL_MS = 600_000
+export const DEFAULT_POLL_INTERVAL_MS = 1_000
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** What a server's options say of tasks (`McpServerOptions.tasks`). */
+export interface TasksOption {
+  readonly ttl?: Duration.Input | null | undefined
+  readonly pollInterval?: Duration.Input | undefined
+}
+
+/**
+ * The runner of a handle, over the `TaskStore` in context or one in memory;
+ * none when the server runs no tasks (no `tasks` option, no tool that may run as one).
+ */
+export const forServer = (
+  server: { readonly options: { readonly tasks?: TasksOption | undefined } },
+  catalogue: Catalogue<any>
+): Effect.Effect<Runner | undefined, never, Scope.Scope> =>
+  Effect.suspend(() => {
+    const tasks = server.options.tasks
+    const taskTools = Array.from(catalogue.tools.values()).some((tool) => {
+      const execution = tool.definition.execution
+      return isRecord(execution) && (execution.taskSupport === "optional" || execution.taskSupport === "required")
+    })
+    if (tasks === undefined && !taskTools) return Effect.succeed(undefined)
+    const ttlMs = tasks?.ttl === null
+      ? null
+      : tasks?.ttl === undefined
+      ? DEFAULT_TTL_MS
+      : Math.round(Duration.toMillis(Duration.fromInputUnsafe(tasks.ttl)))
+    const pollIntervalMs = tasks?.pollInterval === undefined
+      ? DEFAULT_POLL_INTERVAL_MS
+      : Math.max(1, Math.round(Duration.toMillis(Duration.fromInputUnsafe(tasks.pollInterval))))
+    return Effect.flatMap(Effect.serviceOption(TaskStore), (found) =>
+      Effect.flatMap(found._tag === "Some" ? Effect.succeed(found.value) : makeMemory, (store) =>
+        make(store, { ttlMs, pollIntervalMs })))
+  })
+
+/** The capabilities with the extension declared under `extensions`. */
+export const withExtension = (declared: Record<string, unknown>): Record<string, unknown> => ({
+  ...declared,
+  extensions: { ...(isRecord(declared.extensions) ? declared.extensions : {}), [TaskWire.EXTENSION_ID]: {} }
+})
+
+/** A `tools/list` result of the stateless era: its `Tool` has no `execution` (the extension replaces it). */
+export const withoutExecution = (result: unknown): Record<string, unknown> => {
+  if (!isRecord(result) || !Array.isArray(result.tools)) return isRecord(result) ? result : {}
+  return {
+    ...result,
+    tools: result.tools.map((tool) => {
+      if (!isRecord(tool) || !("execution" in tool)) return tool
+      const { execution: _execution, ...rest } = tool
+      return rest
+    })
+  }
+}

@@ -120,16 +120,18 @@ describe("tasks: cancellation, TTL, the request's end", () => {
       expect(yield* Deferred.isDone(probes.interrupted)).toBe(false)
     }).pipe(Effect.scoped))
 
-  it.effect("progress inside a task becomes its statusMessage", () =>
+  it.effect("progress inside a task becomes its statusMessage, and no notifications/progress is sent", () =>
     Effect.gen(function*() {
-      const { probes, result } = yield* setup()
-      const created = yield* result("tools/call", { name: "progress", arguments: {} })
+      const { probes, result, notes } = yield* setup({ tasks: { ttl: null } })
+      const created = yield* result("tools/call", { name: "progress", arguments: {}, _meta: { progressToken: "p" } })
+      expect(created.ttlMs).toBeNull()
       let task = yield* result("tasks/get", { taskId: created.taskId })
       for (let i = 0; i < 1000 && task.statusMessage === undefined; i++) {
         yield* Effect.yieldNow
         task = yield* result("tasks/get", { taskId: created.taskId })
       }
       expect(task).toMatchObject({ status: "working", statusMessage: "half way" })
+      expect(yield* Queue.size(notes)).toBe(0)
       yield* Deferred.succeed(probes.release, undefined)
     }).pipe(Effect.scoped))
 })

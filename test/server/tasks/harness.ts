@@ -88,7 +88,13 @@ export const makeDriver = (handler: McpServer.ServerHandle<never>["handler"]) =>
         const id = nextId++
         const withMeta = caller.capabilities === undefined
           ? params
-          : { ...params, _meta: RequestMeta.requestMeta({ protocolVersion: "2026-07-28", clientCapabilities: caller.capabilities }) }
+          : {
+            ...params,
+            _meta: {
+              ...(params._meta as object | undefined),
+              ...RequestMeta.requestMeta({ protocolVersion: "2026-07-28", clientCapabilities: caller.capabilities })
+            }
+          }
         return Effect.map(handler(JsonRpc.request(id, method, withMeta) as JsonRpc.JsonRpcRequest, context(caller, id)), (r) => r as any)
       })
     const notify = (method: string, params: Record<string, unknown>, caller: Caller) =>
