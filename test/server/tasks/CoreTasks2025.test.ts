@@ -11,8 +11,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Queue } from "effect"
 import * as JsonRpc from "../../../src/JsonRpc.ts"
+import { RequestTimeout } from "../../../src/McpError.ts"
 import type { HandlerContext } from "../../../src/server/Handler.ts"
 import * as McpServer from "../../../src/server/McpServer.ts"
+import * as TaskStore from "../../../src/server/TaskStore.ts"
 import * as TaskWire from "../../../src/TaskWire.ts"
 import { makeProbes, makeServer, PLAIN, TASKS } from "./harness.ts"
 
@@ -23,10 +25,18 @@ interface Asked {
   readonly params: any
 }
 
-const setup = (options: Partial<McpServer.McpServerOptions> = {}) =>
+interface Setup {
+  /** A store in place of the in-memory one. */
+  readonly store?: TaskStore.TaskStoreShape | undefined
+  /** The client answers sampling with an error (a timeout). */
+  readonly refuseSampling?: boolean | undefined
+}
+
+const setup = (options: Partial<McpServer.McpServerOptions> = {}, setupOptions: Setup = {}) =>
   Effect.gen(function*() {
     const probes = yield* makeProbes
-    const handle = yield* McpServer.toHandler(makeServer(probes, options))
+    const built = McpServer.toHandler(makeServer(probes, options))
+    const handle = yield* (setupOptions.store === undefined ? built : Effect.provideService(built, TaskStore.TaskStore, setupOptions.store))
     const notes = yield* Queue.unbounded<{ readonly method: string; readonly params: any }>()
     const asked = yield* Queue.unbounded<Asked>()
     const context = (sessionId: string, id: JsonRpc.RequestId | undefined, principal?: string): HandlerContext => ({
@@ -36,7 +46,9 @@ const setup = (options: Partial<McpServer.McpServerOptions> = {}) =>
       notify: (method, params) => Queue.offer(notes, { method, params }).pipe(Effect.asVoid),
       // The client answers every elicitation with "ada" and every sampling with "hello".
       request: (method, params) =>
-        Effect.as(
+        method === "sampling/createMessage" && setupOptions.refuseSampling === true
+          ? Effect.andThen(Queue.offer(asked, { method, params }), Effect.fail(new RequestTimeout({ method, id: 0, timeoutMs: 1 })))
+          : Effect.as(
           Queue.offer(asked, { method, params }),
           method === "elicitation/create"
             ? { action: "accept", content: { name: "ada" } }
@@ -206,6 +218,37 @@ describe("2025-11-25 core tasks", () => {
       expect((yield* result("tasks/list", {}, "s2", "bob")).tasks).toEqual([])
       expect((yield* result("tasks/get", { taskId: task.taskId }, "s", "alice")).status).toBe("working")
       yield* Deferred.succeed(probes.release, undefined)
+    }).pipe(Effect.scoped))
+
+  it.effect("a client's error answer to an ask fails the task rather than leave it waiting", () =>
+    Effect.gen(function*() {
+      const { open, result, send, asked } = yield* setup({}, { refuseSampling: true })
+      yield* open()
+      const { task } = yield* result("tools/call", { name: "ask", arguments: {}, task: {} })
+      const reply = yield* send("tasks/result", { taskId: task.taskId })
+      expect(reply.error.code).toBe(-32602)
+      expect((yield* result("tasks/get", { taskId: task.taskId })).status).toBe("failed")
+      expect((yield* Queue.take(asked)).method).toBe("elicitation/create")
+      expect((yield* Queue.take(asked)).method).toBe("sampling/createMessage")
+    }).pipe(Effect.scoped))
+
+  it.effect("a store that cannot list its tasks: capabilities.tasks without list, and tasks/list is -32601", () =>
+    Effect.gen(function*() {
+      const { list: _list, ...store } = yield* TaskStore.makeMemory
+      const { open, result, send } = yield* setup({}, { store })
+      expect((yield* open()).capabilities.tasks).toEqual({ cancel: {}, requests: { tools: { call: {} } } })
+      expect((yield* send("tasks/list", {})).error.code).toBe(-32601)
+      const { task } = yield* result("tools/call", { name: "tool_error", arguments: {}, task: {} })
+      expect((yield* result("tasks/result", { taskId: task.taskId })).isError).toBe(true)
+    }).pipe(Effect.scoped))
+
+  it.effect("a request without a string taskId is -32602", () =>
+    Effect.gen(function*() {
+      const { open, send } = yield* setup()
+      yield* open()
+      for (const method of ["tasks/get", "tasks/result", "tasks/cancel"]) {
+        expect((yield* send(method, {})).error.code).toBe(-32602)
+      }
     }).pipe(Effect.scoped))
 
   it.effect("a 2025-11-25 client that declares the extension is served the extension, not the core tasks", () =>
