@@ -115,9 +115,34 @@ export const offer = <R>(
   }
   if (support === "forbidden") return Effect.fail(methodNotFound("Method not found: this tool cannot be called as a task"))
   const owner = ownerKey(ctx.principal, ctx.sessionId)
-  return Effect.flatMap(runner.start(owner, body, ctx, augmentation.ttlMs), (created) => {
+  return Effect.flatMap(runner.start(owner, (c) => body(withProgress(c, ctx)), ctx, augmentation.ttlMs), (created) => {
     const taskId = created.taskId as string
     return Effect.as(runner.detach(statusFeed(runner, taskId, ctx.notify)), nested(created))
+  })
+}
+
+/**
+ * The task's context with its progress also sent as `notifications/progress`
+ * under the creating request's token: a task-augmented request keeps its
+ * token for the task's life (2025-11-25). The handler runs only while the
+ * task is not terminal, so none is sent after.
+ */
+const withProgress = (task: RequestContext, request: RequestContext): RequestContext => {
+  const token = request.progressToken
+  if (token === undefined) return task
+  const progress: RequestContext["progress"] = (value, o) =>
+    Effect.andThen(
+      task.progress(value, o),
+      Effect.ignore(request.notify("notifications/progress", {
+        progressToken: token,
+        progress: value,
+        ...(o?.total === undefined ? {} : { total: o.total }),
+        ...(o?.message === undefined ? {} : { message: o.message })
+      }))
+    )
+  // A proxy, not a copy: the context's members are getters over its private state.
+  return new Proxy(task, {
+    get: (target, key) => (key === "progress" ? progress : Reflect.get(target, key, target))
   })
 }
 

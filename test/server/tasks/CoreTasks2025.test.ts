@@ -184,6 +184,18 @@ describe("2025-11-25 core tasks", () => {
       expect(note).toMatchObject({ method: "notifications/tasks/status", params: { taskId: task.taskId, status: "completed" } })
     }).pipe(Effect.scoped))
 
+  it.effect("progress inside the task goes out under the creating request's token and sets the statusMessage", () =>
+    Effect.gen(function*() {
+      const { probes, open, result, notes } = yield* setup()
+      yield* open()
+      const { task } = yield* result("tools/call", { name: "progress", arguments: {}, task: {}, _meta: { progressToken: "p1" } })
+      const note = yield* Queue.take(notes)
+      expect(note).toEqual({ method: "notifications/progress", params: { progressToken: "p1", progress: 1, total: 2, message: "half way" } })
+      expect((yield* result("tasks/get", { taskId: task.taskId })).statusMessage).toBe("half way")
+      yield* Deferred.succeed(probes.release, undefined)
+      expect((yield* result("tasks/result", { taskId: task.taskId })).content).toEqual([{ type: "text", text: "done" }])
+    }).pipe(Effect.scoped))
+
   it.effect("tasks/list pages through the caller's tasks only", () =>
     Effect.gen(function*() {
       const { open, result, send } = yield* setup()
