@@ -363,3 +363,106 @@ export const ROUTED_BY_TASK_ID: ReadonlyArray<string> = [Method.get, Method.upda
  */
 export const routingName = (method: string, params: unknown): string | undefined =>
   ROUTED_BY_TASK_ID.includes(method) ? RequestMeta.nameOf(method, params) : undefined
+
+// ---------------------------------------------------------------------------
+// The 2025-11-25 experimental core tasks: the older dialect of the same task
+// model, served to handshake-era sessions of that revision which did not
+// declare the extension (`params.task` on `tools/call`, a nested
+// `CreateTaskResult`, `tasks/result`, `tasks/list`, `ttl`/`pollInterval`).
+
+/**
+ * The protocol revision whose core carries the experimental tasks.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const CORE_TASKS_VERSION = "2025-11-25"
+
+/**
+ * The `_meta` key tying a message to a task (2025-11-25): `{ taskId }`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const RELATED_TASK_META_KEY = "io.modelcontextprotocol/related-task"
+
+/**
+ * The methods of the 2025-11-25 tasks and their notification.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const CoreMethod = {
+  get: "tasks/get",
+  result: "tasks/result",
+  list: "tasks/list",
+  cancel: "tasks/cancel",
+  statusNotification: "notifications/tasks/status"
+} as const
+
+/**
+ * A task as the 2025-11-25 schema has it (`Task`): `ttl` and `pollInterval`
+ * in milliseconds, no result or input requests inlined.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CoreTask = Schema.Struct({
+  taskId: Schema.String,
+  status: TaskStatus,
+  statusMessage: Schema.optionalKey(Schema.String),
+  createdAt: Schema.String,
+  lastUpdatedAt: Schema.String,
+  ttl: Schema.NullOr(Schema.Int),
+  pollInterval: Schema.optionalKey(Schema.Int)
+})
+
+/**
+ * A 2025-11-25 task.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CoreTask extends Schema.Schema.Type<typeof CoreTask> {}
+
+/**
+ * The `params.task` of a task-augmented request (2025-11-25): the TTL asked for.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CoreTaskMetadata = Schema.Struct({ ttl: Schema.optionalKey(Schema.Int) })
+
+/**
+ * The answer to a task-augmented request (2025-11-25).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CoreCreateTaskResult = Schema.Struct({ task: CoreTask, _meta: Schema.optionalKey(JsonObject) })
+
+/**
+ * The answer to `tasks/list` (2025-11-25).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CoreListTasksResult = Schema.Struct({
+  tasks: Schema.Array(CoreTask),
+  nextCursor: Schema.optionalKey(Schema.String),
+  _meta: Schema.optionalKey(JsonObject)
+})
+
+/**
+ * The server capability of the 2025-11-25 tasks (`capabilities.tasks`):
+ * `tasks/cancel`, task-augmented `tools/call`, and `tasks/list` when the
+ * server can list its tasks.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const coreCapability = (list: boolean): Record<string, unknown> => ({
+  ...(list ? { list: {} } : {}),
+  cancel: {},
+  requests: { tools: { call: {} } }
+})

@@ -59,6 +59,7 @@ import { InputKey, Rounds } from "./internal/Rounds.ts"
 import * as SessionStore from "./internal/SessionStore.ts"
 import * as Subscriptions from "./internal/Subscriptions.ts"
 import * as TaskMethods from "./internal/TaskMethods.ts"
+import * as TaskMethods2025 from "./internal/TaskMethods2025.ts"
 import * as TaskRunner from "./internal/TaskRunner.ts"
 import * as Catalogue from "./internal/Catalogue.ts"
 import * as TaskWire from "../TaskWire.ts"
@@ -667,7 +668,9 @@ const handlerOf = <R>(
     const initializeResult = (version: ProtocolVersion.ProtocolVersion) => {
       const result: Record<string, unknown> = {
         protocolVersion: version,
-        capabilities: declared,
+        capabilities: runner !== undefined && version === TaskWire.CORE_TASKS_VERSION
+          ? { ...declared, tasks: TaskWire.coreCapability(runner.store.list !== undefined) }
+          : declared,
         serverInfo: options.serverInfo
       }
       if (options.instructions !== undefined) result.instructions = options.instructions
@@ -968,6 +971,7 @@ const handlerOf = <R>(
         : { resultType: "complete", ...r, _meta: meta }
     }
 
+    /** A session of the 2025-11-25 tasks: their methods, and `tools/call` told what `params.task` asks. */
     const serve = (
       request: JsonRpc.JsonRpcRequest,
       hctx: HandlerContext,
@@ -976,6 +980,22 @@ const handlerOf = <R>(
       Effect.andThen(ServerSpans.protocolVersion(session.protocolVersion), serveInSession(request, hctx, session))
 
     const serveInSession = (
+      request: JsonRpc.JsonRpcRequest,
+      hctx: HandlerContext,
+      session: Session
+    ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+      if (runner === undefined || !TaskMethods2025.speaks(session)) return serveSession(request, hctx, session)
+      if (TaskMethods2025.handles(request.method)) return TaskMethods2025.serve(runner, request, hctx)
+      return request.method === "tools/call"
+        ? Effect.provideService(
+          serveSession(request, hctx, session),
+          TaskMethods2025.CurrentAugmentation,
+          TaskMethods2025.augmentationOf(request.params)
+        )
+        : serveSession(request, hctx, session)
+    }
+
+    const serveSession = (
       request: JsonRpc.JsonRpcRequest,
       hctx: HandlerContext,
       session: Session

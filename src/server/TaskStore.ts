@@ -98,6 +98,11 @@ export interface TaskStoreShape {
   readonly changes: (taskId: string) => Stream.Stream<TaskRecord, TaskStoreError>
   /** Forgets a task now (its TTL is the usual way). */
   readonly remove: (taskId: string) => Effect.Effect<void, TaskStoreError>
+  /**
+   * Every live task, when the store can enumerate them (`tasks/list` of the
+   * 2025-11-25 tasks is served only then).
+   */
+  readonly list?: (() => Effect.Effect<ReadonlyArray<TaskRecord>, TaskStoreError>) | undefined
 }
 
 /**
@@ -174,7 +179,13 @@ export const makeMemory: Effect.Effect<TaskStoreShape, never, Scope.Scope> = Eff
         )
         return Stream.concat(Stream.succeed(current), later).pipe(Stream.takeUntil((r) => isTerminal(r.status)))
       })),
-    remove: drop
+    remove: drop,
+    list: () =>
+      Effect.map(Clock.currentTimeMillis, (now) =>
+        Array.from(records.keys()).flatMap((taskId) => {
+          const record = read(taskId, now)
+          return record === undefined ? [] : [record]
+        }))
   }
   return store
 })

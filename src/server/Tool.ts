@@ -25,6 +25,7 @@ import { RpcError } from "../McpError.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import { DefinitionError } from "./DefinitionError.ts"
 import * as Catalogue from "./internal/Catalogue.ts"
+import * as TaskMethods2025 from "./internal/TaskMethods2025.ts"
 import * as TaskRunner from "./internal/TaskRunner.ts"
 import * as JsonSchema from "./JsonSchema.ts"
 import type { ClientCallError, McpServer, RequestContext } from "./McpServer.ts"
@@ -311,7 +312,7 @@ export const add = <
     escalates
       ? TaskRunner.catchEscalation(Effect.provideService(finish(handler(params as never, context)), TaskRunner.CurrentFinish, finish))
       : finish(handler(params as never, context))
-  const run = taskSupport === "forbidden"
+  const runExtension = taskSupport === "forbidden"
     ? runInline
     : escalates
     ? (params: unknown, context: RequestContext) =>
@@ -321,6 +322,20 @@ export const add = <
           : runInline(params, context))
     : (params: unknown, context: RequestContext) =>
       TaskRunner.offer(taskSupport, (c) => runInline(params, c), context)
+  // A session of the 2025-11-25 tasks asks for a task with `params.task` (the server provides what it asked).
+  const run = (params: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> =>
+    Effect.flatMap(TaskMethods2025.CurrentAugmentation, (augmentation) =>
+      Effect.flatMap(TaskRunner.CurrentRunner, (runner: TaskRunner.Runner | undefined) =>
+        augmentation === undefined || runner === undefined
+          ? runExtension(params, context)
+          : TaskMethods2025.offer(
+            runner,
+            taskSupport,
+            augmentation,
+            (c) => runInline(params, c),
+            runExtension(params, context),
+            context
+          )))
 
   const call = (args: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> => {
     const decoded = decodeArguments(args)

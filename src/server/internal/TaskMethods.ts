@@ -75,7 +75,7 @@ export const serve = (
  * issued, answered already, or superseded); the task is back to `working`
  * once none is outstanding.
  */
-const update = (runner: Runner, taskId: string, responses: Record<string, unknown>) =>
+export const update = (runner: Runner, taskId: string, responses: Record<string, unknown>) =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.orDie(runner.store.compareAndSet(taskId, ["input_required"], (r): TaskRecord => {
     const outstanding = { ...r.inputRequests }
     const received = { ...r.inputResponses }

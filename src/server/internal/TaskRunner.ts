@@ -123,8 +123,12 @@ export interface Runner {
   readonly start: <R>(
     owner: string | undefined,
     body: (ctx: RequestContext) => Effect.Effect<Json, unknown, R>,
-    ctx: RequestContext
+    ctx: RequestContext,
+    /** A TTL the client asked for: granted up to the server's. */
+    requestedTtlMs?: number | undefined
   ) => Effect.Effect<Json, never, R>
+  /** Runs `effect` in the runner's scope, past the request that started it (a task's status feed). */
+  readonly detach: (effect: Effect.Effect<void>) => Effect.Effect<void>
   /** Marks the task cancelled (unless it is terminal already) and interrupts its handler. */
   readonly cancel: (taskId: string) => Effect.Effect<void>
   /** How many handlers run now. */
@@ -142,6 +146,7 @@ export const CurrentRunner = Context.Reference<Runner | undefined>("effect-mcp-t
 export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effect<Runner, never, Scope.Scope> =>
   Effect.gen(function*() {
     const fibers = yield* FiberMap.make<string>()
+    const scope = yield* Effect.scope
     const orDie = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
     const transition = (taskId: string, next: (r: TaskRecord, now: number) => TaskRecord) =>
@@ -210,16 +215,21 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
     const status = (taskId: string) => (message: string) =>
       Effect.asVoid(transition(taskId, (r) => ({ ...r, statusMessage: message })))
 
-    const start: Runner["start"] = (owner, body, ctx) =>
+    const start: Runner["start"] = (owner, body, ctx, requestedTtlMs) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
+        const ttlMs = requestedTtlMs === undefined || requestedTtlMs < 1
+          ? options.ttlMs
+          : options.ttlMs === null
+          ? requestedTtlMs
+          : Math.min(requestedTtlMs, options.ttlMs)
         const record: TaskRecord = {
           taskId: newTaskId(),
           owner,
           status: "working",
           createdAt: now,
           lastUpdatedAt: now,
-          ttlMs: options.ttlMs,
+          ttlMs,
           pollIntervalMs: options.pollIntervalMs,
           inputRequests: {},
           inputResponses: {},
@@ -233,7 +243,7 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
           Effect.flatMap((exit) => settle(taskId, exit))
         )
         // The TTL bounds the handler too: when it passes, the handler is interrupted and the store forgets the task.
-        const bounded = options.ttlMs === null ? run : Effect.raceFirst(run, Effect.sleep(options.ttlMs))
+        const bounded = ttlMs === null ? run : Effect.raceFirst(run, Effect.sleep(ttlMs))
         yield* FiberMap.run(fibers, taskId, bounded)
         return created(record)
       })
@@ -244,7 +254,9 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
         FiberMap.remove(fibers, taskId)
       )
 
-    return { store, start, cancel, running: FiberMap.size(fibers) }
+    const detach = (effect: Effect.Effect<void>) => Effect.asVoid(Effect.forkIn(effect, scope))
+
+    return { store, start, detach, cancel, running: FiberMap.size(fibers) }
   })
 
 /** Whether the client of this request declared the extension (on the request, or at its `initialize`). */
