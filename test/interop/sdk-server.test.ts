@@ -96,7 +96,12 @@ const handshake = (client: Client, events: Events, mode: Mode) =>
       const seen = yield* events.waitFor((e) => e.startsWith("client:"))
       expect(JSON.parse(seen.slice("client:".length))).toEqual({
         info: CLIENT_INFO,
-        capabilities: { roots: { listChanged: true }, sampling: {}, elicitation: { form: {} } }
+        capabilities: {
+          roots: { listChanged: true },
+          sampling: {},
+          elicitation: { form: {} },
+          extensions: { "io.modelcontextprotocol/tasks": {} }
+        }
       })
     }
     yield* client.ping()

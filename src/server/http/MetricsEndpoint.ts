@@ -5,15 +5,21 @@
  */
 import * as Effect from "effect/Effect"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
-import * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
+import type * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
 import type { StreamLoad } from "../../observability/Metrics.ts"
 import type { Guarded } from "./Guard.ts"
 import type { Session } from "./Sessions.ts"
 
-/** The text exposition of every metric in the registry of the fiber serving the scrape. */
+/**
+ * The text exposition of every metric in the registry of the fiber serving
+ * the scrape. The formatter is loaded at the first scrape: a server that is
+ * never scraped does not load it.
+ */
 export const scrape = (options: PrometheusMetrics.FormatOptions | undefined): Guarded => () =>
-  Effect.map(PrometheusMetrics.format(options), (body) =>
-    HttpServerResponse.text(body, { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
+  Effect.promise(() => import("effect/observability/PrometheusMetrics")).pipe(
+    Effect.flatMap((Prometheus) => Prometheus.format(options)),
+    Effect.map((body) => HttpServerResponse.text(body, { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
+  )
 
 /**
  * The streams of `sessions` with a connection attached, and the bytes all of
