@@ -10,6 +10,7 @@ import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, ConfigProvider, Deferred, Effect, ErrorReporter, Logger, Schedule, Tracer } from "effect"
 import { TestClock } from "effect/testing"
+import * as McpClient from "../../src/client/McpClient.ts"
 import * as McpManager from "../../src/client/McpManager.ts"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as ClientSpans from "../../src/client/internal/ClientSpans.ts"
@@ -138,6 +139,27 @@ describe("no failure unseen", () => {
       expect(Object.fromEntries(attempts[1]!.attributes)).toMatchObject({ "mcp.manager.attempt": 2, "mcp.manager.reconnect": true })
       expect(attempts[0]!.status._tag === "Ended" && attempts[0]!.status.exit._tag).toBe("Failure")
     }))
+
+  for (const protocol of ["auto", "2025-11-25"] as const) {
+    it.effect(`McpClient's negotiation is one connect span, the probe and the handshake under it (${protocol})`, () =>
+      Effect.gen(function*() {
+        const { spans, tracer } = recordingTracer()
+        const { handler } = yield* McpServer.toHandler(
+          McpServer.make({ serverInfo: { name: "plain", version: "1.0.0" } })
+        )
+        yield* Effect.gen(function*() {
+          const pair = yield* InMemoryTransport.makePair(handler)
+          yield* McpClient.fromTransport(pair.client, { protocol, listen: false })
+        }).pipe(Effect.scoped, Effect.provideService(Tracer.Tracer, tracer))
+        const connect = spans.filter((s) => s.name === "connect")
+        expect(connect).toHaveLength(1)
+        const children = spans.filter((s) => s.kind === "client" && s.parent._tag === "Some" && s.parent.value.spanId === connect[0]!.spanId)
+        // Our server answers the probe: the stateless era, no handshake; pinned to a handshake revision, no probe.
+        expect(children.map((s) => s.name)).toContain(protocol === "auto" ? "server/discover" : "initialize")
+        expect(connect[0]!.attributes.get("mcp.protocol.version")).toEqual(expect.any(String))
+        expect(connect[0]!.attributes.get("mcp.era")).toBe(protocol === "auto" ? "modern" : "legacy")
+      }))
+  }
 
   it.effect("with no tracer installed, the failure is still logged and reported", () =>
     Effect.gen(function*() {
