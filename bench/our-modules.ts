@@ -30,3 +30,4 @@ export const loadBridge = () => load<typeof import("../src/bridge/Bridge.ts")>("
 
 export const loadOneShot = () => load<typeof import("../src/client/OneShot.ts")>("client/OneShot")
 export const loadTool = () => load<typeof import("../src/server/Tool.ts")>("server/Tool")
+export const loadMetrics = () => load<typeof import("../src/observability/Metrics.ts")>("observability/Metrics")

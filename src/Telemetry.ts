@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as McpSpan from "./internal/McpSpan.ts"
+import * as Metrics from "./observability/Metrics.ts"
 
 /**
  * The wire format of OTLP/HTTP: `"http/json"` or `"http/protobuf"`.
@@ -51,7 +52,8 @@ export interface OtlpOptions {
 /**
  * Export over OTLP/HTTP for as long as the layer lives: installs Effect's
  * OTLP tracer (so servers and clients make their spans), logger and
- * metrics exporter, sending with `fetch`. Closing the layer sends what is
+ * metrics exporter, sending with `fetch`, and turns the runtime's metrics
+ * on (`Metrics.layerEnabled`) so that there are metrics to export. Closing the layer sends what is
  * left. The exporter modules are loaded when the layer is built.
  *
  * @example
@@ -71,7 +73,7 @@ export const layerOtlp = (options: OtlpOptions): Layer.Layer<never> =>
       import("effect/observability/OtlpSerialization"),
       import("effect/http/FetchHttpClient")
     ])
-    return Otlp.layer({
+    const exporters = Otlp.layer({
       baseUrl: options.endpoint,
       resource: {
         serviceName: options.serviceName ?? "effect-mcp-transport",
@@ -86,6 +88,7 @@ export const layerOtlp = (options: OtlpOptions): Layer.Layer<never> =>
       Layer.provide(options.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
       Layer.provide(FetchHttpClient.layer)
     ) as Layer.Layer<never>
+    return Layer.merge(exporters, Metrics.layerEnabled)
   }))
 
 /**

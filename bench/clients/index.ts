@@ -9,6 +9,7 @@ export const loaders: Record<string, Loader> = {
   raw: () => import("./raw.ts"),
   ours: () => import("./ours.ts"),
   "ours-mcp": () => import("./ours-mcp.ts"),
+  "ours-mcp-telemetry": () => import("./ours-mcp-telemetry.ts"),
   sdk: () => import("./sdk.ts"),
   "sdk-transport": () => import("./sdk-transport.ts"),
   "effect-ai": () => import("./effect-ai.ts"),

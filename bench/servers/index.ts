@@ -10,6 +10,7 @@ export const servers: Record<string, string> = {
   "ours-handler": here("./ours-handler.ts"),
   "ours-typed": here("./ours-typed.ts"),
   "ours-tool": here("./ours-tool.ts"),
+  "ours-tool-telemetry": here("./ours-tool-telemetry.ts"),
   sdk: here("./sdk.ts")
 }
 

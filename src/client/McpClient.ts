@@ -691,51 +691,55 @@ const build = Effect.fnUntraced(function*(
       return { init, version: statelessVersion as ProtocolVersion.AnyVersion, schemas }
     })
 
-  let era: ProtocolVersion.Era
-  let discovered: unknown
-  let established: { init: McpSchema.InitializeResult; version: ProtocolVersion.AnyVersion; schemas: typeof ClientSchemas }
-  if (initialEra === "legacy") {
-    era = "legacy"
-    const attempt = yield* Effect.exit(handshake)
-    // A remembered verdict that no longer holds (the server now refuses the
-    // handshake with an answer) is forgotten, and the server probed again.
-    const refusal = Exit.isFailure(attempt) && cached !== undefined ? Cause.squash(attempt.cause) : undefined
-    if (
-      Exit.isFailure(attempt) && cached !== undefined && typeof refusal === "object" && refusal !== null &&
-      ["RpcError", "HttpError", "InvalidPayload"].includes((refusal as { _tag?: string })._tag ?? "")
-    ) {
-      Negotiation.invalidate(eraCache, options.eraKey!)
-      const decided = yield* decide()
-      era = decided.era
-      discovered = decided.discovered
-      established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
-    } else {
-      established = yield* attempt
-    }
-  } else {
-    let decided = yield* decide()
-    if (decided.era === "legacy" && decided.timedOut) {
-      // No answer in `probeTimeout` counts as a handshake server; a stateless
-      // server that was only slow to start refuses the handshake with an
-      // answer, and is then given the whole request timeout to answer the probe.
+  // The probe and the handshake under one `connect` span.
+  const { discovered, established, era } = yield* ClientSpans.connecting(transport, Effect.gen(function*() {
+    let era: ProtocolVersion.Era
+    let discovered: unknown
+    let established: { init: McpSchema.InitializeResult; version: ProtocolVersion.AnyVersion; schemas: typeof ClientSchemas }
+    if (initialEra === "legacy") {
+      era = "legacy"
       const attempt = yield* Effect.exit(handshake)
-      if (Exit.isSuccess(attempt)) {
-        era = "legacy"
-        established = attempt.value
-      } else if (Cause.squash(attempt.cause) instanceof RpcError) {
-        decided = yield* decide(requestTimeout)
+      // A remembered verdict that no longer holds (the server now refuses the
+      // handshake with an answer) is forgotten, and the server probed again.
+      const refusal = Exit.isFailure(attempt) && cached !== undefined ? Cause.squash(attempt.cause) : undefined
+      if (
+        Exit.isFailure(attempt) && cached !== undefined && typeof refusal === "object" && refusal !== null &&
+        ["RpcError", "HttpError", "InvalidPayload"].includes((refusal as { _tag?: string })._tag ?? "")
+      ) {
+        Negotiation.invalidate(eraCache, options.eraKey!)
+        const decided = yield* decide()
         era = decided.era
         discovered = decided.discovered
         established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
       } else {
-        return yield* Effect.failCause(attempt.cause)
+        established = yield* attempt
       }
     } else {
-      era = decided.era
-      discovered = decided.discovered
-      established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
+      let decided = yield* decide()
+      if (decided.era === "legacy" && decided.timedOut) {
+        // No answer in `probeTimeout` counts as a handshake server; a stateless
+        // server that was only slow to start refuses the handshake with an
+        // answer, and is then given the whole request timeout to answer the probe.
+        const attempt = yield* Effect.exit(handshake)
+        if (Exit.isSuccess(attempt)) {
+          era = "legacy"
+          established = attempt.value
+        } else if (Cause.squash(attempt.cause) instanceof RpcError) {
+          decided = yield* decide(requestTimeout)
+          era = decided.era
+          discovered = decided.discovered
+          established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
+        } else {
+          return yield* Effect.failCause(attempt.cause)
+        }
+      } else {
+        era = decided.era
+        discovered = decided.discovered
+        established = era === "legacy" ? yield* handshake : yield* stateless(discovered)
+      }
     }
-  }
+    return { era, discovered, established }
+  }))
   const { init, version, schemas } = established
   yield* Metrics.clientSession(version, transport.kind)
   if (options.eraKey !== undefined && protocol === "auto") {

@@ -26,6 +26,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import type * as Scope from "effect/Scope"
@@ -47,6 +48,7 @@ import {
   sseReplayedEvents,
   storeOperationDuration
 } from "./MetricDefinitions.ts"
+import * as NetworkPeer from "../internal/NetworkPeer.ts"
 
 export * from "./MetricDefinitions.ts"
 
@@ -99,30 +101,21 @@ const whenEnabled = (record: Effect.Effect<void>): Effect.Effect<void> =>
  * @since 0.1.0
  * @category models
  */
-export type NetworkTransport = "pipe" | "tcp"
+export type NetworkTransport = NetworkPeer.NetworkTransport
 
 /**
- * The `network.transport` of the server transport serving the current fiber:
- * the stdio and HTTP server transports provide it to their handler, so the
- * server's metrics say which transport a request came on.
- *
- * @since 0.1.0
- * @category services
- */
-export const CurrentNetworkTransport = Context.Reference<NetworkTransport | undefined>(
-  "effect-mcp-transport/observability/Metrics/CurrentNetworkTransport",
-  { defaultValue: () => undefined }
-)
-
-/**
- * Provides `CurrentNetworkTransport` to an effect (a server transport's
- * session, so that its handler's fibers inherit it).
+ * Provides the `network.transport` of the server transport serving an
+ * effect (a server transport's session, so that its handler's fibers
+ * inherit it). The server's spans read the same peer.
  *
  * @since 0.1.0
  * @category utils
  */
 export const withNetworkTransport = (transport: NetworkTransport) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.provideService(effect, CurrentNetworkTransport, transport)
+  Effect.provideService(effect, NetworkPeer.CurrentPeer, NetworkPeer.ofTransport(transport))
+
+const currentTransport = (fiber: Fiber.Fiber<unknown, unknown>): NetworkTransport | undefined =>
+  fiber.getRef(NetworkPeer.CurrentPeer)?.transport
 
 /**
  * A server transport's services for its handler: its `network.transport`,
@@ -132,7 +125,7 @@ export const withNetworkTransport = (transport: NetworkTransport) => <A, E, R>(e
  * @category utils
  */
 export const servicesOf = <R>(services: Context.Context<R>, transport: NetworkTransport, scraped: boolean): Context.Context<R> => {
-  const withTransport = Context.add(services, CurrentNetworkTransport, transport)
+  const withTransport = Context.add(services, NetworkPeer.CurrentPeer, NetworkPeer.ofTransport(transport))
   return scraped ? Context.add(withTransport, Enabled, true) : withTransport
 }
 
@@ -296,7 +289,7 @@ export const clientFailure = (method: string, exit: Exit.Exit<unknown, unknown>)
 /**
  * Records `effect` as one server operation: `mcp.server.operation.duration`
  * and `mcp.server.active_requests`, with the transport from
- * `CurrentNetworkTransport`. `protocolVersion` is read once the reply is
+ * the server transport's peer. `protocolVersion` is read once the reply is
  * known (an `initialize` knows its version only then).
  *
  * @since 0.1.0
@@ -312,7 +305,7 @@ export const serverOperation = <A, E, R>(
     if (!fiber.getRef(Enabled)) return effect
     const context = fiber.context
     const clock = fiber.getRef(Clock.Clock)
-    const transport = fiber.getRef(CurrentNetworkTransport)
+    const transport = currentTransport(fiber)
     const active = serverActiveOf(method, transport)
     const start = clock.currentTimeMillisUnsafe()
     active.modifyUnsafe(1, context)
@@ -424,7 +417,7 @@ const session = (
  * @category recording
  */
 export const serverSession: Effect.Effect<void, never, Scope.Scope> = Effect.withFiber((fiber) => {
-  const transport = fiber.getRef(CurrentNetworkTransport)
+  const transport = currentTransport(fiber)
   return session(serverSessionOf(transport), serverSessionsOf(transport))
 })
 

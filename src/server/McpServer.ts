@@ -1099,7 +1099,9 @@ const handlerOf = <R>(
       : (message, hctx) => Effect.provideService(composed(message, hctx), TaskRunner.CurrentRunner, runner)
     const handler: Handler<R> = Object.assign(
       (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, hctx: HandlerContext) =>
-        "id" in message ? serveRequest(message, hctx) : onNotification(message, hctx),
+        "id" in message
+          ? serveRequest(message, hctx)
+          : ServerSpans.notification(message, hctx.sessionId, onNotification(message, hctx)),
       {
         shutdown: subscriptions.endAll,
         sessionEnded,

@@ -27,7 +27,6 @@ import * as LineFramer from "../internal/LineFramer.ts"
 import * as ServerDispatch from "./internal/ServerDispatch.ts"
 import * as ServerSession from "./internal/ServerSession.ts"
 import * as Metrics from "../observability/Metrics.ts"
-import * as ServerSpans from "./internal/ServerSpans.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 
 /**
@@ -302,10 +301,7 @@ const makeServer = Effect.fnUntraced(function*<R>(
     defaultRequestTimeoutMs: clientTimeout,
     onHandlerError: (message, cause) =>
       Effect.logWarning(`stdio server: handler for ${message.method} failed; answering -32603`, cause)
-  }).pipe(
-    Metrics.withNetworkTransport("pipe"),
-    Effect.provideService(ServerSpans.CurrentPeer, ServerSpans.PIPE)
-  )
+  }).pipe(Metrics.withNetworkTransport("pipe"))
   const dispatch = yield* ServerDispatch.make({ session, reply })
 
   // --- input

@@ -8,7 +8,7 @@
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Layer, Metric, Option, Schedule, Scope, Sink, Stdio, Stream } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Metric, Option, Schedule, Scope, Sink, Stdio, Stream, Tracer } from "effect"
 import { TestClock } from "effect/testing"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
@@ -327,6 +327,28 @@ describe("Metrics", () => {
       expect(echo?.state.count).toBe(1)
       const [session] = yield* find("mcp.server.session.duration", { "network.transport": "pipe" })
       expect(session?.state.count).toBe(1)
+    })))
+
+  it.effect("one network transport: what the transport provides is on the server's span and its metrics alike", () =>
+    isolated(Effect.gen(function*() {
+      const spans: Array<Tracer.NativeSpan> = []
+      const tracer = Tracer.make({
+        span(options) {
+          const span = new Tracer.NativeSpan(options)
+          spans.push(span)
+          return span
+        }
+      })
+      const handle = yield* McpServer.toHandler(makeServer())
+      const context = { sessionId: undefined, requestId: undefined, notify: () => Effect.void, request: () => Effect.die("none") }
+      yield* handle.handler({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: {} } }, context).pipe(
+        Metrics.withNetworkTransport("tcp"),
+        Effect.provideService(Tracer.Tracer, tracer)
+      )
+      const span = spans.find((s) => s.name === "tools/call echo")
+      expect(span?.attributes.get("network.transport")).toBe("tcp")
+      const [echo] = yield* series("mcp.server.operation.duration")
+      expect(echo?.attributes["network.transport"]).toBe("tcp")
     })))
 
   it.effect("McpManager: its circuit breaker's state per server, and its reconnects", () =>

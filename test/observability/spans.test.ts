@@ -8,14 +8,17 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, ConfigProvider, Deferred, Effect, ErrorReporter, Logger, Tracer } from "effect"
+import { Cause, ConfigProvider, Deferred, Effect, ErrorReporter, Logger, Schedule, Tracer } from "effect"
+import { TestClock } from "effect/testing"
+import * as McpClient from "../../src/client/McpClient.ts"
+import * as McpManager from "../../src/client/McpManager.ts"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as ClientSpans from "../../src/client/internal/ClientSpans.ts"
 import * as OneShot from "../../src/client/OneShot.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
 import * as RequestMeta from "../../src/RequestMeta.ts"
 import * as JsonRpc from "../../src/JsonRpc.ts"
-import { RpcError } from "../../src/McpError.ts"
+import { RpcError, SpawnError } from "../../src/McpError.ts"
 import type { Handler, HandlerContext } from "../../src/server/Handler.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import * as Telemetry from "../../src/Telemetry.ts"
@@ -86,6 +89,75 @@ describe("no failure unseen", () => {
         const status = span.status
         expect(status._tag === "Ended" && status.exit._tag === "Failure" ? Cause.squash(status.exit.cause) : undefined)
           .toMatchObject({ message: detail })
+      }))
+  }
+
+  it.effect("a notification the server receives is a SERVER span named by its method, a child of the sender's span", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = recordingTracer()
+      const { handler } = yield* McpServer.toHandler(server)
+      const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+      const parentId = "00f067aa0ba902b7"
+      yield* handler(
+        JsonRpc.notification("notifications/roots/list_changed", { _meta: { traceparent: `00-${traceId}-${parentId}-01` } }),
+        contextOf()
+      ).pipe(Effect.provideService(Tracer.Tracer, tracer))
+      const span = spans.find((s) => s.name === "notifications/roots/list_changed")
+      expect(span?.kind).toBe("server")
+      expect(span?.attributes.get("mcp.method.name")).toBe("notifications/roots/list_changed")
+      expect(span?.attributes.get("jsonrpc.request.id")).toBeUndefined()
+      expect(span?.traceId).toBe(traceId)
+      expect(span?.parent._tag === "Some" ? span.parent.value.spanId : undefined).toBe(parentId)
+      expect(span?.status._tag).toBe("Ended")
+    }))
+
+  it.effect("McpManager: each connect attempt is a span with the server's name and the attempt; later ones are reconnects", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = recordingTracer()
+      const settle = Effect.gen(function*() {
+        for (let i = 0; i < 100; i++) yield* Effect.yieldNow
+      })
+      yield* Effect.gen(function*() {
+        yield* McpManager.make({
+          config: { mcpServers: { down: { command: "x" } } },
+          transport: () => Effect.fail(new SpawnError({ command: "x", args: [], cause: "down" })),
+          reconnectSchedule: Schedule.spaced("1 second"),
+          circuitBreaker: { failureThreshold: 10, cooldown: "10 seconds" },
+          slowStartThreshold: "1 millis"
+        })
+        yield* settle
+        yield* TestClock.adjust("1 second")
+        yield* settle
+      }).pipe(Effect.provideService(Tracer.Tracer, tracer))
+      const attempts = spans.filter((s) => s.name === "connect down")
+      expect(attempts.length).toBeGreaterThanOrEqual(2)
+      expect(Object.fromEntries(attempts[0]!.attributes)).toEqual({
+        "mcp.manager.server": "down",
+        "mcp.manager.attempt": 1,
+        "mcp.manager.reconnect": false
+      })
+      expect(Object.fromEntries(attempts[1]!.attributes)).toMatchObject({ "mcp.manager.attempt": 2, "mcp.manager.reconnect": true })
+      expect(attempts[0]!.status._tag === "Ended" && attempts[0]!.status.exit._tag).toBe("Failure")
+    }))
+
+  for (const protocol of ["auto", "2025-11-25"] as const) {
+    it.effect(`McpClient's negotiation is one connect span, the probe and the handshake under it (${protocol})`, () =>
+      Effect.gen(function*() {
+        const { spans, tracer } = recordingTracer()
+        const { handler } = yield* McpServer.toHandler(
+          McpServer.make({ serverInfo: { name: "plain", version: "1.0.0" } })
+        )
+        yield* Effect.gen(function*() {
+          const pair = yield* InMemoryTransport.makePair(handler)
+          yield* McpClient.fromTransport(pair.client, { protocol, listen: false })
+        }).pipe(Effect.scoped, Effect.provideService(Tracer.Tracer, tracer))
+        const connect = spans.filter((s) => s.name === "connect")
+        expect(connect).toHaveLength(1)
+        const children = spans.filter((s) => s.kind === "client" && s.parent._tag === "Some" && s.parent.value.spanId === connect[0]!.spanId)
+        // Our server answers the probe: the stateless era, no handshake; pinned to a handshake revision, no probe.
+        expect(children.map((s) => s.name)).toContain(protocol === "auto" ? "server/discover" : "initialize")
+        expect(connect[0]!.attributes.get("mcp.protocol.version")).toEqual(expect.any(String))
+        expect(connect[0]!.attributes.get("mcp.era")).toBe(protocol === "auto" ? "modern" : "legacy")
       }))
   }
 

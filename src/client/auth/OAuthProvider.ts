@@ -56,6 +56,7 @@ import * as Pkce from "./Pkce.ts"
 import * as TokenEndpoint from "./TokenEndpoint.ts"
 import * as TokenStore from "./TokenStore.ts"
 import * as WwwAuthenticate from "./WwwAuthenticate.ts"
+import * as McpSpan from "../../internal/McpSpan.ts"
 
 /**
  * The user's part of the authorization code flow, supplied by the
@@ -227,6 +228,21 @@ const DEFAULT_INTERACTION_TIMEOUT = Duration.minutes(5)
 const DEFAULT_REFRESH_MARGIN = Duration.seconds(30)
 
 /** The `Authorization` value of the tokens: `Bearer …`, or `DPoP …` for a bound token. */
+/**
+ * A sign-in or a refresh in a span of its own (kind INTERNAL), a child of
+ * the request that needed it, with the server and the authorization
+ * server's issuer. Nothing when tracing is off.
+ */
+const authSpan = (name: string, found: Discovery.Discovered, grant: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.withFiber((fiber) =>
+    McpSpan.enabled(fiber)
+      ? Effect.withSpan(effect, name, {
+        kind: "internal",
+        attributes: { "mcp.auth.server": found.serverUrl, "mcp.auth.issuer": found.server.issuer, "mcp.auth.grant": grant }
+      })
+      : effect
+  )
+
 const bearer = (tokens: TokenStore.Tokens | undefined): string | undefined =>
   tokens === undefined ? undefined : `${tokens.tokenType === "DPoP" ? "DPoP" : "Bearer"} ${tokens.accessToken}`
 
@@ -585,7 +601,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
   }
 
   const obtain = (found: Discovery.Discovered, scope: string | undefined) =>
-    Effect.andThen(bind(found), grantFor(found, scope))
+    Effect.andThen(bind(found), grantFor(found, scope)).pipe(authSpan("auth sign-in", found, grant))
 
   /**
    * Refreshes `tokens` with the store locked, so that of the processes
@@ -638,7 +654,7 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
       const after = (yield* store.load).tokens[key]
       if (after !== undefined && replaced(after) && usable(after) !== undefined) return after
       return yield* outcome.refused
-    })
+    }).pipe(authSpan("auth token refresh", found, "refresh_token"))
 
   const expired = (tokens: TokenStore.Tokens, now: number) =>
     tokens.expiresAt !== undefined && tokens.expiresAt - marginMs <= now

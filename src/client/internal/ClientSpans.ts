@@ -218,3 +218,28 @@ export const sending = <A, E, R>(
       (span) => McpSpan.within(span, send(withContext(span)), (exit) => failureOf(span, exit) ?? exit)
     )
   })
+
+/**
+ * The connection's negotiation in one span (`connect`, kind INTERNAL): the
+ * era probe, the `initialize` handshake or both are spans under it, and it
+ * ends with the era and the revision agreed (`mcp.era`,
+ * `mcp.protocol.version`). Nothing when tracing is off.
+ */
+export const connecting = <A extends { readonly era: string; readonly established: { readonly version: string } }, E, R>(
+  transport: ClientTransportShape<any>,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.withFiber((fiber) => {
+    if (!McpSpan.enabled(fiber)) return effect
+    const endpoint = endpointOf(transport)
+    const attributes: Record<string, unknown> = {}
+    if (endpoint.transport !== undefined) attributes["network.transport"] = endpoint.transport
+    if (endpoint.address !== undefined) attributes["server.address"] = endpoint.address
+    if (endpoint.port !== undefined) attributes["server.port"] = endpoint.port
+    return Effect.withSpan(
+      Effect.tap(effect, (negotiated) =>
+        Effect.annotateCurrentSpan({ "mcp.era": negotiated.era, "mcp.protocol.version": negotiated.established.version })),
+      "connect",
+      { kind: "internal", attributes }
+    )
+  })

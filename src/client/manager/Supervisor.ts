@@ -31,11 +31,28 @@ import { reasonOf } from "../../McpErrorGroup.ts"
 import type { ClientTransportShape } from "../ClientTransport.ts"
 import * as McpClient from "../McpClient.ts"
 import * as Metrics from "../../observability/Metrics.ts"
+import * as McpSpan from "../../internal/McpSpan.ts"
 import * as CircuitBreaker from "./CircuitBreaker.ts"
 import * as Config from "./Config.ts"
 import { type LiveConnection, type ManagedServer, setStatus } from "./ManagedServer.ts"
 import { ConnectFailed, ConnectTimeout, type LastError, ServerStatus } from "./ServerStatus.ts"
 import * as Negotiation from "../Negotiation.ts"
+
+/**
+ * Each connect attempt in a span of its own (`connect {server}`, kind
+ * INTERNAL, with the server's name, the attempt and whether it is a
+ * reconnect), the client's handshake spans its children. Nothing when
+ * tracing is off.
+ */
+const connectSpan = (name: string, attempt: number, reconnect: boolean) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.withFiber((fiber) =>
+    McpSpan.enabled(fiber)
+      ? Effect.withSpan(effect, `connect ${name}`, {
+        kind: "internal",
+        attributes: { "mcp.manager.server": name, "mcp.manager.attempt": attempt, "mcp.manager.reconnect": reconnect }
+      })
+      : effect
+  )
 
 /**
  * What ended a connection.
@@ -262,7 +279,9 @@ export const supervise = <R>(server: ManagedServer, options: SupervisorOptions<R
       yield* Metrics.connectAttempt(server.name, generation === 0 && attempt === 1)
       yield* setStatus(server, ServerStatus.Connecting({ attempt, lastError }))
       scope = yield* Scope.make()
-      const exit = yield* Effect.exit(connectOnce(server, config, scope, options))
+      const exit = yield* Effect.exit(
+        connectOnce(server, config, scope, options).pipe(connectSpan(server.name, attempt, generation > 0 || attempt > 1))
+      )
       if (Exit.isFailure(exit)) {
         lastError = lastErrorOf(server.name, exit)
         yield* recover(yield* plan(lastError))

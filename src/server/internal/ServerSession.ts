@@ -22,6 +22,7 @@ import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as Correlation from "../../internal/Correlation.ts"
 import * as Metrics from "../../observability/Metrics.ts"
 import * as RequestFibers from "./RequestFibers.ts"
+import * as NetworkPeer from "../../internal/NetworkPeer.ts"
 
 /** What a frame produces: one reply, a batch of replies, or nothing. */
 export type Reply = JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse> | null
@@ -283,6 +284,9 @@ export const make = Effect.fnUntraced(function*<R>(
     if (current !== mergedFrom) {
       mergedFrom = current
       merged = Context.merge(current, services)
+      // The peer the request came with (an HTTP request's address and span) is more precise than the session's.
+      const peer = Context.get(current, NetworkPeer.CurrentPeer)
+      if (peer !== undefined) merged = Context.add(merged, NetworkPeer.CurrentPeer, peer)
     }
     return merged
   }

@@ -22,29 +22,14 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as Tracer from "effect/Tracer"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import * as McpSpan from "../../internal/McpSpan.ts"
+import * as NetworkPeer from "../../internal/NetworkPeer.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import type { Handler, HandlerContext } from "../Handler.ts"
 
-/**
- * Who the transport serves: `pipe` (stdio) or `tcp` (HTTP), the client's
- * address when known, and the transport's own span context to link (an
- * HTTP request's `traceparent`).
- */
-export interface Peer {
-  readonly transport: "pipe" | "tcp"
-  readonly protocol?: "http" | undefined
-  readonly address?: string | undefined
-  readonly link?: Tracer.AnySpan | undefined
-  /** The revision the transport knows the request is of (an HTTP request's `MCP-Protocol-Version`). */
-  readonly protocolVersion?: string | undefined
-}
-
-/** The peer of the requests served in this context; provided by the server transports. */
-export const CurrentPeer = Context.Reference<Peer | undefined>("effect-mcp-transport/ServerSpans/CurrentPeer", {
-  defaultValue: () => undefined
-})
-
-export const PIPE: Peer = { transport: "pipe" }
+/** Who the transport serves (also what the server's metrics read). */
+export type Peer = NetworkPeer.Peer
+export const CurrentPeer = NetworkPeer.CurrentPeer
+export const PIPE = NetworkPeer.PIPE
 
 /**
  * Serves one HTTP request's messages with its peer known: the client's
@@ -149,6 +134,39 @@ export const serve = <A extends JsonRpc.JsonRpcResponse | null, E, R>(
     )
   })
 
+/**
+ * Serves a notification the server receives in its server span (kind
+ * SERVER, named like a request's, no `jsonrpc.request.id`), a child of the
+ * client span its `_meta.traceparent` names. Nothing when tracing is off.
+ */
+export const notification = <A, E, R>(
+  message: JsonRpc.JsonRpcNotification,
+  sessionId: string | undefined,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.withFiber((fiber) => {
+    if (!McpSpan.enabled(fiber)) return effect
+    const attributes = McpSpan.requestAttributes(message.method, message.params, false)
+    if (sessionId !== undefined) attributes["mcp.session.id"] = sessionId
+    const peer = fiber.getRef(CurrentPeer)
+    if (peer !== undefined) {
+      attributes["network.transport"] = peer.transport
+      if (peer.protocol !== undefined) attributes["network.protocol.name"] = peer.protocol
+      if (peer.address !== undefined) attributes["client.address"] = peer.address
+    }
+    const remote = McpSpan.remoteParent(message.params)
+    const ambient = peer?.link ?? McpSpan.ambientSpan(fiber)
+    return Effect.flatMap(
+      Effect.makeSpan(McpSpan.spanName(message.method, message.params), {
+        kind: "server",
+        attributes,
+        links: remote !== undefined && ambient !== undefined ? [{ span: ambient, attributes: {} }] : [],
+        ...(remote === undefined ? {} : { parent: remote })
+      }),
+      (span) => McpSpan.within(span, effect, (exit) => exit)
+    )
+  })
+
 const endOf = (
   span: Tracer.Span,
   served: Served,
@@ -241,7 +259,7 @@ export const traceHandler = <R>(handler: Handler<R>): Handler<R> => {
           principal: context.principal,
           era: message.method !== "initialize" && RequestMeta.readMeta(message.params)._tag !== "Absent" ? "modern" : "legacy"
         }, traced(message, context))
-        : handler(message, context),
+        : notification(message, context.sessionId, handler(message, context)),
     handler,
     sessionEnded === undefined ? {} : {
       sessionEnded: (sessionId: string | undefined) =>

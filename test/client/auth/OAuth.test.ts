@@ -6,7 +6,7 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Logger, References, type Scope } from "effect"
+import { Effect, Logger, References, type Scope, Tracer } from "effect"
 import type { HttpClient } from "effect/http"
 import * as OAuthProvider from "../../../src/client/auth/OAuthProvider.ts"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
@@ -189,6 +189,35 @@ describe("OAuth: discovery", () => {
 })
 
 describe("OAuth: tokens over time", () => {
+  live("with a tracer installed, the sign-in and the refresh are spans of their own, with the server and the issuer", () =>
+    Effect.gen(function*() {
+      const spans: Array<Tracer.NativeSpan> = []
+      const tracer = Tracer.make({
+        span(options) {
+          const span = new Tracer.NativeSpan(options)
+          spans.push(span)
+          return span
+        }
+      })
+      const world = yield* World.make({ expiresIn: 0 })
+      yield* Effect.gen(function*() {
+        const { transport } = yield* signedIn(world)
+        yield* transport.request("tools/list", {})
+        yield* transport.request("tools/list", {})
+      }).pipe(Effect.provideService(Tracer.Tracer, tracer))
+      const signIn = spans.filter((s) => s.name === "auth sign-in")
+      const refresh = spans.filter((s) => s.name === "auth token refresh")
+      expect(signIn).toHaveLength(1)
+      expect(refresh.length).toBeGreaterThanOrEqual(1)
+      expect(Object.fromEntries(signIn[0]!.attributes)).toEqual({
+        "mcp.auth.server": world.mcpUrl,
+        "mcp.auth.issuer": world.issuer,
+        "mcp.auth.grant": "authorization_code"
+      })
+      expect(Object.fromEntries(refresh[0]!.attributes)).toMatchObject({ "mcp.auth.grant": "refresh_token" })
+      for (const span of [...signIn, ...refresh]) expect(span.status._tag).toBe("Ended")
+    }))
+
   live("50 concurrent requests on an expired token make exactly one refresh, and the refresh token rotates", () =>
     Effect.gen(function*() {
       // Tokens that expire at once: the request after the sign-in already refreshes once.
