@@ -20,7 +20,9 @@ import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as FiberMap from "effect/FiberMap"
 import type * as Scope from "effect/Scope"
+import * as ScopeModule from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as Tracer from "effect/Tracer"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { CapabilityNotSupported, RpcError } from "../../McpError.ts"
 import * as TaskWire from "../../TaskWire.ts"
@@ -139,6 +141,35 @@ export const CurrentRunner = Context.Reference<Runner | undefined>("effect-mcp-t
   defaultValue: () => undefined
 })
 
+/**
+ * The services of the request that belong to it alone: its HTTP request and
+ * response, its scope (its finalizers), its span's bookkeeping.
+ */
+const requestScoped: ReadonlyArray<string> = [
+  "effect/http/HttpServerRequest",
+  "effect/http/ParsedSearchParams",
+  "effect/http/HttpRouter/RouteContext",
+  "effect-mcp-transport/ServerSpans/CurrentServed"
+]
+
+/**
+ * The context a task's fiber starts from: the request's services (the
+ * server's, the handler's requirements) without what belongs to the request
+ * alone; the runner's scope for the request's; the request's span only by
+ * its ids, so that the task's spans stay in its trace without keeping the
+ * span (and what it references) alive.
+ */
+export const detach = (context: Context.Context<never>, scope: Scope.Scope): Context.Context<never> => {
+  const map = new Map(context.mapUnsafe)
+  for (const key of requestScoped) map.delete(key)
+  map.set(ScopeModule.Scope.key, scope)
+  const parent = map.get(Tracer.ParentSpanKey) as Tracer.AnySpan | undefined
+  if (parent !== undefined && parent._tag === "Span") {
+    map.set(Tracer.ParentSpanKey, Tracer.externalSpan({ traceId: parent.traceId, spanId: parent.spanId, sampled: parent.sampled }))
+  }
+  return Context.makeUnsafe(map)
+}
+
 export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effect<Runner, never, Scope.Scope> =>
   Effect.gen(function*() {
     const fibers = yield* FiberMap.make<string>()
@@ -210,6 +241,48 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
     const status = (taskId: string) => (message: string) =>
       Effect.asVoid(transition(taskId, (r) => ({ ...r, statusMessage: message })))
 
+    const runnerScope = yield* Effect.scope
+
+    // Apart from `start`, so that the task's closures capture the task's context, never the request's.
+    const launch = <R>(
+      taskId: string,
+      body: (ctx: RequestContext) => Effect.Effect<Json, unknown, R>,
+      taskCtx: RequestContext
+    ): Effect.Effect<void, never, R> => {
+      const run = Effect.suspend(() => body(taskCtx)).pipe(
+        Effect.exit,
+        Effect.flatMap((exit) => settle(taskId, exit))
+      )
+      // The fiber starts from the detached context: it keeps nothing of the request that started it.
+      return Effect.andThen(
+        Effect.updateContext(FiberMap.run(fibers, taskId, run), (context: Context.Context<never>) => detach(context, runnerScope)),
+        expireLater(taskId)
+      ) as Effect.Effect<void, never, R>
+    }
+
+    // The TTL bounds the handler too: when it passes, the handler is interrupted (the store forgets the task).
+    // One fiber for all the tasks, not one per task: the TTL is the runner's, so the deadlines come in order.
+    const deadlines: Array<{ readonly taskId: string; readonly at: number }> = []
+    let sweeping = false
+    const sweep: Effect.Effect<void> = Effect.suspend(() => {
+      const next = deadlines[0]
+      if (next === undefined) {
+        sweeping = false
+        return Effect.void
+      }
+      return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        now < next.at
+          ? Effect.andThen(Effect.sleep(next.at - now), sweep)
+          : Effect.andThen(Effect.sync(() => deadlines.shift()), Effect.andThen(FiberMap.remove(fibers, next.taskId), sweep)))
+    })
+    const expireLater = (taskId: string): Effect.Effect<void> =>
+      options.ttlMs === null ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        deadlines.push({ taskId, at: now + options.ttlMs! })
+        if (sweeping) return Effect.void
+        sweeping = true
+        return Effect.asVoid(Effect.forkIn(sweep, runnerScope))
+      })
+
     const start: Runner["start"] = (owner, body, ctx) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -226,15 +299,7 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
           inputCount: 0
         }
         yield* orDie(store.create(record))
-        const taskId = record.taskId
-        const taskCtx = (ctx as TaskableContext).forTask(asker(taskId), status(taskId))
-        const run = Effect.suspend(() => body(taskCtx)).pipe(
-          Effect.exit,
-          Effect.flatMap((exit) => settle(taskId, exit))
-        )
-        // The TTL bounds the handler too: when it passes, the handler is interrupted and the store forgets the task.
-        const bounded = options.ttlMs === null ? run : Effect.raceFirst(run, Effect.sleep(options.ttlMs))
-        yield* FiberMap.run(fibers, taskId, bounded)
+        yield* launch(record.taskId, body, (ctx as TaskableContext).forTask(asker(record.taskId), status(record.taskId)))
         return created(record)
       })
 
