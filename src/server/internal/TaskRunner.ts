@@ -9,7 +9,9 @@
  * Inside a task the handler's context is the request's, re-pointed: progress
  * becomes the task's `statusMessage`, and an ask of the client (elicitation,
  * sampling, roots) becomes an entry of the task's `inputRequests`, answered
- * by `tasks/update`.
+ * by `tasks/update`. The task's fiber starts from the request's services
+ * less what belongs to the request alone (`detach`), so that a live task
+ * keeps no HTTP request, response, request scope or span alive.
  */
 import { randomBytes } from "node:crypto"
 import * as Cause from "effect/Cause"
@@ -255,7 +257,7 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
       )
       // The fiber starts from the detached context: it keeps nothing of the request that started it.
       return Effect.andThen(
-        Effect.updateContext(FiberMap.run(fibers, taskId, run), (context: Context.Context<never>) => detach(context, runnerScope)),
+        Effect.updateContext(FiberMap.run(fibers, taskId, run), (context: Context.Context<any>) => detach(context, runnerScope) as Context.Context<any>),
         expireLater(taskId)
       ) as Effect.Effect<void, never, R>
     }
@@ -367,9 +369,16 @@ export const escalate = <A, E, R>(
     if (runner === undefined || !TaskWire.declares(ctx.session.clientCapabilities)) return body(ctx)
     const owner = ownerKey(ctx.principal, ctx.session.era === "modern" ? undefined : ctx.sessionId)
     return Effect.flatMap(CurrentFinish, (finish) =>
-      Effect.flatMap(runner.start(owner, (c) => finish(body(c)) as Effect.Effect<Json, unknown, R>, ctx), (result) =>
+      Effect.flatMap(runner.start(owner, finishing(finish, body) as (c: RequestContext) => Effect.Effect<Json, unknown, R>, ctx), (result) =>
         Effect.die(new Escalated(result))))
   })
+
+// Outside `escalate`, whose scope holds the request's context: the task keeps this closure for its whole life.
+const finishing = <A, E, R>(
+  finish: (effect: Effect.Effect<unknown, unknown, any>) => Effect.Effect<Json, unknown, any>,
+  body: (ctx: RequestContext) => Effect.Effect<A, E, R>
+) =>
+(c: RequestContext) => finish(body(c))
 
 /** Answers an escalated call with its `CreateTaskResult`. */
 export const catchEscalation = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A | Json, E, R> =>
