@@ -9,18 +9,23 @@
  * Inside a task the handler's context is the request's, re-pointed: progress
  * becomes the task's `statusMessage`, and an ask of the client (elicitation,
  * sampling, roots) becomes an entry of the task's `inputRequests`, answered
- * by `tasks/update`.
+ * by `tasks/update`. The task's fiber starts from the request's services
+ * less what belongs to the request alone (`detachedContext`), so that a live task
+ * keeps no HTTP request, response, request scope or span alive.
  */
 import { randomBytes } from "node:crypto"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as FiberMap from "effect/FiberMap"
 import type * as Scope from "effect/Scope"
+import * as ScopeModule from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as Tracer from "effect/Tracer"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { CapabilityNotSupported, RpcError } from "../../McpError.ts"
 import * as TaskWire from "../../TaskWire.ts"
@@ -143,6 +148,35 @@ export const CurrentRunner = Context.Reference<Runner | undefined>("effect-mcp-t
   defaultValue: () => undefined
 })
 
+/**
+ * The services of the request that belong to it alone: its HTTP request and
+ * response, its scope (its finalizers), its span's bookkeeping.
+ */
+const requestScoped: ReadonlyArray<string> = [
+  "effect/http/HttpServerRequest",
+  "effect/http/ParsedSearchParams",
+  "effect/http/HttpRouter/RouteContext",
+  "effect-mcp-transport/ServerSpans/CurrentServed"
+]
+
+/**
+ * The context a task's fiber starts from: the request's services (the
+ * server's, the handler's requirements) without what belongs to the request
+ * alone; the runner's scope for the request's; the request's span only by
+ * its ids, so that the task's spans stay in its trace without keeping the
+ * span (and what it references) alive.
+ */
+export const detachedContext = (context: Context.Context<never>, scope: Scope.Scope): Context.Context<never> => {
+  const map = new Map(context.mapUnsafe)
+  for (const key of requestScoped) map.delete(key)
+  map.set(ScopeModule.Scope.key, scope)
+  const parent = map.get(Tracer.ParentSpanKey) as Tracer.AnySpan | undefined
+  if (parent !== undefined && parent._tag === "Span") {
+    map.set(Tracer.ParentSpanKey, Tracer.externalSpan({ traceId: parent.traceId, spanId: parent.spanId, sampled: parent.sampled }))
+  }
+  return Context.makeUnsafe(map)
+}
+
 export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effect<Runner, never, Scope.Scope> =>
   Effect.gen(function*() {
     const fibers = yield* FiberMap.make<string>()
@@ -215,6 +249,56 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
     const status = (taskId: string) => (message: string) =>
       Effect.asVoid(transition(taskId, (r) => ({ ...r, statusMessage: message })))
 
+    const runnerScope = scope
+
+    // Apart from `start`, so that the task's closures capture the task's context, never the request's.
+    const launch = <R>(
+      taskId: string,
+      body: (ctx: RequestContext) => Effect.Effect<Json, unknown, R>,
+      taskCtx: RequestContext,
+      ttlMs: number | null
+    ): Effect.Effect<void, never, R> => {
+      const run = Effect.suspend(() => body(taskCtx)).pipe(
+        Effect.exit,
+        Effect.flatMap((exit) => settle(taskId, exit))
+      )
+      // The fiber starts from the detached context: it keeps nothing of the request that started it.
+      return Effect.andThen(
+        Effect.updateContext(FiberMap.run(fibers, taskId, run), (context: Context.Context<any>) => detachedContext(context, runnerScope) as Context.Context<any>),
+        expireLater(taskId, ttlMs)
+      ) as Effect.Effect<void, never, R>
+    }
+
+    // The TTL bounds the handler too: when it passes, the handler is interrupted (the store forgets the task).
+    // One fiber for all the tasks, not one per task: deadlines are kept in order, and a deadline earlier
+    // than every other (a shorter TTL a client asked for) wakes the sweeper.
+    const deadlines: Array<{ readonly taskId: string; readonly at: number }> = []
+    let woken = Deferred.makeUnsafe<void>()
+    const expireDue = (now: number): Effect.Effect<void> => {
+      const due: Array<string> = []
+      while (deadlines.length > 0 && deadlines[0]!.at <= now) due.push(deadlines.shift()!.taskId)
+      return Effect.forEach(due, (taskId) => FiberMap.remove(fibers, taskId), { discard: true })
+    }
+    const sweepOnce: Effect.Effect<void> = Effect.suspend(() => {
+      const signal = woken
+      const next = deadlines[0]
+      if (next === undefined) return Deferred.await(signal)
+      return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        now >= next.at ? expireDue(now) : Effect.raceFirst(Effect.sleep(next.at - now), Deferred.await(signal)))
+    })
+    yield* Effect.forkIn(Effect.forever(sweepOnce), scope)
+    const expireLater = (taskId: string, ttlMs: number | null): Effect.Effect<void> =>
+      ttlMs === null ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const at = now + ttlMs
+        let i = deadlines.length
+        while (i > 0 && deadlines[i - 1]!.at > at) i--
+        deadlines.splice(i, 0, { taskId, at })
+        if (i > 0) return Effect.void
+        const signal = woken
+        woken = Deferred.makeUnsafe<void>()
+        return Deferred.succeed(signal, undefined).pipe(Effect.asVoid)
+      })
+
     const start: Runner["start"] = (owner, body, ctx, requestedTtlMs) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -236,15 +320,7 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
           inputCount: 0
         }
         yield* orDie(store.create(record))
-        const taskId = record.taskId
-        const taskCtx = (ctx as TaskableContext).forTask(asker(taskId), status(taskId))
-        const run = Effect.suspend(() => body(taskCtx)).pipe(
-          Effect.exit,
-          Effect.flatMap((exit) => settle(taskId, exit))
-        )
-        // The TTL bounds the handler too: when it passes, the handler is interrupted and the store forgets the task.
-        const bounded = ttlMs === null ? run : Effect.raceFirst(run, Effect.sleep(ttlMs))
-        yield* FiberMap.run(fibers, taskId, bounded)
+        yield* launch(record.taskId, body, (ctx as TaskableContext).forTask(asker(record.taskId), status(record.taskId)), ttlMs)
         return created(record)
       })
 
@@ -314,9 +390,16 @@ export const escalate = <A, E, R>(
     if (runner === undefined || !TaskWire.declares(ctx.session.clientCapabilities)) return body(ctx)
     const owner = ownerKey(ctx.principal, ctx.session.era === "modern" ? undefined : ctx.sessionId)
     return Effect.flatMap(CurrentFinish, (finish) =>
-      Effect.flatMap(runner.start(owner, (c) => finish(body(c)) as Effect.Effect<Json, unknown, R>, ctx), (result) =>
+      Effect.flatMap(runner.start(owner, finishing(finish, body) as (c: RequestContext) => Effect.Effect<Json, unknown, R>, ctx), (result) =>
         Effect.die(new Escalated(result))))
   })
+
+// Outside `escalate`, whose scope holds the request's context: the task keeps this closure for its whole life.
+const finishing = <A, E, R>(
+  finish: (effect: Effect.Effect<unknown, unknown, any>) => Effect.Effect<Json, unknown, any>,
+  body: (ctx: RequestContext) => Effect.Effect<A, E, R>
+) =>
+(c: RequestContext) => finish(body(c))
 
 /** Answers an escalated call with its `CreateTaskResult`. */
 export const catchEscalation = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A | Json, E, R> =>
