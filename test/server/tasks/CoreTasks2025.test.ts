@@ -10,6 +10,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Queue } from "effect"
+import { TestClock } from "effect/testing"
 import * as JsonRpc from "../../../src/JsonRpc.ts"
 import { RequestTimeout } from "../../../src/McpError.ts"
 import type { HandlerContext } from "../../../src/server/Handler.ts"
@@ -113,6 +114,19 @@ describe("2025-11-25 core tasks", () => {
       const { open, result } = yield* setup({ tasks: { ttl: "1 minute" } })
       yield* open()
       expect((yield* result("tools/call", { name: "tool_error", arguments: {}, task: { ttl: 3_600_000 } })).task.ttl).toBe(60_000)
+    }).pipe(Effect.scoped))
+
+  it.effect("a shorter TTL asked after a longer one ends its task first: the handler is interrupted, the longer task goes on", () =>
+    Effect.gen(function*() {
+      const { open, probes, result, send } = yield* setup({ tasks: { ttl: "1 minute" } })
+      yield* open()
+      const long = (yield* result("tools/call", { name: "wait", arguments: {}, task: { ttl: 60_000 } })).task.taskId as string
+      yield* Deferred.await(probes.started)
+      const short = (yield* result("tools/call", { name: "wait", arguments: {}, task: { ttl: 1_000 } })).task.taskId as string
+      yield* TestClock.adjust("2 seconds")
+      yield* Deferred.await(probes.interrupted)
+      expect((yield* send("tasks/get", { taskId: short })).error.code).toBe(-32602)
+      expect((yield* result("tasks/get", { taskId: long })).status).toBe("working")
     }).pipe(Effect.scoped))
 
   it.effect("without params.task an optional tool runs inline and a required one is -32601; params.task on a tool never a task is -32601", () =>
