@@ -75,17 +75,16 @@ export const make = (options: TaskCallsOptions) => {
   const handle = <A>(taskId: string, created: TaskFollower.State | undefined): TaskHandle<A> => {
     const grouped = <X>(effect: Effect.Effect<X, TaskFollower.FollowError>) =>
       Effect.mapError(effect, group) as Effect.Effect<X, TaskError<A>>
-    const seed = created
     return {
       _tag: "Task",
       taskId,
       created: created as TaskWire.Task | undefined,
       get: grouped(Effect.flatMap(follower(), (f) => f.get(deps, taskId))),
       states: Stream.mapError(
-        Stream.unwrap(Effect.map(follower(), (f) => f.states(deps, taskId, seed))),
+        Stream.unwrap(Effect.map(follower(), (f) => f.states(deps, taskId, created))),
         group
       ) as Stream.Stream<TaskState, TaskError<A>>,
-      result: grouped(Effect.flatMap(follower(), (f) => f.result(deps, taskId, seed))),
+      result: grouped(Effect.flatMap(follower(), (f) => f.result(deps, taskId, created))),
       update: (inputResponses) => grouped(Effect.flatMap(follower(), (f) => Effect.asVoid(f.update(deps, taskId, inputResponses)))),
       cancel: grouped(Effect.flatMap(follower(), (f) => Effect.asVoid(f.cancel(deps, taskId))))
     }

@@ -107,7 +107,7 @@ const answerAll = (deps: Deps, requests: ReadonlyArray<readonly [string, typeof 
 const fingerprint = (state: State): string => `${state.status}\u0000${state.statusMessage ?? ""}\u0000${state.lastUpdatedAt}`
 
 /**
- * Follows the task from `seed` (or from a first `tasks/get` without one) to
+ * Follows the task from `initial` (or from a first `tasks/get` without one) to
  * a terminal state, which it returns; `onState` sees each state that differs
  * from the one before, the terminal one included. An `input_required`
  * task's requests are answered once each, across polls.
@@ -115,16 +115,16 @@ const fingerprint = (state: State): string => `${state.status}\u0000${state.stat
 export const follow = (
   deps: Deps,
   taskId: string,
-  seed: State | undefined,
+  initial: State | undefined,
   options: CallOptions | undefined,
   onState: (state: State) => Effect.Effect<void>
 ): Effect.Effect<TaskWire.DetailedTask, FollowError> =>
   Effect.gen(function*() {
     const answered = new Set<string>()
-    // A seed carries no status payload: a task created already terminal is read once for its result or error.
-    let state: State = seed === undefined || TaskWire.isTerminal(seed.status)
+    // The state as created carries no status payload: a task created already terminal is read once for its result or error.
+    let state: State = initial === undefined || TaskWire.isTerminal(initial.status)
       ? yield* get(deps, taskId, options)
-      : seed
+      : initial
     let interval = state.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS
     let seen: string | undefined
     for (;;) {
@@ -171,18 +171,18 @@ export const outcome = (
 }
 
 /** The task's result: followed to its end, then its outcome. */
-export const result = (deps: Deps, taskId: string, seed: State | undefined, options?: CallOptions) =>
-  Effect.flatMap(follow(deps, taskId, seed, options, () => Effect.void), (state) => outcome(deps, state))
+export const result = (deps: Deps, taskId: string, initial: State | undefined, options?: CallOptions) =>
+  Effect.flatMap(follow(deps, taskId, initial, options, () => Effect.void), (state) => outcome(deps, state))
 
 /** Each state of the task, to its terminal one (see `follow`). */
 export const states = (
   deps: Deps,
   taskId: string,
-  seed: State | undefined,
+  initial: State | undefined,
   options?: CallOptions
 ): Stream.Stream<State, FollowError> =>
   Stream.callback<State, FollowError>((queue) =>
-    follow(deps, taskId, seed, options, (state) => Effect.asVoid(Queue.offer(queue, state))).pipe(
+    follow(deps, taskId, initial, options, (state) => Effect.asVoid(Queue.offer(queue, state))).pipe(
       Effect.andThen(Queue.end(queue))
     )
   )
