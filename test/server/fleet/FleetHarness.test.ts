@@ -22,7 +22,7 @@ describe.skipIf(!RedisServer.present && process.env.CI !== "true")("Fleet harnes
       const redis = yield* RedisServer.make()
       const fleet = yield* Fleet.start({ redisUrl: redis.url, args: ["--keys", KEY] })
       const client = Context.get(
-        yield* Layer.build(McpClient.layer({ protocolVersion: "2026-07-28" }).pipe(
+        yield* Layer.build(McpClient.layer({ protocol: "2026-07-28" }).pipe(
           Layer.provide(StreamableHttpClientTransport.layer({ url: fleet.url })),
           Layer.provide(Fleet.httpClient(fleet.roundRobin))
         )),
