@@ -52,7 +52,12 @@ export interface Options {
 
 const defaults = { prefix: "mcp:", leaseMs: 5000, ttlMs: 60 * 60 * 1000 } as const
 
-/** The key of a session's running requests. */
+/**
+ * The key of a session's running requests (request id → `<instanceId> <streamId>`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const sessionRunKey = (prefix: string, session: string): string => `${prefix}run:{${session}}`
 
 // KEYS: lease, running, then one run:{session} per entry.

@@ -138,7 +138,13 @@ return 1
   }
 ).withReturnType<number>()
 
-/** The key of the requests an instance has running (see `RedisInFlight`); release keeps the member while it exists. */
+/**
+ * The key of the requests an instance has running (see `RedisInFlight`); releasing the lease keeps
+ * the instance's member while it exists, so a reaper answers them.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const runningKey = (prefix: string, id: string): string => `${prefix}running:${id}`
 
 /**
