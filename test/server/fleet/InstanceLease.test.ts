@@ -4,7 +4,8 @@
  * fence, renewed past its time and released without a key left; a lease
  * whose key is deleted, expires or holds another token is lost (and said
  * so), its work interrupted, and a new one is taken with a new token once
- * that work has ended; appends and registry writes under a token the lease
+ * that work has ended (and the instance then answers that work's requests
+ * itself); appends and registry writes under a token the lease
  * key no longer holds are refused and write nothing; the reaper answers a
  * dead instance's requests on their streams and leaves the rest alone.
  */
@@ -13,6 +14,7 @@ import { Context, Deferred, Effect, Exit, Fiber, Layer, Logger, Option } from "e
 import * as Redis from "effect/persistence/Redis"
 import { EventStore } from "../../../src/server/EventStore.ts"
 import * as InFlight from "../../../src/server/InFlight.ts"
+import * as InstanceLeaseModule from "../../../src/server/InstanceLease.ts"
 import { InstanceLease, LeaseLost } from "../../../src/server/InstanceLease.ts"
 import * as RedisEventStore from "../../../src/server/RedisEventStore.ts"
 import * as RedisFleet from "../../../src/server/RedisFleet.ts"
@@ -136,12 +138,13 @@ describe.skipIf(!RedisServer.present)("InstanceLease on Redis", () => {
       expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}run`)).toEqual([])
     }).pipe(Effect.scoped), 60_000)
 
-  it.live("work under the lease is recorded while it runs, interrupted when the lease is lost, and a new lease waits until it has ended", () => {
+  it.live("work under the lease is recorded while it runs and interrupted when the lease is lost; a new lease waits until it has ended, then its request is answered", () => {
     const log = AwaitableLog.make()
     return Effect.gen(function*() {
       const redis = yield* RedisServer.make()
       const admin = yield* adminOn(redis.url)
-      const { inFlight, lease } = yield* instanceOn(redis.url, 600)
+      const { inFlight, lease, store } = yield* instanceOn(redis.url, 600)
+      const priming = yield* store.append("x~stream", "")
       const started = yield* Deferred.make<void>()
       const gate = yield* Deferred.make<void>()
       yield* Effect.addFinalizer(() => Deferred.succeed(gate, void 0))
@@ -168,6 +171,12 @@ describe.skipIf(!RedisServer.present)("InstanceLease on Redis", () => {
       })
       yield* log.waitFor(newLeaseLine).pipe(Effect.timeout("10 seconds"))
       expect(lease.held()).toBe(true)
+      // Its record could not be removed under the lost lease: the instance answers it itself, under the new one.
+      const answered = yield* LogWait.nextEvents(redis.url, `${PREFIX}log:{x}:x~stream`, priming, 10_000)
+      expect(answered.map((e) => JSON.parse(e.data))).toEqual([InFlight.stoppedResponse("r-1")])
+      yield* log.waitFor((e) => e.includes(`of instance ${lease.id}, which stopped`)).pipe(Effect.timeout("10 seconds"))
+      expect(yield* admin.send("EXISTS", `${PREFIX}running:${lease.id}`)).toBe(0)
+      expect(yield* admin.send("EXISTS", `${PREFIX}run:{sess}`)).toBe(0)
     }).pipe(Effect.scoped, Effect.provide(capturing(log)))
   }, 60_000)
 
@@ -219,4 +228,21 @@ describe.skipIf(!RedisServer.present)("InstanceLease on Redis", () => {
       expect(yield* admin.send("EXISTS", `${PREFIX}log:{o}:o~none`)).toBe(0)
     }).pipe(Effect.scoped, Effect.provide(capturing(log)))
   }, 60_000)
+})
+
+describe("InstanceLease and InFlight in memory", () => {
+  it.effect("an instance alone: a random 12-character id, a lease never lost, work run as is, nothing recorded", () =>
+    Effect.gen(function*() {
+      const lease = yield* InstanceLease.pipe(Effect.provide(InstanceLeaseModule.layerMemory))
+      expect(lease.id).toMatch(/^[A-Za-z0-9_-]{12}$/)
+      expect(InstanceLeaseModule.makeMemory().id).not.toBe(lease.id)
+      expect(lease.key).toBeUndefined()
+      expect(lease.held()).toBe(true)
+      expect(yield* lease.run(Effect.succeed("ran"))).toBe("ran")
+      const lost = yield* Effect.forkChild(lease.awaitLost)
+      yield* Effect.yieldNow
+      expect(lost.pollUnsafe()).toBeUndefined()
+      const inFlight = yield* InFlight.InFlight.pipe(Effect.provide(InFlight.layerMemory))
+      expect(yield* inFlight.run([{ session: "s", requestId: 1, streamId: "s~1" }], Effect.succeed(42))).toBe(42)
+    }))
 })
