@@ -62,11 +62,10 @@ export interface InstanceLeaseShape {
   /** Completes when the lease held now is lost (at once when none is held). */
   readonly awaitLost: Effect.Effect<void>
   /**
-   * Runs work for the fleet under the lease held now: refused with
-   * `LeaseLost` when none is held, and interrupted (then failed with
-   * `LeaseLost`) when the lease is lost. A new lease is taken only once all
-   * such work has ended, so nothing started under the old token writes
-   * under the new one.
+   * Runs work for the fleet under the lease held now, its fenced writes
+   * carrying that lease's token (`WriterToken`): refused with `LeaseLost`
+   * when none is held, and interrupted (then failed with `LeaseLost`) when
+   * the lease is lost. A new lease is taken only once such work has ended.
    */
   readonly run: <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.Effect<A, E | LeaseLost, R>
 }
@@ -80,6 +79,20 @@ export interface InstanceLeaseShape {
 export class InstanceLease extends Context.Service<InstanceLease, InstanceLeaseShape>()(
   "effect-mcp-transport/InstanceLease"
 ) {}
+
+/**
+ * The token of the lease that work was started under (set by `run`), which
+ * its fenced writes carry, including those of fibers it forks: work that
+ * outlives its lease (a handler still running after the instance took a new
+ * one) writes with the old token and is refused. `undefined` outside `run`:
+ * writes then carry the token held at the time of writing.
+ *
+ * @since 0.1.0
+ * @category references
+ */
+export const WriterToken = Context.Reference<number | undefined>("effect-mcp-transport/InstanceLease/WriterToken", {
+  defaultValue: () => undefined
+})
 
 /**
  * A new instance id: 12 characters of base64url (72 random bits).

@@ -30,7 +30,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redis from "effect/persistence/Redis"
 import { EventStore, type EventStoreShape, type Replay, type StoredEvent } from "./EventStore.ts"
-import { InstanceLease, type InstanceLeaseShape, LeaseLost } from "./InstanceLease.ts"
+import { InstanceLease, type InstanceLeaseShape, LeaseLost, WriterToken } from "./InstanceLease.ts"
 
 /**
  * Bounds and naming of the Redis event log.
@@ -251,14 +251,15 @@ const fenced = (redis: Redis.Redis["Service"], lease: InstanceLeaseShape | undef
   if (lease === undefined || key === undefined) return undefined
   const run = redis.eval(fencedAppendScript)
   return (stream: string, index: string, data: string, event: string, maxLen: number, ttlMs: number, maxStreams: number) =>
-    Effect.suspend(() => {
-      const token = lease.token()
-      const refused = Effect.die(new LeaseLost({ instanceId: lease.id }))
-      if (token === undefined) return refused
-      return Effect.flatMap(
-        run(stream, index, key, data, event, maxLen, ttlMs, maxStreams, String(token)),
-        (id) => id === null ? refused : Effect.succeed(id)
-      )
+    Effect.gen(function*() {
+      // Work started under an older lease keeps its token, and the script refuses it.
+      const pinned = yield* WriterToken
+      const token = lease.token() === undefined ? undefined : pinned ?? lease.token()
+      const id = token === undefined
+        ? null
+        : yield* run(stream, index, key, data, event, maxLen, ttlMs, maxStreams, String(token))
+      if (id === null) return yield* Effect.die(new LeaseLost({ instanceId: lease.id }))
+      return id
     })
 }
 

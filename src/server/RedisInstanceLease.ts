@@ -25,7 +25,7 @@ import * as Layer from "effect/Layer"
 import * as Redis from "effect/persistence/Redis"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import { InstanceLease, type InstanceLeaseShape, LeaseLost, randomId } from "./InstanceLease.ts"
+import { InstanceLease, type InstanceLeaseShape, LeaseLost, randomId, WriterToken } from "./InstanceLease.ts"
 
 /**
  * Where the lease lives and how long it lasts.
@@ -240,7 +240,7 @@ export const make = (
         const ends = lost
         running++
         return Effect.raceFirst(
-          work,
+          Effect.provideService(work, WriterToken, token),
           Effect.andThen(Deferred.await(ends), Effect.fail(new LeaseLost({ instanceId: id })))
         ).pipe(Effect.ensuring(Effect.sync(() => {
           running--

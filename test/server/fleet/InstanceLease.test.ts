@@ -5,7 +5,8 @@
  * whose key is deleted, expires or holds another token is lost (and said
  * so), its work interrupted, and a new one is taken with a new token once
  * that work has ended (and the instance then answers that work's requests
- * itself); appends and registry writes under a token the lease
+ * itself), while a fiber the work forked still writes with the old token
+ * and is refused; appends and registry writes under a token the lease
  * key no longer holds are refused and write nothing; the reaper answers a
  * dead instance's requests on their streams and leaves the rest alone.
  */
@@ -149,10 +150,22 @@ describe.skipIf(!RedisServer.present)("InstanceLease on Redis", () => {
       const gate = yield* Deferred.make<void>()
       yield* Effect.addFinalizer(() => Deferred.succeed(gate, void 0))
       const entry = { session: "sess", requestId: "r-1", streamId: "x~stream" }
+      // A fiber the work forks and that outlives it (as a request's handler does): it writes late.
+      const lateGate = yield* Deferred.make<void>()
+      yield* Effect.addFinalizer(() => Deferred.succeed(lateGate, void 0))
+      const lateWrite = yield* Deferred.make<Exit.Exit<string>>()
+      const outliving = Effect.forkDetach(
+        Effect.andThen(Deferred.await(lateGate), Effect.exit(store.append("x~stream", "late"))).pipe(
+          Effect.flatMap((exit) => Deferred.succeed(lateWrite, exit))
+        )
+      )
       // Work that cannot be interrupted at once: it ends when the gate opens.
       const work = yield* Effect.forkChild(Effect.exit(inFlight.run(
         [entry],
-        Effect.andThen(Deferred.succeed(started, void 0), Effect.uninterruptible(Deferred.await(gate)))
+        Effect.andThen(
+          Effect.andThen(outliving, Deferred.succeed(started, void 0)),
+          Effect.uninterruptible(Deferred.await(gate))
+        )
       )))
       yield* Deferred.await(started)
       expect(yield* admin.send("HGETALL", `${PREFIX}run:{sess}`)).toEqual({ [`"r-1"`]: `${lease.id} x~stream` })
@@ -171,9 +184,15 @@ describe.skipIf(!RedisServer.present)("InstanceLease on Redis", () => {
       })
       yield* log.waitFor(newLeaseLine).pipe(Effect.timeout("10 seconds"))
       expect(lease.held()).toBe(true)
+      // Under the new lease, the fiber that outlived the work still writes with the old token: refused.
+      yield* Deferred.succeed(lateGate, void 0)
+      const late = yield* Deferred.await(lateWrite)
+      expect(Exit.isFailure(late) && Exit.hasDies(late)).toBe(true)
+      yield* store.append("x~stream", "now")
+      expect((yield* LogWait.all(redis.url, `${PREFIX}log:{x}:x~stream`)).map((e) => e.data)).not.toContain("late")
       // Its record could not be removed under the lost lease: the instance answers it itself, under the new one.
-      const answered = yield* LogWait.nextEvents(redis.url, `${PREFIX}log:{x}:x~stream`, priming, 10_000)
-      expect(answered.map((e) => JSON.parse(e.data))).toEqual([InFlight.stoppedResponse("r-1")])
+      const answered = yield* LogWait.awaitEvent(redis.url, `${PREFIX}log:{x}:x~stream`, priming, 10_000, (e) => e.data.startsWith("{"))
+      expect(JSON.parse(answered!.data)).toEqual(InFlight.stoppedResponse("r-1"))
       yield* log.waitFor((e) => e.includes(`of instance ${lease.id}, which stopped`)).pipe(Effect.timeout("10 seconds"))
       expect(yield* admin.send("EXISTS", `${PREFIX}running:${lease.id}`)).toBe(0)
       expect(yield* admin.send("EXISTS", `${PREFIX}run:{sess}`)).toBe(0)
