@@ -49,6 +49,7 @@ import {
   statelessAsk,
   type Stores
 } from "./internal/HandlerContexts.ts"
+import * as AdoptedSession from "./internal/AdoptedSession.ts"
 import * as FleetNotify from "./internal/FleetNotify.ts"
 import * as LiveCatalogue from "./internal/LiveCatalogue.ts"
 import * as RequestState from "./internal/RequestState.ts"
@@ -66,6 +67,7 @@ import * as TaskWire from "../TaskWire.ts"
 import { type DefinitionError, duplicate } from "./DefinitionError.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import type * as HttpServerTransport from "./HttpServerTransport.ts"
+import type { SessionRecord } from "./SessionRegistry.ts"
 import type * as StdioServerTransport from "./StdioServerTransport.ts"
 import type { MethodName } from "./Methods.ts"
 import * as Middleware from "./Middleware.ts"
@@ -1105,6 +1107,8 @@ const handlerOf = <R>(
       {
         shutdown: subscriptions.endAll,
         sessionEnded,
+        adoptSession: (sessionId: string, record: SessionRecord, channel: HandlerContext) =>
+          Effect.sync(() => AdoptedSession.adopt(sessions, sessionId, record, channel)),
         stateless,
         ...(stateless && server.router.requests.has("tools/list") ? { toolInputSchema } : {})
       }

@@ -23,8 +23,12 @@ import type * as Redis from "effect/persistence/Redis"
 import { Availability } from "./Availability.ts"
 import type { Bus } from "./Bus.ts"
 import type { EventStore } from "./EventStore.ts"
+import type { Inbox } from "./Inbox.ts"
 import * as RedisBus from "./RedisBus.ts"
 import * as RedisEventStore from "./RedisEventStore.ts"
+import * as RedisInbox from "./RedisInbox.ts"
+import * as RedisSessionRegistry from "./RedisSessionRegistry.ts"
+import type { SessionRegistry } from "./SessionRegistry.ts"
 
 /**
  * Where Redis is, the prefix of every key and channel, and the event log's bounds.
@@ -39,6 +43,8 @@ export interface Options extends RedisEventStore.Options {
   readonly retryAfterSeconds?: number | undefined
   /** Longest wait for a connection, initial or renewed, in milliseconds. Default 2000. */
   readonly connectTimeoutMs?: number | undefined
+  /** This instance's id in the fleet (its inbox, the ids of its requests to clients). Default: a random one. */
+  readonly instanceId?: string | undefined
 }
 
 /** Backoff while reconnecting: doubling from 50 ms up to 1 s, with jitter so instances do not reconnect in step. */
@@ -85,7 +91,8 @@ export const layerAvailability = (options?: {
   }))
 
 /**
- * The bus, the event log and their availability on one Redis connection.
+ * The bus, the event log, the session registry, the inboxes and their
+ * availability on one Redis connection.
  *
  * @example
  * ```ts
@@ -104,9 +111,12 @@ export const layerAvailability = (options?: {
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<Bus | EventStore | Availability, Redis.RedisError> =>
+export const layer = (
+  options: Options
+): Layer.Layer<Bus | EventStore | Availability | SessionRegistry | Inbox, Redis.RedisError> =>
   Layer.mergeAll(
-    RedisBus.layer({ prefix: options.prefix }),
+    RedisSessionRegistry.layer({ prefix: options.prefix }).pipe(Layer.provideMerge(RedisBus.layer({ prefix: options.prefix }))),
+    RedisInbox.layer({ prefix: options.prefix, instanceId: options.instanceId }),
     RedisEventStore.layer(options),
     layerAvailability(options)
   ).pipe(Layer.provide(layerConnection(options)))

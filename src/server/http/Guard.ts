@@ -19,6 +19,7 @@ import * as Security from "./Security.ts"
 import type { SendWatch } from "./SendWatch.ts"
 import * as SharedUnavailable from "./SharedUnavailable.ts"
 import type { Sessions } from "./Sessions.ts"
+import type { Shared } from "./SharedSessions.ts"
 
 export interface Env {
   readonly config: Resolved
@@ -43,6 +44,8 @@ export interface Env {
     | undefined
   /** Whether the store a fleet shares can be reached; absent: nothing is shared. */
   readonly availability?: AvailabilityShape | undefined
+  /** Sessions known to every instance of a fleet (a `SessionRegistry` present); absent: each instance keeps its own. */
+  readonly shared?: Shared | undefined
 }
 
 export type Route = (
