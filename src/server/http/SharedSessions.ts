@@ -14,7 +14,8 @@
  * so every instance running that request of that session interrupts it.
  * DELETE ends the session in the registry, which announces it; every
  * instance then closes its copy. A local copy's idle expiry drops only
- * that copy.
+ * that copy. A session in use here without requests (its GET stream open)
+ * has its record kept alive every third of the idle timeout.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -98,6 +99,14 @@ export const make = (config: SharedConfig, sessions: Sessions): Effect.Effect<Sh
         })
       )
     }
+    // A session in use here without new requests (a GET stream open, a long request) is kept alive.
+    const keepAlive = Effect.suspend(() => Effect.forEach(sessions.list(), (session) => {
+      if (session.kind !== "streamable" || session.id === undefined || session.closed || session.active === 0) return Effect.void
+      return Effect.flatMap(Effect.option(config.registry.load(session.id, shared.ttlMs)), (loaded) =>
+        // Ended elsewhere, and the announcement was missed.
+        Option.isSome(loaded) && Option.isNone(loaded.value) ? sessions.close(session) : Effect.void)
+    }, { discard: true }))
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(Math.max(1, Math.floor(shared.ttlMs / 3))), keepAlive)))
     return shared
   })
 

@@ -7,7 +7,8 @@
  * instance, and the next request there adopts it again; with Redis down a
  * request naming a session is answered 503 with `Retry-After` at once, and
  * once Redis is back the same session works on both; `closeSession` on one
- * instance ends it on the other; no key is left once both stop.
+ * instance ends it on the other; no key is left once both stop. A session
+ * whose client only listens on its GET stream outlives the idle timeout.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
@@ -122,5 +123,33 @@ describe.skipIf(!RedisServer.present)("Handshake-era session adoption", () => {
 
       yield* Scope.close(scope, Exit.void)
       expect(yield* RedisServer.keysUnder(redis.url, PREFIX)).toEqual([])
+    }).pipe(Effect.scoped), { timeout: 60_000 })
+
+  it.live("a session whose client only listens on its GET stream outlives the idle timeout", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const scope = yield* Scope.make()
+      const a = yield* instance("A", redis.url).pipe(Scope.provide(scope))
+      const b = yield* instance("B", redis.url).pipe(Scope.provide(scope))
+      const init = yield* post(b.url, "alice", {
+        id: ++ids,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "listener", version: "1.0.0" } }
+      })
+      const id = init.sessionId!
+      expect((yield* post(b.url, "alice", { method: "notifications/initialized" }, id)).status).toBe(202)
+      const abort = new AbortController()
+      const listening = yield* Effect.promise(() =>
+        fetch(a.url, {
+          headers: { accept: "text/event-stream", "mcp-session-id": id, "mcp-protocol-version": "2025-11-25", "x-user": "alice" },
+          signal: abort.signal
+        })
+      )
+      expect(listening.status).toBe(200)
+      // Three idle timeouts with no request: only the open stream on A keeps the session.
+      yield* Effect.sleep(`${3 * IDLE_MS} millis`)
+      expect(textOf((yield* call(b.url, "alice", id)).body)).toBe("B listener ready")
+      abort.abort()
+      yield* Scope.close(scope, Exit.void)
     }).pipe(Effect.scoped), { timeout: 60_000 })
 })
