@@ -108,7 +108,13 @@ const parseObject = (text: string | undefined): Record<string, unknown> | undefi
   }
 }
 
-/** The record a hash holds, or none when it is not one (nothing this registry wrote). */
+/**
+ * The record a hash holds (its fields and values in turn, as `HGETALL`
+ * answers), or none when it is not one (nothing this registry wrote).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const decode = (flat: ReadonlyArray<string>): Option.Option<SessionRecord> => {
   const fields = new Map<string, string>()
   for (let i = 0; i + 1 < flat.length; i += 2) fields.set(String(flat[i]), String(flat[i + 1]))
