@@ -160,7 +160,7 @@ describe.skipIf(!RedisServer.present && process.env.CI !== "true")("Handshake-er
           expect(live).toHaveLength(3)
         }))
       expect(left).toEqual([])
-    }).pipe(Effect.scoped), { timeout: 120_000 })
+    }).pipe(Effect.scoped), { timeout: 300_000 })
 
   it.live("an elicitation asked on B and answered through C completes 50 of 50; a cancel sent through C interrupts B's handler", () =>
     Effect.gen(function*() {
@@ -225,5 +225,5 @@ describe.skipIf(!RedisServer.present && process.env.CI !== "true")("Handshake-er
           )
         }))
       expect(left).toEqual([])
-    }).pipe(Effect.scoped), { timeout: 120_000 })
+    }).pipe(Effect.scoped), { timeout: 300_000 })
 })
