@@ -3,41 +3,32 @@
  * made (or changed): taken from the fleet's `SessionRecord` as `initialize`,
  * `notifications/initialized` and `logging/setLevel` would have set it here.
  */
-import * as Deferred from "effect/Deferred"
-import * as Effect from "effect/Effect"
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
 import type { HandlerContext } from "../Handler.ts"
 import type { SessionRecord } from "../SessionRegistry.ts"
-import { isLevel, type Session, sessionKey } from "./HandlerContexts.ts"
+import { isLevel } from "./HandlerContexts.ts"
+import * as SessionRecords from "./SessionRecords.ts"
 
-/** Creates or brings up to date the record of `sessionId` in `sessions`. */
+/** Creates or brings up to date the record of `sessionId` in `records`. */
 export const adopt = (
-  sessions: Map<string, Session>,
+  records: SessionRecords.SessionRecords,
   sessionId: string,
   record: SessionRecord,
   channel: HandlerContext
 ): void => {
-  const key = sessionKey(sessionId)
   const logLevel = record.logLevel !== undefined && isLevel(record.logLevel) ? record.logLevel : undefined
-  let session = sessions.get(key)
+  let session = records.get(sessionId)
   if (session === undefined) {
-    session = {
-      phase: "initializing",
-      era: "legacy",
-      protocolVersion: ProtocolVersion.isSupported(record.protocolVersion) ? record.protocolVersion : ProtocolVersion.LATEST,
-      clientInfo: record.clientInfo,
-      clientCapabilities: record.clientCapabilities,
-      logLevel,
-      channel: undefined,
-      initialized: Deferred.makeUnsafe()
-    }
-    sessions.set(key, session)
-  } else if (logLevel !== undefined) {
-    session.logLevel = logLevel
+    session = SessionRecords.initializing(
+      {
+        protocolVersion: record.protocolVersion,
+        capabilities: record.clientCapabilities,
+        clientInfo: record.clientInfo as SessionRecords.InitializeParams["clientInfo"]
+      },
+      ProtocolVersion.isSupported(record.protocolVersion) ? record.protocolVersion : ProtocolVersion.LATEST
+    )
+    records.set(sessionId, session)
   }
-  if (record.phase === "ready" && session.phase === "initializing") {
-    session.phase = "ready"
-    session.channel = channel
-    Deferred.doneUnsafe(session.initialized, Effect.void)
-  }
+  if (logLevel !== undefined) session.logLevel = logLevel
+  if (record.phase === "ready") SessionRecords.initialized(session, channel)
 }
