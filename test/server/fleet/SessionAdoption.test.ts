@@ -4,7 +4,7 @@
  * through plain HTTP: a session is usable through the other instance only
  * by the principal that made it (anyone else gets 404 on both); a local
  * copy left idle is dropped while the session lives on through the other
- * instance, and the next request there adopts it again; with Redis down a
+ * instance, and the next request there adopts it again. With Redis down a
  * request naming a session is answered 503 with `Retry-After` at once, and
  * once Redis is back the same session works on both; `closeSession` on one
  * instance ends it on the other; no key is left once both stop. A session
@@ -28,12 +28,12 @@ const server = (name: string) =>
   )
 
 /** An instance: the caller's `x-user` header is its principal. */
-const instance = (name: string, redisUrl: string) =>
+const instance = (name: string, redisUrl: string, idleMs = IDLE_MS) =>
   Effect.map(
     Layer.build(
       McpServer.layerHttp(server(name), {
         port: 0,
-        sessionIdleTimeout: `${IDLE_MS} millis`,
+        sessionIdleTimeout: `${idleMs} millis`,
         authenticate: (request) => Effect.succeed({ id: request.headers["x-user"] ?? "anonymous" })
       }).pipe(Layer.provide(RedisFleet.layer({ url: redisUrl, prefix: PREFIX })))
     ),
@@ -75,7 +75,7 @@ const until = <A>(probe: Effect.Effect<A>, check: (a: A) => boolean): Effect.Eff
   Effect.flatMap(probe, (a) => check(a) ? Effect.succeed(a) : Effect.andThen(Effect.sleep("50 millis"), until(probe, check)))
 
 describe.skipIf(!RedisServer.present)("Handshake-era session adoption", () => {
-  it.live("only the principal that made a session uses it elsewhere; an idle local copy goes alone; Redis down is 503; closeSession ends it everywhere", () =>
+  it.live("only the principal that made a session uses it elsewhere; an idle local copy goes alone", () =>
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
       const scope = yield* Scope.make()
@@ -106,6 +106,24 @@ describe.skipIf(!RedisServer.present)("Handshake-era session adoption", () => {
       expect(yield* b.transport.sessionIds).toContain(id)
       expect(textOf((yield* call(a.url, "alice", id)).body)).toBe("A probe ready")
       expect(yield* a.transport.sessionIds).toContain(id)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.scoped), { timeout: 60_000 })
+
+  it.live("Redis down: 503 with Retry-After at once, the same session afterwards; closeSession ends it everywhere; no key left", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const scope = yield* Scope.make()
+      // Idle timeouts longer than the outage: the record outlives it.
+      const a = yield* instance("A", redis.url, 600_000).pipe(Scope.provide(scope))
+      const b = yield* instance("B", redis.url, 600_000).pipe(Scope.provide(scope))
+      const init = yield* post(a.url, "alice", {
+        id: ++ids,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "probe", version: "1.0.0" } }
+      })
+      const id = init.sessionId!
+      expect((yield* post(a.url, "alice", { method: "notifications/initialized" }, id)).status).toBe(202)
+      expect(textOf((yield* call(b.url, "alice", id)).body)).toBe("B probe ready")
 
       // Redis down: answered at once with 503 and Retry-After, on both.
       yield* redis.kill
