@@ -7,8 +7,10 @@
  * instance, and the next request there adopts it again. With Redis down a
  * request naming a session is answered 503 with `Retry-After` at once, and
  * once Redis is back the same session works on both; `closeSession` on one
- * instance ends it on the other; no key is left once both stop. A session
- * whose client only listens on its GET stream outlives the idle timeout.
+ * instance ends it on the other; no key is left once both stop. A cancel
+ * sent through one instance ends the request on the other, whether it
+ * arrives before that request or while it runs. A session whose client
+ * only listens on its GET stream outlives the idle timeout.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
@@ -23,8 +25,10 @@ const IDLE_MS = 1500
 const server = (name: string) =>
   McpServer.make({ serverInfo: { name: "adoption", version: "1.0.0" }, stateless: false }).pipe(
     McpServer.method("tools/list", {}, () => Effect.succeed({ tools: [{ name: "whoami", inputSchema: { type: "object" } }] })),
-    McpServer.method("tools/call", {}, (_params, ctx) =>
-      Effect.succeed({ content: [{ type: "text", text: `${name} ${ctx.session.clientInfo.name} ${ctx.session.phase}` }] }))
+    McpServer.method("tools/call", {}, (params, ctx) =>
+      (params as { name?: string }).name === "hold"
+        ? Effect.never
+        : Effect.succeed({ content: [{ type: "text", text: `${name} ${ctx.session.clientInfo.name} ${ctx.session.phase}` }] }))
   )
 
 /** An instance: the caller's `x-user` header is its principal. */
@@ -141,6 +145,32 @@ describe.skipIf(!RedisServer.present)("Handshake-era session adoption", () => {
 
       yield* Scope.close(scope, Exit.void)
       expect(yield* RedisServer.keysUnder(redis.url, PREFIX)).toEqual([])
+    }).pipe(Effect.scoped), { timeout: 60_000 })
+
+  it.live("a cancel sent through one instance ends the request running on the other, whichever comes first", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const scope = yield* Scope.make()
+      const a = yield* instance("A", redis.url, 600_000).pipe(Scope.provide(scope))
+      const b = yield* instance("B", redis.url, 600_000).pipe(Scope.provide(scope))
+      const init = yield* post(a.url, "alice", {
+        id: ++ids,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "probe", version: "1.0.0" } }
+      })
+      const id = init.sessionId!
+      expect((yield* post(a.url, "alice", { method: "notifications/initialized" }, id)).status).toBe(202)
+      expect((yield* call(b.url, "alice", id)).status).toBe(200)
+      // The cancel (through A) and the request (to B) race: cancelled before it arrives or while it
+      // runs, the request is never answered, and its POST ends with 202.
+      const [held, cancelled] = yield* Effect.all([
+        post(b.url, "alice", { id: "held-1", method: "tools/call", params: { name: "hold", arguments: {} } }, id),
+        post(a.url, "alice", { method: "notifications/cancelled", params: { requestId: "held-1", reason: "enough" } }, id)
+      ], { concurrency: "unbounded" })
+      expect(cancelled.status).toBe(202)
+      expect(held.status).toBe(202)
+      expect(held.body).toBeUndefined()
+      yield* Scope.close(scope, Exit.void)
     }).pipe(Effect.scoped), { timeout: 60_000 })
 
   it.live("a session whose client only listens on its GET stream outlives the idle timeout", () =>
