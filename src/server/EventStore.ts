@@ -317,7 +317,7 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
 
   const tail: Tail = {
     follow: (streamId, from) =>
-      Follow.make<number>({
+      Follow.make<number, StoredEvent>({
         start: Effect.sync(() => {
           if (from === "start") return 0
           if (from === "end") return seq

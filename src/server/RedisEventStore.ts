@@ -309,7 +309,7 @@ const makeTail = (
     return Deferred.await(subscribed)
   }).pipe(Effect.timeoutOption(Duration.millis(options.pollMs)), Effect.asVoid)
 
-  const read = (key: string, cursor: string): Effect.Effect<Follow.Read<string>> =>
+  const read = (key: string, cursor: string): Effect.Effect<Follow.Read<string, StoredEvent>> =>
     redis.send<Entries>("XRANGE", key, `(${cursor}`, "+", "COUNT", "256").pipe(
       Effect.retry(readRetry),
       Effect.orDie,

@@ -12,19 +12,18 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { StoredEvent } from "../EventStore.ts"
 
 /** What one read found after the cursor: the events to deliver, where the next read starts, whether the end mark was read. */
-export interface Read<C> {
-  readonly events: ReadonlyArray<StoredEvent>
+export interface Read<C, A> {
+  readonly events: ReadonlyArray<A>
   readonly cursor: C
   readonly finished: boolean
 }
 
-export interface Options<C> {
+export interface Options<C, A> {
   /** The cursor to read after, taken once the follower is registered (so nothing appended meanwhile is missed). */
   readonly start: Effect.Effect<C>
-  readonly read: (cursor: C) => Effect.Effect<Read<C>>
+  readonly read: (cursor: C) => Effect.Effect<Read<C, A>>
   /** Calls `onAppend` whenever the stream may have grown, for as long as the scope lasts. */
   readonly register: (onAppend: () => void) => Effect.Effect<void, never, Scope.Scope>
   /** Longest wait for a wake-up before reading again; unbounded when absent. */
@@ -32,7 +31,7 @@ export interface Options<C> {
 }
 
 /** Registered and positioned when this completes (an append that follows is delivered); ends with the scope. */
-export const make = <C>(options: Options<C>): Effect.Effect<Stream.Stream<StoredEvent>, never, Scope.Scope> =>
+export const make = <C, A>(options: Options<C, A>): Effect.Effect<Stream.Stream<A>, never, Scope.Scope> =>
   Effect.gen(function*() {
     // Set by a wake-up that came while no read was waiting: the next wait returns at once.
     let woken = false
@@ -62,12 +61,12 @@ export const make = <C>(options: Options<C>): Effect.Effect<Stream.Stream<Stored
         }))
       )
     })
-    const pull: Effect.Effect<readonly [StoredEvent, ...Array<StoredEvent>], Cause.Done> = Effect.suspend(() => {
+    const pull: Effect.Effect<readonly [A, ...Array<A>], Cause.Done> = Effect.suspend(() => {
       if (finished) return Cause.done()
       return Effect.flatMap(options.read(cursor), (found) => {
         cursor = found.cursor
         if (found.finished) finished = true
-        if (found.events.length > 0) return Effect.succeed(found.events as readonly [StoredEvent, ...Array<StoredEvent>])
+        if (found.events.length > 0) return Effect.succeed(found.events as readonly [A, ...Array<A>])
         if (finished) return Cause.done()
         return Effect.andThen(wait, pull)
       })
