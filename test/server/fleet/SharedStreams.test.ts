@@ -11,10 +11,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Option, Stream } from "effect"
 import * as JsonRpc from "../../../src/JsonRpc.ts"
+import * as EventStore from "../../../src/server/EventStore.ts"
 import type { EventStoreShape } from "../../../src/server/EventStore.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import * as McpServer from "../../../src/server/McpServer.ts"
 import * as OutStream from "../../../src/server/http/OutStream.ts"
+import { mayResume, type Session, sessionDigest, sharedStandaloneId } from "../../../src/server/http/Sessions.ts"
 import * as SharedStream from "../../../src/server/http/SharedStream.ts"
 import * as RedisEventStore from "../../../src/server/RedisEventStore.ts"
 import * as RedisFleet from "../../../src/server/RedisFleet.ts"
@@ -75,6 +77,25 @@ const tailed = (store: EventStoreShape) => {
   if (store.tail === undefined) throw new Error("no tail")
   return { store, tail: store.tail }
 }
+
+describe("streams held anywhere: the resumption check", () => {
+  it("in a fleet, any stream under the session's digest resumes in that session, wherever it was written; another session's never", () => {
+    const session = { id: "session-one", ownedStreams: new Set<string>() } as unknown as Session
+    const shared = EventStore.makeMemoryUnsafe({ tail: true })
+    const local = EventStore.makeMemoryUnsafe()
+    const mine = `${sessionDigest("session-one")}~elsewhere-7`
+    const theirs = `${sessionDigest("session-two")}~elsewhere-7`
+    expect(sharedStandaloneId("session-one").startsWith(`${sessionDigest("session-one")}~`)).toBe(true)
+    expect(mayResume(session, mine, shared)).toBe(true)
+    expect(mayResume(session, sharedStandaloneId("session-one"), shared)).toBe(true)
+    expect(mayResume(session, theirs, shared)).toBe(false)
+    expect(mayResume(session, "broadcast", shared)).toBe(false)
+    // One process: only the streams this session made here.
+    expect(mayResume(session, mine, local)).toBe(false)
+    session.ownedStreams.add(mine)
+    expect(mayResume(session, mine, local)).toBe(true)
+  })
+})
 
 describe.skipIf(!RedisServer.present)("streams held anywhere: the delivery path", () => {
   it.live("a standalone stream written on A and B is delivered by C and resumed on D: each message once, in order", () =>

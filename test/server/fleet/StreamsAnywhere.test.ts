@@ -154,6 +154,16 @@ describe.skipIf(!RedisServer.present)("streams held anywhere", () => {
         expect(all.map((m) => m.params.data)).toEqual(Array.from({ length: 150 }, (_, i) => `n${i}`))
         expectIncreasing([...seen, ...resumed.reader!.events.filter((e) => e.data !== "")])
         resumed.reader!.close()
+        // Another session's client, on an instance that never wrote this stream, cannot resume it.
+        const other = yield* Effect.promise(() => openSession(b, VERSION))
+        const refused = yield* Effect.promise(() =>
+          fetch(b, {
+            method: "GET",
+            headers: { ...headers, "mcp-session-id": other, "last-event-id": seen[seen.length - 1].id! }
+          })
+        )
+        expect(refused.status).toBe(400)
+        yield* endSession(b, other)
         yield* endSession(a, session)
         expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}log:`)).toEqual([])
         expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}streams:`)).toEqual([])
