@@ -96,17 +96,17 @@ const parseId = (eventId: string): { readonly streamId: string; readonly redisId
   return { streamId: eventId.slice(0, at), redisId }
 }
 
+// Wakes the stream's followers on `<prefix>tail` (the prefix read off the key, so the script takes no more arguments).
 const appendScript = Redis.script(
-  (
-    stream: string,
-    index: string,
-    data: string,
-    event: string,
-    maxLen: number,
-    ttlMs: number,
-    maxStreams: number,
-    wakeChannel: string
-  ) => [stream, index, data, event, maxLen, ttlMs, maxStreams, wakeChannel],
+  (stream: string, index: string, data: string, event: string, maxLen: number, ttlMs: number, maxStreams: number) => [
+    stream,
+    index,
+    data,
+    event,
+    maxLen,
+    ttlMs,
+    maxStreams
+  ],
   {
     numberOfKeys: 2,
     lua: `
@@ -121,7 +121,7 @@ if redis.call('ZADD', KEYS[2], tonumber(now[1]) * 1000000 + tonumber(now[2]), KE
   end
 end
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
-redis.call('PUBLISH', ARGV[6], KEYS[1])
+redis.call('PUBLISH', string.match(KEYS[1], '^(.-)log:{') .. 'tail', KEYS[1])
 return id
 `
   }
@@ -204,7 +204,7 @@ export const make = (options?: Options): Effect.Effect<EventStoreShape, never, R
 
     const store: EventStoreShape = {
       append: (streamId, data, event) =>
-        append(streamKey(streamId), indexKey(streamId), data, event ?? "", maxLen, ttlMs, maxStreams, wakeChannel).pipe(
+        append(streamKey(streamId), indexKey(streamId), data, event ?? "", maxLen, ttlMs, maxStreams).pipe(
           Effect.map((redisId) => `${streamId}_${redisId}`),
           Effect.orDie
         ),

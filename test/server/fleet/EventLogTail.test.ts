@@ -18,10 +18,10 @@ import * as RedisServer from "../../fixtures/RedisServer.ts"
 const PREFIX = "tail:"
 
 /** A Redis store on a connection of its own (as another instance would have), closed with the scope. */
-const redisStore = (url: string) =>
+const redisStore = (url: string, tailPollInterval: string = "500 millis") =>
   Effect.gen(function*() {
     const context = yield* Layer.build(RedisFleet.layerConnection({ url }))
-    return yield* Effect.provideContext(RedisEventStore.make({ prefix: PREFIX, tailPollInterval: "500 millis" }), context)
+    return yield* Effect.provideContext(RedisEventStore.make({ prefix: PREFIX, tailPollInterval }), context)
   })
 
 const tailOf = (store: EventStoreShape): Tail => {
@@ -93,6 +93,22 @@ describe.skipIf(!RedisServer.present)("event log tail, on Redis", () => {
       return { writer: yield* redisStore(redis.url), reader: yield* redisStore(redis.url) }
     })
   )
+
+  it.live("an append on another connection wakes the follower: it needs no poll (here, one an hour)", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const writer = yield* redisStore(redis.url)
+      const reader = yield* redisStore(redis.url, "1 hour")
+      const events = yield* tailOf(reader).follow("s~wake", "end")
+      const got = yield* Effect.forkScoped(Stream.runCollect(Stream.take(events, 2)))
+      yield* writer.append("s~wake", "one")
+      yield* writer.append("s~wake", "two")
+      expect((yield* Fiber.join(got)).map((e) => e.data)).toEqual(["one", "two"])
+      // The end mark wakes it too.
+      const rest = yield* Effect.forkScoped(Stream.runCollect(yield* tailOf(reader).follow("s~wake", "end")))
+      yield* tailOf(writer).finish("s~wake")
+      expect(yield* Fiber.join(rest)).toEqual([])
+    }).pipe(Effect.scoped), 60_000)
 
   it.live("producers on two connections write one stream; a follower on a third gets every event once, in strictly increasing order", () =>
     Effect.gen(function*() {
