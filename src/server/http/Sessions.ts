@@ -28,6 +28,7 @@ import type * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Latch from "effect/Latch"
 import * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import { TransportClosed } from "../../McpError.ts"
 import * as ServerSession from "../internal/ServerSession.ts"
@@ -37,6 +38,7 @@ import type { Handler } from "../Handler.ts"
 import * as KeepAlive from "./KeepAlive.ts"
 import * as OutStream from "./OutStream.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
+import * as SharedStream from "./SharedStream.ts"
 
 export type SessionKind = "streamable" | "legacy" | "ephemeral"
 
@@ -234,6 +236,13 @@ export interface Sessions {
   readonly list: () => ReadonlyArray<Session>
   /** Completes when no request is being answered and no stream is open. */
   readonly awaitNoStreams: Effect.Effect<void>
+  /**
+   * With a store shared by a fleet: the frames of a client resuming after
+   * `lastEventId` a stream of its session that is not live here (another
+   * instance writes or wrote it), until the stream's end mark or the
+   * session's end. `undefined` without a shared store.
+   */
+  readonly follow: (session: Session, streamId: string, lastEventId: string) => Stream.Stream<Uint8Array> | undefined
 }
 
 // Stream ids end up inside SSE event ids and in a possibly shared event store:
@@ -243,13 +252,27 @@ export interface Sessions {
 // and `~`, so a shared store can keep (and bound, and expire) them together.
 const streamPrefix = randomBytes(9).toString("base64url")
 let streams = 0
+/** The part of a session's stream ids before `~`. */
+export const sessionDigest = (sessionId: string): string =>
+  createHash("sha256").update(sessionId).digest("base64url").slice(0, 16)
 const streamId = (sessionId?: string) => {
   const own = `${streamPrefix}-${(++streams).toString(36)}`
   if (sessionId === undefined) return own
-  return `${createHash("sha256").update(sessionId).digest("base64url").slice(0, 16)}~${own}`
+  return `${sessionDigest(sessionId)}~${own}`
 }
 /** A new stream id for a session's stream, named before the stream opens (see `Sessions.openStream`). */
 export const newStreamId = streamId
+/** A session's standalone stream in a shared store: the same id on every instance. */
+export const sharedStandaloneId = (sessionId: string): string => `${sessionDigest(sessionId)}~standalone`
+
+/**
+ * Whether `Last-Event-ID` of `streamId` may resume in this session: a stream
+ * it owns here or, with a store shared by a fleet (where another instance
+ * may have written it), any stream under its digest.
+ */
+export const mayResume = (session: Session, streamId: string, store: EventStoreShape): boolean =>
+  session.ownedStreams.has(streamId) ||
+  (store.tail !== undefined && session.id !== undefined && streamId.startsWith(`${sessionDigest(session.id)}~`))
 
 export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.fn.Return<Sessions, never, Scope.Scope> {
   const parentScope = yield* Effect.scope
@@ -459,15 +482,19 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       const scope = yield* Scope.fork(parentScope, "sequential")
       const now = yield* Clock.currentTimeMillis
       const id = kind === "ephemeral" ? undefined : knownId ?? randomUUID()
-      const standaloneId = streamId(id)
-      const standalone = yield* OutStream.make({
-        streamId: standaloneId,
-        store: kind === "streamable" ? config.store : undefined,
-        capacity: kind === "legacy" ? undefined : config.standaloneBuffer,
-        maxBufferedBytes: config.maxBufferedBytes,
-        onDropped,
-        keepAlive
-      })
+      // With a shared store, every instance writes the one standalone stream of the session.
+      const tail = kind === "streamable" && id !== undefined ? config.store.tail : undefined
+      const standaloneId = tail !== undefined ? sharedStandaloneId(id!) : streamId(id)
+      const standalone = tail !== undefined
+        ? SharedStream.makeStandalone({ streamId: standaloneId, store: config.store, tail, keepAlive })
+        : yield* OutStream.make({
+          streamId: standaloneId,
+          store: kind === "streamable" ? config.store : undefined,
+          capacity: kind === "legacy" ? undefined : config.standaloneBuffer,
+          maxBufferedBytes: config.maxBufferedBytes,
+          onDropped,
+          keepAlive
+        })
       const requestRoutes = new Map<JsonRpc.RequestId, RequestRoute>()
       const closedError = () => new TransportClosed({ reason: "HTTP session closed" })
       const send = (message: JsonRpc.JsonRpcMessage) =>
@@ -714,7 +741,18 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     requestStream,
     runStateless,
     list: all,
-    awaitNoStreams: noStreams.await
+    awaitNoStreams: noStreams.await,
+    follow: (session, streamId, lastEventId) => {
+      const tail = config.store.tail
+      if (tail === undefined) return undefined
+      return SharedStream.follower({
+        tail,
+        streamId,
+        from: { after: lastEventId },
+        keepAlive,
+        until: session.standalone.awaitEnded
+      })
+    }
   } satisfies Sessions
 })
 

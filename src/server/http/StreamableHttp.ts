@@ -37,6 +37,7 @@ import {
   completesHandshake,
   isRefused,
   newStreamId,
+  mayResume,
   type RequestRoute,
   runHoldingSlots,
   type Session,
@@ -419,12 +420,16 @@ export const get = (env: Env): Guarded => (request, principal) =>
     let frames: Stream.Stream<Uint8Array>
     if (lastEventId !== undefined) {
       const streamId = yield* store.streamOf(lastEventId)
-      if (Option.isNone(streamId) || !session.ownedStreams.has(streamId.value)) {
+      if (Option.isNone(streamId) || !mayResume(session, streamId.value, store)) {
         return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
       }
       const live = session.liveStreams.get(streamId.value)
+      // Not live here, in a fleet: followed in the shared store until it ends.
+      const followed = live === undefined ? sessions.follow(session, streamId.value, lastEventId) : undefined
       if (live !== undefined) {
         frames = live.attach({ priming: false, retryMs: undefined, lastEventId, cut: SseWire.cutter(request) })
+      } else if (followed !== undefined) {
+        frames = followed
       } else {
         // The stream finished while the client was away: replay what it missed, then end.
         const replay = yield* store.replayAfter(lastEventId)
