@@ -1,7 +1,8 @@
 /**
  * Everything the instances of one server share, on one Redis: the `Bus`
  * (notifications and broadcasts reach every instance), the resumable event
- * log (`EventStore`, one Redis Stream per SSE stream) and the
+ * log (`EventStore`, one Redis Stream per SSE stream), the tasks
+ * (`TaskStore`: any instance answers for a task another one runs) and the
  * `Availability` the HTTP server transport reads to answer 503 at once
  * while Redis cannot be reached. No instance owns anything; an instance can
  * stop at any time.
@@ -25,6 +26,8 @@ import type { Bus } from "./Bus.ts"
 import type { EventStore } from "./EventStore.ts"
 import * as RedisBus from "./RedisBus.ts"
 import * as RedisEventStore from "./RedisEventStore.ts"
+import * as RedisTaskStore from "./RedisTaskStore.ts"
+import type { TaskStore } from "./TaskStore.ts"
 
 /**
  * Where Redis is, the prefix of every key and channel, and the event log's bounds.
@@ -39,6 +42,8 @@ export interface Options extends RedisEventStore.Options {
   readonly retryAfterSeconds?: number | undefined
   /** Longest wait for a connection, initial or renewed, in milliseconds. Default 2000. */
   readonly connectTimeoutMs?: number | undefined
+  /** The shared task store's liveness and bounds (`RedisTaskStore.Options`; the prefix is the fleet's). */
+  readonly tasks?: Omit<RedisTaskStore.Options, "prefix"> | undefined
 }
 
 /** Backoff while reconnecting: doubling from 50 ms up to 1 s, with jitter so instances do not reconnect in step. */
@@ -85,7 +90,7 @@ export const layerAvailability = (options?: {
   }))
 
 /**
- * The bus, the event log and their availability on one Redis connection.
+ * The bus, the event log, the task store and their availability on one Redis connection.
  *
  * @example
  * ```ts
@@ -104,9 +109,10 @@ export const layerAvailability = (options?: {
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<Bus | EventStore | Availability, Redis.RedisError> =>
+export const layer = (options: Options): Layer.Layer<Bus | EventStore | TaskStore | Availability, Redis.RedisError> =>
   Layer.mergeAll(
     RedisBus.layer({ prefix: options.prefix }),
     RedisEventStore.layer(options),
+    RedisTaskStore.layer({ ...options.tasks, prefix: options.prefix }),
     layerAvailability(options)
   ).pipe(Layer.provide(layerConnection(options)))

@@ -49,6 +49,11 @@ export interface TaskRecord {
   readonly inputResponses: Readonly<Record<string, unknown>>
   /** How many input keys the task has minted: keys are never reused in its life. */
   readonly inputCount: number
+  /**
+   * The instance running the task's handler, in a store shared by a fleet
+   * (`TaskStoreShape.instance`); `undefined` in a store of one process.
+   */
+  readonly instance?: string | undefined
 }
 
 /**
@@ -63,6 +68,25 @@ export class TaskStoreError extends Data.TaggedError("TaskStoreError")<{
   readonly reason: string
   readonly cause?: unknown
 }> {}
+
+/**
+ * What a store shared by the instances of a fleet adds: the instance it
+ * runs in, and that instance's liveness mark, which tells the other
+ * instances that its tasks still run.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TaskStoreInstance {
+  /** This instance's id: the `instance` of the tasks it runs. */
+  readonly id: string
+  /**
+   * Holds this instance's liveness mark while the scope is open (the runner
+   * holds it for each task it runs). A task whose instance's mark has lapsed
+   * is failed by the first instance that reads it.
+   */
+  readonly hold: Effect.Effect<void, TaskStoreError, Scope.Scope>
+}
 
 /**
  * What a task store does.
@@ -103,6 +127,13 @@ export interface TaskStoreShape {
    * 2025-11-25 tasks is served only then).
    */
   readonly list?: (() => Effect.Effect<ReadonlyArray<TaskRecord>, TaskStoreError>) | undefined
+  /**
+   * Present when the store is shared by several instances: the runner then
+   * stamps its tasks with `instance.id`, holds the liveness mark while each
+   * runs, and follows each one's record, so that a cancel made on another
+   * instance interrupts the handler here.
+   */
+  readonly instance?: TaskStoreInstance | undefined
 }
 
 /**
