@@ -152,8 +152,9 @@ interface Change {
 
 /**
  * A store in this process's memory: compare-and-set is a synchronous step,
- * the change feed is a PubSub, expiry a timer per task in the given scope
- * (closing the scope forgets every task).
+ * the change feed is a PubSub; a record past its TTL reads as gone, and is
+ * removed by the runner's sweeper (`remove`) at its deadline (closing the
+ * scope forgets every task).
  *
  * @since 0.1.0
  * @category constructors
@@ -161,7 +162,6 @@ interface Change {
 export const makeMemory: Effect.Effect<TaskStoreShape, never, Scope.Scope> = Effect.gen(function*() {
   const records = new Map<string, TaskRecord>()
   const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Change>(), PubSub.shutdown)
-  const scope = yield* Effect.scope
   yield* Effect.addFinalizer(() => Effect.sync(() => records.clear()))
 
   const expired = (record: TaskRecord, now: number) => record.ttlMs !== null && now >= record.createdAt + record.ttlMs
@@ -176,14 +176,10 @@ export const makeMemory: Effect.Effect<TaskStoreShape, never, Scope.Scope> = Eff
     return undefined
   }
 
+  // Past its TTL a record reads as gone; the server's task runner removes it then (one sweeper for all tasks).
   const create = (record: TaskRecord) =>
-    Effect.gen(function*() {
+    Effect.sync(() => {
       records.set(record.taskId, record)
-      if (record.ttlMs !== null) {
-        const now = yield* Clock.currentTimeMillis
-        const delay = Math.max(0, record.createdAt + record.ttlMs - now)
-        yield* Effect.forkIn(Effect.andThen(Effect.sleep(delay), drop(record.taskId)), scope)
-      }
     })
 
   const store: TaskStoreShape = {

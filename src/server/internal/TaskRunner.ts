@@ -286,7 +286,7 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
       ) as Effect.Effect<void, never, R>
     }
 
-    // The TTL bounds the handler too: when it passes, the handler is interrupted (the store forgets the task).
+    // The TTL bounds the handler too: when it passes, the handler is interrupted and the store forgets the task.
     // One fiber for all the tasks, not one per task: deadlines are kept in order, and a deadline earlier
     // than every other (a shorter TTL a client asked for) wakes the sweeper.
     const deadlines: Array<{ readonly taskId: string; readonly at: number }> = []
@@ -294,7 +294,10 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
     const expireDue = (now: number): Effect.Effect<void> => {
       const due: Array<string> = []
       while (deadlines.length > 0 && deadlines[0]!.at <= now) due.push(deadlines.shift()!.taskId)
-      return Effect.forEach(due, (taskId) => FiberMap.remove(fibers, taskId), { discard: true })
+      // The store is told too: a store in memory removes nothing by itself (one in Redis has let the key expire).
+      return Effect.forEach(due, (taskId) => Effect.andThen(FiberMap.remove(fibers, taskId), Effect.ignore(store.remove(taskId))), {
+        discard: true
+      })
     }
     const sweepOnce: Effect.Effect<void> = Effect.suspend(() => {
       const signal = woken
