@@ -30,9 +30,10 @@
  * (the liveness check reads keys it is not given).
  */
 import { randomBytes } from "node:crypto"
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Latch from "effect/Latch"
 import * as Layer from "effect/Layer"
@@ -182,7 +183,9 @@ const fieldOf = (fields: ReadonlyArray<string>, name: string): string | undefine
  * @example
  * ```ts
  * import * as NodeRedis from "@effect/platform-node/NodeRedis"
- * import * as Effect from "effect/Effect"
+ * import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
  * import * as RedisTaskStore from "effect-mcp-transport/server/RedisTaskStore"
  *
  * const program = Effect.gen(function*() {
@@ -293,24 +296,33 @@ export const make = (options?: Options): Effect.Effect<TaskStoreShape, never, Re
           })
       )
 
-    // Subscribed before the store is handed out, so that no announced change is missed by a follower that starts later.
+    // Subscribed once, when the first follower starts (a server that runs no tasks holds no subscriber
+    // connection). A follower waits for the subscription at most `timeoutMs` (Redis may be down), so that a
+    // change announced after its first read reaches it; any it misses, its next read finds.
+    const ready = Deferred.makeUnsafe<void>()
     const announced = (queue: Queue.Dequeue<Redis.RedisMessage, Redis.RedisError>) =>
       Effect.forever(Effect.map(Queue.take(queue), (message) => wake(message.message)))
-    const first = yield* redis.subscribe(channel)
-    const again = Effect.scoped(Effect.flatMap(redis.subscribe(channel), (queue) => Effect.andThen(Effect.sync(wakeAll), announced(queue))))
-    const logged = (cause: Cause.Cause<Redis.RedisError>) =>
-      Effect.logWarning("Task change subscription ended; subscribing again", cause)
-    yield* announced(first).pipe(
-      Effect.catchCause(logged),
-      Effect.andThen(again.pipe(Effect.catchCause(logged), Effect.repeat(Schedule.spaced("1 second")))),
-      Effect.forkIn(scope)
-    )
+    const subscription = Effect.scoped(Effect.flatMap(redis.subscribe(channel), (queue) =>
+      Effect.andThen(
+        Effect.sync(() => {
+          Deferred.doneUnsafe(ready, Exit.void)
+          // What was announced while no subscription was there is read again.
+          wakeAll()
+        }),
+        announced(queue)
+      ))).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("Task change subscription ended; subscribing again", cause)),
+        Effect.repeat(Schedule.spaced("1 second"))
+      )
+    const subscribed = yield* Effect.cached(Effect.asVoid(Effect.forkIn(subscription, scope)))
+    const whenSubscribed = Effect.andThen(subscribed, Effect.timeoutOption(Deferred.await(ready), timeoutMs))
 
     const changes = (taskId: string): Stream.Stream<TaskRecord, TaskStoreError> =>
       Stream.callback<TaskRecord, TaskStoreError>((queue) =>
         Effect.gen(function*() {
           const latch = Latch.makeUnsafe(false)
           yield* follow(taskId, latch)
+          yield* whenSubscribed
           let after = ""
           let latest: TaskRecord | undefined
           for (;;) {

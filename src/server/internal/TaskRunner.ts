@@ -261,6 +261,8 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
         store.changes(taskId).pipe(
           Stream.runDrain,
           Effect.retry(Schedule.spaced("1 second")),
+          // Retried for as long as it takes: never an error.
+          Effect.orDie,
           Effect.andThen(Effect.interrupt)
         )
       )

@@ -3,20 +3,21 @@
  * stateless era, HTTP) on a real Redis, each client of ours talking to one
  * instance. A task created on A is polled on B and C and cancelled through
  * C, which interrupts A's handler; the answer to a task's elicitation given
- * on B reaches A's handler; a task whose instance is SIGKILLed is seen
+ * on B reaches A's handler; a client whose every request goes to the next
+ * instance follows tasks to their results; a task whose instance is SIGKILLed is seen
  * `failed` on B within the liveness lease plus 2 s, and B goes on serving;
  * a task's TTL ends it on its instance and removes it everywhere. After
  * each, once the instances have stopped, Redis holds the records of the
  * tasks whose TTL has not passed and nothing else.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, type Scope, Stream } from "effect"
+import { Effect, Layer, Stream } from "effect"
 import * as McpClient from "../../../src/client/McpClient.ts"
 import * as StreamableHttpClientTransport from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as RedisTaskStore from "../../../src/server/RedisTaskStore.ts"
+import * as Fleet from "../../fixtures/Fleet.ts"
 import * as RedisServer from "../../fixtures/RedisServer.ts"
 
 const FIXTURE = fileURLToPath(new URL("../../fixtures/fleet-task-server.ts", import.meta.url))
@@ -25,84 +26,14 @@ const LEASE_MS = 2000
 
 const Env = Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici)
 
-type Event = { readonly event: string; readonly tool: string; readonly key: string }
-
-interface Instance {
-  readonly name: string
-  readonly url: string
-  readonly child: ChildProcess
-  /** Completes once the instance reported an event that matches. */
-  readonly until: (f: (e: Event) => boolean) => Effect.Effect<void>
-  /** SIGKILL, as a crash; completes once the process is gone. */
-  readonly crash: Effect.Effect<void>
-}
-
-const exited = (child: ChildProcess) =>
-  Effect.callback<void>((resume) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-    child.once("exit", () => resume(Effect.void))
+const fleet = (redisUrl: string, args: ReadonlyArray<string> = []) =>
+  Effect.map(Fleet.start({ redisUrl, fixture: FIXTURE, prefix: PREFIX, args }), (fleet) => {
+    const on = (name: string) => fleet.instance(name)
+    return { fleet, a: on("A"), b: on("B"), c: on("C") }
   })
 
-/** One instance as a child process; stopped (SIGTERM, then SIGKILL) when the scope closes. */
-const instance = (name: string, redisUrl: string, args: ReadonlyArray<string> = []): Effect.Effect<Instance, never, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.callback<Instance>((resume) => {
-      const child = spawn(process.execPath, [FIXTURE, "--redis", redisUrl, "--name", name, "--prefix", PREFIX, ...args], {
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      const events: Array<Event> = []
-      const waiters = new Set<() => void>()
-      let buffer = ""
-      let err = ""
-      let started = false
-      child.stderr!.on("data", (chunk: Buffer) => void (err += chunk.toString()))
-      child.stdout!.on("data", (chunk: Buffer) => {
-        buffer += chunk.toString()
-        let at: number
-        while ((at = buffer.indexOf("\n")) >= 0) {
-          const line = buffer.slice(0, at)
-          buffer = buffer.slice(at + 1)
-          if (!line.startsWith("{")) continue
-          const parsed = JSON.parse(line)
-          if (!started && typeof parsed.url === "string") {
-            started = true
-            const until = (f: (e: Event) => boolean) =>
-              Effect.callback<void>((wake) => {
-                const check = () => {
-                  if (!events.some(f)) return
-                  waiters.delete(check)
-                  wake(Effect.void)
-                }
-                waiters.add(check)
-                check()
-                return Effect.sync(() => waiters.delete(check))
-              })
-            const crash = Effect.suspend(() => {
-              child.kill("SIGKILL")
-              return exited(child)
-            })
-            resume(Effect.succeed({ name, url: parsed.url, child, until, crash }))
-          } else {
-            events.push(parsed)
-            for (const waiter of Array.from(waiters)) waiter()
-          }
-        }
-      })
-      child.once("exit", (code) => {
-        if (!started) resume(Effect.die(new Error(`instance ${name} exited (${code}) before listening:\n${err}`)))
-      })
-    }),
-    ({ child }) =>
-      Effect.suspend(() => {
-        if (child.exitCode !== null || child.signalCode !== null) return Effect.void
-        const hard = setTimeout(() => child.kill("SIGKILL"), 10_000)
-        child.kill("SIGTERM")
-        return Effect.ensuring(exited(child), Effect.sync(() => clearTimeout(hard)))
-      })
-  )
-
-const fleet = (redisUrl: string, args: ReadonlyArray<string> = []) =>
-  Effect.all(["A", "B", "C"].map((name) => instance(name, redisUrl, args)), { concurrency: "unbounded" })
+/** A handler event the fixture reports. */
+const reported = (event: string, key: string) => (line: Record<string, unknown>) => line.event === event && line.key === key
 
 /** Our client on one instance, answering elicitations with the name `Ada`. */
 const clientOn = (url: string) =>
@@ -127,16 +58,16 @@ describe.skipIf(!RedisServer.present)("tasks in a fleet (3 instances, one Redis)
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
       const taskIds = yield* Effect.scoped(Effect.gen(function*() {
-        const [a, b, c] = yield* fleet(redis.url)
-        const onA = yield* clientOn(a!.url)
-        const onB = yield* clientOn(b!.url)
-        const onC = yield* clientOn(c!.url)
+        const { a, b, c } = yield* fleet(redis.url)
+        const onA = yield* clientOn(a.url)
+        const onB = yield* clientOn(b.url)
+        const onC = yield* clientOn(c.url)
         const taskId = taskIdOf(yield* onA.callToolTask("hold", { key: "held" }))
-        yield* a!.until((e) => e.event === "started" && e.key === "held")
+        yield* a.printed(reported("started", "held"))
         expect((yield* onB.task(taskId).get).status).toBe("working")
         expect((yield* onC.task(taskId).get).status).toBe("working")
         yield* onC.task(taskId).cancel
-        yield* a!.until((e) => e.event === "interrupted" && e.key === "held")
+        yield* a.printed(reported("interrupted", "held"))
         expect((yield* onB.task(taskId).get).status).toBe("cancelled")
         expect((yield* onA.task(taskId).get).status).toBe("cancelled")
         // A task run through B completes there, read from C.
@@ -151,10 +82,10 @@ describe.skipIf(!RedisServer.present)("tasks in a fleet (3 instances, one Redis)
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
       const taskId = yield* Effect.scoped(Effect.gen(function*() {
-        const [a, b, c] = yield* fleet(redis.url)
-        const onA = yield* clientOn(a!.url)
-        const onB = yield* clientOn(b!.url)
-        const onC = yield* clientOn(c!.url)
+        const { a, b, c } = yield* fleet(redis.url)
+        const onA = yield* clientOn(a.url)
+        const onB = yield* clientOn(b.url)
+        const onC = yield* clientOn(c.url)
         const taskId = taskIdOf(yield* onA.callToolTask("ask"))
         // B's client sees input_required, answers with tasks/update on B, and follows the task to its end.
         expect(textOf(yield* onB.task(taskId).result)).toBe("Ada answered on A")
@@ -168,14 +99,14 @@ describe.skipIf(!RedisServer.present)("tasks in a fleet (3 instances, one Redis)
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
       const taskIds = yield* Effect.scoped(Effect.gen(function*() {
-        const [a, b, c] = yield* fleet(redis.url, ["--lease-ms", String(LEASE_MS)])
-        const onA = yield* clientOn(a!.url)
-        const onB = yield* clientOn(b!.url)
-        const onC = yield* clientOn(c!.url)
+        const { fleet: f, a, b, c } = yield* fleet(redis.url, ["--lease-ms", String(LEASE_MS)])
+        const onA = yield* clientOn(a.url)
+        const onB = yield* clientOn(b.url)
+        const onC = yield* clientOn(c.url)
         const taskId = taskIdOf(yield* onA.callToolTask("hold", { key: "doomed" }))
-        yield* a!.until((e) => e.event === "started" && e.key === "doomed")
+        yield* a.printed(reported("started", "doomed"))
         expect((yield* onB.task(taskId).get).status).toBe("working")
-        yield* a!.crash
+        yield* f.signal("A", "SIGKILL")
         const killedAt = Date.now()
         // B's client polls at the task's pollIntervalMs until the task is terminal.
         const states = yield* Stream.runCollect(onB.task(taskId).states)
@@ -195,16 +126,31 @@ describe.skipIf(!RedisServer.present)("tasks in a fleet (3 instances, one Redis)
       expect(yield* RedisServer.keysUnder(redis.url, PREFIX)).toEqual(taskIds.map(taskKey).sort())
     }).pipe(Effect.scoped, Effect.provide(Env)), 90_000)
 
+  it.live("our client on a round-robin fetch follows tasks across the instances: created on one, polled, answered and read on the others", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const answers = yield* Effect.scoped(Effect.gen(function*() {
+        const { fleet: f } = yield* fleet(redis.url)
+        const client = yield* clientOn(f.url).pipe(Effect.provide(Fleet.httpClient(f.roundRobin)))
+        const answers: Array<string> = []
+        for (let i = 0; i < 4; i++) answers.push(textOf(yield* client.callTool({ name: "ask" })))
+        return answers
+      }))
+      for (const answer of answers) expect(answer).toMatch(/^Ada answered on [ABC]$/)
+      // One record per task (four), nothing else.
+      expect(yield* RedisServer.keysUnder(redis.url, PREFIX)).toHaveLength(4)
+    }).pipe(Effect.scoped, Effect.provide(Env)), 90_000)
+
   it.live("a task's TTL interrupts its handler on A and removes it for B; no key is left", () =>
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
       yield* Effect.scoped(Effect.gen(function*() {
-        const [a, b] = yield* fleet(redis.url, ["--ttl-ms", "1500"])
-        const onA = yield* clientOn(a!.url)
-        const onB = yield* clientOn(b!.url)
+        const { a, b } = yield* fleet(redis.url, ["--ttl-ms", "1500"])
+        const onA = yield* clientOn(a.url)
+        const onB = yield* clientOn(b.url)
         const taskId = taskIdOf(yield* onA.callToolTask("hold", { key: "brief" }))
         expect((yield* onB.task(taskId).get).status).toBe("working")
-        yield* a!.until((e) => e.event === "interrupted" && e.key === "brief")
+        yield* a.printed(reported("interrupted", "brief"))
         // The handler stopped at the TTL, when Redis expired the record.
         const gone = yield* Effect.flip(onB.task(taskId).get)
         expect(gone.message).toContain("Task not found")
