@@ -12,9 +12,10 @@
  *   in a Lua script only if the stream's last entry is still the one read;
  *   a conflict is retried with the newer record.
  * - Every change is announced on the channel `<prefix>tasks:changed` (the
- *   task id); followers of the task on any instance then read what followed
- *   the last entry they saw. Pub/sub is at most once, so a follower also
- *   reads again every `recheckMs` and at the task's deadline.
+ *   task id), to which a store subscribes when its first follower starts;
+ *   followers of the task on any instance then read what followed the last
+ *   entry they saw. Pub/sub is at most once, so a follower also reads again
+ *   every `recheckMs` and at the task's deadline.
  * - The key expires at the task's deadline (`createdAt + ttlMs`, Redis key
  *   expiry): no sweeper is needed.
  * - While an instance runs tasks it holds a liveness mark,
