@@ -18,11 +18,13 @@
  *   every `recheckMs` and at the task's deadline.
  * - The key expires at the task's deadline (`createdAt + ttlMs`, Redis key
  *   expiry): no sweeper is needed.
- * - While an instance runs tasks it holds a liveness mark,
- *   `<prefix>task-owner:<instanceId>`, expiring after `leaseMs` and renewed
- *   every third of it (an instance lease, `<prefix>instance:<instanceId>`,
- *   counts as well). The first instance that reads a working task whose
- *   instance holds neither turns it `failed` (compare-and-set: once).
+ * - A task names the instance running it. With an `InstanceLease` in Redis
+ *   in context (as `RedisFleet.layer` provides), the instance is the
+ *   lease's, and its lease key `<prefix>instance:<id>` says it is alive;
+ *   without one, while the store's instance runs tasks it holds a mark of
+ *   its own, `<prefix>task-owner:<id>`, expiring after `leaseMs` and renewed
+ *   every third of it. The first instance that reads a working task whose
+ *   instance has neither turns it `failed` (compare-and-set: once).
  *
  * Every operation fails with `TaskStoreError` when Redis cannot be reached
  * or does not answer within `timeoutMs`: nothing waits on Redis for longer.
@@ -46,6 +48,7 @@ import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as JsonRpc from "../JsonRpc.ts"
 import { isTerminal } from "../TaskWire.ts"
+import { InstanceLease } from "./InstanceLease.ts"
 import { type TaskRecord, TaskStore, TaskStoreError, type TaskStoreShape } from "./TaskStore.ts"
 
 /**
@@ -57,9 +60,9 @@ import { type TaskRecord, TaskStore, TaskStoreError, type TaskStoreShape } from 
 export interface Options {
   /** Put before every key and channel; one prefix per fleet. Default `"mcp:"`. */
   readonly prefix?: string | undefined
-  /** This instance's id, stamped on the tasks it runs. Default: 12 random base64url characters. */
+  /** This instance's id, stamped on the tasks it runs. Default: the `InstanceLease`'s, else 12 random base64url characters. */
   readonly instanceId?: string | undefined
-  /** How long this instance's liveness mark lasts unless renewed, in milliseconds. Default 5000. */
+  /** How long this instance's own liveness mark lasts unless renewed (without a lease), in milliseconds. Default 5000. */
   readonly leaseMs?: number | undefined
   /** Longest wait for one Redis round trip before an operation fails, in milliseconds. Default 2000. */
   readonly timeoutMs?: number | undefined
@@ -204,7 +207,12 @@ export const make = (options?: Options): Effect.Effect<TaskStoreShape, never, Re
     const redis = yield* Redis.Redis
     const scope = yield* Effect.scope
     const prefix = options?.prefix ?? "mcp:"
-    const instanceId = options?.instanceId ?? randomBytes(9).toString("base64url")
+    // An instance lease in Redis names the instance and marks it alive: the store then keeps no mark of its own.
+    const found = yield* Effect.serviceOption(InstanceLease)
+    const lease = found._tag === "Some" && found.value.key !== undefined && options?.instanceId === undefined
+      ? found.value
+      : undefined
+    const instanceId = options?.instanceId ?? lease?.id ?? randomBytes(9).toString("base64url")
     const leaseMs = Math.max(30, options?.leaseMs ?? 5000)
     const timeoutMs = Math.max(1, options?.timeoutMs ?? 2000)
     const recheckMs = Math.max(1, options?.recheckMs ?? Math.floor(leaseMs / 2))
@@ -395,7 +403,9 @@ export const make = (options?: Options): Effect.Effect<TaskStoreShape, never, Re
         })
       )
     }))
-    const hold: Effect.Effect<void, TaskStoreError, Scope.Scope> = Effect.acquireRelease(acquire, () => release)
+    const hold: Effect.Effect<void, TaskStoreError, Scope.Scope> = lease === undefined
+      ? Effect.acquireRelease(acquire, () => release)
+      : Effect.void
 
     const store: TaskStoreShape = {
       create: (record) =>
