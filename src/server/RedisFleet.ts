@@ -4,10 +4,11 @@
  * log (`EventStore`, one Redis Stream per SSE stream), the instance's lease
  * (`InstanceLease`, which fences the log's appends), the registry of the
  * requests each instance is serving (`InFlight`, whose reaper answers the
- * requests of an instance that died) and the `Availability` the HTTP server
- * transport reads to answer 503 at once while Redis cannot be reached or
- * the lease is not held. No instance owns anything; an instance can stop at
- * any time.
+ * requests of an instance that died), the tasks (`TaskStore`: any instance
+ * answers for a task another one runs) and the `Availability` the HTTP
+ * server transport reads to answer 503 at once while Redis cannot be reached
+ * or the lease is not held. No instance owns anything; an instance can stop
+ * at any time.
  *
  * The connection is node-redis through `@effect/platform-node/NodeRedis`,
  * with the offline queue off (a command while disconnected fails at once
@@ -37,6 +38,8 @@ import * as RedisInFlight from "./RedisInFlight.ts"
 import * as RedisInstanceLease from "./RedisInstanceLease.ts"
 import * as RedisSessionRegistry from "./RedisSessionRegistry.ts"
 import type { SessionRegistry } from "./SessionRegistry.ts"
+import * as RedisTaskStore from "./RedisTaskStore.ts"
+import type { TaskStore } from "./TaskStore.ts"
 
 /**
  * Where Redis is, the prefix of every key and channel, and the event log's bounds.
@@ -62,6 +65,8 @@ export interface Options extends RedisEventStore.Options {
    * Default: a random one each time the layer is built. Never share one between processes.
    */
   readonly instanceId?: string | undefined
+  /** The shared task store's bounds (`RedisTaskStore.Options`; the prefix and the lease are the fleet's). */
+  readonly tasks?: Omit<RedisTaskStore.Options, "prefix"> | undefined
 }
 
 /** Backoff while reconnecting: doubling from 50 ms up to 1 s, with jitter so instances do not reconnect in step. */
@@ -111,8 +116,8 @@ export const layerAvailability = (options?: {
 
 /**
  * The bus, the event log, the session registry, the inboxes, the
- * instance's lease, the in-flight registry and their availability on one
- * Redis connection.
+ * instance's lease, the in-flight registry, the task store and their
+ * availability on one Redis connection.
  *
  * @example
  * ```ts
@@ -134,7 +139,7 @@ import * as Option from "effect/Option"
  */
 export const layer = (
   options: Options
-): Layer.Layer<Bus | EventStore | Availability | SessionRegistry | Inbox | InstanceLease | InFlight, Redis.RedisError> =>
+): Layer.Layer<Bus | EventStore | Availability | SessionRegistry | Inbox | InstanceLease | InFlight | TaskStore, Redis.RedisError> =>
   Layer.unwrap(Effect.sync(() => {
     // One id names the instance's lease, its inbox and its requests to clients.
     const id = options.instanceId ?? randomId()
@@ -144,6 +149,7 @@ export const layer = (
     const shared = Layer.mergeAll(
       RedisInFlight.layer({ prefix: options.prefix, leaseMs: options.leaseMs }),
       RedisInbox.layer({ prefix: options.prefix, instanceId: id }),
+      RedisTaskStore.layer({ leaseMs: options.leaseMs, ...options.tasks, prefix: options.prefix }),
       layerAvailability(options)
     ).pipe(Layer.provideMerge(leased))
     const bus = RedisBus.layer({ prefix: options.prefix })

@@ -49,6 +49,11 @@ export interface TaskRecord {
   readonly inputResponses: Readonly<Record<string, unknown>>
   /** How many input keys the task has minted: keys are never reused in its life. */
   readonly inputCount: number
+  /**
+   * The instance running the task's handler, in a store shared by a fleet
+   * (`TaskStoreShape.instance`); `undefined` in a store of one process.
+   */
+  readonly instance?: string | undefined
 }
 
 /**
@@ -63,6 +68,25 @@ export class TaskStoreError extends Data.TaggedError("TaskStoreError")<{
   readonly reason: string
   readonly cause?: unknown
 }> {}
+
+/**
+ * What a store shared by the instances of a fleet adds: the instance it
+ * runs in, and that instance's liveness mark, which tells the other
+ * instances that its tasks still run.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TaskStoreInstance {
+  /** This instance's id: the `instance` of the tasks it runs. */
+  readonly id: string
+  /**
+   * Holds this instance's liveness mark while the scope is open (the runner
+   * holds it for each task it runs). A task whose instance's mark has lapsed
+   * is failed by the first instance that reads it.
+   */
+  readonly hold: Effect.Effect<void, TaskStoreError, Scope.Scope>
+}
 
 /**
  * What a task store does.
@@ -103,6 +127,13 @@ export interface TaskStoreShape {
    * 2025-11-25 tasks is served only then).
    */
   readonly list?: (() => Effect.Effect<ReadonlyArray<TaskRecord>, TaskStoreError>) | undefined
+  /**
+   * Present when the store is shared by several instances: the runner then
+   * stamps its tasks with `instance.id`, holds the liveness mark while each
+   * runs, and follows each one's record, so that a cancel made on another
+   * instance interrupts the handler here.
+   */
+  readonly instance?: TaskStoreInstance | undefined
 }
 
 /**
@@ -121,8 +152,9 @@ interface Change {
 
 /**
  * A store in this process's memory: compare-and-set is a synchronous step,
- * the change feed is a PubSub, expiry a timer per task in the given scope
- * (closing the scope forgets every task).
+ * the change feed is a PubSub; a record past its TTL reads as gone, and is
+ * removed by the runner's sweeper (`remove`) at its deadline (closing the
+ * scope forgets every task).
  *
  * @since 0.1.0
  * @category constructors
@@ -130,7 +162,6 @@ interface Change {
 export const makeMemory: Effect.Effect<TaskStoreShape, never, Scope.Scope> = Effect.gen(function*() {
   const records = new Map<string, TaskRecord>()
   const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Change>(), PubSub.shutdown)
-  const scope = yield* Effect.scope
   yield* Effect.addFinalizer(() => Effect.sync(() => records.clear()))
 
   const expired = (record: TaskRecord, now: number) => record.ttlMs !== null && now >= record.createdAt + record.ttlMs
@@ -145,14 +176,10 @@ export const makeMemory: Effect.Effect<TaskStoreShape, never, Scope.Scope> = Eff
     return undefined
   }
 
+  // Past its TTL a record reads as gone; the server's task runner removes it then (one sweeper for all tasks).
   const create = (record: TaskRecord) =>
-    Effect.gen(function*() {
+    Effect.sync(() => {
       records.set(record.taskId, record)
-      if (record.ttlMs !== null) {
-        const now = yield* Clock.currentTimeMillis
-        const delay = Math.max(0, record.createdAt + record.ttlMs - now)
-        yield* Effect.forkIn(Effect.andThen(Effect.sleep(delay), drop(record.taskId)), scope)
-      }
     })
 
   const store: TaskStoreShape = {

@@ -20,8 +20,9 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
+import * as Exit from "effect/Exit"
 import * as FiberMap from "effect/FiberMap"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as ScopeModule from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -251,17 +252,35 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
 
     const runnerScope = scope
 
+    // In a store shared by a fleet, the task's record may end on another instance (a cancel made there, the
+    // task failed as its instance's mark lapsed): the handler here stops when it does. A store that cannot be
+    // read for a while stops nothing.
+    const followed = (taskId: string) => <A, E, R>(handler: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      store.instance === undefined ? handler : Effect.raceFirst(
+        handler,
+        store.changes(taskId).pipe(
+          Stream.runDrain,
+          Effect.retry(Schedule.spaced("1 second")),
+          // Retried for as long as it takes: never an error.
+          Effect.orDie,
+          Effect.andThen(Effect.interrupt)
+        )
+      )
+
     // Apart from `start`, so that the task's closures capture the task's context, never the request's.
     const launch = <R>(
       taskId: string,
       body: (ctx: RequestContext) => Effect.Effect<Json, unknown, R>,
       taskCtx: RequestContext,
-      ttlMs: number | null
+      ttlMs: number | null,
+      held: ScopeModule.Closeable | undefined
     ): Effect.Effect<void, never, R> => {
-      const run = Effect.suspend(() => body(taskCtx)).pipe(
+      const settled = Effect.suspend(() => body(taskCtx)).pipe(
+        followed(taskId),
         Effect.exit,
         Effect.flatMap((exit) => settle(taskId, exit))
       )
+      const run = held === undefined ? settled : Effect.ensuring(settled, ScopeModule.close(held, Exit.void))
       // The fiber starts from the detached context: it keeps nothing of the request that started it.
       return Effect.andThen(
         Effect.updateContext(FiberMap.run(fibers, taskId, run), (context: Context.Context<any>) => detachedContext(context, runnerScope) as Context.Context<any>),
@@ -269,7 +288,7 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
       ) as Effect.Effect<void, never, R>
     }
 
-    // The TTL bounds the handler too: when it passes, the handler is interrupted (the store forgets the task).
+    // The TTL bounds the handler too: when it passes, the handler is interrupted and the store forgets the task.
     // One fiber for all the tasks, not one per task: deadlines are kept in order, and a deadline earlier
     // than every other (a shorter TTL a client asked for) wakes the sweeper.
     const deadlines: Array<{ readonly taskId: string; readonly at: number }> = []
@@ -277,7 +296,10 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
     const expireDue = (now: number): Effect.Effect<void> => {
       const due: Array<string> = []
       while (deadlines.length > 0 && deadlines[0]!.at <= now) due.push(deadlines.shift()!.taskId)
-      return Effect.forEach(due, (taskId) => FiberMap.remove(fibers, taskId), { discard: true })
+      // The store is told too: a store in memory removes nothing by itself (one in Redis has let the key expire).
+      return Effect.forEach(due, (taskId) => Effect.andThen(FiberMap.remove(fibers, taskId), Effect.ignore(store.remove(taskId))), {
+        discard: true
+      })
     }
     const sweepOnce: Effect.Effect<void> = Effect.suspend(() => {
       const signal = woken
@@ -307,6 +329,7 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
           : options.ttlMs === null
           ? requestedTtlMs
           : Math.min(requestedTtlMs, options.ttlMs)
+        const instance = store.instance
         const record: TaskRecord = {
           taskId: newTaskId(),
           owner,
@@ -317,10 +340,18 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
           pollIntervalMs: options.pollIntervalMs,
           inputRequests: {},
           inputResponses: {},
-          inputCount: 0
+          inputCount: 0,
+          ...(instance === undefined ? {} : { instance: instance.id })
         }
-        yield* orDie(store.create(record))
-        yield* launch(record.taskId, body, (ctx as TaskableContext).forTask(asker(record.taskId), status(record.taskId)), ttlMs)
+        // This instance's liveness mark is held from before the record exists until the handler has settled.
+        const held = instance === undefined ? undefined : yield* ScopeModule.make()
+        const stored = held === undefined
+          ? store.create(record)
+          : Effect.andThen(ScopeModule.provide(held)(instance!.hold), store.create(record)).pipe(
+            Effect.onError(() => ScopeModule.close(held, Exit.void))
+          )
+        yield* orDie(stored)
+        yield* launch(record.taskId, body, (ctx as TaskableContext).forTask(asker(record.taskId), status(record.taskId)), ttlMs, held)
         return created(record)
       })
 

@@ -7,7 +7,7 @@
  * notifications/tasks on subscriptions/listen, and the handshake era.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Queue } from "effect"
+import { Deferred, Effect, Fiber, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as McpServer from "../../../src/server/McpServer.ts"
 import * as TaskStore from "../../../src/server/TaskStore.ts"
@@ -106,6 +106,25 @@ describe("tasks: cancellation, TTL, the request's end", () => {
       const unknown = yield* send("tasks/get", { taskId: "no-such-task" })
       expect(gone.error).toEqual(unknown.error)
       expect(gone.error.code).toBe(-32602)
+    }).pipe(Effect.scoped))
+
+  it.effect("at the TTL the store forgets the task as well: a follower of its changes ends there", () =>
+    Effect.gen(function*() {
+      const store = yield* TaskStore.makeMemory
+      const probes = yield* makeProbes
+      const handle = yield* Effect.provideService(
+        McpServer.toHandler(makeServer(probes, { tasks: { ttl: "10 seconds" } })),
+        TaskStore.TaskStore,
+        store
+      )
+      const { result } = yield* makeDriver(handle.handler)
+      const created = yield* result("tools/call", { name: "wait", arguments: {} })
+      yield* Deferred.await(probes.started)
+      const followed = yield* Effect.forkChild(Stream.runCollect(store.changes(created.taskId)), { startImmediately: true })
+      yield* TestClock.adjust("10 seconds")
+      yield* Deferred.await(probes.interrupted)
+      expect(Array.from(yield* Fiber.join(followed), (r) => r.status)).toEqual(["working"])
+      expect(yield* store.list!()).toEqual([])
     }).pipe(Effect.scoped))
 
   it.effect("the request's end does not stop its task: the call is answered and the handler goes on to complete", () =>
