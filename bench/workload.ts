@@ -21,6 +21,8 @@ export type Metric =
   | "round trips/call"
   | "bytes/session"
   | "bytes/key"
+  | "keys/session"
+  | "events/session"
   | "count"
 
 export interface Row {

@@ -79,14 +79,14 @@ export const startInstance = (config: Config): Promise<Instance> => {
   })
 }
 
-/** Starts `n` instances one after the other (A, B, C…); stops those started if one fails. */
+/** Starts `n` instances at once (A, B, C…); stops those started if one fails. */
 export const startInstances = async (n: number, config: Config): Promise<Array<Instance>> => {
-  const started: Array<Instance> = []
-  try {
-    for (let i = 0; i < n; i++) started.push(await startInstance({ ...config, name: String.fromCharCode(65 + i) }))
-    return started
-  } catch (error) {
-    await Promise.all(started.map((instance) => instance.stop()))
-    throw error
-  }
+  const results = await Promise.allSettled(
+    Array.from({ length: n }, (_, i) => startInstance({ ...config, name: String.fromCharCode(65 + i) }))
+  )
+  const started = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
+  const failed = results.find((r) => r.status === "rejected")
+  if (failed === undefined) return started
+  await Promise.all(started.map((instance) => instance.stop()))
+  throw failed.reason
 }

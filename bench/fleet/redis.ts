@@ -1,7 +1,7 @@
 /**
  * A real `redis-server` for one bench run: a free 127.0.0.1 port, a
  * temporary directory, no persistence (the figures are the store's, not the
- * disk's), `noeviction`. Stopped by the pid it was started with, and its
+ * disk's), `noeviction`, plus `BENCH_FLEET_REDIS_ARGS`. Stopped by the pid it was started with, and its
  * directory removed. `info` and `keys` read it on a connection of their own.
  */
 import { type ChildProcess, spawn } from "node:child_process"
@@ -36,6 +36,9 @@ export const freePort = (): Promise<number> =>
 
 const READY = "Ready to accept connections"
 
+/** `BENCH_FLEET_REDIS_ARGS`: more `redis-server` options, space-separated (e.g. `--stream-node-max-bytes 512`). */
+const extraArgs = (): Array<string> => (process.env.BENCH_FLEET_REDIS_ARGS ?? "").split(" ").filter((a) => a !== "")
+
 const started = (child: ChildProcess): Promise<void> =>
   new Promise((resolve, reject) => {
     let log = ""
@@ -55,7 +58,7 @@ export const startRedis = async (): Promise<RunningRedis> => {
   const child = spawn(
     process.env.BENCH_REDIS_SERVER ?? "redis-server",
     ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no",
-      "--maxmemory-policy", "noeviction", "--logfile", "", "--daemonize", "no"],
+      "--maxmemory-policy", "noeviction", "--logfile", "", "--daemonize", "no", ...extraArgs()],
     { stdio: ["ignore", "pipe", "pipe"] }
   )
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
