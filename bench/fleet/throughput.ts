@@ -8,19 +8,20 @@
  * `maxStreams: slots`, and the tool waits `waitMs`: an instance is bound by
  * its slots, not its CPU. The driver is a round-robin balancer holding at
  * most `slots` calls on each instance (as a balancer's per-backend
- * connection limit would): `slots × instances` workers, each call to the
- * next instance in turn that has a free slot. A call refused for want of a
- * slot (503: the slot of the call before is freed just after its answer) is
- * sent again to the next instance and counted. Prints one JSON line
- * (`Measured`): per fleet size, req/s, latency p50/p99 and the instances'
- * CPU per call.
+ * connection limit would), spread over `slots` processes (driver.ts) so
+ * that the driver's own CPU is not what binds on a busy machine: each
+ * process has one worker per instance and at most one call on each. A call
+ * refused for want of a slot (503: a slot is freed just after its answer)
+ * is sent again to the next instance and counted. Prints one JSON line
+ * (`Measured`): per fleet size, req/s (from the start of the drivers' runs
+ * to the last answer), latency p50/p99 and the instances' CPU per call.
  */
-import { Agent } from "node:http"
-import { drive } from "../stats.ts"
-import { type Instance, startInstances } from "./instances.ts"
-import { startRedis } from "./redis.ts"
+import { type ChildProcess, fork } from "node:child_process"
+import { percentile } from "../stats.ts"
+import type { Command, Reply, Setup } from "./driver.ts"
+import { startInstances } from "./instances.ts"
 import { PREFIX } from "./protocol.ts"
-import { statelessCall } from "./wire.ts"
+import { startRedis } from "./redis.ts"
 
 export interface Job {
   readonly slots: number
@@ -45,32 +46,28 @@ export interface Measured {
 
 const job = JSON.parse(process.argv[2] ?? "{}") as Job
 
-/** Round-robin over the instances, at most `slots` calls on each. */
-const balancer = (instances: ReadonlyArray<Instance>, slots: number, agent: Agent) => {
-  const inFlight = instances.map(() => 0)
-  let next = 0
-  let refused = 0
-  const pick = (): number => {
-    for (let tried = 0; tried < instances.length; tried++) {
-      const i = next++ % instances.length
-      if (inFlight[i]! < slots) return i
-    }
-    throw new Error("no instance has a free slot: more workers than slots")
-  }
-  const call = async (): Promise<void> => {
-    for (;;) {
-      const i = pick()
-      inFlight[i]!++
-      try {
-        const answer = await statelessCall(instances[i]!.url, agent, "wait", { ms: job.waitMs })
-        if (!answer.refused) return
-        refused++
-      } finally {
-        inFlight[i]!--
-      }
+const DRIVER = new URL("./driver.ts", import.meta.url).pathname
+
+interface Driver {
+  readonly ask: (command: Command) => Promise<Reply>
+  readonly stop: () => Promise<void>
+}
+
+const startDriver = (setup: Setup): Driver => {
+  const child: ChildProcess = fork(DRIVER, [JSON.stringify(setup)], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  return {
+    ask: (command) =>
+      new Promise((resolve, reject) => {
+        child.once("message", (reply: Reply) => resolve(reply))
+        child.once("exit", (code) => reject(new Error(`driver exited with ${code}`)))
+        child.send(command)
+      }),
+    stop: async () => {
+      if (child.connected) child.disconnect()
+      await exited
     }
   }
-  return { call, refused: () => refused }
 }
 
 const redis = await startRedis()
@@ -78,19 +75,27 @@ const cells: Array<Cell> = []
 try {
   for (const size of job.sizes) {
     const instances = await startInstances(size, { store: "redis", redis: redis.url, prefix: PREFIX, maxStreams: job.slots })
+    const drivers = Array.from({ length: job.slots }, () => startDriver({ urls: instances.map((i) => i.url), waitMs: job.waitMs }))
     try {
-      const agent = new Agent({ keepAlive: true, maxSockets: job.slots * size })
-      const lb = balancer(instances, job.slots, agent)
-      const workers = job.slots * size
-      await drive(lb.call, job.warmup, workers)
-      const refused0 = lb.refused()
+      const share = (calls: number) => Math.ceil(calls / job.slots)
+      await Promise.all(drivers.map((d) => d.ask({ op: "warm", calls: share(job.warmup) })))
       const cpu0 = await Promise.all(instances.map((i) => i.cpuUs()))
-      const run = await drive(lb.call, job.total, workers)
+      const t0 = performance.now()
+      const replies = await Promise.all(drivers.map((d) => d.ask({ op: "run", calls: share(job.total) })))
+      const elapsed = performance.now() - t0
       const cpu1 = await Promise.all(instances.map((i) => i.cpuUs()))
+      const latencies = replies.flatMap((r) => ("latencies" in r ? r.latencies : [])).sort((a, b) => a - b)
       const cpu = cpu1.reduce((sum, c, i) => sum + c - cpu0[i]!, 0)
-      cells.push({ instances: size, ...run, serverCpuUs: cpu / job.total, refused: lb.refused() - refused0 })
-      agent.destroy()
+      cells.push({
+        instances: size,
+        rps: (latencies.length / elapsed) * 1000,
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
+        serverCpuUs: cpu / latencies.length,
+        refused: replies.reduce((sum, r) => sum + ("refused" in r ? r.refused : 0), 0)
+      })
     } finally {
+      await Promise.all(drivers.map((d) => d.stop()))
       await Promise.all(instances.map((i) => i.stop()))
     }
   }
