@@ -1,7 +1,8 @@
 /**
  * What the Redis store adds to one instance against the in-memory default,
  * same workloads, both stores in one process run (one instance each, one
- * after the other, the Redis one on a fresh `redis-server`):
+ * after the other, the Redis one on a fresh `redis-server`; `first` says
+ * which goes first):
  *
  *   node bench/fleet/store-cost.ts '{"concurrency":4,"waitMs":20,"calls":400,"events":50,"gapMs":1,"streams":20}'
  *
@@ -32,6 +33,8 @@ export interface Job {
   readonly events: number
   readonly gapMs: number
   readonly streams: number
+  /** Which store is measured first (alternate from run to run). */
+  readonly first?: Store | undefined
 }
 
 export type Store = "memory" | "redis"
@@ -126,10 +129,12 @@ const cellsFor = async (store: Store, redis: RunningRedis | undefined): Promise<
 }
 
 const started = monotonicMs()
-const cells: Array<Cell> = [...await cellsFor("memory", undefined)]
+const cells: Array<Cell> = []
 const redis = await startRedis()
 try {
-  cells.push(...await cellsFor("redis", redis))
+  for (const store of job.first === "redis" ? ["redis", "memory"] as const : ["memory", "redis"] as const) {
+    cells.push(...await cellsFor(store, store === "redis" ? redis : undefined))
+  }
 } finally {
   await redis.stop()
 }

@@ -80,14 +80,15 @@ export const workload: Workload = {
         progress(`fleet ${impl}, wait ${wait} ms: ${cell.rps.toFixed(0)} req/s, p50 ${cell.p50.toFixed(1)} ms, p99 ${cell.p99.toFixed(1)} ms, ${cell.serverCpuUs.toFixed(0)} µs CPU/call, ${cell.refused} refused and sent again`)
       }
     }
-    const store = async () => {
+    const store = (run: number) => async () => {
       const job: StoreCost.Job = {
         concurrency: smoke ? 2 : slots,
         waitMs,
         calls: smoke ? 20 : envNumber("BENCH_FLEET_CALLS", 400),
         events: smoke ? 5 : envNumber("BENCH_FLEET_EVENTS", 50),
         gapMs: 1,
-        streams: smoke ? 2 : envNumber("BENCH_FLEET_STREAMS", 40)
+        streams: smoke ? 2 : envNumber("BENCH_FLEET_STREAMS", 40),
+        first: run % 2 === 0 ? "memory" : "redis"
       }
       const [m] = await runJsonLines<StoreCost.Measured>(script("./fleet/store-cost.ts"), [JSON.stringify(job)], { timeoutMs: TIMEOUT_MS })
       for (const cell of m!.cells) {
@@ -131,7 +132,7 @@ export const workload: Workload = {
     const tasks: Array<() => Promise<void>> = []
     for (let run = 0; run < runs; run++) {
       if (parts.includes("throughput")) for (const wait of waits) tasks.push(throughput(run, wait))
-      if (parts.includes("store")) tasks.push(store)
+      if (parts.includes("store")) tasks.push(store(run))
       if (parts.includes("resume")) tasks.push(resume)
     }
     if (parts.includes("memory")) tasks.push(memory)
