@@ -1,10 +1,13 @@
 /**
  * Everything the instances of one server share, on one Redis: the `Bus`
  * (notifications and broadcasts reach every instance), the resumable event
- * log (`EventStore`, one Redis Stream per SSE stream) and the
- * `Availability` the HTTP server transport reads to answer 503 at once
- * while Redis cannot be reached. No instance owns anything; an instance can
- * stop at any time.
+ * log (`EventStore`, one Redis Stream per SSE stream), the instance's lease
+ * (`InstanceLease`, which fences the log's appends), the registry of the
+ * requests each instance is serving (`InFlight`, whose reaper answers the
+ * requests of an instance that died) and the `Availability` the HTTP server
+ * transport reads to answer 503 at once while Redis cannot be reached or
+ * the lease is not held. No instance owns anything; an instance can stop at
+ * any time.
  *
  * The connection is node-redis through `@effect/platform-node/NodeRedis`,
  * with the offline queue off (a command while disconnected fails at once
@@ -19,12 +22,17 @@
 import * as NodeRedis from "@effect/platform-node/NodeRedis"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type * as Redis from "effect/persistence/Redis"
 import { Availability } from "./Availability.ts"
 import type { Bus } from "./Bus.ts"
 import type { EventStore } from "./EventStore.ts"
+import type { InFlight } from "./InFlight.ts"
+import { InstanceLease } from "./InstanceLease.ts"
 import * as RedisBus from "./RedisBus.ts"
 import * as RedisEventStore from "./RedisEventStore.ts"
+import * as RedisInFlight from "./RedisInFlight.ts"
+import * as RedisInstanceLease from "./RedisInstanceLease.ts"
 
 /**
  * Where Redis is, the prefix of every key and channel, and the event log's bounds.
@@ -39,6 +47,12 @@ export interface Options extends RedisEventStore.Options {
   readonly retryAfterSeconds?: number | undefined
   /** Longest wait for a connection, initial or renewed, in milliseconds. Default 2000. */
   readonly connectTimeoutMs?: number | undefined
+  /**
+   * How long an instance's lease lasts without renewal, in milliseconds (renewed every third of it).
+   * The requests of an instance that died are answered with an error within about 1.6 times this.
+   * Default 5000.
+   */
+  readonly leaseMs?: number | undefined
 }
 
 /** Backoff while reconnecting: doubling from 50 ms up to 1 s, with jitter so instances do not reconnect in step. */
@@ -68,7 +82,8 @@ export const layerConnection = (options: Options): Layer.Layer<Redis.Redis | Nod
   }))
 
 /**
- * The availability of the connection: the client is ready (connected, not reconnecting).
+ * The availability of the connection: the client is ready (connected, not
+ * reconnecting) and, where there is an `InstanceLease`, its lease is held.
  *
  * @since 0.1.0
  * @category layers
@@ -78,18 +93,21 @@ export const layerAvailability = (options?: {
 }): Layer.Layer<Availability, never, NodeRedis.NodeRedis> =>
   Layer.effect(Availability)(Effect.gen(function*() {
     const redis = yield* NodeRedis.NodeRedis
+    const lease = Option.getOrUndefined(yield* Effect.serviceOption(InstanceLease))
     return {
-      available: () => redis.client.isReady,
+      available: lease === undefined ? () => redis.client.isReady : () => redis.client.isReady && lease.held(),
       retryAfterSeconds: options?.retryAfterSeconds ?? 1
     }
   }))
 
 /**
- * The bus, the event log and their availability on one Redis connection.
+ * The bus, the event log, the instance's lease, the in-flight registry and
+ * their availability on one Redis connection.
  *
  * @example
  * ```ts
  * import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
  * import * as McpServer from "effect-mcp-transport/server/McpServer"
  * import * as RedisFleet from "effect-mcp-transport/server/RedisFleet"
  *
@@ -104,9 +122,17 @@ export const layerAvailability = (options?: {
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<Bus | EventStore | Availability, Redis.RedisError> =>
-  Layer.mergeAll(
-    RedisBus.layer({ prefix: options.prefix }),
-    RedisEventStore.layer(options),
+export const layer = (
+  options: Options
+): Layer.Layer<Bus | EventStore | Availability | InstanceLease | InFlight, Redis.RedisError> => {
+  const leased = RedisEventStore.layer(options).pipe(
+    Layer.provideMerge(RedisInstanceLease.layer({ prefix: options.prefix, leaseMs: options.leaseMs }))
+  )
+  const shared = Layer.mergeAll(
+    RedisInFlight.layer({ prefix: options.prefix, leaseMs: options.leaseMs }),
     layerAvailability(options)
-  ).pipe(Layer.provide(layerConnection(options)))
+  ).pipe(Layer.provideMerge(leased))
+  return Layer.mergeAll(RedisBus.layer({ prefix: options.prefix }), shared).pipe(
+    Layer.provide(layerConnection(options))
+  )
+}

@@ -14,6 +14,7 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import type { AvailabilityShape } from "../Availability.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
+import type { InFlightShape } from "../InFlight.ts"
 import type { Resolved } from "./Config.ts"
 import * as Security from "./Security.ts"
 import type { SendWatch } from "./SendWatch.ts"
@@ -43,6 +44,8 @@ export interface Env {
     | undefined
   /** Whether the store a fleet shares can be reached; absent: nothing is shared. */
   readonly availability?: AvailabilityShape | undefined
+  /** Where the requests of handshake-era sessions are recorded while they run; absent: nowhere. */
+  readonly inFlight?: InFlightShape | undefined
 }
 
 export type Route = (
