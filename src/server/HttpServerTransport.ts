@@ -24,7 +24,9 @@ import type { RedisError } from "effect/persistence/Redis"
 import { Availability } from "./Availability.ts"
 import { Bus } from "./Bus.ts"
 import { EventStore, type EventStoreShape, makeMemory } from "./EventStore.ts"
+import { Inbox, randomInstanceId } from "./Inbox.ts"
 import { InFlight } from "./InFlight.ts"
+import { SessionRegistry } from "./SessionRegistry.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Authorization from "./http/Authorization.ts"
 import { type Options, type Resolved, resolve } from "./http/Config.ts"
@@ -36,6 +38,7 @@ import * as EventsAndHealth from "./http/EventsAndHealth.ts"
 import * as Security from "./http/Security.ts"
 import * as SendWatch from "./http/SendWatch.ts"
 import * as Sessions from "./http/Sessions.ts"
+import * as SharedSessions from "./http/SharedSessions.ts"
 import * as StreamableHttp from "./http/StreamableHttp.ts"
 import type { Options as RedisFleetOptions } from "./RedisFleet.ts"
 
@@ -148,6 +151,9 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     allowedHosts: options?.allowedHosts,
     allowedOrigins: options?.allowedOrigins
   })
+  const registry = config.stateful ? Option.getOrUndefined(yield* Effect.serviceOption(SessionRegistry)) : undefined
+  const inbox = registry === undefined ? undefined : Option.getOrUndefined(yield* Effect.serviceOption(Inbox))
+  const bus = Option.getOrUndefined(yield* Effect.serviceOption(Bus))
   const sessions = yield* Sessions.make({
     handler: handler as Handler<never>,
     services: services as Context.Context<never>,
@@ -164,8 +170,19 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     requestTimeoutMs: config.clientRequestTimeoutMs,
     keepAliveMs: config.keepAliveMs,
     onSessionEnd: options?.onSessionEnd,
-    namesPrincipal: config.authenticate !== undefined
+    namesPrincipal: config.authenticate !== undefined,
+    // Requests to clients name the instance asking, so that an answer through another instance finds it.
+    idPrefix: inbox === undefined ? undefined : `${inbox.instanceId}:`
   })
+  const availability = Option.getOrUndefined(yield* Effect.serviceOption(Availability))
+  const shared = registry === undefined ? undefined : yield* SharedSessions.make({
+    registry,
+    inbox,
+    bus,
+    availability,
+    idleTimeoutMs: config.idleTimeoutMs,
+    instanceId: inbox?.instanceId ?? randomInstanceId()
+  }, sessions)
   // Reported where the transport's services turn metrics on (its scrape endpoint, or the application's layer).
   yield* Metrics.observeStreams(MetricsEndpoint.streamLoad(sessions.list)).pipe(
     Effect.provideService(Metrics.Enabled, Context.get(services, Metrics.Enabled))
@@ -174,7 +191,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     buffer: config.broadcastBuffer,
     maxBufferedBytes: config.maxBufferedBytesPerStream,
     keepAliveMs: config.keepAliveMs,
-    bus: Option.getOrUndefined(yield* Effect.serviceOption(Bus))
+    bus
   })
   const sendWatch = yield* SendWatch.make({
     sendTimeoutMs: config.sendTimeoutMs,
@@ -189,7 +206,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     services: services as Context.Context<never>,
     sendWatch,
     authorize: authorization?.authorize,
-    availability: Option.getOrUndefined(yield* Effect.serviceOption(Availability)),
+    availability,
+    shared,
     inFlight: Option.getOrUndefined(yield* Effect.serviceOption(InFlight))
   }
   const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
@@ -248,7 +266,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     closeSession: (id) =>
       Effect.suspend(() => {
         const s = sessions.get(id)
-        return s === undefined ? Effect.succeed(false) : Effect.as(sessions.close(s), true)
+        if (s === undefined) return Effect.succeed(false)
+        return shared === undefined ? Effect.as(sessions.close(s), true) : SharedSessions.end(shared, sessions, s)
       }),
     shutdown,
     stats: Effect.map(sessions.stats, (s) => ({

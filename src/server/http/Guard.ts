@@ -20,6 +20,7 @@ import * as Security from "./Security.ts"
 import type { SendWatch } from "./SendWatch.ts"
 import * as SharedUnavailable from "./SharedUnavailable.ts"
 import type { Sessions } from "./Sessions.ts"
+import type { Shared } from "./SharedSessions.ts"
 
 export interface Env {
   readonly config: Resolved
@@ -46,6 +47,8 @@ export interface Env {
   readonly availability?: AvailabilityShape | undefined
   /** Where the requests of handshake-era sessions are recorded while they run; absent: nowhere. */
   readonly inFlight?: InFlightShape | undefined
+  /** Sessions known to every instance of a fleet (a `SessionRegistry` present); absent: each instance keeps its own. */
+  readonly shared?: Shared | undefined
 }
 
 export type Route = (

@@ -19,6 +19,7 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -103,6 +104,8 @@ export interface SessionsConfig {
   readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
   /** Whether principals are authenticated: handlers are then told theirs (`HandlerContext.principal`). */
   readonly namesPrincipal?: boolean | undefined
+  /** What the ids of requests to clients start with (an instance of a fleet: `<instanceId>:`). */
+  readonly idPrefix?: string | undefined
 }
 
 /** Which limit turned a request away: `maxStreams` (server-wide), `maxStreamsPerPrincipal` or `maxStreamsPerSession`. */
@@ -178,6 +181,16 @@ export interface Sessions {
    * its own is answered.
    */
   readonly create: (kind: SessionKind, principalId: string) => Effect.Effect<Session | Refused, never, Scope.Scope>
+  /**
+   * A streamable session with a known id (one another instance of a fleet
+   * made), admitted as `create` admits one; `prepare` runs before anyone
+   * else can use it. Concurrent adoptions of one id make one session.
+   */
+  readonly adopt: (
+    id: string,
+    principalId: string,
+    prepare: (session: Session) => Effect.Effect<void>
+  ) => Effect.Effect<Session | Refused, never, Scope.Scope>
   readonly get: (id: string) => Session | undefined
   readonly getLegacy: (id: string) => Session | undefined
   readonly close: (session: Session) => Effect.Effect<void>
@@ -405,13 +418,13 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   // Uninterruptible from the decision on: a client that goes away meanwhile
   // must not leave a victim half ended or its reserved slot taken.
-  const create = (kind: SessionKind, principalId: string): Effect.Effect<Session | Refused, never, Scope.Scope> =>
+  const create = (kind: SessionKind, principalId: string, knownId?: string): Effect.Effect<Session | Refused, never, Scope.Scope> =>
     kind === "ephemeral" ? build(kind, principalId) : Effect.acquireRelease(
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Session | Refused> => {
         const admitted = admit(principalId, now)
         if (admitted !== undefined && isRefused(admitted)) return Effect.succeed(admitted)
         // An evicted session ends as any other does: its scope closed, onSessionEnd told.
-        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted), build(kind, principalId)).pipe(
+        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted), build(kind, principalId, knownId)).pipe(
           Effect.flatMap(askHandler)
         )
       }),
@@ -436,7 +449,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   }
 
   /** For a streamable or legacy session, its slot was reserved by `admit`; `hold` takes it over. */
-  const build = (kind: SessionKind, principalId: string): Effect.Effect<Session> => {
+  const build = (kind: SessionKind, principalId: string, knownId?: string): Effect.Effect<Session> => {
     let slotReserved = kind !== "ephemeral"
     const release = Effect.sync(() => {
       if (slotReserved) reserve(principalId, -1)
@@ -445,7 +458,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     return Effect.gen(function*() {
       const scope = yield* Scope.fork(parentScope, "sequential")
       const now = yield* Clock.currentTimeMillis
-      const id = kind === "ephemeral" ? undefined : randomUUID()
+      const id = kind === "ephemeral" ? undefined : knownId ?? randomUUID()
       const standaloneId = streamId(id)
       const standalone = yield* OutStream.make({
         streamId: standaloneId,
@@ -479,6 +492,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         defaultRequestTimeoutMs: config.requestTimeoutMs,
         // Separate POSTs race: a cancel may arrive before the request it cancels.
         earlyCancels: {},
+        idPrefix: config.idPrefix,
         identity: () => ({
           principal: config.namesPrincipal === true ? principalId : undefined,
           auth: session.auth
@@ -608,6 +622,28 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       })
     )
 
+  const adopting = new Map<string, Deferred.Deferred<Session | Refused>>()
+  const adopt = (
+    id: string,
+    principalId: string,
+    prepare: (session: Session) => Effect.Effect<void>
+  ): Effect.Effect<Session | Refused, never, Scope.Scope> =>
+    Effect.suspend(() => {
+      const held = sessions.get(id)
+      if (held !== undefined) return Effect.succeed(held)
+      const pending = adopting.get(id)
+      if (pending !== undefined) return Deferred.await(pending)
+      const done = Deferred.makeUnsafe<Session | Refused>()
+      adopting.set(id, done)
+      return create("streamable", principalId, id).pipe(
+        Effect.tap((made) => isRefused(made) ? Effect.void : prepare(made)),
+        Effect.onExit((exit) => {
+          adopting.delete(id)
+          return Deferred.done(done, exit)
+        })
+      )
+    })
+
   const enter = (principalId: string, session: Session | undefined, stream: boolean) =>
     Effect.map(enterSlots(principalId, session, stream ? 1 : 0), (grant): Admission => grant.short ?? "ok")
 
@@ -665,6 +701,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   return {
     create,
+    adopt,
     get: (id) => sessions.get(id),
     getLegacy: (id) => legacy.get(id),
     close,
