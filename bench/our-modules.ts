@@ -27,6 +27,7 @@ export const loadHttpServerTransport = () =>
   load<typeof import("../src/server/HttpServerTransport.ts")>("server/HttpServerTransport")
 export const loadJsonRpc = () => load<typeof import("../src/JsonRpc.ts")>("JsonRpc")
 export const loadBridge = () => load<typeof import("../src/bridge/Bridge.ts")>("bridge/Bridge")
+export const loadRedisFleet = () => load<typeof import("../src/server/RedisFleet.ts")>("server/RedisFleet")
 
 export const loadOneShot = () => load<typeof import("../src/client/OneShot.ts")>("client/OneShot")
 export const loadTool = () => load<typeof import("../src/server/Tool.ts")>("server/Tool")

@@ -10,7 +10,20 @@
  * "CPU µs/req" is a process's CPU time per request (all threads): less moved by
  * other load on the machine than req/s.
  */
-export type Metric = "req/s" | "ms" | "MiB" | "KiB/req" | "CPU µs/req" | "server CPU µs/req" | "round trips/call"
+export type Metric =
+  | "req/s"
+  | "ms"
+  | "MiB"
+  | "KiB/req"
+  | "CPU µs/req"
+  | "server CPU µs/req"
+  | "server CPU µs/event"
+  | "round trips/call"
+  | "bytes/session"
+  | "bytes/key"
+  | "keys/session"
+  | "events/session"
+  | "count"
 
 export interface Row {
   /** e.g. "stdio client", "stdio server", "http json", "large 10 MiB", "in flight", "cold start", "bridge" */

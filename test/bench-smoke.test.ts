@@ -58,6 +58,10 @@ const expected: Record<string, { readonly impls: ReadonlyArray<string>; readonly
       "heap per 10,000 live tasks"
     ]
   },
+  fleet: {
+    impls: ["1 instance", "3 instances"],
+    variants: ["stateless tools/call wait 20 ms, 2 slots per instance"]
+  },
   "cold-start": {
     impls: ["raw", "ours", "ours-mcp", "sdk", "effect-ai"],
     variants: ["process start → first result", "import", "open → first result", "teardown"]
