@@ -70,7 +70,7 @@ const expected: Record<string, { readonly impls: ReadonlyArray<string>; readonly
 
 /** Every workload unless BENCH_WORKLOADS narrows it (while developing one). */
 const selection = process.env.BENCH_WORKLOADS ?? ""
-const HARNESS_TIMEOUT_MS = 240_000
+const HARNESS_TIMEOUT_MS = 360_000
 
 /**
  * Runs the harness in its own process group, so that on a timeout the
@@ -150,5 +150,5 @@ describe("bench/main.ts (smoke)", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
-  }, 300_000)
+  }, 420_000)
 })
