@@ -8,15 +8,18 @@
  *
  * The connection is node-redis through `@effect/platform-node/NodeRedis`,
  * with the offline queue off (a command while disconnected fails at once
- * instead of waiting) and a reconnect strategy that never gives up once
- * connected (the default one stops on a socket timeout). The first
- * connection must succeed: building the layer fails with a `RedisError`
- * otherwise.
+ * instead of waiting), a bound on every command (`commandTimeoutMs`: a
+ * Redis that stops answering without closing its connection fails the
+ * command instead of holding the request) and a reconnect strategy that
+ * never gives up once connected (the default one stops on a socket
+ * timeout). The first connection must succeed: building the layer fails
+ * with a `RedisError` otherwise.
  *
  * Redis 6.2 or later, with an append-only file and `maxmemory-policy
  * noeviction`; Redis Cluster is not supported. See docs/scale-out.md.
  */
 import * as NodeRedis from "@effect/platform-node/NodeRedis"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redis from "effect/persistence/Redis"
@@ -39,7 +42,33 @@ export interface Options extends RedisEventStore.Options {
   readonly retryAfterSeconds?: number | undefined
   /** Longest wait for a connection, initial or renewed, in milliseconds. Default 2000. */
   readonly connectTimeoutMs?: number | undefined
+  /**
+   * Longest wait for the answer to one command, in milliseconds. Default
+   * 2000. A blocking command (`XREAD BLOCK`) waiting longer passes its own
+   * `timeout` in node-redis's command options.
+   */
+  readonly commandTimeoutMs?: number | undefined
+  /**
+   * How often, in milliseconds, the connection is checked with a `PING`
+   * while it is up. A `PING` unanswered within `commandTimeoutMs` (a Redis
+   * that hangs: paused, swapping, stuck in a slow script) makes the store
+   * unavailable until one is answered again. Default 1000.
+   */
+  readonly probeIntervalMs?: number | undefined
 }
+
+/**
+ * The defaults of `Options`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaults = {
+  retryAfterSeconds: 1,
+  connectTimeoutMs: 2000,
+  commandTimeoutMs: 2000,
+  probeIntervalMs: 1000
+} as const
 
 /** Backoff while reconnecting: doubling from 50 ms up to 1 s, with jitter so instances do not reconnect in step. */
 const backoff = (retries: number) => Math.min(50 * 2 ** retries, 1000) + Math.floor(Math.random() * 100)
@@ -57,8 +86,9 @@ export const layerConnection = (options: Options): Layer.Layer<Redis.Redis | Nod
     const client = NodeRedis.layer({
       url: options.url,
       disableOfflineQueue: true,
+      commandOptions: { timeout: options.commandTimeoutMs ?? defaults.commandTimeoutMs },
       socket: {
-        connectTimeout: options.connectTimeoutMs ?? 2000,
+        connectTimeout: options.connectTimeoutMs ?? defaults.connectTimeoutMs,
         reconnectStrategy: (retries: number, cause: Error) => connected ? backoff(retries) : cause
       }
     })
@@ -68,19 +98,49 @@ export const layerConnection = (options: Options): Layer.Layer<Redis.Redis | Nod
   }))
 
 /**
- * The availability of the connection: the client is ready (connected, not reconnecting).
+ * The availability of the connection: the client is ready (connected, not
+ * reconnecting) and its last `PING` was answered in time. A connection
+ * that is up but unanswered (Redis paused) is caught by the `PING` every
+ * `probeIntervalMs`, not by the socket; a closed one at once.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerAvailability = (options?: {
   readonly retryAfterSeconds?: number | undefined
+  readonly commandTimeoutMs?: number | undefined
+  readonly probeIntervalMs?: number | undefined
 }): Layer.Layer<Availability, never, NodeRedis.NodeRedis> =>
   Layer.effect(Availability)(Effect.gen(function*() {
     const redis = yield* NodeRedis.NodeRedis
+    const timeout = options?.commandTimeoutMs ?? defaults.commandTimeoutMs
+    let stalled = false
+    const probe = Effect.suspend(() => {
+      // A reconnect is a fresh start: the socket state says all until the next PING.
+      if (!redis.client.isReady) {
+        stalled = false
+        return Effect.void
+      }
+      return Effect.tryPromise(() => redis.client.sendCommand(["PING"], { timeout })).pipe(
+        Effect.match({
+          onFailure: () => {
+            stalled = redis.client.isReady
+          },
+          onSuccess: () => {
+            stalled = false
+          }
+        })
+      )
+    })
+    yield* probe.pipe(
+      Effect.delay(Duration.millis(options?.probeIntervalMs ?? defaults.probeIntervalMs)),
+      Effect.forever,
+      Effect.forkScoped
+    )
     return {
-      available: () => redis.client.isReady,
-      retryAfterSeconds: options?.retryAfterSeconds ?? 1
+      available: () => redis.client.isReady && !stalled,
+      retryAfterSeconds: options?.retryAfterSeconds ?? defaults.retryAfterSeconds,
+      kind: "redis"
     }
   }))
 

@@ -15,6 +15,7 @@ import type { AvailabilityShape } from "../Availability.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
 import type { Resolved } from "./Config.ts"
+import * as Drain from "./Drain.ts"
 import * as Security from "./Security.ts"
 import type { SendWatch } from "./SendWatch.ts"
 import * as SharedUnavailable from "./SharedUnavailable.ts"
@@ -43,6 +44,8 @@ export interface Env {
     | undefined
   /** Whether the store a fleet shares can be reached; absent: nothing is shared. */
   readonly availability?: AvailabilityShape | undefined
+  /** Whether the transport is shutting down; absent: it never drains. */
+  readonly drain?: Drain.Drain | undefined
 }
 
 export type Route = (
@@ -62,7 +65,10 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
   const originAllowed = Security.isOriginAllowed(env.lists, origin)
   const cors = Security.corsHeaders(origin, originAllowed)
   const authenticate = options.auth ? env.config.authenticate : undefined
-  const unavailable = options.auth ? SharedUnavailable.refusal(env.availability, request) : undefined
+  const unavailable = options.auth
+    ? Drain.refusal(env.drain, env.availability?.retryAfterSeconds ?? 1) ??
+      SharedUnavailable.refusal(env.availability, request)
+    : undefined
   const answer: Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope> =
     !Security.isHostAllowed(env.lists, request.headers["host"])
       ? Effect.succeed(Security.invalid(403, "Forbidden: Host header not allowed"))
