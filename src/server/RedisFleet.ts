@@ -8,9 +8,11 @@
  *
  * The connection is node-redis through `@effect/platform-node/NodeRedis`,
  * with the offline queue off (a command while disconnected fails at once
- * instead of waiting), a bound on every command (`commandTimeoutMs`: a
- * Redis that stops answering without closing its connection fails the
- * command instead of holding the request) and a reconnect strategy that
+ * instead of waiting), a bound on every command sent through the `Redis`
+ * service (`commandTimeoutMs`: a Redis that stops answering without closing
+ * its connection fails the command instead of holding the request; node-redis's
+ * own command timeout stops counting once the command is written) and a
+ * reconnect strategy that
  * never gives up once connected (the default one stops on a socket
  * timeout). The first connection must succeed: building the layer fails
  * with a `RedisError` otherwise.
@@ -22,7 +24,8 @@ import * as NodeRedis from "@effect/platform-node/NodeRedis"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Redis from "effect/persistence/Redis"
+import * as Context from "effect/Context"
+import * as Redis from "effect/persistence/Redis"
 import { Availability } from "./Availability.ts"
 import type { Bus } from "./Bus.ts"
 import type { EventStore } from "./EventStore.ts"
@@ -43,9 +46,12 @@ export interface Options extends RedisEventStore.Options {
   /** Longest wait for a connection, initial or renewed, in milliseconds. Default 2000. */
   readonly connectTimeoutMs?: number | undefined
   /**
-   * Longest wait for the answer to one command, in milliseconds. Default
-   * 2000. A blocking command (`XREAD BLOCK`) waiting longer passes its own
-   * `timeout` in node-redis's command options.
+   * Longest wait for the answer to one command sent through the `Redis`
+   * service (`send`, `eval`), in milliseconds; it then fails with a
+   * `RedisError`. Default 2000. Not applied to `reserve`d connections (for
+   * blocking reads, which bound themselves) nor to commands sent on the
+   * node-redis client directly (`NodeRedis`): bound those with
+   * `Effect.timeout`.
    */
   readonly commandTimeoutMs?: number | undefined
   /**
@@ -83,19 +89,53 @@ export const layerConnection = (options: Options): Layer.Layer<Redis.Redis | Nod
   Layer.unwrap(Effect.sync(() => {
     // Until the first connection is made, a failure is an answer (the URL is wrong, Redis is not there).
     let connected = false
+    const timeoutMs = options.commandTimeoutMs ?? defaults.commandTimeoutMs
     const client = NodeRedis.layer({
       url: options.url,
       disableOfflineQueue: true,
-      commandOptions: { timeout: options.commandTimeoutMs ?? defaults.commandTimeoutMs },
+      // Bounds the wait to be written only; `bounded` bounds the wait for the answer.
+      commandOptions: { timeout: timeoutMs },
       socket: {
         connectTimeout: options.connectTimeoutMs ?? defaults.connectTimeoutMs,
         reconnectStrategy: (retries: number, cause: Error) => connected ? backoff(retries) : cause
       }
     })
-    return Layer.effectDiscard(Effect.sync(() => {
+    return Layer.effectContext(Effect.gen(function*() {
       connected = true
-    })).pipe(Layer.provideMerge(client))
+      const node = yield* NodeRedis.NodeRedis
+      const redis = yield* Redis.Redis
+      return Context.make(NodeRedis.NodeRedis, node).pipe(Context.add(Redis.Redis, bounded(redis, timeoutMs)))
+    })).pipe(Layer.provide(client))
   }))
+
+/** A command unanswered within `commandTimeoutMs`. */
+class CommandTimeout extends Error {
+  constructor(command: string, ms: number) {
+    super(`Redis did not answer ${command} within ${ms} ms`)
+  }
+}
+
+/**
+ * The `Redis` service with a bound on every answer. A command given up on
+ * stays in node-redis's queue, and its late answer (if any) is dropped
+ * there: the answers after it still reach their own commands.
+ */
+const bounded = (redis: Redis.Redis["Service"], ms: number): Redis.Redis["Service"] => {
+  const bound = <A>(command: string, effect: Effect.Effect<A, Redis.RedisError>) =>
+    Effect.timeoutOrElse(effect, {
+      duration: Duration.millis(ms),
+      orElse: () => Effect.fail(new Redis.RedisError({ cause: new CommandTimeout(command, ms) }))
+    })
+  return {
+    send: (command, ...args) => bound(command, redis.send(command, ...args)),
+    eval: (script) => {
+      const run = redis.eval(script)
+      return (...params) => bound("EVALSHA", run(...params))
+    },
+    subscribe: redis.subscribe,
+    reserve: redis.reserve
+  }
+}
 
 /**
  * The availability of the connection: the client is ready (connected, not
@@ -121,7 +161,8 @@ export const layerAvailability = (options?: {
         stalled = false
         return Effect.void
       }
-      return Effect.tryPromise(() => redis.client.sendCommand(["PING"], { timeout })).pipe(
+      return Effect.tryPromise(() => redis.client.sendCommand(["PING"])).pipe(
+        Effect.timeout(Duration.millis(timeout)),
         Effect.match({
           onFailure: () => {
             stalled = redis.client.isReady

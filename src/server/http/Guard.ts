@@ -92,6 +92,8 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
+        : env.availability !== undefined && SharedUnavailable.isStoreFailure(cause)
+        ? Effect.succeed(SharedUnavailable.lost(env.availability))
         : Effect.as(
           Effect.logWarning("HTTP server transport: unexpected failure", Cause.pretty(cause)),
           Security.errorResponse(500, JsonRpc.ErrorCode.InternalError, "Internal error")
