@@ -13,8 +13,6 @@ import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as SubscriptionRef from "effect/SubscriptionRef"
@@ -206,21 +204,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   })
 
   /** Like the Streamable transport: closing the scope aborts the call and the caller sees TransportClosed. */
-  const exchange = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | TransportClosed> =>
-    Effect.suspend(() => {
-      if (closedError !== undefined) return Effect.fail(closedError)
-      return Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(FiberSet.run(inflight, effect), (fiber) =>
-          restore(Fiber.await(fiber)).pipe(
-            Effect.onInterrupt(() => Fiber.interrupt(fiber)),
-            Effect.flatMap((exit): Effect.Effect<A, E | TransportClosed> => {
-              if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
-              if (closedError !== undefined && Cause.hasInterruptsOnly(exit.cause)) return Effect.fail(closedError)
-              return Effect.failCause(exit.cause)
-            })
-          ))
-      )
-    })
+  const exchange = Http.owned(inflight, () => closedError)
 
   const shutDown = (error: TransportClosed) =>
     Effect.suspend(() => {

@@ -18,7 +18,6 @@
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import { constTrue } from "effect/Function"
@@ -341,21 +340,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
    * scope aborts it (and the caller sees `TransportClosed`), while the
    * caller's interruption still aborts it too.
    */
-  const exchange = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | TransportClosed> =>
-    Effect.suspend(() => {
-      if (closedError !== undefined) return Effect.fail(closedError)
-      return Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(FiberSet.run(inflight, effect), (fiber) =>
-          restore(Fiber.await(fiber)).pipe(
-            Effect.onInterrupt(() => Fiber.interrupt(fiber)),
-            Effect.flatMap((exit): Effect.Effect<A, E | TransportClosed> => {
-              if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
-              if (closedError !== undefined && Cause.hasInterruptsOnly(exit.cause)) return Effect.fail(closedError)
-              return Effect.failCause(exit.cause)
-            })
-          ))
-      )
-    })
+  const exchange = Http.owned(inflight, () => closedError)
 
   // ---------------------------------------------------------------------------
   // Requests

@@ -51,38 +51,46 @@ const open = (
     return session.client.task(resolved.rest[0]!)
   })
 
-const get = Command.make(
-  "get",
-  {
-    words: operands,
-    timeout: Session.timeoutFlag("30s", "Timeout of the request"),
-    connectTimeout: Session.connectTimeoutFlag,
-    protocol: Session.protocolFlag,
-    connection: ServerFlags.flags
-  },
-  ({ connection, connectTimeout, protocol, timeout, words }) =>
-    Output.run(Effect.scoped(Effect.gen(function*() {
-      const task = yield* open(connection, words, { timeout, connectTimeout, protocol }, "task get [url] <taskId>")
-      yield* Output.result(yield* task.get, render)
-    })))
-).pipe(Command.withDescription("Show a task's state (tasks/get): its status, and its result or error once it has one"))
+/** What both subcommands take: where the server is, the task's id, and how long to wait. */
+const flags = {
+  words: operands,
+  timeout: Session.timeoutFlag("30s", "Timeout of the request"),
+  connectTimeout: Session.connectTimeoutFlag,
+  protocol: Session.protocolFlag,
+  connection: ServerFlags.flags
+}
 
-const cancel = Command.make(
+/** A subcommand that opens the session, finds the task and does `act` with it. */
+const subcommand = <E, R>(
+  name: "get" | "cancel",
+  act: (task: Effect.Success<ReturnType<typeof open>>) => Effect.Effect<void, E, R>,
+  description: string
+) =>
+  Command.make(
+    name,
+    flags,
+    ({ connection, connectTimeout, protocol, timeout, words }) =>
+      Output.run(Effect.scoped(Effect.gen(function*() {
+        const task = yield* open(connection, words, { timeout, connectTimeout, protocol }, `task ${name} [url] <taskId>`)
+        yield* act(task)
+      })))
+  ).pipe(Command.withDescription(description))
+
+const get = subcommand(
+  "get",
+  (task) => Effect.flatMap(task.get, (state) => Output.result(state, render)),
+  "Show a task's state (tasks/get): its status, and its result or error once it has one"
+)
+
+const cancel = subcommand(
   "cancel",
-  {
-    words: operands,
-    timeout: Session.timeoutFlag("30s", "Timeout of the request"),
-    connectTimeout: Session.connectTimeoutFlag,
-    protocol: Session.protocolFlag,
-    connection: ServerFlags.flags
-  },
-  ({ connection, connectTimeout, protocol, timeout, words }) =>
-    Output.run(Effect.scoped(Effect.gen(function*() {
-      const task = yield* open(connection, words, { timeout, connectTimeout, protocol }, "task cancel [url] <taskId>")
-      yield* task.cancel
-      yield* Output.result({ taskId: task.taskId, cancelRequested: true }, () => `cancel requested for task ${task.taskId}`)
-    })))
-).pipe(Command.withDescription("Ask the server to cancel a task (tasks/cancel); the task may still finish"))
+  (task) =>
+    Effect.andThen(
+      task.cancel,
+      Output.result({ taskId: task.taskId, cancelRequested: true }, () => `cancel requested for task ${task.taskId}`)
+    ),
+  "Ask the server to cancel a task (tasks/cancel); the task may still finish"
+)
 
 export const command = Command.make("task").pipe(
   Command.withDescription("Show or cancel a task a tool call became, by the id call printed (tasks/get, tasks/cancel)"),

@@ -3,8 +3,12 @@
  * redirect policy, header assembly, bounded body reads, and the mapping of
  * HTTP outcomes to our typed errors.
  */
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
@@ -272,3 +276,31 @@ const DISCARD_WHOLE_LIMIT = 64 * 1024
 
 /** Session ids are visible ASCII (0x21–0x7E); anything else is not a usable header value. */
 export const isValidSessionId = (id: string): boolean => /^[\x21-\x7e]+$/.test(id)
+
+/**
+ * Runs one exchange in a fiber the transport owns (`inflight`), so that
+ * closing the transport's scope aborts it and the caller sees the
+ * transport's `TransportClosed` (read through `closed`), while the caller's
+ * own interruption still aborts it too.
+ */
+export const owned = (
+  inflight: FiberSet.FiberSet<unknown, unknown>,
+  closed: () => TransportClosed | undefined
+) =>
+<A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | TransportClosed> =>
+  Effect.suspend(() => {
+    const before = closed()
+    if (before !== undefined) return Effect.fail(before)
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(FiberSet.run(inflight, effect), (fiber) =>
+        restore(Fiber.await(fiber)).pipe(
+          Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+          Effect.flatMap((exit): Effect.Effect<A, E | TransportClosed> => {
+            if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
+            const after = closed()
+            if (after !== undefined && Cause.hasInterruptsOnly(exit.cause)) return Effect.fail(after)
+            return Effect.failCause(exit.cause)
+          })
+        ))
+    )
+  })
