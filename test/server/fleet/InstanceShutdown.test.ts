@@ -66,7 +66,7 @@ describe.skipIf(!RedisServer.present)("an instance of a fleet stopped with SIGTE
       expect(JSON.parse((yield* health).body)).toEqual({ status: "ok", store: { kind: "redis", connected: true } })
       const exited = new Promise<void>((resolve) => a.child.once("exit", () => resolve()))
 
-      const inFlight = Effect.runPromise(answer(call(fetch, a.url, "hold", { dir })))
+      const inFlight = Effect.runPromise(answer(call(fetch, a.url, "gate", { dir })))
       yield* until(Effect.sync(() => existsSync(join(dir, "started"))), (started) => started)
       yield* fleet.signal("A", "SIGTERM")
 
@@ -82,7 +82,7 @@ describe.skipIf(!RedisServer.present)("an instance of a fleet stopped with SIGTE
       writeFileSync(join(dir, "release"), "")
       const finished = yield* Effect.promise(() => inFlight)
       expect(finished.status).toBe(200)
-      expect(textOf(finished)).toBe("held on A")
+      expect(textOf(finished)).toBe("released on A")
       yield* Effect.promise(() => exited)
       expect(a.child.exitCode !== null || a.child.signalCode !== null).toBe(true)
     }).pipe(Effect.scoped), 120_000)
