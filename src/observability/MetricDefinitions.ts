@@ -40,8 +40,14 @@ export const STORE_BOUNDARIES: ReadonlyArray<number> = [
 ]
 
 // `unit` is how Effect's exporters learn a metric's unit (OTLP maps it to UCUM; Prometheus leaves it out of the labels).
-const SECONDS = { unit: "seconds" }
 const BYTES = { unit: "bytes" }
+
+/** A histogram of durations in seconds. */
+const seconds = (name: string, description: string, boundaries: ReadonlyArray<number> = DURATION_BOUNDARIES) =>
+  Metric.histogram(name, { description, boundaries, attributes: { unit: "seconds" } })
+
+/** A counter that only goes up. */
+const tally = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
 
 /**
  * Histogram (s): a request or notification the client sent, from sending it
@@ -53,11 +59,10 @@ const BYTES = { unit: "bytes" }
  * @since 0.1.0
  * @category metrics
  */
-export const clientOperationDuration = Metric.histogram("mcp.client.operation.duration", {
-  description: "Duration of an MCP request as observed by the client, from sending it until its answer",
-  boundaries: DURATION_BOUNDARIES,
-  attributes: SECONDS
-})
+export const clientOperationDuration = seconds(
+  "mcp.client.operation.duration",
+  "Duration of an MCP request as observed by the client, from sending it until its answer"
+)
 
 /**
  * Histogram (s): a request the server served, from receiving it until its
@@ -66,11 +71,10 @@ export const clientOperationDuration = Metric.histogram("mcp.client.operation.du
  * @since 0.1.0
  * @category metrics
  */
-export const serverOperationDuration = Metric.histogram("mcp.server.operation.duration", {
-  description: "Duration of an MCP request as observed by the server, from receiving it until its answer",
-  boundaries: DURATION_BOUNDARIES,
-  attributes: SECONDS
-})
+export const serverOperationDuration = seconds(
+  "mcp.server.operation.duration",
+  "Duration of an MCP request as observed by the server, from receiving it until its answer"
+)
 
 /**
  * Histogram (s): a client's session, from its handshake (or discovery) until
@@ -80,11 +84,10 @@ export const serverOperationDuration = Metric.histogram("mcp.server.operation.du
  * @since 0.1.0
  * @category metrics
  */
-export const clientSessionDuration = Metric.histogram("mcp.client.session.duration", {
-  description: "Duration of an MCP session as observed by the client",
-  boundaries: DURATION_BOUNDARIES,
-  attributes: SECONDS
-})
+export const clientSessionDuration = seconds(
+  "mcp.client.session.duration",
+  "Duration of an MCP session as observed by the client"
+)
 
 /**
  * Histogram (s): a server's session (a stdio or in-memory connection, an
@@ -93,11 +96,10 @@ export const clientSessionDuration = Metric.histogram("mcp.client.session.durati
  * @since 0.1.0
  * @category metrics
  */
-export const serverSessionDuration = Metric.histogram("mcp.server.session.duration", {
-  description: "Duration of an MCP session as observed by the server",
-  boundaries: DURATION_BOUNDARIES,
-  attributes: SECONDS
-})
+export const serverSessionDuration = seconds(
+  "mcp.server.session.duration",
+  "Duration of an MCP session as observed by the server"
+)
 
 /**
  * Gauge: requests the server is serving now. Attributes: `mcp.method.name`, `network.transport`.
@@ -171,10 +173,10 @@ export const sseBufferedBytes = Metric.gauge("mcp.server.sse.buffered_bytes", {
  * @since 0.1.0
  * @category metrics
  */
-export const sseReplayedEvents = Metric.counter("mcp.server.sse.replayed_events", {
-  description: "SSE events replayed to clients resuming a stream",
-  incremental: true
-})
+export const sseReplayedEvents = tally(
+  "mcp.server.sse.replayed_events",
+  "SSE events replayed to clients resuming a stream"
+)
 
 /**
  * Counter: sessions and streams the HTTP server turned away. Attributes:
@@ -184,10 +186,10 @@ export const sseReplayedEvents = Metric.counter("mcp.server.sse.replayed_events"
  * @since 0.1.0
  * @category metrics
  */
-export const serverAdmissionRefused = Metric.counter("mcp.server.admission.refused", {
-  description: "Sessions and streams the HTTP server refused at its caps",
-  incremental: true
-})
+export const serverAdmissionRefused = tally(
+  "mcp.server.admission.refused",
+  "Sessions and streams the HTTP server refused at its caps"
+)
 
 /**
  * Counter: client sessions the bridge refused because every upstream slot was taken.
@@ -195,10 +197,10 @@ export const serverAdmissionRefused = Metric.counter("mcp.server.admission.refus
  * @since 0.1.0
  * @category metrics
  */
-export const bridgeAdmissionRefused = Metric.counter("mcp.bridge.admission.refused", {
-  description: "Sessions the bridge refused with every upstream slot taken",
-  incremental: true
-})
+export const bridgeAdmissionRefused = tally(
+  "mcp.bridge.admission.refused",
+  "Sessions the bridge refused with every upstream slot taken"
+)
 
 /**
  * Gauge: the state of the manager's circuit breaker per server: 0 closed,
@@ -219,10 +221,10 @@ export const managerCircuitState = Metric.gauge("mcp.manager.circuit.state", {
  * @since 0.1.0
  * @category metrics
  */
-export const managerReconnects = Metric.counter("mcp.manager.reconnects", {
-  description: "Connection attempts McpManager made after a server's first",
-  incremental: true
-})
+export const managerReconnects = tally(
+  "mcp.manager.reconnects",
+  "Connection attempts McpManager made after a server's first"
+)
 
 /**
  * Histogram (s): one round trip to a shared session store (Redis).
@@ -232,8 +234,8 @@ export const managerReconnects = Metric.counter("mcp.manager.reconnects", {
  * @since 0.1.0
  * @category metrics
  */
-export const storeOperationDuration = Metric.histogram("mcp.store.operation.duration", {
-  description: "Duration of one round trip to the shared session store",
-  boundaries: STORE_BOUNDARIES,
-  attributes: SECONDS
-})
+export const storeOperationDuration = seconds(
+  "mcp.store.operation.duration",
+  "Duration of one round trip to the shared session store",
+  STORE_BOUNDARIES
+)

@@ -24,6 +24,7 @@ import type { RedisError } from "effect/persistence/Redis"
 import { Availability } from "./Availability.ts"
 import { Bus } from "./Bus.ts"
 import { EventStore, type EventStoreShape, makeMemory } from "./EventStore.ts"
+import { InFlight } from "./InFlight.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Authorization from "./http/Authorization.ts"
 import { type Options, type Resolved, resolve } from "./http/Config.ts"
@@ -198,7 +199,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     sendWatch,
     authorize: authorization?.authorize,
     availability,
-    drain
+    drain,
+    inFlight: Option.getOrUndefined(yield* Effect.serviceOption(InFlight))
   }
   const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
 

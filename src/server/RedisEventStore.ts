@@ -30,6 +30,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redis from "effect/persistence/Redis"
 import { EventStore, type EventStoreShape, type Replay, type StoredEvent } from "./EventStore.ts"
+import { InstanceLease, type InstanceLeaseShape, LeaseLost, WriterToken } from "./InstanceLease.ts"
 
 /**
  * Bounds and naming of the Redis event log.
@@ -104,6 +105,25 @@ return id
   }
 ).withReturnType<string>()
 
+// The append of an instance holding a lease: refused (false) unless the lease key holds the writer's token.
+const fencedAppendScript = Redis.script(
+  (
+    stream: string,
+    index: string,
+    lease: string,
+    data: string,
+    event: string,
+    maxLen: number,
+    ttlMs: number,
+    maxStreams: number,
+    token: string
+  ) => [stream, index, lease, data, event, maxLen, ttlMs, maxStreams, token],
+  {
+    numberOfKeys: 3,
+    lua: `if redis.call('GET', KEYS[3]) ~= ARGV[6] then return false end` + appendScript.lua
+  }
+).withReturnType<string | null>()
+
 // What followed an id, or false when the stream is gone or never issued the id.
 const replayScript = Redis.script(
   (stream: string, after: string) => [stream, after],
@@ -155,7 +175,8 @@ export const make = (options?: Options): Effect.Effect<EventStoreShape, never, R
       : Math.max(1, Duration.toMillis(Duration.fromInputUnsafe(options.ttl)))
     const streamKey = (streamId: string) => `${prefix}log:{${sessionOf(streamId)}}:${streamId}`
     const indexKey = (streamId: string) => `${prefix}streams:{${sessionOf(streamId)}}`
-    const append = redis.eval(appendScript)
+    const lease = Option.getOrUndefined(yield* Effect.serviceOption(InstanceLease))
+    const append = fenced(redis, lease) ?? redis.eval(appendScript)
     const replay = redis.eval(replayScript)
 
     const store: EventStoreShape = {
@@ -219,6 +240,28 @@ export const make = (options?: Options): Effect.Effect<EventStoreShape, never, R
     }
     return store
   })
+
+/**
+ * Appends checked against the instance's lease, where there is one to check
+ * against. A refused append is a defect (`LeaseLost`): `append` has no error
+ * channel, and what was writing the stream ends with it.
+ */
+const fenced = (redis: Redis.Redis["Service"], lease: InstanceLeaseShape | undefined) => {
+  const key = lease?.key
+  if (lease === undefined || key === undefined) return undefined
+  const run = redis.eval(fencedAppendScript)
+  return (stream: string, index: string, data: string, event: string, maxLen: number, ttlMs: number, maxStreams: number) =>
+    Effect.gen(function*() {
+      // Work started under an older lease keeps its token, and the script refuses it.
+      const pinned = yield* WriterToken
+      const token = lease.token() === undefined ? undefined : pinned ?? lease.token()
+      const id = token === undefined
+        ? null
+        : yield* run(stream, index, key, data, event, maxLen, ttlMs, maxStreams, String(token))
+      if (id === null) return yield* Effect.die(new LeaseLost({ instanceId: lease.id }))
+      return id
+    })
+}
 
 const fieldOf = (fields: ReadonlyArray<string>, name: string): string | undefined => {
   for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1]

@@ -1,10 +1,13 @@
 /**
  * Everything the instances of one server share, on one Redis: the `Bus`
  * (notifications and broadcasts reach every instance), the resumable event
- * log (`EventStore`, one Redis Stream per SSE stream) and the
- * `Availability` the HTTP server transport reads to answer 503 at once
- * while Redis cannot be reached. No instance owns anything; an instance can
- * stop at any time.
+ * log (`EventStore`, one Redis Stream per SSE stream), the instance's lease
+ * (`InstanceLease`, which fences the log's appends), the registry of the
+ * requests each instance is serving (`InFlight`, whose reaper answers the
+ * requests of an instance that died) and the `Availability` the HTTP server
+ * transport reads to answer 503 at once while Redis cannot be reached or
+ * the lease is not held. No instance owns anything; an instance can stop at
+ * any time.
  *
  * The connection is node-redis through `@effect/platform-node/NodeRedis`,
  * with the offline queue off (a command while disconnected fails at once
@@ -12,10 +15,9 @@
  * service (`commandTimeoutMs`: a Redis that stops answering without closing
  * its connection fails the command instead of holding the request; node-redis's
  * own command timeout stops counting once the command is written) and a
- * reconnect strategy that
- * never gives up once connected (the default one stops on a socket
- * timeout). The first connection must succeed: building the layer fails
- * with a `RedisError` otherwise.
+ * reconnect strategy that never gives up once connected (the default one
+ * stops on a socket timeout). The first connection must succeed: building
+ * the layer fails with a `RedisError` otherwise.
  *
  * Redis 6.2 or later, with an append-only file and `maxmemory-policy
  * noeviction`; Redis Cluster is not supported. See docs/scale-out.md.
@@ -25,12 +27,17 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Context from "effect/Context"
+import * as Option from "effect/Option"
 import * as Redis from "effect/persistence/Redis"
 import { Availability } from "./Availability.ts"
 import type { Bus } from "./Bus.ts"
 import type { EventStore } from "./EventStore.ts"
+import type { InFlight } from "./InFlight.ts"
+import { InstanceLease } from "./InstanceLease.ts"
 import * as RedisBus from "./RedisBus.ts"
 import * as RedisEventStore from "./RedisEventStore.ts"
+import * as RedisInFlight from "./RedisInFlight.ts"
+import * as RedisInstanceLease from "./RedisInstanceLease.ts"
 
 /**
  * Where Redis is, the prefix of every key and channel, and the event log's bounds.
@@ -61,6 +68,12 @@ export interface Options extends RedisEventStore.Options {
    * unavailable until one is answered again. Default 1000.
    */
   readonly probeIntervalMs?: number | undefined
+  /**
+   * How long an instance's lease lasts without renewal, in milliseconds (renewed every third of it).
+   * The requests of an instance that died are answered with an error within about 1.6 times this.
+   * Default 5000.
+   */
+  readonly leaseMs?: number | undefined
 }
 
 /**
@@ -139,8 +152,9 @@ const bounded = (redis: Redis.Redis["Service"], ms: number): Redis.Redis["Servic
 
 /**
  * The availability of the connection: the client is ready (connected, not
- * reconnecting) and its last `PING` was answered in time. A connection
- * that is up but unanswered (Redis paused) is caught by the `PING` every
+ * reconnecting), its last `PING` was answered in time and, where there is
+ * an `InstanceLease`, its lease is held. A connection that is up but
+ * unanswered (Redis paused) is caught by the `PING` every
  * `probeIntervalMs`, not by the socket; a closed one at once.
  *
  * @since 0.1.0
@@ -153,6 +167,7 @@ export const layerAvailability = (options?: {
 }): Layer.Layer<Availability, never, NodeRedis.NodeRedis> =>
   Layer.effect(Availability)(Effect.gen(function*() {
     const redis = yield* NodeRedis.NodeRedis
+    const lease = Option.getOrUndefined(yield* Effect.serviceOption(InstanceLease))
     const timeout = options?.commandTimeoutMs ?? defaults.commandTimeoutMs
     let stalled = false
     const probe = Effect.suspend(() => {
@@ -178,19 +193,22 @@ export const layerAvailability = (options?: {
       Effect.forever,
       Effect.forkScoped
     )
+    const reachable = () => redis.client.isReady && !stalled
     return {
-      available: () => redis.client.isReady && !stalled,
+      available: lease === undefined ? reachable : () => reachable() && lease.held(),
       retryAfterSeconds: options?.retryAfterSeconds ?? defaults.retryAfterSeconds,
       kind: "redis"
     }
   }))
 
 /**
- * The bus, the event log and their availability on one Redis connection.
+ * The bus, the event log, the instance's lease, the in-flight registry and
+ * their availability on one Redis connection.
  *
  * @example
  * ```ts
  * import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
  * import * as McpServer from "effect-mcp-transport/server/McpServer"
  * import * as RedisFleet from "effect-mcp-transport/server/RedisFleet"
  *
@@ -205,9 +223,17 @@ export const layerAvailability = (options?: {
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<Bus | EventStore | Availability, Redis.RedisError> =>
-  Layer.mergeAll(
-    RedisBus.layer({ prefix: options.prefix }),
-    RedisEventStore.layer(options),
+export const layer = (
+  options: Options
+): Layer.Layer<Bus | EventStore | Availability | InstanceLease | InFlight, Redis.RedisError> => {
+  const leased = RedisEventStore.layer(options).pipe(
+    Layer.provideMerge(RedisInstanceLease.layer({ prefix: options.prefix, leaseMs: options.leaseMs }))
+  )
+  const shared = Layer.mergeAll(
+    RedisInFlight.layer({ prefix: options.prefix, leaseMs: options.leaseMs }),
     layerAvailability(options)
-  ).pipe(Layer.provide(layerConnection(options)))
+  ).pipe(Layer.provideMerge(leased))
+  return Layer.mergeAll(RedisBus.layer({ prefix: options.prefix }), shared).pipe(
+    Layer.provide(layerConnection(options))
+  )
+}

@@ -14,6 +14,7 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import type { AvailabilityShape } from "../Availability.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
+import type { InFlightShape } from "../InFlight.ts"
 import type { Resolved } from "./Config.ts"
 import * as Drain from "./Drain.ts"
 import * as Security from "./Security.ts"
@@ -46,6 +47,8 @@ export interface Env {
   readonly availability?: AvailabilityShape | undefined
   /** Whether the transport is shutting down; absent: it never drains. */
   readonly drain?: Drain.Drain | undefined
+  /** Where the requests of handshake-era sessions are recorded while they run; absent: nowhere. */
+  readonly inFlight?: InFlightShape | undefined
 }
 
 export type Route = (

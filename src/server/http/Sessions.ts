@@ -201,8 +201,11 @@ export interface Sessions {
   readonly awaitIdle: Effect.Effect<void>
   /** A new resumable (or, without a store, plain) stream owned by the session. */
   readonly newStream: (session: Session, resumable: boolean) => Effect.Effect<OutStream.OutStream>
-  /** `newStream` outside an effect (opened on first use, from a handler's `notify`). */
-  readonly openStream: (session: Session, resumable: boolean) => OutStream.OutStream
+  /**
+   * `newStream` outside an effect (opened on first use, from a handler's `notify`);
+   * `id` is one made beforehand with `newStreamId` (the stream is named before it opens).
+   */
+  readonly openStream: (session: Session, resumable: boolean, id?: string) => OutStream.OutStream
   /**
    * Counts the request (and, with `stream`, a slot of the principal's and the
    * session's, if any) until the current request scope closes.
@@ -249,6 +252,8 @@ const streamId = (sessionId?: string) => {
   if (sessionId === undefined) return own
   return `${createHash("sha256").update(sessionId).digest("base64url").slice(0, 16)}~${own}`
 }
+/** A new stream id for a session's stream, named before the stream opens (see `Sessions.openStream`). */
+export const newStreamId = streamId
 
 export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.fn.Return<Sessions, never, Scope.Scope> {
   const parentScope = yield* Effect.scope
@@ -327,8 +332,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       })
     })
 
-  const openStream = (session: Session, resumable: boolean): OutStream.OutStream => {
-    const id = streamId(session.id)
+  const openStream = (session: Session, resumable: boolean, preset?: string): OutStream.OutStream => {
+    const id = preset ?? streamId(session.id)
     const out = OutStream.makeUnsafe({
       streamId: id,
       store: resumable ? config.store : undefined,

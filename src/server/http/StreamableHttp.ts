@@ -25,6 +25,7 @@ import * as Metrics from "../../observability/Metrics.ts"
 import * as ServerSpans from "../internal/ServerSpans.ts"
 import * as EraRouting from "./EraRouting.ts"
 import type { Env, Guarded } from "./Guard.ts"
+import * as InFlightWork from "./InFlightWork.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
@@ -32,6 +33,7 @@ import type { OutStream } from "./OutStream.ts"
 import {
   completesHandshake,
   isRefused,
+  newStreamId,
   type RequestRoute,
   runHoldingSlots,
   type Session,
@@ -191,7 +193,9 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
     // something on the way (or cuts the stream): the stream opens then, and this exchange waits for that
     // or for the answer, whichever comes first.
     const lazy = decoded._tag === "Single" && !initialize && accepts.json && config.responseMode !== "sse"
-    const route = new PostRoute(accepts.sse, sessions, s, !ephemeral)
+    // Named before it opens, so the in-flight registry can say where the answer goes.
+    const streamId = env.inFlight !== undefined && !ephemeral ? newStreamId(s.id) : undefined
+    const route = new PostRoute(accepts.sse, sessions, s, !ephemeral, streamId)
     if (!lazy) route.open()
     const claimed = new Set<JsonRpc.RequestId>()
     // Requests past the slots granted, in batch order: answered with the refusal, never run.
@@ -218,21 +222,25 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
     }
     // The answer of a lazy exchange whose stream never opened.
     let direct: JsonRpc.JsonRpcResponse | undefined
+    const deliver = (reply: JsonRpc.JsonRpcResponse) => {
+      if (route.opened === undefined) {
+        direct = reply
+        return Effect.void
+      }
+      return route.opened.offer(reply)
+    }
     const answerOne = (m: JsonRpc.Classified) =>
       answer(m).pipe(
         Effect.flatMap((reply) => {
           if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
           if (reply === null) return Effect.void
-          if (route.opened === undefined) {
-            direct = reply
-            return Effect.void
-          }
-          return route.opened.offer(reply)
+          return deliver(reply)
         })
       )
-    const work = (messages.length === 1
+    const answering = messages.length === 1
       ? answerOne(messages[0])
-      : Effect.forEach(messages, answerOne, { concurrency: "unbounded", discard: true })).pipe(
+      : Effect.forEach(messages, answerOne, { concurrency: "unbounded", discard: true })
+    const work = InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver).pipe(
         Effect.ensuring(Effect.suspend(() => {
           for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
           // No route left to open the stream through: a stream not open by now never will be.
@@ -304,18 +312,20 @@ class PostRoute implements RequestRoute {
   readonly #sessions: Sessions
   readonly #session: Session
   readonly #resumable: boolean
-  constructor(canStream: boolean, sessions: Sessions, session: Session, resumable: boolean) {
+  readonly #streamId: string | undefined
+  constructor(canStream: boolean, sessions: Sessions, session: Session, resumable: boolean, streamId?: string) {
     this.canStream = canStream
     this.#sessions = sessions
     this.#session = session
     this.#resumable = resumable
+    this.#streamId = streamId
   }
   get out(): OutStream {
     return this.open()
   }
   open(): OutStream {
     if (this.opened === undefined) {
-      this.opened = this.#sessions.openStream(this.#session, this.#resumable)
+      this.opened = this.#sessions.openStream(this.#session, this.#resumable, this.#streamId)
       this.settle()
     }
     return this.opened

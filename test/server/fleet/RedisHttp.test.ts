@@ -113,7 +113,10 @@ describe.skipIf(!RedisServer.present)("HTTP server transport on Redis", () => {
       const transport = Context.get(context, HttpServerTransport.HttpServerTransport)
       const id = yield* transport.broadcast("tick", { n: 1 })
       expect(id.startsWith("broadcast_")).toBe(true)
-      expect(yield* RedisServer.keysUnder(redis.url, "bare:")).toEqual(["bare:log:{_}:broadcast", "bare:streams:{_}"])
+      // Beside the log, only the instance's lease (its key, the set of instances, the fence).
+      const keys = yield* RedisServer.keysUnder(redis.url, "bare:")
+      expect(keys.filter((k) => !k.startsWith("bare:instance"))).toEqual(["bare:fence", "bare:log:{_}:broadcast", "bare:streams:{_}"])
+      expect(keys.filter((k) => k.startsWith("bare:instance"))).toHaveLength(2)
     }).pipe(Effect.scoped), 30_000)
 })
 

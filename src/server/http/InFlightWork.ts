@@ -1,0 +1,30 @@
+/**
+ * A POST's requests, recorded in the fleet's in-flight registry while they
+ * run (see `InFlight`), so that another instance answers them if this one
+ * dies. Refused by the registry (this instance lost its lease, or loses it
+ * meanwhile), each request is answered with the same error a reaper would
+ * give it; where that answer cannot be written either (the fence refuses
+ * this instance's appends), the stream ends without it, and a reaper's
+ * answer is what a client resuming the stream gets.
+ */
+import * as Effect from "effect/Effect"
+import type * as JsonRpc from "../../JsonRpc.ts"
+import { type InFlightShape, stoppedResponse } from "../InFlight.ts"
+
+export const tracked = (
+  inFlight: InFlightShape | undefined,
+  session: string | undefined,
+  streamId: string | undefined,
+  ids: ReadonlySet<JsonRpc.RequestId>,
+  work: Effect.Effect<void>,
+  answer: (reply: JsonRpc.JsonRpcResponse) => Effect.Effect<unknown>
+): Effect.Effect<void> => {
+  if (inFlight === undefined || session === undefined || streamId === undefined || ids.size === 0) return work
+  const entries = [...ids].map((requestId) => ({ session, requestId, streamId }))
+  return inFlight.run(entries, work).pipe(
+    Effect.catchTag("LeaseLost", () =>
+      Effect.forEach(ids, (id) => answer(stoppedResponse(id)).pipe(Effect.catchDefect(() => Effect.void)), {
+        discard: true
+      }))
+  )
+}

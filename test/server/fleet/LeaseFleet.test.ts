@@ -1,0 +1,174 @@
+/**
+ * What a dying or paused instance means for its requests, with instances as
+ * real child processes on a real Redis:
+ * - SIGKILL the instance running a tool call: within the lease time plus
+ *   2 s (a bound to wait on, not a speed claim) the request's stream in the
+ *   shared log holds a -32603 error naming no internals, while another
+ *   instance's request runs on to its answer;
+ * - SIGSTOP an instance past its lease, then SIGCONT it: the appends its
+ *   request goes on to make are refused by the fence (the log ends with the
+ *   reaper's error), a request it finds waiting is refused with 503 and
+ *   `Retry-After`, and once it holds a new lease it serves again, and the
+ *   client resuming its stream there reads the reaper's error.
+ * Each scenario counts the keys it leaves.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as InFlight from "../../../src/server/InFlight.ts"
+import * as Fleet from "../../fixtures/Fleet.ts"
+import * as LogWait from "../../fixtures/LogWait.ts"
+import * as RedisServer from "../../fixtures/RedisServer.ts"
+import { initializeBody, openSession, openSse, post, type SseReader } from "../http/helpers.ts"
+
+const PREFIX = "lf:"
+const KEY = "q".repeat(32)
+const LEASE_MS = 1500
+const VERSION = "2025-11-25"
+
+const start = (redisUrl: string) =>
+  Fleet.start({ redisUrl, names: ["A", "B"], prefix: PREFIX, args: ["--keys", KEY, "--lease-ms", String(LEASE_MS)] })
+
+/** A tool call on one instance, answered over SSE; resolves once its first progress notification arrived. */
+const callTool = (url: string, session: string, id: number, name: string, args: Record<string, unknown> = {}) =>
+  Effect.promise(async () => {
+    const opened = await openSse(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-session-id": session,
+        "mcp-protocol-version": VERSION
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name, arguments: args, _meta: { progressToken: `p${id}` } }
+      })
+    })
+    if (opened.reader === undefined) throw new Error(`tools/call ${name}: ${opened.response.status}`)
+    const reader: SseReader = opened.reader
+    if (!(await reader.until((r) => r.messages().some((m) => m.method === "notifications/progress")))) {
+      throw new Error(`tools/call ${name}: no progress`)
+    }
+    return reader
+  })
+
+/** The log key of the stream an event id belongs to. */
+const logKeyOf = (eventId: string) => {
+  const streamId = eventId.slice(0, eventId.lastIndexOf("_"))
+  return `${PREFIX}log:{${streamId.slice(0, streamId.indexOf("~"))}}:${streamId}`
+}
+
+const isStopped = (id: number) => (e: LogWait.LoggedEvent) => {
+  const m = JSON.parse(e.data)
+  return m.id === id && m.error !== undefined
+}
+
+/** Keys other than the event log's (streams of sessions still alive, which expire with them). */
+const fleetKeys = (url: string) =>
+  Effect.map(RedisServer.keysUnder(url, PREFIX), (keys) => keys.filter((k) => !k.startsWith(`${PREFIX}log:`) && !k.startsWith(`${PREFIX}streams:`)))
+
+describe.skipIf(!RedisServer.present)("Instance leases in a fleet of processes", () => {
+  it.live("SIGKILL the instance running a tool call: its stream gets the error within lease + 2 s; the other instance's call goes on", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const { a, b } = yield* Effect.scoped(Effect.gen(function*() {
+        const fleet = yield* start(redis.url)
+        const a = fleet.instance("A")
+        const b = fleet.instance("B")
+        const onA = yield* Effect.promise(() => openSession(a.url, VERSION))
+        const onB = yield* Effect.promise(() => openSession(b.url, VERSION))
+        const hanging = yield* callTool(a.url, onA, 41, "hang")
+        const ticking = yield* callTool(b.url, onB, 42, "ticks", { count: 40 })
+        const seen = hanging.lastId()!
+        expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}run:`)).toHaveLength(2)
+
+        yield* fleet.signal("A", "SIGKILL")
+        const error = yield* LogWait.awaitEvent(redis.url, logKeyOf(seen), seen, LEASE_MS + 2000, isStopped(41))
+        expect(error, "the stopped error in the request's stream within lease + 2 s").toBeDefined()
+        const message = JSON.parse(error!.data)
+        expect(message).toEqual(InFlight.stoppedResponse(41))
+        expect(JSON.stringify(message.error)).not.toContain(a.fleetId!)
+
+        // The other instance's request runs on to its answer, and its stream gets no error.
+        expect(yield* Effect.promise(() => ticking.until((r) => r.messages().some((m) => m.id === 42), 30_000))).toBe(true)
+        const answer = ticking.messages().find((m) => m.id === 42)
+        expect(answer.result.content[0].text).toBe("40 ticks on B")
+        const bStream = yield* LogWait.all(redis.url, logKeyOf(ticking.lastId()!))
+        expect(bStream.filter((e) => e.data !== "" && JSON.parse(e.data).error !== undefined)).toEqual([])
+
+        // Only B is left: its lease, the set of instances, the fence; nothing of A's requests.
+        expect(yield* fleetKeys(redis.url)).toEqual(
+          [`${PREFIX}fence`, `${PREFIX}instance:${b.fleetId}`, `${PREFIX}instances`].sort()
+        )
+        return { a, b }
+      }))
+      // Every instance stopped: only the log of A's session (never ended; it expires) is left.
+      const left = yield* RedisServer.keysUnder(redis.url, PREFIX)
+      expect(left.filter((k) => !k.startsWith(`${PREFIX}log:`) && !k.startsWith(`${PREFIX}streams:`))).toEqual([])
+      expect(left.length).toBe(2)
+      expect(a.fleetId).not.toBe(b.fleetId)
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("SIGSTOP an instance past its lease, SIGCONT it: its late appends are refused, it answers 503 until it holds a new lease", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      yield* Effect.scoped(Effect.gen(function*() {
+        const fleet = yield* start(redis.url)
+        const a = fleet.instance("A")
+        const onA = yield* Effect.promise(() => openSession(a.url, VERSION))
+        const ticking = yield* callTool(a.url, onA, 7, "ticks", { count: 200 })
+        const seen = ticking.lastId()!
+        const key = logKeyOf(seen)
+
+        yield* fleet.signal("A", "SIGSTOP")
+        // B reaps A once its lease key expired: the error lands in A's request's stream.
+        const error = yield* LogWait.awaitEvent(redis.url, key, seen, LEASE_MS + 2000, isStopped(7))
+        expect(error).toBeDefined()
+        // A request that reaches A while it is stopped waits in its socket.
+        const waiting = Effect.runPromise(Effect.promise(() => post(a.url, initializeBody(1, VERSION))))
+        yield* fleet.signal("A", "SIGCONT")
+        const refused = yield* Effect.promise(() => waiting)
+        expect(refused.status).toBe(503)
+        expect(refused.headers.get("retry-after")).toBe("1")
+        yield* a.waitForLog((l) => l.includes("lost its lease")).pipe(Effect.timeout("30 seconds"))
+        yield* a.waitForLog((l) => l.includes("holds a new lease (token")).pipe(Effect.timeout("30 seconds"))
+
+        // None of the appends A made after waking is in the log: the reaper's error is the last entry.
+        const log = yield* LogWait.all(redis.url, key)
+        expect(log[log.length - 1].redisId).toBe(error!.redisId)
+        const progress = log.filter((e) => e.data !== "" && JSON.parse(e.data).method === "notifications/progress")
+        expect(progress.length).toBeGreaterThan(0)
+        expect(progress.length).toBeLessThan(200)
+
+        // The client resumes its stream (A still holds the session) and reads the reaper's error from the log.
+        const resumed = yield* Effect.promise(() =>
+          openSse(a.url, {
+            method: "GET",
+            headers: { accept: "text/event-stream", "mcp-session-id": onA, "mcp-protocol-version": VERSION, "last-event-id": seen }
+          })
+        )
+        expect(resumed.response.status).toBe(200)
+        expect(yield* Effect.promise(() => resumed.reader!.until((r) => r.messages().some((m) => m.id === 7)))).toBe(true)
+        expect(resumed.reader!.messages().find((m) => m.id === 7)).toEqual(InFlight.stoppedResponse(7))
+        resumed.reader!.close()
+
+        // With a new lease, A serves fleet work again.
+        const served = yield* Effect.promise(() => post(a.url, initializeBody(2, VERSION)))
+        expect(served.status).toBe(200)
+        yield* Effect.promise(() => served.text())
+        ticking.close()
+        expect(yield* fleetKeys(redis.url)).toEqual(
+          [
+            `${PREFIX}fence`,
+            `${PREFIX}instance:${a.fleetId}`,
+            `${PREFIX}instance:${fleet.instance("B").fleetId}`,
+            `${PREFIX}instances`
+          ].sort()
+        )
+      }))
+      const left = yield* RedisServer.keysUnder(redis.url, PREFIX)
+      expect(left.filter((k) => !k.startsWith(`${PREFIX}log:`) && !k.startsWith(`${PREFIX}streams:`))).toEqual([])
+    }).pipe(Effect.scoped), 120_000)
+})
