@@ -5,16 +5,18 @@
  * health endpoint says `unavailable`; nothing hangs. Afterwards, with the
  * append-only file, the same session and its stream go on and nothing is
  * lost (events stored before the outage replay after it, notifications
- * flow again); without it, the stream's log is gone: a resume is refused
- * at once and a fresh GET stream works. A paused Redis fails the commands
+ * flow again); without it, the stream's log is gone (and the instance's
+ * lease with it: the instance takes a new one): a resume is refused at
+ * once and a fresh GET stream works. A paused Redis fails the commands
  * under way within the command timeout (their requests get the same 503),
  * and the `PING` probe turns the instance unavailable until Redis answers
  * again.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Fiber, Layer, Option } from "effect"
 import { createClient } from "redis"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
+import { InstanceLease } from "../../../src/server/InstanceLease.ts"
 import * as McpServer from "../../../src/server/McpServer.ts"
 import * as RedisFleet from "../../../src/server/RedisFleet.ts"
 import * as RedisServer from "../../fixtures/RedisServer.ts"
@@ -36,12 +38,16 @@ const instance = (url: string, fleet: Partial<RedisFleet.Options> = {}) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(
       McpServer.layerHttp(server, { port: 0 }).pipe(
-        Layer.provide(RedisFleet.layer({ url, prefix: PREFIX, ...fleet }))
+        Layer.provideMerge(RedisFleet.layer({ url, prefix: PREFIX, ...fleet }))
       )
     )
     const transport = Context.get(context, HttpServerTransport.HttpServerTransport)
     const mcp = Option.getOrThrow(transport.url)
-    return { handle: Context.get(context, McpServer.Handle), url: mcp, health: mcp.replace(/\/mcp$/, "/mcp/health") }
+    return {
+      handle: Context.get(context, McpServer.Handle),
+      lease: Context.get(context, InstanceLease),
+      transport,
+      url: mcp, health: mcp.replace(/\/mcp$/, "/mcp/health") }
   })
 
 interface Answer {
@@ -92,7 +98,11 @@ const expectRefused = (a: Answer) => {
  * A session whose GET stream got `m1`, then went away while `m2` was sent
  * (stored in the log): what is left to resume after an outage.
  */
-const sessionWithBacklog = (url: string, handle: McpServer.HandleShape) =>
+const sessionWithBacklog = (
+  url: string,
+  handle: McpServer.HandleShape,
+  transport: HttpServerTransport.HttpServerTransportShape
+) =>
   Effect.gen(function*() {
     const session = yield* Effect.promise(() => openSession(url, HANDSHAKE))
     const get = { ...headers(session), accept: "text/event-stream" }
@@ -102,13 +112,18 @@ const sessionWithBacklog = (url: string, handle: McpServer.HandleShape) =>
     const seen = first.reader!.lastId()!
     first.reader!.close()
     yield* Effect.promise(() => first.reader!.done)
+    yield* until(transport.stats, (stats) => stats.openStreams === 0)
     yield* handle.notifyAll("notifications/message", message("m2"))
     // Stored: a resume shows it (and is closed again, leaving the event in the log).
+    // Resumed once the transport has seen the first connection go (a resume taking over a connection it
+    // still counts is another matter).
+    yield* until(transport.stats, (stats) => stats.openStreams === 0)
     const check = yield* Effect.promise(() => openSse(url, { method: "GET", headers: { ...get, "last-event-id": seen } }))
     expect(yield* Effect.promise(() => check.reader!.until((r) => r.messages().length === 1))).toBe(true)
     expect(check.reader!.messages().map(dataOf)).toEqual(["m2"])
     check.reader!.close()
     yield* Effect.promise(() => check.reader!.done)
+    yield* until(transport.stats, (stats) => stats.openStreams === 0)
     return { session, get, seen }
   })
 
@@ -116,9 +131,9 @@ describe.skipIf(!RedisServer.present)("an instance while its Redis is away", () 
   it.live("with the append-only file: 503 + Retry-After during the outage, then the same session and stream go on, nothing lost", () =>
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
-      const { handle, health: healthUrl, url } = yield* instance(redis.url)
+      const { handle, health: healthUrl, transport, url } = yield* instance(redis.url)
       expect(JSON.parse((yield* health(healthUrl)).body)).toEqual({ status: "ok", store: { kind: "redis", connected: true } })
-      const { get, seen, session } = yield* sessionWithBacklog(url, handle)
+      const { get, seen, session } = yield* sessionWithBacklog(url, handle, transport)
 
       yield* redis.kill
       // The client notices the closed socket on its own; from then on every answer is an immediate 503.
@@ -144,12 +159,15 @@ describe.skipIf(!RedisServer.present)("an instance while its Redis is away", () 
   it.live("without it: 503 during the outage, then the stream's log is gone: a resume is refused at once, a fresh stream works", () =>
     Effect.gen(function*() {
       const redis = yield* RedisServer.make({ appendOnly: false })
-      const { handle, health: healthUrl, url } = yield* instance(redis.url)
-      const { get, seen, session } = yield* sessionWithBacklog(url, handle)
+      const { handle, health: healthUrl, lease, transport, url } = yield* instance(redis.url)
+      const { get, seen, session } = yield* sessionWithBacklog(url, handle, transport)
+      // The instance's lease key goes with the data: the instance finds it lost and takes a new one.
+      const lost = yield* Effect.forkChild(lease.awaitLost)
 
       yield* redis.kill
       expectRefused(yield* until(list(url, session), (a) => a.status !== 200))
       yield* redis.start
+      yield* Fiber.join(lost)
       yield* until(health(healthUrl), (a) => a.status === 200)
       yield* until(subscribers(redis.url), (n) => n === 1)
 
