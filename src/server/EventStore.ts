@@ -13,6 +13,9 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
+import * as Follow from "./internal/Follow.ts"
 
 /**
  * One stored SSE event, as it is written again on replay.
@@ -42,6 +45,36 @@ export interface Replay {
 }
 
 /**
+ * Where a follower starts: after an event id of the stream, at the start of
+ * what the store holds of it, or at its end (only what is appended later).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type FollowFrom = { readonly after: string } | "start" | "end"
+
+/**
+ * Following a stream as it is written, from any process that shares the
+ * store: what a store shared by several instances offers so that one writes
+ * a stream and another delivers it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Tail {
+  /**
+   * The events of `streamId` from `from` on, oldest first, each once, priming
+   * events left out; then each event appended later, as it is appended. The
+   * follower is in place once the effect completes (`"end"` is taken then);
+   * the stream ends after the events appended before `finish`, else it
+   * follows until the scope closes.
+   */
+  readonly follow: (streamId: string, from: FollowFrom) => Effect.Effect<Stream.Stream<StoredEvent>, never, Scope.Scope>
+  /** Marks the stream finished: its followers end once they have had every event before the mark. Never replayed. */
+  readonly finish: (streamId: string) => Effect.Effect<void>
+}
+
+/**
  * A replay store: what a persistent store implements to replace the in-memory one.
  *
  * Event ids must name their stream: `replayAfter` and `streamOf` are given nothing else.
@@ -63,6 +96,13 @@ export interface EventStoreShape {
   readonly removeStream: (streamId: string) => Effect.Effect<void>
   /** Events held right now (for tests and diagnostics). */
   readonly size: Effect.Effect<number>
+  /**
+   * Present when the store is shared by the instances of a fleet: a
+   * session's standalone stream is then one stream in the store, written by
+   * any instance and delivered by the one holding the client's connection,
+   * and a stream resumes on an instance that did not write it.
+   */
+  readonly tail?: Tail | undefined
 }
 
 /**
@@ -96,6 +136,12 @@ export interface MemoryOptions {
   readonly maxEvents?: number | undefined
   /** Bytes of `data` kept across all streams before the oldest go. Default 10 MiB. */
   readonly maxBytes?: number | undefined
+  /**
+   * Offer `tail`, as a store shared by several transports would: for
+   * transports in one process that stand for the instances of a fleet.
+   * Default false (each transport delivers its own streams directly).
+   */
+  readonly tail?: boolean | undefined
 }
 
 /**
@@ -113,6 +159,8 @@ interface Entry {
   readonly seq: number
   readonly event: StoredEvent
   readonly bytes: number
+  /** The mark `Tail.finish` leaves (its data is empty, so replay skips it). */
+  readonly finished?: true
 }
 
 interface StreamLog {
@@ -180,8 +228,18 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
     }
   }
 
+  // Woken on every entry of their stream (only with `tail`).
+  const followers = new Map<string, Set<() => void>>()
+  const wake = (streamId: string) => {
+    const woken = followers.get(streamId)
+    if (woken !== undefined) for (const f of woken) f()
+  }
+
   const append = (streamId: string, data: string, event?: string | undefined) =>
-    Effect.sync(() => {
+    Effect.sync(() => appendUnsafe(streamId, data, event, false))
+
+  const appendUnsafe = (streamId: string, data: string, event: string | undefined, finished: boolean): string => {
+    {
       const n = ++seq
       const id = `${streamId}${SEPARATOR}${n}`
       let log = streams.get(streamId)
@@ -190,7 +248,7 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
         streams.set(streamId, log)
       }
       const size = data.length + (event?.length ?? 0)
-      log.entries.push({ seq: n, event: { id, event, data }, bytes: size })
+      log.entries.push(finished ? { seq: n, event: { id, event, data }, bytes: size, finished } : { seq: n, event: { id, event, data }, bytes: size })
       order.push([streamId, n])
       count++
       bytes += size
@@ -206,8 +264,22 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
         order.push(...live)
         orderHead = 0
       }
+      if (options?.tail === true) wake(streamId)
       return id
-    })
+    }
+  }
+
+  /** Index of the first entry after `after` in `log`. */
+  const firstAfter = (log: StreamLog, after: number): number => {
+    let lo = log.head
+    let hi = log.entries.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (log.entries[mid].seq <= after) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
 
   const replayAfter = (lastEventId: string) =>
     Effect.sync((): Option.Option<Replay> => {
@@ -215,16 +287,8 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
       if (parsed === undefined) return Option.none()
       const log = streams.get(parsed.streamId)
       if (log === undefined || parsed.seq > seq || parsed.seq < log.since) return Option.none()
-      // Binary search for the first entry after `parsed.seq`.
-      let lo = log.head
-      let hi = log.entries.length
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1
-        if (log.entries[mid].seq <= parsed.seq) lo = mid + 1
-        else hi = mid
-      }
       const events: Array<StoredEvent> = []
-      for (let i = lo; i < log.entries.length; i++) {
+      for (let i = firstAfter(log, parsed.seq); i < log.entries.length; i++) {
         const e = log.entries[i].event
         if (e.data !== "") events.push(e)
       }
@@ -251,7 +315,53 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
       }
     })
 
-  return { append, replayAfter, streamOf, removeStream, size: Effect.sync(() => count) }
+  const tail: Tail = {
+    follow: (streamId, from) =>
+      Follow.make<number, StoredEvent>({
+        start: Effect.sync(() => {
+          if (from === "start") return 0
+          if (from === "end") return seq
+          const parsed = parseId(from.after)
+          if (parsed === undefined || parsed.streamId !== streamId) return seq
+          return parsed.seq
+        }),
+        read: (cursor) =>
+          Effect.sync(() => {
+            const log = streams.get(streamId)
+            const events: Array<StoredEvent> = []
+            if (log === undefined) return { events, cursor, finished: false }
+            let next = cursor
+            for (let i = firstAfter(log, cursor); i < log.entries.length; i++) {
+              const entry = log.entries[i]
+              next = entry.seq
+              if (entry.finished === true) return { events, cursor: next, finished: true }
+              if (entry.event.data !== "") events.push(entry.event)
+            }
+            return { events, cursor: next, finished: false }
+          }),
+        register: (onAppend) =>
+          Effect.acquireRelease(
+            Effect.sync(() => {
+              let set = followers.get(streamId)
+              if (set === undefined) followers.set(streamId, set = new Set())
+              set.add(onAppend)
+            }),
+            () =>
+              Effect.sync(() => {
+                const set = followers.get(streamId)
+                set?.delete(onAppend)
+                if (set?.size === 0) followers.delete(streamId)
+              })
+          )
+      }),
+    finish: (streamId) =>
+      Effect.sync(() => {
+        appendUnsafe(streamId, "", undefined, true)
+      })
+  }
+
+  const store: EventStoreShape = { append, replayAfter, streamOf, removeStream, size: Effect.sync(() => count) }
+  return options?.tail === true ? { ...store, tail } : store
 }
 
 /**

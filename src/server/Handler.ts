@@ -15,6 +15,7 @@ import type * as Effect from "effect/Effect"
 import type * as JsonRpc from "../JsonRpc.ts"
 import type { ClientRequestUnavailable, RequestError, TransportClosed } from "../McpError.ts"
 import type { AuthInfo } from "./auth/TokenVerifier.ts"
+import type { SessionRecord } from "./SessionRegistry.ts"
 
 /**
  * What a handler can do besides answering: learn which session and request it
@@ -139,6 +140,18 @@ export type Handler<R = never> =
      * starts a process for each). Optional (absent: every session is admitted).
      */
     readonly admitSession?: ((sessionId: string) => Effect.Effect<SessionRefusal | undefined>) | undefined
+    /**
+     * Told by the HTTP transport of a fleet (a `SessionRegistry` present)
+     * what the fleet knows of a session this instance serves without having
+     * seen its `initialize`: when it takes over a session another instance
+     * made, and again whenever the record changed elsewhere (the client
+     * finished the handshake, or set its log level, through another
+     * instance). `context` is the session's channel for server-initiated
+     * traffic. Optional (absent: the handler keeps no handshake record).
+     */
+    readonly adoptSession?:
+      | ((sessionId: string, record: SessionRecord, context: HandlerContext) => Effect.Effect<void>)
+      | undefined
     /**
      * Whether the handler serves requests of the stateless era (2026-07-28)
      * on their own, with no session: the HTTP transport then routes such

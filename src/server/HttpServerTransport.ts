@@ -24,7 +24,9 @@ import type { RedisError } from "effect/persistence/Redis"
 import { Availability } from "./Availability.ts"
 import { Bus } from "./Bus.ts"
 import { EventStore, type EventStoreShape, makeMemory } from "./EventStore.ts"
+import { Inbox, randomInstanceId } from "./Inbox.ts"
 import { InFlight } from "./InFlight.ts"
+import { SessionRegistry } from "./SessionRegistry.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Authorization from "./http/Authorization.ts"
 import { type Options, type Resolved, resolve } from "./http/Config.ts"
@@ -37,6 +39,7 @@ import * as EventsAndHealth from "./http/EventsAndHealth.ts"
 import * as Security from "./http/Security.ts"
 import * as SendWatch from "./http/SendWatch.ts"
 import * as Sessions from "./http/Sessions.ts"
+import * as SharedSessions from "./http/SharedSessions.ts"
 import * as StreamableHttp from "./http/StreamableHttp.ts"
 import type { Options as RedisFleetOptions } from "./RedisFleet.ts"
 
@@ -156,6 +159,9 @@ const makeResolved = Effect.fnUntraced(function*<R>(
   })
   const availability = Option.getOrUndefined(yield* Effect.serviceOption(Availability))
   const drain = Drain.make()
+  const registry = config.stateful ? Option.getOrUndefined(yield* Effect.serviceOption(SessionRegistry)) : undefined
+  const inbox = registry === undefined ? undefined : Option.getOrUndefined(yield* Effect.serviceOption(Inbox))
+  const bus = Option.getOrUndefined(yield* Effect.serviceOption(Bus))
   const sessions = yield* Sessions.make({
     handler: handler as Handler<never>,
     services: services as Context.Context<never>,
@@ -173,8 +179,18 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     keepAliveMs: config.keepAliveMs,
     onSessionEnd: options?.onSessionEnd,
     namesPrincipal: config.authenticate !== undefined,
-    sharedLog: availability !== undefined
+    sharedLog: availability !== undefined,
+    // Requests to clients name the instance asking, so that an answer through another instance finds it.
+    idPrefix: inbox === undefined ? undefined : `${inbox.instanceId}:`
   })
+  const shared = registry === undefined ? undefined : yield* SharedSessions.make({
+    registry,
+    inbox,
+    bus,
+    availability,
+    idleTimeoutMs: config.idleTimeoutMs,
+    instanceId: inbox?.instanceId ?? randomInstanceId()
+  }, sessions)
   // Reported where the transport's services turn metrics on (its scrape endpoint, or the application's layer).
   yield* Metrics.observeStreams(MetricsEndpoint.streamLoad(sessions.list)).pipe(
     Effect.provideService(Metrics.Enabled, Context.get(services, Metrics.Enabled))
@@ -183,7 +199,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     buffer: config.broadcastBuffer,
     maxBufferedBytes: config.maxBufferedBytesPerStream,
     keepAliveMs: config.keepAliveMs,
-    bus: Option.getOrUndefined(yield* Effect.serviceOption(Bus))
+    bus
   })
   const sendWatch = yield* SendWatch.make({
     sendTimeoutMs: config.sendTimeoutMs,
@@ -200,6 +216,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     authorize: authorization?.authorize,
     availability,
     drain,
+    shared,
     inFlight: Option.getOrUndefined(yield* Effect.serviceOption(InFlight))
   }
   const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
@@ -252,7 +269,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     closeSession: (id) =>
       Effect.suspend(() => {
         const s = sessions.get(id)
-        return s === undefined ? Effect.succeed(false) : Effect.as(sessions.close(s), true)
+        if (s === undefined) return Effect.succeed(false)
+        return shared === undefined ? Effect.as(sessions.close(s), true) : SharedSessions.end(shared, sessions, s)
       }),
     shutdown,
     stats: Effect.map(sessions.stats, (s) => ({

@@ -13,9 +13,15 @@
  *   product of the two.
  * - Every key expires `ttl` after its stream's last event, so the log of a
  *   session whose instance died without removing it goes with the session.
+ * - A stream can be followed from any instance (`tail`): every append
+ *   publishes the stream's key on `<prefix>tail`, which wakes the followers
+ *   of that stream (one subscription per store, made on first use); each
+ *   reads what follows its cursor with `XRANGE`, and reads again every
+ *   `tailPollInterval` in case a wake-up was lost (Redis restarting).
  *
  * Keys: `<prefix>log:{<session>}:<streamId>` (a stream) and
- * `<prefix>streams:{<session>}` (a sorted set of a session's streams).
+ * `<prefix>streams:{<session>}` (a sorted set of a session's streams, by
+ * last write: past the bound, the stream written least recently goes).
  *
  * Redis failures are defects here (the `EventStoreShape` has no error
  * channel): the HTTP server transport refuses requests that need the log
@@ -24,13 +30,25 @@
  *
  * Needs Redis 6.2 or later (exclusive ranges in `XRANGE`).
  */
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redis from "effect/persistence/Redis"
-import { EventStore, type EventStoreShape, type Replay, type StoredEvent } from "./EventStore.ts"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import {
+  EventStore,
+  type EventStoreShape,
+  type FollowFrom,
+  type Replay,
+  type StoredEvent,
+  type Tail
+} from "./EventStore.ts"
 import { InstanceLease, type InstanceLeaseShape, LeaseLost, WriterToken } from "./InstanceLease.ts"
+import * as Follow from "./internal/Follow.ts"
 
 /**
  * Bounds and naming of the Redis event log.
@@ -47,6 +65,8 @@ export interface Options {
   readonly maxStreamsPerSession?: number | undefined
   /** How long a stream is kept after its last event. Default 1 hour. */
   readonly ttl?: Duration.Input | undefined
+  /** How often a follower reads again without being woken (a lost wake-up costs at most this). Default 2 seconds. */
+  readonly tailPollInterval?: Duration.Input | undefined
 }
 
 /**
@@ -59,7 +79,8 @@ export const defaults = {
   prefix: "mcp:",
   maxEventsPerStream: 1000,
   maxStreamsPerSession: 32,
-  ttlMs: 60 * 60 * 1000
+  ttlMs: 60 * 60 * 1000,
+  tailPollMs: 2000
 } as const
 
 /** A stream id's session part: the text before `~`, or `_` for streams of no session (broadcasts). */
@@ -76,6 +97,7 @@ const parseId = (eventId: string): { readonly streamId: string; readonly redisId
   return { streamId: eventId.slice(0, at), redisId }
 }
 
+// Wakes the stream's followers on `<prefix>tail` (the prefix read off the key, so the script takes no more arguments).
 const appendScript = Redis.script(
   (stream: string, index: string, data: string, event: string, maxLen: number, ttlMs: number, maxStreams: number) => [
     stream,
@@ -91,8 +113,8 @@ const appendScript = Redis.script(
     lua: `
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], '*', 'd', ARGV[1], 'e', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-if redis.call('ZSCORE', KEYS[2], KEYS[1]) == false then
-  redis.call('ZADD', KEYS[2], tonumber(string.match(id, '^(%d+)')), KEYS[1])
+local now = redis.call('TIME')
+if redis.call('ZADD', KEYS[2], tonumber(now[1]) * 1000000 + tonumber(now[2]), KEYS[1]) == 1 then
   local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[5])
   if over > 0 then
     local oldest = redis.call('ZPOPMIN', KEYS[2], over)
@@ -100,6 +122,7 @@ if redis.call('ZSCORE', KEYS[2], KEYS[1]) == false then
   end
 end
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
+redis.call('PUBLISH', string.match(KEYS[1], '^(.-)log:{') .. 'tail', KEYS[1])
 return id
 `
   }
@@ -123,6 +146,19 @@ const fencedAppendScript = Redis.script(
     lua: `if redis.call('GET', KEYS[3]) ~= ARGV[6] then return false end` + appendScript.lua
   }
 ).withReturnType<string | null>()
+// The end mark of a stream (field f; empty data, so replay skips it), on a stream that still exists.
+const finishScript = Redis.script(
+  (stream: string, maxLen: number, wakeChannel: string) => [stream, maxLen, wakeChannel],
+  {
+    numberOfKeys: 1,
+    lua: `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '*', 'd', '', 'f', '1')
+redis.call('PUBLISH', ARGV[2], KEYS[1])
+return 1
+`
+  }
+).withReturnType<number>()
 
 // What followed an id, or false when the stream is gone or never issued the id.
 const replayScript = Redis.script(
@@ -158,26 +194,33 @@ return redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+')
  *   yield* store.append("session-a~stream-1", `{"jsonrpc":"2.0","id":1,"result":{}}`)
  *   const replay = yield* store.replayAfter(first)
  *   if (Option.isSome(replay)) yield* Effect.log(`${replay.value.events.length} event(s) to replay`)
- * }).pipe(Effect.provide(NodeRedis.layer({ url: "redis://127.0.0.1:6379" })))
+ * }).pipe(Effect.scoped, Effect.provide(NodeRedis.layer({ url: "redis://127.0.0.1:6379" })))
  * ```
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options?: Options): Effect.Effect<EventStoreShape, never, Redis.Redis> =>
+export const make = (options?: Options): Effect.Effect<EventStoreShape, never, Redis.Redis | Scope.Scope> =>
   Effect.gen(function*() {
     const redis = yield* Redis.Redis
+    const scope = yield* Effect.scope
     const prefix = options?.prefix ?? defaults.prefix
     const maxLen = Math.max(1, options?.maxEventsPerStream ?? defaults.maxEventsPerStream)
     const maxStreams = Math.max(1, options?.maxStreamsPerSession ?? defaults.maxStreamsPerSession)
     const ttlMs = options?.ttl === undefined
       ? defaults.ttlMs
       : Math.max(1, Duration.toMillis(Duration.fromInputUnsafe(options.ttl)))
+    const pollMs = options?.tailPollInterval === undefined
+      ? defaults.tailPollMs
+      : Math.max(1, Duration.toMillis(Duration.fromInputUnsafe(options.tailPollInterval)))
     const streamKey = (streamId: string) => `${prefix}log:{${sessionOf(streamId)}}:${streamId}`
     const indexKey = (streamId: string) => `${prefix}streams:{${sessionOf(streamId)}}`
     const lease = Option.getOrUndefined(yield* Effect.serviceOption(InstanceLease))
     const append = fenced(redis, lease) ?? redis.eval(appendScript)
+    const wakeChannel = `${prefix}tail`
     const replay = redis.eval(replayScript)
+    const finish = redis.eval(finishScript)
+    const tail = makeTail(redis, scope, { streamKey, wakeChannel, pollMs, finish: (key) => finish(key, maxLen, wakeChannel) })
 
     const store: EventStoreShape = {
       append: (streamId, data, event) =>
@@ -236,7 +279,8 @@ export const make = (options?: Options): Effect.Effect<EventStoreShape, never, R
           for (const key of keys) total += Number(yield* redis.send<number>("XLEN", key))
         } while (cursor !== "0")
         return total
-      }).pipe(Effect.orDie)
+      }).pipe(Effect.orDie),
+      tail
     }
     return store
   })
@@ -261,6 +305,115 @@ const fenced = (redis: Redis.Redis["Service"], lease: InstanceLeaseShape | undef
       if (id === null) return yield* Effect.die(new LeaseLost({ instanceId: lease.id }))
       return id
     })
+}
+
+type Entries = ReadonlyArray<readonly [string, ReadonlyArray<string>]>
+
+/** A follower retries a failed read this often until Redis answers again (its scope closing stops it). */
+const readRetry = Schedule.spaced("200 millis")
+
+const makeTail = (
+  redis: Redis.Redis["Service"],
+  scope: Scope.Scope,
+  options: {
+    readonly streamKey: (streamId: string) => string
+    readonly wakeChannel: string
+    readonly pollMs: number
+    readonly finish: (key: string) => Effect.Effect<number, Redis.RedisError>
+  }
+): Tail => {
+  // Followers of this store by stream key, woken by the messages of one subscription.
+  const followers = new Map<string, Set<() => void>>()
+  const wakeAll = () => {
+    for (const set of followers.values()) for (const wake of set) wake()
+  }
+  let subscribed: Deferred.Deferred<void> | undefined
+  const listen = Effect.scoped(Effect.gen(function*() {
+    const queue = yield* redis.subscribe(options.wakeChannel)
+    Deferred.doneUnsafe(subscribed!, Effect.void)
+    // Appends made while there was no subscription woke nobody.
+    wakeAll()
+    return yield* Effect.forever(Effect.flatMap(Queue.take(queue), (message) =>
+      Effect.sync(() => {
+        const set = followers.get(message.message)
+        if (set !== undefined) for (const wake of set) wake()
+      })))
+  })).pipe(
+    Effect.catchCause((cause) => Effect.logWarning("Event log wake-ups interrupted; subscribing again", cause)),
+    Effect.repeat(Schedule.spaced("1 second"))
+  )
+  // Subscribed on first use, for the life of the store; a follower waits for it briefly (it polls anyway).
+  const subscription = Effect.suspend(() => {
+    if (subscribed === undefined) {
+      subscribed = Deferred.makeUnsafe<void>()
+      return Effect.andThen(Effect.forkIn(listen, scope), Deferred.await(subscribed))
+    }
+    return Deferred.await(subscribed)
+  }).pipe(Effect.timeoutOption(Duration.millis(options.pollMs)), Effect.asVoid)
+
+  const read = (key: string, cursor: string): Effect.Effect<Follow.Read<string, StoredEvent>> =>
+    redis.send<Entries>("XRANGE", key, `(${cursor}`, "+", "COUNT", "256").pipe(
+      Effect.retry(readRetry),
+      Effect.orDie,
+      Effect.map((entries) => {
+        const events: Array<StoredEvent> = []
+        let next = cursor
+        const streamId = key.slice(key.indexOf("}:") + 2)
+        for (const [redisId, fields] of entries) {
+          next = redisId
+          if (fieldOf(fields, "f") !== undefined) return { events, cursor: next, finished: true }
+          const data = fieldOf(fields, "d") ?? ""
+          if (data === "") continue
+          const event = fieldOf(fields, "e")
+          events.push({ id: `${streamId}_${redisId}`, event: event === "" ? undefined : event, data })
+        }
+        return { events, cursor: next, finished: false }
+      })
+    )
+
+  const start = (key: string, streamId: string, from: FollowFrom): Effect.Effect<string> => {
+    if (from === "start") return Effect.succeed("0-0")
+    if (from === "end") {
+      return redis.send<Entries>("XREVRANGE", key, "+", "-", "COUNT", "1").pipe(
+        Effect.retry(readRetry),
+        Effect.orDie,
+        Effect.map((last) => last[0]?.[0] ?? "0-0")
+      )
+    }
+    const parsed = parseId(from.after)
+    return parsed !== undefined && parsed.streamId === streamId
+      ? Effect.succeed(parsed.redisId)
+      : Effect.die(new Error(`event id ${from.after} does not belong to stream ${streamId}`))
+  }
+
+  return {
+    follow: (streamId, from) => {
+      const key = options.streamKey(streamId)
+      return Follow.make({
+        start: start(key, streamId, from),
+        read: (cursor) => read(key, cursor),
+        pollMs: options.pollMs,
+        register: (onAppend) =>
+          Effect.andThen(
+            Effect.acquireRelease(
+              Effect.sync(() => {
+                let set = followers.get(key)
+                if (set === undefined) followers.set(key, set = new Set())
+                set.add(onAppend)
+              }),
+              () =>
+                Effect.sync(() => {
+                  const set = followers.get(key)
+                  set?.delete(onAppend)
+                  if (set?.size === 0) followers.delete(key)
+                })
+            ),
+            subscription
+          )
+      })
+    },
+    finish: (streamId) => Effect.asVoid(Effect.orDie(options.finish(options.streamKey(streamId))))
+  }
 }
 
 const fieldOf = (fields: ReadonlyArray<string>, name: string): string | undefined => {

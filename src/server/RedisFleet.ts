@@ -32,12 +32,16 @@ import * as Redis from "effect/persistence/Redis"
 import { Availability } from "./Availability.ts"
 import type { Bus } from "./Bus.ts"
 import type { EventStore } from "./EventStore.ts"
+import type { Inbox } from "./Inbox.ts"
 import type { InFlight } from "./InFlight.ts"
-import { InstanceLease } from "./InstanceLease.ts"
+import { InstanceLease, randomId } from "./InstanceLease.ts"
 import * as RedisBus from "./RedisBus.ts"
 import * as RedisEventStore from "./RedisEventStore.ts"
+import * as RedisInbox from "./RedisInbox.ts"
 import * as RedisInFlight from "./RedisInFlight.ts"
 import * as RedisInstanceLease from "./RedisInstanceLease.ts"
+import * as RedisSessionRegistry from "./RedisSessionRegistry.ts"
+import type { SessionRegistry } from "./SessionRegistry.ts"
 
 /**
  * Where Redis is, the prefix of every key and channel, and the event log's bounds.
@@ -74,6 +78,11 @@ export interface Options extends RedisEventStore.Options {
    * Default 5000.
    */
   readonly leaseMs?: number | undefined
+  /**
+   * This instance's id in the fleet (its lease, its inbox, the ids of its requests to clients).
+   * Default: a random one each time the layer is built. Never share one between processes.
+   */
+  readonly instanceId?: string | undefined
 }
 
 /**
@@ -202,8 +211,9 @@ export const layerAvailability = (options?: {
   }))
 
 /**
- * The bus, the event log, the instance's lease, the in-flight registry and
- * their availability on one Redis connection.
+ * The bus, the event log, the session registry, the inboxes, the
+ * instance's lease, the in-flight registry and their availability on one
+ * Redis connection.
  *
  * @example
  * ```ts
@@ -225,15 +235,21 @@ import * as Option from "effect/Option"
  */
 export const layer = (
   options: Options
-): Layer.Layer<Bus | EventStore | Availability | InstanceLease | InFlight, Redis.RedisError> => {
-  const leased = RedisEventStore.layer(options).pipe(
-    Layer.provideMerge(RedisInstanceLease.layer({ prefix: options.prefix, leaseMs: options.leaseMs }))
-  )
-  const shared = Layer.mergeAll(
-    RedisInFlight.layer({ prefix: options.prefix, leaseMs: options.leaseMs }),
-    layerAvailability(options)
-  ).pipe(Layer.provideMerge(leased))
-  return Layer.mergeAll(RedisBus.layer({ prefix: options.prefix }), shared).pipe(
-    Layer.provide(layerConnection(options))
-  )
-}
+): Layer.Layer<Bus | EventStore | Availability | SessionRegistry | Inbox | InstanceLease | InFlight, Redis.RedisError> =>
+  Layer.unwrap(Effect.sync(() => {
+    // One id names the instance's lease, its inbox and its requests to clients.
+    const id = options.instanceId ?? randomId()
+    const leased = RedisEventStore.layer(options).pipe(
+      Layer.provideMerge(RedisInstanceLease.layer({ prefix: options.prefix, leaseMs: options.leaseMs, id }))
+    )
+    const shared = Layer.mergeAll(
+      RedisInFlight.layer({ prefix: options.prefix, leaseMs: options.leaseMs }),
+      RedisInbox.layer({ prefix: options.prefix, instanceId: id }),
+      layerAvailability(options)
+    ).pipe(Layer.provideMerge(leased))
+    const bus = RedisBus.layer({ prefix: options.prefix })
+    return Layer.mergeAll(
+      RedisSessionRegistry.layer({ prefix: options.prefix }).pipe(Layer.provideMerge(bus)),
+      shared
+    ).pipe(Layer.provide(layerConnection(options)))
+  }))

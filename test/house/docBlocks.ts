@@ -49,6 +49,8 @@ export const NORMALIZERS: ReadonlyArray<readonly [Normalization, RegExp, string]
   ["port", /\b((?:127\.0\.0\.1|localhost|\[::1\]|0\.0\.0\.0)):\d{1,5}\b/g, "$1:<port>"],
   ["id", /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, "<id>"],
   ["id", /\bpid (\d+)\b/g, "pid <id>"],
+  // A stream id with its session's digest before `~`: the digest may hold no digit.
+  ["id", /(?<![\w-])[\w-]{8,}~[\w-]+/g, "<id>"],
   // A token of ten or more URL-safe characters with a letter and a digit in it: a session or event id.
   ["id", /(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{10,}(?![\w-])/g, "<id>"],
   ["duration", /\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|millis|s|seconds?|minutes?)\b/g, "<duration>"]

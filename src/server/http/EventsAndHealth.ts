@@ -5,6 +5,12 @@
  * has a buffer bounded in events and in bytes, and is dropped when it
  * overflows (its connection is cut and the buffer freed; it can come back
  * with `Last-Event-ID` and replay what it missed from the event store).
+ *
+ * With an event store shared by a fleet (one with a `tail`), the broadcast
+ * stream is one stream in the store: a broadcast is an append, and each
+ * listener follows the stream (see SharedStream), so every listener of the
+ * fleet gets every broadcast once, in the store's order, and a slow one
+ * lags behind in the store instead of being dropped.
  */
 import { randomBytes } from "node:crypto"
 import type * as Cause from "effect/Cause"
@@ -16,12 +22,13 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 import * as Metrics from "../../observability/Metrics.ts"
 import { BROADCAST_TOPIC, type BusShape } from "../Bus.ts"
-import type { EventStoreShape } from "../EventStore.ts"
+import type { EventStoreShape, Tail } from "../EventStore.ts"
 import type { Env, Guarded, Route } from "./Guard.ts"
 import { guard, preflight } from "./Guard.ts"
 import * as KeepAlive from "./KeepAlive.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
+import * as SharedStream from "./SharedStream.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 
@@ -83,7 +90,10 @@ export interface Broadcast {
 
 export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions) =>
   Effect.gen(function*() {
-    const streamId = options.bus === undefined ? `broadcast-${randomBytes(6).toString("base64url")}` : "broadcast"
+    const tail = store.tail
+    const streamId = options.bus === undefined && tail === undefined
+      ? `broadcast-${randomBytes(6).toString("base64url")}`
+      : "broadcast"
     const keepAlive = yield* KeepAlive.make(options.keepAliveMs)
     const listeners = new Set<Listener>()
     let dropped = 0
@@ -114,7 +124,8 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
       }
     }
 
-    const bus = options.bus
+    // Following the shared stream, listeners need no bus.
+    const bus = tail === undefined ? options.bus : undefined
     if (bus !== undefined) {
       yield* bus.subscribe(BROADCAST_TOPIC, (message) =>
         Effect.sync(() => {
@@ -127,6 +138,7 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
       Effect.gen(function*() {
         const text = JSON.stringify(data === undefined ? null : data)
         const id = yield* store.append(streamId, text, event)
+        if (tail !== undefined) return id
         if (bus === undefined) deliver(id, event, text)
         else {
           yield* bus.publish(BROADCAST_TOPIC, JSON.stringify({ id, event, text })).pipe(
@@ -136,8 +148,32 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
         return id
       })
 
-    const listen = (lastEventId: string | undefined, cut: () => void) =>
+    // Connections following the shared stream, by how each is ended.
+    const followers = new Set<() => void>()
+    const follow = (lastEventId: string | undefined, tail: Tail) =>
       Effect.gen(function*() {
+        if (lastEventId !== undefined) {
+          const of = yield* store.streamOf(lastEventId)
+          if (Option.isNone(of) || of.value !== streamId) return Option.none()
+        }
+        let mine: (() => void) | undefined
+        return Option.some(SharedStream.follower({
+          tail,
+          streamId,
+          from: lastEventId === undefined ? "end" : { after: lastEventId },
+          keepAlive,
+          onOpen: (end) => {
+            mine = end
+            followers.add(end)
+          },
+          onClose: () => {
+            if (mine !== undefined) followers.delete(mine)
+          }
+        }))
+      })
+
+    const listen = (lastEventId: string | undefined, cut: () => void) =>
+      tail !== undefined ? follow(lastEventId, tail) : Effect.gen(function*() {
         const queue = yield* Queue.bounded<Item, Cause.Done>(options.buffer)
         const listener: Listener = { queue, queued: 0, writing: 0, cut }
         let replayed: ReadonlySet<string> = new Set()
@@ -191,13 +227,15 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
     const closeAll = Effect.sync(() => {
       for (const listener of listeners) Queue.endUnsafe(listener.queue)
       listeners.clear()
+      for (const end of followers) end()
+      followers.clear()
     })
     yield* Effect.addFinalizer(() => closeAll)
 
     return {
       streamId,
       broadcast,
-      listeners: () => listeners.size,
+      listeners: () => listeners.size + followers.size,
       dropped: () => dropped,
       listen,
       closeAll

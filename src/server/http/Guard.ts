@@ -21,6 +21,7 @@ import * as Security from "./Security.ts"
 import type { SendWatch } from "./SendWatch.ts"
 import * as SharedUnavailable from "./SharedUnavailable.ts"
 import type { Sessions } from "./Sessions.ts"
+import type { Shared } from "./SharedSessions.ts"
 
 export interface Env {
   readonly config: Resolved
@@ -49,6 +50,8 @@ export interface Env {
   readonly drain?: Drain.Drain | undefined
   /** Where the requests of handshake-era sessions are recorded while they run; absent: nowhere. */
   readonly inFlight?: InFlightShape | undefined
+  /** Sessions known to every instance of a fleet (a `SessionRegistry` present); absent: each instance keeps its own. */
+  readonly shared?: Shared | undefined
 }
 
 export type Route = (

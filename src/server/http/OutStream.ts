@@ -30,6 +30,12 @@
  * any other stream that has had a connection ends (its client is away and
  * not coming back for them soon enough). A single message larger than the
  * bound still goes out whole.
+ *
+ * With a store shared by a fleet (one with a `tail`), the client may resume
+ * on another instance: once a connection has attached (the client has an
+ * id to resume from), a message offered with no connection is stored at
+ * once instead of waiting here, and the end of the stream is marked in the
+ * store after its last message, so a follower elsewhere ends there too.
  */
 import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -160,6 +166,8 @@ export const makeUnsafe = (options: OutStreamOptions): OutStream => {
   const settled = Deferred.makeUnsafe<boolean>()
   const ended = Deferred.makeUnsafe<void>()
   const store = options.store
+  const tail = store?.tail
+  let finished = false
   const capacity = options.capacity
   const limit = options.maxBufferedBytes
   const pending: Array<Pending> = []
@@ -273,7 +281,11 @@ export const makeUnsafe = (options: OutStreamOptions): OutStream => {
           // Nothing to resume from: the stream ends with its connection.
           if (store === undefined) return Effect.succeed(false)
         }
-        if (current === undefined) return Effect.succeed(keep(message))
+        if (current === undefined) {
+          // Where the client may resume elsewhere, the message must be in the store already.
+          if (tail !== undefined && attachedOnce) return Effect.as(store!.append(options.streamId, json(message)), true)
+          return Effect.succeed(keep(message))
+        }
         return Effect.as(deliver(current, message), true)
       })).pipe(Effect.flatMap((kept) => kept ? Effect.succeed(true) : Effect.as(abandon, false)))
     })
@@ -290,9 +302,17 @@ export const makeUnsafe = (options: OutStreamOptions): OutStream => {
     isEnded = true
     Deferred.doneUnsafe(settled, Effect.succeed(false))
     Deferred.doneUnsafe(ended, Effect.void)
-    return permit.withPermit(Effect.sync(() => {
+    return permit.withPermit(Effect.suspend(() => {
       if (current !== undefined) release(current, false)
+      return attachedOnce && tail !== undefined ? markFinished : Effect.void
     }))
+  })
+
+  /** The end mark in a shared store, once every message of the stream is stored (under the permit). */
+  const markFinished: Effect.Effect<void> = Effect.suspend(() => {
+    if (tail === undefined || finished) return Effect.void
+    finished = true
+    return tail.finish(options.streamId)
   })
 
   const signalDrained = Effect.suspend(() => {
@@ -317,7 +337,10 @@ export const makeUnsafe = (options: OutStreamOptions): OutStream => {
           yield* deliver(connection, item)
         }
       }
-      if (isEnded) release(connection, false)
+      if (isEnded) {
+        release(connection, false)
+        yield* markFinished
+      }
     })
 
   /** The priming event and `retry` field a connection starts with, appended to `into`. */
@@ -358,6 +381,7 @@ export const makeUnsafe = (options: OutStreamOptions): OutStream => {
         for (const text of data) {
           parts.push(store === undefined ? SseWire.event(text) : SseWire.event(text, yield* store.append(options.streamId, text)))
         }
+        yield* markFinished
         return parts.join("")
       })
     })).pipe(Effect.tap((body) => body === undefined ? Effect.void : signalDrained))

@@ -19,6 +19,7 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -27,6 +28,7 @@ import type * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Latch from "effect/Latch"
 import * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import { TransportClosed } from "../../McpError.ts"
 import * as ServerSession from "../internal/ServerSession.ts"
@@ -36,6 +38,7 @@ import type { Handler } from "../Handler.ts"
 import * as KeepAlive from "./KeepAlive.ts"
 import * as OutStream from "./OutStream.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
+import * as SharedStream from "./SharedStream.ts"
 
 export type SessionKind = "streamable" | "legacy" | "ephemeral"
 
@@ -109,6 +112,8 @@ export interface SessionsConfig {
   readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
   /** Whether principals are authenticated: handlers are then told theirs (`HandlerContext.principal`). */
   readonly namesPrincipal?: boolean | undefined
+  /** What the ids of requests to clients start with (an instance of a fleet: `<instanceId>:`). */
+  readonly idPrefix?: string | undefined
 }
 
 /** Which limit turned a request away: `maxStreams` (server-wide), `maxStreamsPerPrincipal` or `maxStreamsPerSession`. */
@@ -184,6 +189,16 @@ export interface Sessions {
    * its own is answered.
    */
   readonly create: (kind: SessionKind, principalId: string) => Effect.Effect<Session | Refused, never, Scope.Scope>
+  /**
+   * A streamable session with a known id (one another instance of a fleet
+   * made), admitted as `create` admits one; `prepare` runs before anyone
+   * else can use it. Concurrent adoptions of one id make one session.
+   */
+  readonly adopt: (
+    id: string,
+    principalId: string,
+    prepare: (session: Session) => Effect.Effect<void>
+  ) => Effect.Effect<Session | Refused, never, Scope.Scope>
   readonly get: (id: string) => Session | undefined
   readonly getLegacy: (id: string) => Session | undefined
   readonly close: (session: Session) => Effect.Effect<void>
@@ -238,6 +253,13 @@ export interface Sessions {
   readonly list: () => ReadonlyArray<Session>
   /** Completes when no request is being answered and no stream is open. */
   readonly awaitNoStreams: Effect.Effect<void>
+  /**
+   * With a store shared by a fleet: the frames of a client resuming after
+   * `lastEventId` a stream of its session that is not live here (another
+   * instance writes or wrote it), until the stream's end mark or the
+   * session's end. `undefined` without a shared store.
+   */
+  readonly follow: (session: Session, streamId: string, lastEventId: string) => Stream.Stream<Uint8Array> | undefined
 }
 
 // Stream ids end up inside SSE event ids and in a possibly shared event store:
@@ -247,13 +269,27 @@ export interface Sessions {
 // and `~`, so a shared store can keep (and bound, and expire) them together.
 const streamPrefix = randomBytes(9).toString("base64url")
 let streams = 0
+/** The part of a session's stream ids before `~`. */
+export const sessionDigest = (sessionId: string): string =>
+  createHash("sha256").update(sessionId).digest("base64url").slice(0, 16)
 const streamId = (sessionId?: string) => {
   const own = `${streamPrefix}-${(++streams).toString(36)}`
   if (sessionId === undefined) return own
-  return `${createHash("sha256").update(sessionId).digest("base64url").slice(0, 16)}~${own}`
+  return `${sessionDigest(sessionId)}~${own}`
 }
 /** A new stream id for a session's stream, named before the stream opens (see `Sessions.openStream`). */
 export const newStreamId = streamId
+/** A session's standalone stream in a shared store: the same id on every instance. */
+export const sharedStandaloneId = (sessionId: string): string => `${sessionDigest(sessionId)}~standalone`
+
+/**
+ * Whether `Last-Event-ID` of `streamId` may resume in this session: a stream
+ * it owns here or, with a store shared by a fleet (where another instance
+ * may have written it), any stream under its digest.
+ */
+export const mayResume = (session: Session, streamId: string, store: EventStoreShape): boolean =>
+  session.ownedStreams.has(streamId) ||
+  (store.tail !== undefined && session.id !== undefined && streamId.startsWith(`${sessionDigest(session.id)}~`))
 
 export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.fn.Return<Sessions, never, Scope.Scope> {
   const parentScope = yield* Effect.scope
@@ -425,13 +461,13 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   // Uninterruptible from the decision on: a client that goes away meanwhile
   // must not leave a victim half ended or its reserved slot taken.
-  const create = (kind: SessionKind, principalId: string): Effect.Effect<Session | Refused, never, Scope.Scope> =>
+  const create = (kind: SessionKind, principalId: string, knownId?: string): Effect.Effect<Session | Refused, never, Scope.Scope> =>
     kind === "ephemeral" ? build(kind, principalId) : Effect.acquireRelease(
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Session | Refused> => {
         const admitted = admit(principalId, now)
         if (admitted !== undefined && isRefused(admitted)) return Effect.succeed(admitted)
         // An evicted session ends as any other does: its scope closed, onSessionEnd told.
-        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted), build(kind, principalId)).pipe(
+        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted), build(kind, principalId, knownId)).pipe(
           Effect.flatMap(askHandler)
         )
       }),
@@ -456,7 +492,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   }
 
   /** For a streamable or legacy session, its slot was reserved by `admit`; `hold` takes it over. */
-  const build = (kind: SessionKind, principalId: string): Effect.Effect<Session> => {
+  const build = (kind: SessionKind, principalId: string, knownId?: string): Effect.Effect<Session> => {
     let slotReserved = kind !== "ephemeral"
     const release = Effect.sync(() => {
       if (slotReserved) reserve(principalId, -1)
@@ -465,16 +501,20 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     return Effect.gen(function*() {
       const scope = yield* Scope.fork(parentScope, "sequential")
       const now = yield* Clock.currentTimeMillis
-      const id = kind === "ephemeral" ? undefined : randomUUID()
-      const standaloneId = streamId(id)
-      const standalone = yield* OutStream.make({
-        streamId: standaloneId,
-        store: kind === "streamable" ? config.store : undefined,
-        capacity: kind === "legacy" ? undefined : config.standaloneBuffer,
-        maxBufferedBytes: config.maxBufferedBytes,
-        onDropped,
-        keepAlive
-      })
+      const id = kind === "ephemeral" ? undefined : knownId ?? randomUUID()
+      // With a shared store, every instance writes the one standalone stream of the session.
+      const tail = kind === "streamable" && id !== undefined ? config.store.tail : undefined
+      const standaloneId = tail !== undefined ? sharedStandaloneId(id!) : streamId(id)
+      const standalone = tail !== undefined
+        ? SharedStream.makeStandalone({ streamId: standaloneId, store: config.store, tail, keepAlive })
+        : yield* OutStream.make({
+          streamId: standaloneId,
+          store: kind === "streamable" ? config.store : undefined,
+          capacity: kind === "legacy" ? undefined : config.standaloneBuffer,
+          maxBufferedBytes: config.maxBufferedBytes,
+          onDropped,
+          keepAlive
+        })
       const requestRoutes = new Map<JsonRpc.RequestId, RequestRoute>()
       const closedError = () => new TransportClosed({ reason: "HTTP session closed" })
       const send = (message: JsonRpc.JsonRpcMessage) =>
@@ -499,6 +539,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         defaultRequestTimeoutMs: config.requestTimeoutMs,
         // Separate POSTs race: a cancel may arrive before the request it cancels.
         earlyCancels: {},
+        idPrefix: config.idPrefix,
         identity: () => ({
           principal: config.namesPrincipal === true ? principalId : undefined,
           auth: session.auth
@@ -628,6 +669,28 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       })
     )
 
+  const adopting = new Map<string, Deferred.Deferred<Session | Refused>>()
+  const adopt = (
+    id: string,
+    principalId: string,
+    prepare: (session: Session) => Effect.Effect<void>
+  ): Effect.Effect<Session | Refused, never, Scope.Scope> =>
+    Effect.suspend(() => {
+      const held = sessions.get(id)
+      if (held !== undefined) return Effect.succeed(held)
+      const pending = adopting.get(id)
+      if (pending !== undefined) return Deferred.await(pending)
+      const done = Deferred.makeUnsafe<Session | Refused>()
+      adopting.set(id, done)
+      return create("streamable", principalId, id).pipe(
+        Effect.tap((made) => isRefused(made) ? Effect.void : prepare(made)),
+        Effect.onExit((exit) => {
+          adopting.delete(id)
+          return Deferred.done(done, exit)
+        })
+      )
+    })
+
   const enter = (principalId: string, session: Session | undefined, stream: boolean) =>
     Effect.map(enterSlots(principalId, session, stream ? 1 : 0), (grant): Admission => grant.short ?? "ok")
 
@@ -699,6 +762,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   return {
     create,
+    adopt,
     get: (id) => sessions.get(id),
     getLegacy: (id) => legacy.get(id),
     close,
@@ -713,7 +777,18 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     requestStream,
     runStateless,
     list: all,
-    awaitNoStreams: noStreams.await
+    awaitNoStreams: noStreams.await,
+    follow: (session, streamId, lastEventId) => {
+      const tail = config.store.tail
+      if (tail === undefined) return undefined
+      return SharedStream.follower({
+        tail,
+        streamId,
+        from: { after: lastEventId },
+        keepAlive,
+        until: session.standalone.awaitEnded
+      })
+    }
   } satisfies Sessions
 })
 

@@ -13,9 +13,11 @@
  * them (a 2025-03-26 session, or a request without a session that names no
  * later revision in `MCP-Protocol-Version`).
  */
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -29,11 +31,13 @@ import * as InFlightWork from "./InFlightWork.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
+import * as SharedSessions from "./SharedSessions.ts"
 import type { OutStream } from "./OutStream.ts"
 import {
   completesHandshake,
   isRefused,
   newStreamId,
+  mayResume,
   type RequestRoute,
   runHoldingSlots,
   type Session,
@@ -73,6 +77,36 @@ const lookup = (env: Env, request: HttpServerRequest.HttpServerRequest, principa
   if (principal.auth !== undefined) session.auth = principal.auth
   return { _tag: "Found", session } as const
 }
+
+/** `lookup`, and in a fleet the registry's word: a session held elsewhere is adopted, one ended elsewhere is unknown. */
+const find = (
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal
+): Effect.Effect<
+  ReturnType<typeof lookup> | { readonly _tag: "Respond"; readonly response: Effect.Effect<HttpServerResponse.HttpServerResponse> },
+  never,
+  Scope.Scope
+> => {
+  const id = request.headers[SESSION_HEADER]
+  if (env.shared === undefined || id === undefined) return Effect.succeed(lookup(env, request, principal))
+  return Effect.map(SharedSessions.resolve(env.shared, env.sessions, env.handler, id, principal.id), (found) => {
+    switch (found._tag) {
+      case "Found":
+        if (principal.auth !== undefined) found.session.auth = principal.auth
+        return found
+      case "Unknown":
+        return found
+      case "Refused":
+        return { _tag: "Respond", response: SessionAdmission.refuse(found.refused) } as const
+      case "Unavailable":
+        return { _tag: "Respond", response: Effect.succeed(found.response) } as const
+    }
+  })
+}
+
+const isInitializedNotification = (m: JsonRpc.Classified) =>
+  m._tag === "Notification" && m.message.method === "notifications/initialized"
 
 const missingSession = () => Security.invalid(400, "Bad Request: Mcp-Session-Id header is required")
 const unknownSession = () => Security.invalid(404, "Session not found")
@@ -125,8 +159,9 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
 
     let session: Session | undefined
     if (config.stateful) {
-      const found = lookup(env, request, principal)
+      const found = yield* find(env, request, principal)
       if (found._tag === "Unknown") return unknownSession()
+      if (found._tag === "Respond") return yield* found.response
       if (found._tag === "Found") session = found.session
     }
     if (messages.length === 0) return Security.invalid(400, "Invalid Request: empty batch")
@@ -182,10 +217,28 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
     }
     const headers = sessionHeader(s)
     if (!s.initialized && messages.some(completesHandshake)) s.initialized = true
+    const shared = ephemeral ? undefined : env.shared
+    // The fleet learns the handshake is over before the client does (the 202), so its next request may go anywhere.
+    if (shared !== undefined && messages.some(isInitializedNotification) && !(yield* SharedSessions.recordReady(shared, s))) {
+      return SharedSessions.unavailable(shared)
+    }
+    const handle = (m: JsonRpc.Classified) =>
+      shared === undefined ? s.server.handleMessage(m) : SharedSessions.handleMessage(shared, s, m)
+    // What the fleet must know before the client reads the answer: the new session, the level set.
+    const record = (m: JsonRpc.Classified, reply: JsonRpc.JsonRpcResponse | null) => {
+      if (shared === undefined || reply === null || m._tag !== "Request") return Effect.succeed(reply)
+      if (isInitialize(m)) {
+        s.protocolVersion = negotiatedVersion(reply)
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => SharedSessions.recordInitialize(shared, s, m.message, reply, now))
+      }
+      return m.message.method === "logging/setLevel"
+        ? Effect.as(SharedSessions.recordLevel(shared, s, m.message, reply), reply)
+        : Effect.succeed(reply)
+    }
 
     if (!hasReplies) {
       // Notifications and responses only: handled (a cancel has interrupted its target) before the 202.
-      yield* Effect.forEach(messages, s.server.handleMessage, { discard: true })
+      yield* Effect.forEach(messages, handle, { discard: true })
       return HttpServerResponse.empty({ status: 202, headers })
     }
 
@@ -213,7 +266,7 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
       }
     }
     const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
-      if (m._tag !== "Request") return s.server.handleMessage(m)
+      if (m._tag !== "Request") return handle(m)
       if (refused.has(m)) return SlotRefusal.refuseEntry(m.message.id, grant.short!)
       if (!claimed.has(m.message.id)) {
         return Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
@@ -231,6 +284,7 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
     }
     const answerOne = (m: JsonRpc.Classified) =>
       answer(m).pipe(
+        Effect.flatMap((reply) => record(m, reply)),
         Effect.flatMap((reply) => {
           if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
           if (reply === null) return Effect.void
@@ -359,9 +413,10 @@ export const get = (env: Env): Guarded => (request, principal) =>
     }
     const versionError = badVersion(env, request)
     if (Option.isSome(versionError)) return versionError.value
-    const found = lookup(env, request, principal)
+    const found = yield* find(env, request, principal)
     if (found._tag === "Missing") return missingSession()
     if (found._tag === "Unknown") return unknownSession()
+    if (found._tag === "Respond") return yield* found.response
     const session = found.session
     const headers = sessionHeader(session)
     const lastEventId = request.headers["last-event-id"]
@@ -372,12 +427,16 @@ export const get = (env: Env): Guarded => (request, principal) =>
     let frames: Stream.Stream<Uint8Array>
     if (lastEventId !== undefined) {
       const streamId = yield* store.streamOf(lastEventId)
-      if (Option.isNone(streamId) || !session.ownedStreams.has(streamId.value)) {
+      if (Option.isNone(streamId) || !mayResume(session, streamId.value, store)) {
         return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
       }
       const live = session.liveStreams.get(streamId.value)
+      // Not live here, in a fleet: followed in the shared store until it ends.
+      const followed = live === undefined ? sessions.follow(session, streamId.value, lastEventId) : undefined
       if (live !== undefined) {
         frames = live.attach({ priming: false, retryMs: undefined, lastEventId, cut: SseWire.cutter(request) })
+      } else if (followed !== undefined) {
+        frames = followed
       } else {
         // The stream finished while the client was away: replay what it missed, then end.
         const replay = yield* store.replayAfter(lastEventId)
@@ -409,9 +468,11 @@ export const del = (env: Env): Guarded => (request, principal) =>
     }
     const versionError = badVersion(env, request)
     if (Option.isSome(versionError)) return versionError.value
-    const found = lookup(env, request, principal)
+    const found = yield* find(env, request, principal)
     if (found._tag === "Missing") return missingSession()
     if (found._tag === "Unknown") return unknownSession()
-    yield* env.sessions.close(found.session)
+    if (found._tag === "Respond") return yield* found.response
+    if (env.shared === undefined) yield* env.sessions.close(found.session)
+    else if (!(yield* SharedSessions.end(env.shared, env.sessions, found.session))) return SharedSessions.unavailable(env.shared)
     return HttpServerResponse.empty({ status: 204 })
   })

@@ -19,6 +19,8 @@ import * as Middleware from "../Middleware.ts"
 import type { RequestContext, SessionContext, SessionInfo } from "../RequestContext.ts"
 import { RequestStateKey } from "../RequestStateKey.ts"
 import * as Router from "../Router.ts"
+import type { SessionRecord } from "../SessionRegistry.ts"
+import * as AdoptedSession from "./AdoptedSession.ts"
 import { info, LiveSessionContext } from "./HandlerContexts.ts"
 import * as RequestStateKeys from "./RequestStateKeys.ts"
 import type { McpServerOptions } from "./ServerOptions.ts"
@@ -186,6 +188,8 @@ export const make = <R>(
       {
         shutdown: subscriptions.endAll,
         sessionEnded: records.end,
+        adoptSession: (sessionId: string, record: SessionRecord, channel: HandlerContext) =>
+          Effect.sync(() => AdoptedSession.adopt(records, sessionId, record, channel)),
         stateless,
         ...(stateless && server.router.requests.has("tools/list") ? { toolInputSchema: statelessEra.toolInputSchema } : {})
       }

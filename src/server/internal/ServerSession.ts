@@ -75,6 +75,12 @@ export interface ServerSessionOptions<R> {
    * on an ordered stream a cancel cannot precede its request.
    */
   readonly earlyCancels?: { readonly capacity?: number | undefined; readonly ttlMs?: number | undefined } | undefined
+  /**
+   * What the ids of requests sent to the client start with (default `s`);
+   * an instance of a fleet puts its own id there, so whichever instance
+   * the client answers knows where the answer goes.
+   */
+  readonly idPrefix?: string | undefined
   readonly onHandlerError?:
     | ((message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, cause: Cause.Cause<unknown>) => Effect.Effect<void>)
     | undefined
@@ -124,6 +130,15 @@ export interface ServerSession {
    * longer answer (stdin ended) but replies may still be written.
    */
   readonly closeOutgoing: (error: TransportClosed) => Effect.Effect<void>
+  /** Whether request `id` of the client is being served here. */
+  readonly isServing: (id: JsonRpc.RequestId) => boolean
+  /**
+   * A client's cancel of request `id` received by another instance: the
+   * request is interrupted if it runs here, or remembered as an early
+   * cancel (when those are kept). The handler is not told: the instance
+   * that received the cancel told its own.
+   */
+  readonly cancelRemote: (id: JsonRpc.RequestId) => Effect.Effect<void>
 }
 
 /**
@@ -208,7 +223,7 @@ export const make = Effect.fnUntraced(function*<R>(
   const maxBatchSize = options.maxBatchSize ?? BatchLimit.DEFAULT_MAX_BATCH_SIZE
   const serving = RequestFibers.make<JsonRpc.JsonRpcResponse | null>()
   const correlation = Correlation.make({
-    idPrefix: "s",
+    idPrefix: options.idPrefix ?? "s",
     cancel: (id, reason) =>
       options.send(JsonRpc.notification("notifications/cancelled", { requestId: id, reason })).pipe(Effect.ignore)
   })
@@ -440,6 +455,8 @@ export const make = Effect.fnUntraced(function*<R>(
     inFlight: Effect.sync(serving.size),
     close,
     end,
-    closeOutgoing
+    closeOutgoing,
+    isServing: (id) => serving.has(id),
+    cancelRemote: (id) => Effect.andThen(rememberCancel(id), serving.interrupt(id))
   }
 })

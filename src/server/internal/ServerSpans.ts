@@ -25,6 +25,7 @@ import * as McpSpan from "../../internal/McpSpan.ts"
 import * as NetworkPeer from "../../internal/NetworkPeer.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import type { Handler, HandlerContext } from "../Handler.ts"
+import type { SessionRecord } from "../SessionRegistry.ts"
 
 /** Who the transport serves (also what the server's metrics read). */
 export type Peer = NetworkPeer.Peer
@@ -264,6 +265,14 @@ export const traceHandler = <R>(handler: Handler<R>): Handler<R> => {
     sessionEnded === undefined ? {} : {
       sessionEnded: (sessionId: string | undefined) =>
         Effect.andThen(Effect.sync(() => versions.delete(sessionId ?? "")), sessionEnded(sessionId))
+    },
+    {
+      // A session another instance of a fleet made: its revision comes with its record.
+      adoptSession: (sessionId: string, record: SessionRecord, context: HandlerContext) =>
+        Effect.andThen(
+          Effect.sync(() => versions.set(sessionId, record.protocolVersion)),
+          handler.adoptSession?.(sessionId, record, context) ?? Effect.void
+        )
     }
   )
 }

@@ -113,10 +113,12 @@ describe.skipIf(!RedisServer.present)("HTTP server transport on Redis", () => {
       const transport = Context.get(context, HttpServerTransport.HttpServerTransport)
       const id = yield* transport.broadcast("tick", { n: 1 })
       expect(id.startsWith("broadcast_")).toBe(true)
-      // Beside the log, only the instance's lease (its key, the set of instances, the fence).
+      // Beside the log, the instance's lease (its key, the set of instances, the fence) and its inbox.
       const keys = yield* RedisServer.keysUnder(redis.url, "bare:")
-      expect(keys.filter((k) => !k.startsWith("bare:instance"))).toEqual(["bare:fence", "bare:log:{_}:broadcast", "bare:streams:{_}"])
+      const own = (k: string) => k.startsWith("bare:instance") || k.startsWith("bare:inbox:")
+      expect(keys.filter((k) => !own(k))).toEqual(["bare:fence", "bare:log:{_}:broadcast", "bare:streams:{_}"])
       expect(keys.filter((k) => k.startsWith("bare:instance"))).toHaveLength(2)
+      expect(keys.filter((k) => k.startsWith("bare:inbox:"))).toHaveLength(1)
     }).pipe(Effect.scoped), 30_000)
 })
 
