@@ -21,6 +21,8 @@ export interface AvailabilityShape {
   readonly available: () => boolean
   /** Seconds a refused client is told to wait (`Retry-After`). */
   readonly retryAfterSeconds: number
+  /** What the store is, as the health endpoint reports it (`"redis"`). */
+  readonly kind?: string | undefined
 }
 
 /**

@@ -9,7 +9,7 @@
  * `effect/http` application; `layer` is a complete server on
  * `@effect/platform-node` (127.0.0.1:8421 unless told otherwise).
  */
-import { createServer } from "node:http"
+import { createServer, type Server } from "node:http"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -34,6 +34,7 @@ import { type Env, guard, preflight } from "./http/Guard.ts"
 import * as LegacySse from "./http/LegacySse.ts"
 import * as MetricsEndpoint from "./http/MetricsEndpoint.ts"
 import * as Metrics from "../observability/Metrics.ts"
+import * as Drain from "./http/Drain.ts"
 import * as EventsAndHealth from "./http/EventsAndHealth.ts"
 import * as Security from "./http/Security.ts"
 import * as SendWatch from "./http/SendWatch.ts"
@@ -88,7 +89,12 @@ export interface HttpServerTransportShape {
   readonly sessionContext: (sessionId: string) => Effect.Effect<Option.Option<HandlerContext>>
   /** Ends a session as a DELETE would. False when there is no such session. */
   readonly closeSession: (sessionId: string) => Effect.Effect<boolean>
-  /** Ends every session and stream (the listener stays up; runs on scope close anyway). */
+  /**
+   * Shuts down gracefully (runs on scope close anyway): new requests get 503
+   * with `Retry-After`, GET and broadcast streams end, requests running
+   * finish within `shutdownGracePeriod` (then they are interrupted), and
+   * every session ends here. The listener stays up, answering 503.
+   */
   readonly shutdown: Effect.Effect<void>
   /** What is alive right now: sessions, open streams, running handlers, stored events. */
   readonly stats: Effect.Effect<Stats>
@@ -151,6 +157,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     allowedHosts: options?.allowedHosts,
     allowedOrigins: options?.allowedOrigins
   })
+  const availability = Option.getOrUndefined(yield* Effect.serviceOption(Availability))
+  const drain = Drain.make()
   const registry = config.stateful ? Option.getOrUndefined(yield* Effect.serviceOption(SessionRegistry)) : undefined
   const inbox = registry === undefined ? undefined : Option.getOrUndefined(yield* Effect.serviceOption(Inbox))
   const bus = Option.getOrUndefined(yield* Effect.serviceOption(Bus))
@@ -171,10 +179,10 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     keepAliveMs: config.keepAliveMs,
     onSessionEnd: options?.onSessionEnd,
     namesPrincipal: config.authenticate !== undefined,
+    sharedLog: availability !== undefined,
     // Requests to clients name the instance asking, so that an answer through another instance finds it.
     idPrefix: inbox === undefined ? undefined : `${inbox.instanceId}:`
   })
-  const availability = Option.getOrUndefined(yield* Effect.serviceOption(Availability))
   const shared = registry === undefined ? undefined : yield* SharedSessions.make({
     registry,
     inbox,
@@ -207,6 +215,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     sendWatch,
     authorize: authorization?.authorize,
     availability,
+    drain,
     shared,
     inFlight: Option.getOrUndefined(yield* Effect.serviceOption(InFlight))
   }
@@ -221,7 +230,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     yield* router.add("GET", config.eventsPath, authed(EventsAndHealth.events(env, hub)))
     yield* router.add("OPTIONS", config.eventsPath, preflight(env))
     // Monitoring probes carry no credentials; Host and Origin are still checked.
-    yield* router.add("GET", config.healthPath, guard(env, { auth: false }, EventsAndHealth.health))
+    yield* router.add("GET", config.healthPath, guard(env, { auth: false }, EventsAndHealth.health(env)))
     ownPaths.push(config.eventsPath, config.healthPath)
   }
   if (config.metricsPath !== undefined) {
@@ -245,13 +254,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
   }
   if (config.notFound) yield* router.add("*", "*", EventsAndHealth.notFound(env, ownPaths))
 
-  // Ending the streams ends their responses; waiting for that (briefly) lets
-  // the listener find the connections idle when it closes, instead of
-  // waiting for them to time out.
-  const shutdown = Effect.andThen(sessions.closeAll, hub.closeAll).pipe(
-    Effect.andThen(Effect.timeoutOption(sessions.awaitNoStreams, "2 seconds")),
-    Effect.asVoid
-  )
+  const shutdown = yield* Effect.cached(drainThenEnd(env, hub, handler as Handler<never>))
   yield* Effect.addFinalizer(() => shutdown)
 
   return {
@@ -279,6 +282,41 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     }))
   } satisfies HttpServerTransportShape
 })
+
+/**
+ * Shutdown, in order:
+ * 1. draining: every new MCP request gets 503 + `Retry-After` +
+ *    `Connection: close`, the health endpoint says `draining`;
+ * 2. the streams nothing here waits on end now, so their clients reconnect
+ *    to another instance: each session's GET stream (its connection only:
+ *    later messages stay in the log, resumable with `Last-Event-ID`), the
+ *    broadcast listeners, and the handler's long-lived requests (an open
+ *    `subscriptions/listen` ends with its final reply);
+ * 3. the requests already running finish, their answers and POST streams
+ *    with them, for up to `shutdownGracePeriod`;
+ * 4. whatever still runs is interrupted and the sessions end here (with a
+ *    shared event log their streams stay in it); the streams' responses end,
+ *    waited for briefly so the listener finds the connections idle.
+ * The listener itself closes after this (`layer`), and services provided
+ * below the transport (the Redis connection, an instance lease) after that.
+ */
+const drainThenEnd = (env: Env, hub: EventsAndHealth.Broadcast, handler: Handler<never>) =>
+  Effect.gen(function*() {
+    const { sessions } = env
+    env.drain?.start()
+    for (const session of sessions.list()) {
+      if (session.kind === "streamable" && !session.closed) yield* session.standalone.closeConnection
+    }
+    yield* hub.closeAll
+    if (handler.shutdown !== undefined) yield* handler.shutdown
+    const grace = env.config.shutdownGracePeriodMs
+    const finished = grace > 0 && Option.isSome(yield* Effect.timeoutOption(sessions.awaitIdle, grace))
+    if (!finished && (yield* sessions.stats).work + (yield* sessions.stats).statelessRequests > 0) {
+      yield* Effect.logWarning(`HTTP server transport: requests still running ${grace} ms into shutdown; interrupting them`)
+    }
+    yield* sessions.releaseAll
+    yield* Effect.timeoutOption(sessions.awaitNoStreams, "2 seconds")
+  })
 
 /**
  * Registers the transport's routes on the `HttpRouter` in context and
@@ -338,6 +376,27 @@ export const routes = <R>(
   Layer.effect(HttpServerTransport)(make(handler, options))
 
 /**
+ * Stops listening, lets the responses still being written finish (up to 2
+ * seconds), and closes the connections left: idle keep-alive sockets at
+ * once and as they become idle, then any other (a client that went away
+ * mid-stream), so the listener does not wait for them to time out.
+ */
+const closeListener = (server: Server): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    if (!server.listening) return resume(Effect.void)
+    const idle = setInterval(() => server.closeIdleConnections(), 50)
+    server.close(() => {
+      clearInterval(idle)
+      resume(Effect.void)
+    })
+    return Effect.sync(() => clearInterval(idle))
+  }).pipe(
+    Effect.timeoutOption("2 seconds"),
+    Effect.ensuring(Effect.sync(() => server.closeAllConnections())),
+    Effect.asVoid
+  )
+
+/**
  * A complete server: the routes on a Node HTTP server bound to
  * `options.host` (default 127.0.0.1) and `options.port` (default 8421; 0 for
  * any free port, read it back from `HttpServerTransport.address`). Closing
@@ -390,12 +449,10 @@ export const layer = <R>(
       keepAliveTimeout: config.keepAliveTimeoutMs
     })
     server.maxConnections = config.maxConnections
-    // Built last, so it is finalized first: sessions and streams end, then
-    // connections left over (keep-alive sockets of clients that went away
-    // mid-stream) are closed, so the listener does not wait for them.
+    // Built last, so it is finalized first: the transport drains (its
+    // listener answering 503 meanwhile), then the listener closes.
     const endStreamsFirst = Layer.effectDiscard(
-      Effect.flatMap(HttpServerTransport, (t) =>
-        Effect.addFinalizer(() => Effect.andThen(t.shutdown, Effect.sync(() => server.closeAllConnections()))))
+      Effect.flatMap(HttpServerTransport, (t) => Effect.addFinalizer(() => Effect.andThen(t.shutdown, closeListener(server))))
     )
     return Layer.provideMerge(endStreamsFirst, served).pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => server, { host: config.host, port: config.port }))

@@ -12,19 +12,24 @@
  *
  * The connection is node-redis through `@effect/platform-node/NodeRedis`,
  * with the offline queue off (a command while disconnected fails at once
- * instead of waiting) and a reconnect strategy that never gives up once
- * connected (the default one stops on a socket timeout). The first
- * connection must succeed: building the layer fails with a `RedisError`
- * otherwise.
+ * instead of waiting), a bound on every command sent through the `Redis`
+ * service (`commandTimeoutMs`: a Redis that stops answering without closing
+ * its connection fails the command instead of holding the request; node-redis's
+ * own command timeout stops counting once the command is written) and a
+ * reconnect strategy that never gives up once connected (the default one
+ * stops on a socket timeout). The first connection must succeed: building
+ * the layer fails with a `RedisError` otherwise.
  *
  * Redis 6.2 or later, with an append-only file and `maxmemory-policy
  * noeviction`; Redis Cluster is not supported. See docs/scale-out.md.
  */
 import * as NodeRedis from "@effect/platform-node/NodeRedis"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Context from "effect/Context"
 import * as Option from "effect/Option"
-import type * as Redis from "effect/persistence/Redis"
+import * as Redis from "effect/persistence/Redis"
 import { Availability } from "./Availability.ts"
 import type { Bus } from "./Bus.ts"
 import type { EventStore } from "./EventStore.ts"
@@ -55,6 +60,22 @@ export interface Options extends RedisEventStore.Options {
   /** Longest wait for a connection, initial or renewed, in milliseconds. Default 2000. */
   readonly connectTimeoutMs?: number | undefined
   /**
+   * Longest wait for the answer to one command sent through the `Redis`
+   * service (`send`, `eval`), in milliseconds; it then fails with a
+   * `RedisError`. Default 2000. Not applied to `reserve`d connections (for
+   * blocking reads, which bound themselves) nor to commands sent on the
+   * node-redis client directly (`NodeRedis`): bound those with
+   * `Effect.timeout`.
+   */
+  readonly commandTimeoutMs?: number | undefined
+  /**
+   * How often, in milliseconds, the connection is checked with a `PING`
+   * while it is up. A `PING` unanswered within `commandTimeoutMs` (a Redis
+   * that hangs: paused, swapping, stuck in a slow script) makes the store
+   * unavailable until one is answered again. Default 1000.
+   */
+  readonly probeIntervalMs?: number | undefined
+  /**
    * How long an instance's lease lasts without renewal, in milliseconds (renewed every third of it).
    * The requests of an instance that died are answered with an error within about 1.6 times this.
    * Default 5000.
@@ -69,6 +90,19 @@ export interface Options extends RedisEventStore.Options {
   readonly tasks?: Omit<RedisTaskStore.Options, "prefix"> | undefined
 }
 
+/**
+ * The defaults of `Options`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaults = {
+  retryAfterSeconds: 1,
+  connectTimeoutMs: 2000,
+  commandTimeoutMs: 2000,
+  probeIntervalMs: 1000
+} as const
+
 /** Backoff while reconnecting: doubling from 50 ms up to 1 s, with jitter so instances do not reconnect in step. */
 const backoff = (retries: number) => Math.min(50 * 2 ** retries, 1000) + Math.floor(Math.random() * 100)
 
@@ -82,35 +116,102 @@ export const layerConnection = (options: Options): Layer.Layer<Redis.Redis | Nod
   Layer.unwrap(Effect.sync(() => {
     // Until the first connection is made, a failure is an answer (the URL is wrong, Redis is not there).
     let connected = false
+    const timeoutMs = options.commandTimeoutMs ?? defaults.commandTimeoutMs
     const client = NodeRedis.layer({
       url: options.url,
       disableOfflineQueue: true,
+      // Bounds the wait to be written only; `bounded` bounds the wait for the answer.
+      commandOptions: { timeout: timeoutMs },
       socket: {
-        connectTimeout: options.connectTimeoutMs ?? 2000,
+        connectTimeout: options.connectTimeoutMs ?? defaults.connectTimeoutMs,
         reconnectStrategy: (retries: number, cause: Error) => connected ? backoff(retries) : cause
       }
     })
-    return Layer.effectDiscard(Effect.sync(() => {
+    return Layer.effectContext(Effect.gen(function*() {
       connected = true
-    })).pipe(Layer.provideMerge(client))
+      const node = yield* NodeRedis.NodeRedis
+      const redis = yield* Redis.Redis
+      return Context.make(NodeRedis.NodeRedis, node).pipe(Context.add(Redis.Redis, bounded(redis, timeoutMs)))
+    })).pipe(Layer.provide(client))
   }))
+
+/** A command unanswered within `commandTimeoutMs`. */
+class CommandTimeout extends Error {
+  constructor(command: string, ms: number) {
+    super(`Redis did not answer ${command} within ${ms} ms`)
+  }
+}
+
+/**
+ * The `Redis` service with a bound on every answer. A command given up on
+ * stays in node-redis's queue, and its late answer (if any) is dropped
+ * there: the answers after it still reach their own commands.
+ */
+const bounded = (redis: Redis.Redis["Service"], ms: number): Redis.Redis["Service"] => {
+  const bound = <A>(command: string, effect: Effect.Effect<A, Redis.RedisError>) =>
+    Effect.timeoutOrElse(effect, {
+      duration: Duration.millis(ms),
+      orElse: () => Effect.fail(new Redis.RedisError({ cause: new CommandTimeout(command, ms) }))
+    })
+  return {
+    send: (command, ...args) => bound(command, redis.send(command, ...args)),
+    eval: (script) => {
+      const run = redis.eval(script)
+      return (...params) => bound("EVALSHA", run(...params))
+    },
+    subscribe: redis.subscribe,
+    reserve: redis.reserve
+  }
+}
 
 /**
  * The availability of the connection: the client is ready (connected, not
- * reconnecting) and, where there is an `InstanceLease`, its lease is held.
+ * reconnecting), its last `PING` was answered in time and, where there is
+ * an `InstanceLease`, its lease is held. A connection that is up but
+ * unanswered (Redis paused) is caught by the `PING` every
+ * `probeIntervalMs`, not by the socket; a closed one at once.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerAvailability = (options?: {
   readonly retryAfterSeconds?: number | undefined
+  readonly commandTimeoutMs?: number | undefined
+  readonly probeIntervalMs?: number | undefined
 }): Layer.Layer<Availability, never, NodeRedis.NodeRedis> =>
   Layer.effect(Availability)(Effect.gen(function*() {
     const redis = yield* NodeRedis.NodeRedis
     const lease = Option.getOrUndefined(yield* Effect.serviceOption(InstanceLease))
+    const timeout = options?.commandTimeoutMs ?? defaults.commandTimeoutMs
+    let stalled = false
+    const probe = Effect.suspend(() => {
+      // A reconnect is a fresh start: the socket state says all until the next PING.
+      if (!redis.client.isReady) {
+        stalled = false
+        return Effect.void
+      }
+      return Effect.tryPromise(() => redis.client.sendCommand(["PING"])).pipe(
+        Effect.timeout(Duration.millis(timeout)),
+        Effect.match({
+          onFailure: () => {
+            stalled = redis.client.isReady
+          },
+          onSuccess: () => {
+            stalled = false
+          }
+        })
+      )
+    })
+    yield* probe.pipe(
+      Effect.delay(Duration.millis(options?.probeIntervalMs ?? defaults.probeIntervalMs)),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    const reachable = () => redis.client.isReady && !stalled
     return {
-      available: lease === undefined ? () => redis.client.isReady : () => redis.client.isReady && lease.held(),
-      retryAfterSeconds: options?.retryAfterSeconds ?? 1
+      available: lease === undefined ? reachable : () => reachable() && lease.held(),
+      retryAfterSeconds: options?.retryAfterSeconds ?? defaults.retryAfterSeconds,
+      kind: "redis"
     }
   }))
 
@@ -122,7 +223,6 @@ export const layerAvailability = (options?: {
  * @example
  * ```ts
  * import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
  * import * as McpServer from "effect-mcp-transport/server/McpServer"
  * import * as RedisFleet from "effect-mcp-transport/server/RedisFleet"
  *

@@ -1,7 +1,8 @@
 /**
  * `effect-mcp-transport serve --http --redis URL` run as a user runs it:
  * two instances start on one real Redis and each answers a tool of the
- * example server; the flag's usage errors exit 2 with one line,
+ * example server; it prints where its health is read, which shows the
+ * Redis connection's state; the flag's usage errors exit 2 with one line,
  * and an unreachable Redis exits 3.
  *
  * The program is the built binary (dist/cli/main.js; `npm run build` first).
@@ -59,6 +60,10 @@ const call = (url: string, params: Record<string, unknown>) =>
     return { status: res.status, body: await res.json() as { result?: Record<string, any>; error?: unknown } }
   })
 
+/** Asks again (every 50 ms) until `check` holds; the test's own timeout bounds it. */
+const until = <A>(probe: Effect.Effect<A>, check: (a: A) => boolean): Effect.Effect<A> =>
+  Effect.flatMap(probe, (a) => check(a) ? Effect.succeed(a) : Effect.andThen(Effect.sleep("50 millis"), until(probe, check)))
+
 const closedPort = Effect.callback<number>((resume) => {
   const probe = createServer()
   probe.listen(0, "127.0.0.1", () => {
@@ -80,6 +85,31 @@ describe.skipIf(!RedisServer.present)("effect-mcp-transport serve --http --redis
         expect(answer.status).toBe(200)
         expect(JSON.stringify(answer.body.result)).toContain("5")
       }
+    }).pipe(Effect.scoped), 90_000)
+
+  it.live("prints where its health is read; health shows the Redis connection: ok, then 503 unavailable while Redis is down", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const one = yield* run(["serve", "--http", "--port", "0", "--redis", redis.url], { MCP_REQUEST_STATE_KEYS: KEYS })
+      const url = yield* listening(one)
+      const health = yield* Effect.callback<string, Error>((resume) => {
+        const check = () => {
+          const m = /^health (http:\/\/\S+) \(store: redis\)$/m.exec(one.stderr())
+          if (m !== null) resume(Effect.succeed(m[1]!))
+        }
+        one.child.stderr!.on("data", check)
+        one.child.once("close", () => resume(Effect.fail(new Error(`exited: ${one.stderr()}`))))
+        check()
+      })
+      expect(health).toBe(`${url}/health`)
+      const read = Effect.promise(async () => {
+        const res = await fetch(health)
+        return { status: res.status, body: await res.json() as unknown }
+      })
+      expect(yield* read).toEqual({ status: 200, body: { status: "ok", store: { kind: "redis", connected: true } } })
+      yield* redis.kill
+      const down = yield* until(read, (h) => h.status !== 200)
+      expect(down).toEqual({ status: 503, body: { status: "unavailable", store: { kind: "redis", connected: false } } })
     }).pipe(Effect.scoped), 90_000)
 
   it.live("usage: --redis needs --http and the keys; --redis-prefix needs --redis (exit 2); Redis unreachable: exit 3", () =>

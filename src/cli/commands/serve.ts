@@ -21,11 +21,17 @@
  *   Serving the stateless era it needs the request-state keys every instance
  *   shares, current first, comma-separated, in `MCP_REQUEST_STATE_KEYS`
  *   (an environment variable: a key on the command line is visible to
- *   every user of the machine). Redis unreachable at start: exit 3.
+ *   every user of the machine). Redis unreachable at start: exit 3. After
+ *   the listening line it prints `health URL/health (store: redis)` (with
+ *   `--json`, a `health` field): `{"status":"ok","store":{"kind":"redis","connected":true}}`,
+ *   or 503 with `unavailable` while Redis cannot be reached, `draining` while
+ *   shutting down.
  *
- * SIGINT or SIGTERM stop either mode cleanly: running calls are interrupted,
- * HTTP sessions and streams end, the listener closes, then the process exits
- * with 130 (the runtime's code for an interrupted program).
+ * SIGINT or SIGTERM stop either mode cleanly. Over HTTP the server drains
+ * first: new requests get 503 with `Retry-After`, streams end, running calls
+ * may finish for up to 10 seconds (then they are interrupted); sessions
+ * end, the listener closes, then the process exits with 130 (the runtime's
+ * code for an interrupted program).
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -54,7 +60,17 @@ const serveHttp = (host: string, port: number, eras: Eras.Eras, metrics: boolean
     const announce = Layer.effectDiscard(Effect.gen(function*() {
       const transport = yield* HttpServerTransport.HttpServerTransport
       const url = Option.getOrElse(transport.url, () => `http://${host}:${port}/mcp`)
-      yield* json ? Output.json({ transport: "http", url, eras }) : Output.note(`listening ${url} (eras: ${Eras.describe(eras)})`)
+      if (fleet === undefined) {
+        return yield* json ? Output.json({ transport: "http", url, eras }) : Output.note(`listening ${url} (eras: ${Eras.describe(eras)})`)
+      }
+      // An instance of a fleet: where its health (the Redis connection's state, draining) is read.
+      const health = `${url}/health`
+      yield* json
+        ? Output.json({ transport: "http", url, eras, health })
+        : Effect.andThen(
+          Output.note(`listening ${url} (eras: ${Eras.describe(eras)})`),
+          Output.note(`health ${health} (store: redis)`)
+        )
     }))
     const keys = (process.env[KEYS_ENV] ?? "").split(",").filter((k) => k !== "")
     if (fleet !== undefined && keys.length === 0 && Eras.servesModern(eras)) {

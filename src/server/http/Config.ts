@@ -213,6 +213,12 @@ export interface Options {
    * For the application's own bookkeeping. Default: nothing.
    */
   readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
+  /**
+   * On shutdown (the scope closing, `shutdown`), how long the requests
+   * already running may still finish; new requests get 503 meanwhile.
+   * Past it they are interrupted. Default 10 seconds.
+   */
+  readonly shutdownGracePeriod?: Duration.Input | undefined
 }
 
 export interface Resolved {
@@ -260,6 +266,7 @@ export interface Resolved {
   readonly standaloneBuffer: number
   readonly clientRequestTimeoutMs: number
   readonly corsMaxAge: number
+  readonly shutdownGracePeriodMs: number
 }
 
 /**
@@ -294,7 +301,8 @@ export const defaults = {
   broadcastBuffer: 256,
   standaloneBuffer: 1000,
   clientRequestTimeout: "60 seconds",
-  corsMaxAge: 600
+  corsMaxAge: 600,
+  shutdownGracePeriod: "10 seconds"
 } as const
 
 const millis = (input: Duration.Input | "never" | undefined, fallback: Duration.Input): number | undefined => {
@@ -390,6 +398,7 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     broadcastBuffer: o.broadcastBuffer ?? defaults.broadcastBuffer,
     standaloneBuffer: o.standaloneBuffer ?? defaults.standaloneBuffer,
     clientRequestTimeoutMs: millis(o.clientRequestTimeout, defaults.clientRequestTimeout) ?? 0,
-    corsMaxAge: o.corsMaxAge ?? defaults.corsMaxAge
+    corsMaxAge: o.corsMaxAge ?? defaults.corsMaxAge,
+    shutdownGracePeriodMs: millis(o.shutdownGracePeriod, defaults.shutdownGracePeriod) ?? 0
   }
 }

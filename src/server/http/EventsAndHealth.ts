@@ -254,7 +254,28 @@ export const events = (env: Env, hub: Broadcast): Guarded => (request, principal
     return SseWire.response(stream.value, {})
   })
 
-export const health: Guarded = () => Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok", transport: "sse" }))
+/**
+ * The instance's health: `ok` (200), or 503 with `unavailable` while the
+ * store a fleet shares cannot be reached and `draining` once shutdown
+ * began. With a shared store its state is in the body (`store`); without
+ * one the body is `{"status":"ok","transport":"sse"}` as it always was.
+ */
+export const health = (env: Env): Guarded => () =>
+  Effect.sync(() => {
+    const draining = env.drain?.draining() === true
+    const shared = env.availability
+    if (shared === undefined) {
+      return draining
+        ? HttpServerResponse.jsonUnsafe({ status: "draining", transport: "sse" }, { status: 503 })
+        : HttpServerResponse.jsonUnsafe({ status: "ok", transport: "sse" })
+    }
+    const connected = shared.available()
+    const status = draining ? "draining" : connected ? "ok" : "unavailable"
+    return HttpServerResponse.jsonUnsafe(
+      { status, store: { kind: shared.kind ?? "shared", connected } },
+      status === "ok" ? undefined : { status: 503, headers: { "retry-after": String(shared.retryAfterSeconds) } }
+    )
+  })
 
 /** Everything no route matched: 204 for preflights, 405 on our own paths, else 404 with a -32600 body. */
 export const notFound = (env: Env, ownPaths: ReadonlyArray<string>): Route => (request) => {

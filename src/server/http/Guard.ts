@@ -16,6 +16,7 @@ import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
 import type { InFlightShape } from "../InFlight.ts"
 import type { Resolved } from "./Config.ts"
+import * as Drain from "./Drain.ts"
 import * as Security from "./Security.ts"
 import type { SendWatch } from "./SendWatch.ts"
 import * as SharedUnavailable from "./SharedUnavailable.ts"
@@ -45,6 +46,8 @@ export interface Env {
     | undefined
   /** Whether the store a fleet shares can be reached; absent: nothing is shared. */
   readonly availability?: AvailabilityShape | undefined
+  /** Whether the transport is shutting down; absent: it never drains. */
+  readonly drain?: Drain.Drain | undefined
   /** Where the requests of handshake-era sessions are recorded while they run; absent: nowhere. */
   readonly inFlight?: InFlightShape | undefined
   /** Sessions known to every instance of a fleet (a `SessionRegistry` present); absent: each instance keeps its own. */
@@ -68,7 +71,10 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
   const originAllowed = Security.isOriginAllowed(env.lists, origin)
   const cors = Security.corsHeaders(origin, originAllowed)
   const authenticate = options.auth ? env.config.authenticate : undefined
-  const unavailable = options.auth ? SharedUnavailable.refusal(env.availability, request) : undefined
+  const unavailable = options.auth
+    ? Drain.refusal(env.drain, env.availability?.retryAfterSeconds ?? 1) ??
+      SharedUnavailable.refusal(env.availability, request)
+    : undefined
   const answer: Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope> =
     !Security.isHostAllowed(env.lists, request.headers["host"])
       ? Effect.succeed(Security.invalid(403, "Forbidden: Host header not allowed"))
@@ -92,6 +98,8 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
+        : env.availability !== undefined && SharedUnavailable.isStoreFailure(cause)
+        ? Effect.succeed(SharedUnavailable.lost(env.availability))
         : Effect.as(
           Effect.logWarning("HTTP server transport: unexpected failure", Cause.pretty(cause)),
           Security.errorResponse(500, JsonRpc.ErrorCode.InternalError, "Internal error")

@@ -102,6 +102,12 @@ export interface SessionsConfig {
   readonly requestTimeoutMs: number
   /** Interval of keep-alive comments on idle SSE connections; none when undefined. */
   readonly keepAliveMs: number | undefined
+  /**
+   * The event log is shared with other instances: a session this instance
+   * lets go at shutdown (`releaseAll`) keeps its streams there, for its
+   * client to resume elsewhere (they expire by themselves).
+   */
+  readonly sharedLog?: boolean | undefined
   /** Told the id of every session with one (streamable, legacy) once it has ended. */
   readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
   /** Whether principals are authenticated: handlers are then told theirs (`HandlerContext.principal`). */
@@ -197,6 +203,17 @@ export interface Sessions {
   readonly getLegacy: (id: string) => Session | undefined
   readonly close: (session: Session) => Effect.Effect<void>
   readonly closeAll: Effect.Effect<void>
+  /**
+   * `closeAll` at shutdown: the same, except that with a `sharedLog` the
+   * sessions' streams stay in the log (the sessions go on elsewhere).
+   */
+  readonly releaseAll: Effect.Effect<void>
+  /**
+   * Completes when no handler runs: no session's POST work (handlers and
+   * their replies) and no stateless-era request. Requests that arrive
+   * meanwhile are waited for too.
+   */
+  readonly awaitIdle: Effect.Effect<void>
   /** A new resumable (or, without a store, plain) stream owned by the session. */
   readonly newStream: (session: Session, resumable: boolean) => Effect.Effect<OutStream.OutStream>
   /**
@@ -328,7 +345,10 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   const close = (session: Session): Effect.Effect<void> =>
     Effect.suspend(() => detach(session) ? teardown(session) : Effect.void)
 
-  const teardown = (session: Session): Effect.Effect<void> =>
+  const release = (session: Session): Effect.Effect<void> =>
+    Effect.suspend(() => detach(session) ? teardown(session, config.sharedLog === true) : Effect.void)
+
+  const teardown = (session: Session, keepLog = false): Effect.Effect<void> =>
     Effect.suspend(() => {
       const scope = scopes.get(session)
       return Effect.gen(function*() {
@@ -338,7 +358,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         session.liveStreams.clear()
         session.requestRoutes.clear()
         if (scope !== undefined) yield* Scope.close(scope, Exit.void)
-        for (const id of session.ownedStreams) yield* config.store.removeStream(id)
+        if (!keepLog) for (const id of session.ownedStreams) yield* config.store.removeStream(id)
         session.ownedStreams.clear()
         session.finishedStreams.length = 0
         if (session.id !== undefined && config.onSessionEnd !== undefined) {
@@ -677,10 +697,12 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   const all = () => [...sessions.values(), ...legacy.values(), ...ephemeral]
 
   const closeAll = Effect.suspend(() => Effect.forEach(all(), close, { concurrency: "unbounded", discard: true }))
+  const releaseAll = Effect.suspend(() => Effect.forEach(all(), release, { concurrency: "unbounded", discard: true }))
 
   yield* Effect.addFinalizer(() => closeAll)
 
   let statelessRequests = 0
+  const noStateless = Latch.makeUnsafe(true)
   const requestStream = Effect.suspend(() =>
     OutStream.make({
       streamId: streamId(),
@@ -692,14 +714,26 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   )
   const runStateless = <A, E>(effect: Effect.Effect<A, E>) =>
     Effect.uninterruptible(Effect.suspend(() => {
-      statelessRequests++
+      if (statelessRequests++ === 0) noStateless.closeUnsafe()
       return Effect.forkScoped(Effect.ensuring(
         Effect.interruptible(effect),
         Effect.sync(() => {
-          statelessRequests--
+          if (--statelessRequests === 0) noStateless.openUnsafe()
         })
       ))
     }))
+
+  const busy = Effect.gen(function*() {
+    if (statelessRequests > 0) return true
+    for (const s of all()) if ((yield* FiberSet.size(s.work)) > 0) return true
+    return false
+  })
+  const awaitIdle: Effect.Effect<void> = Effect.gen(function*() {
+    while (yield* busy) {
+      yield* Effect.forEach(all(), (s) => FiberSet.awaitEmpty(s.work), { concurrency: "unbounded", discard: true })
+      yield* noStateless.await
+    }
+  })
 
   const stats = Effect.gen(function*() {
     let inFlight = 0
@@ -733,6 +767,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     getLegacy: (id) => legacy.get(id),
     close,
     closeAll,
+    releaseAll,
+    awaitIdle,
     newStream,
     openStream,
     enter,

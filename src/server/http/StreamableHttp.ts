@@ -312,6 +312,10 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
     if (lazy) {
       yield* route.openedOrAnswered
       if (route.opened === undefined) {
+        if (direct === undefined && env.drain?.draining() === true && messages[0]._tag === "Request") {
+          // Interrupted by shutdown past its grace period: an answer, so the client does not wait for one.
+          return jsonAnswer(JSON.stringify(interruptedByShutdown(messages[0].message.id)), headers)
+        }
         return direct === undefined
           ? HttpServerResponse.empty({ status: 202, headers })
           : jsonAnswer(JSON.stringify(direct), headers)
@@ -388,6 +392,9 @@ class PostRoute implements RequestRoute {
     return Deferred.await(this.#settled)
   }
 }
+
+const interruptedByShutdown = (id: JsonRpc.RequestId) =>
+  JsonRpc.failure(id, JsonRpc.ErrorCode.InternalError, "The server shut down before the request finished")
 
 const jsonAnswer = (json: string, headers: Record<string, string>) =>
   HttpServerResponse.text(json, { contentType: "application/json", headers })

@@ -3,8 +3,9 @@
  * is unreachable (an `Availability` that says so, no Redis needed): 503
  * with `Retry-After` at once for everything of the handshake era, the
  * broadcast stream and a stateless-era `subscriptions/listen`; a
- * stateless-era call is served, and so is the health probe. When the store
- * is back, nothing is refused.
+ * stateless-era call is served, and the health probe answers 503
+ * `unavailable`. When the store is back, nothing is refused and the probe
+ * says `ok`.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
@@ -30,7 +31,7 @@ const modern = (method: string, params: Record<string, unknown>) => {
 }
 
 describe("while the shared store is unreachable", () => {
-  it.live("what needs it gets 503 + Retry-After at once; a stateless call and the health probe are served; back, nothing is refused", () =>
+  it.live("what needs it gets 503 + Retry-After at once; a stateless call is served, health says unavailable; back, nothing is refused", () =>
     Effect.gen(function*() {
       let available = false
       const context = yield* Layer.build(
@@ -57,9 +58,16 @@ describe("while the shared store is unreachable", () => {
       const served = yield* status(yield* Effect.promise(() => post(url, call.body, call.headers)))
       expect(served.status).toBe(200)
       expect(served.body).toContain("ok")
-      expect((yield* status(yield* Effect.promise(() => fetch(`${base}/mcp/health`)))).status).toBe(200)
+      // The health probe answers, and says why this instance cannot serve.
+      const health = yield* status(yield* Effect.promise(() => fetch(`${base}/mcp/health`)))
+      expect(health.status).toBe(503)
+      expect(health.retryAfter).toBe("7")
+      expect(JSON.parse(health.body)).toEqual({ status: "unavailable", store: { kind: "shared", connected: false } })
 
       available = true
+      const healthy = yield* status(yield* Effect.promise(() => fetch(`${base}/mcp/health`)))
+      expect(healthy.status).toBe(200)
+      expect(JSON.parse(healthy.body)).toEqual({ status: "ok", store: { kind: "shared", connected: true } })
       const initialized = yield* status(yield* Effect.promise(() => post(url, initializeBody())))
       expect(initialized.status).toBe(200)
       const abort = new AbortController()

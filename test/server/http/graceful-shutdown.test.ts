@@ -1,0 +1,178 @@
+/**
+ * Shutting down an HTTP server transport over real loopback HTTP: once its
+ * scope starts closing, new requests get 503 with `Retry-After` and
+ * `Connection: close`, the health endpoint says `draining`, a session's GET
+ * stream and an open `subscriptions/listen` end at once, and the requests
+ * already running (both eras) finish and are answered; then the listener
+ * closes. Past `shutdownGracePeriod` a running handler is interrupted and
+ * its client gets an error instead of an answer it would wait for.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
+import * as RequestMeta from "../../../src/RequestMeta.ts"
+import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
+import * as McpServer from "../../../src/server/McpServer.ts"
+import { openSession, openSse, post } from "./helpers.ts"
+
+const HANDSHAKE = "2025-11-25"
+const MODERN = "2026-07-28"
+const KEY = "s".repeat(32)
+
+interface Probe {
+  /** Both calls (one per era) are running. */
+  readonly bothStarted: Deferred.Deferred<void>
+  readonly release: Deferred.Deferred<void>
+  readonly interrupted: Deferred.Deferred<void>
+}
+
+const makeProbe = Effect.gen(function*() {
+  return {
+    bothStarted: yield* Deferred.make<void>(),
+    release: yield* Deferred.make<void>(),
+    interrupted: yield* Deferred.make<void>()
+  } satisfies Probe
+})
+
+const server = (probe: Probe) => {
+  let started = 0
+  return McpServer.make({
+    serverInfo: { name: "draining", version: "1.0.0" },
+    capabilities: { tools: {}, resources: { subscribe: true } },
+    requestStateKey: KEY
+  }).pipe(
+    McpServer.method("tools/list", {}, () => Effect.succeed({ tools: [], ttlMs: 0, cacheScope: "private" })),
+    McpServer.method("resources/subscribe", {}, () => Effect.succeed({})),
+    McpServer.method("tools/call", {}, () =>
+      Effect.gen(function*() {
+        if (++started === 2) yield* Deferred.succeed(probe.bothStarted, undefined)
+        yield* Deferred.await(probe.release)
+        return { content: [{ type: "text", text: "finished" }] }
+      }).pipe(Effect.onInterrupt(() => Deferred.succeed(probe.interrupted, undefined))))
+  )
+}
+
+/** The server in a scope of its own, closed by the test. */
+const start = (probe: Probe, options: HttpServerTransport.Options) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(McpServer.layerHttp(server(probe), { port: 0, ...options }), scope)
+    const url = Option.getOrThrow(Context.get(context, HttpServerTransport.HttpServerTransport).url)
+    return { scope, url, base: url.replace(/\/mcp$/, "") }
+  })
+
+const modern = (method: string, params: Record<string, unknown>, init: RequestInit = {}) => (url: string) => {
+  const full = { ...params, _meta: RequestMeta.requestMeta({ protocolVersion: MODERN, clientCapabilities: {} }) }
+  return post(url, { jsonrpc: "2.0", id: 9, method, params: full }, RequestMeta.standardHeaders(MODERN, method, full), init)
+}
+
+const sessionHeaders = (session: string) => ({ "mcp-session-id": session, "mcp-protocol-version": HANDSHAKE })
+const callBody = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "slow", arguments: {} } }
+
+const answered = (res: Response) =>
+  Effect.promise(async () => ({
+    status: res.status,
+    retryAfter: res.headers.get("retry-after"),
+    connection: res.headers.get("connection"),
+    body: await res.text()
+  }))
+
+describe("graceful shutdown of the HTTP server transport", () => {
+  it.live("new requests get 503 + Retry-After, health says draining, streams end, running calls of both eras finish; then the listener closes", () =>
+    Effect.gen(function*() {
+      const probe = yield* makeProbe
+      const { base, scope, url } = yield* start(probe, { shutdownGracePeriod: "2 minutes" })
+      const session = yield* Effect.promise(() => openSession(url, HANDSHAKE))
+      const stream = yield* Effect.promise(() =>
+        openSse(url, { method: "GET", headers: { ...sessionHeaders(session), accept: "text/event-stream" } })
+      )
+      expect(stream.response.status).toBe(200)
+      const listen = yield* Effect.promise(() =>
+        modern("subscriptions/listen", { notifications: { resourceSubscriptions: ["file:///x"] } })(url).then((response) => ({
+          response,
+          text: response.text()
+        }))
+      )
+      expect(listen.response.status).toBe(200)
+      // A JSON-only client (the answer comes as one JSON body) and a stateless-era call.
+      const handshakeCall = Effect.runPromise(
+        Effect.promise(() => post(url, callBody, { ...sessionHeaders(session), accept: "application/json" })).pipe(
+          Effect.flatMap(answered)
+        )
+      )
+      const modernCall = Effect.runPromise(
+        Effect.promise(() => modern("tools/call", { name: "slow", arguments: {} })(url)).pipe(Effect.flatMap(answered))
+      )
+      yield* Deferred.await(probe.bothStarted)
+
+      const closing = yield* Effect.forkDetach(Scope.close(scope, Exit.void))
+      // The streams nothing here waits on end first: the GET stream and the listen (with its final reply).
+      yield* Effect.promise(() => stream.reader!.done)
+      expect(yield* Effect.promise(() => listen.text)).toContain(`"result"`)
+
+      const refused = [
+        yield* answered(yield* Effect.promise(() => post(url, { jsonrpc: "2.0", id: 3, method: "tools/list" }, sessionHeaders(session)))),
+        yield* answered(yield* Effect.promise(() => modern("tools/list", {})(url))),
+        yield* answered(yield* Effect.promise(() => fetch(`${base}/mcp/events`, { headers: { accept: "text/event-stream" } })))
+      ]
+      for (const r of refused) {
+        expect(r.status).toBe(503)
+        expect(r.retryAfter).toBe("1")
+        expect(r.connection).toBe("close")
+        expect(JSON.parse(r.body).error.message).toBe("Service unavailable: this server is shutting down")
+      }
+      const health = yield* answered(yield* Effect.promise(() => fetch(`${base}/mcp/health`)))
+      expect(health.status).toBe(503)
+      expect(JSON.parse(health.body)).toEqual({ status: "draining", transport: "sse" })
+
+      yield* Deferred.succeed(probe.release, undefined)
+      for (const call of [yield* Effect.promise(() => handshakeCall), yield* Effect.promise(() => modernCall)]) {
+        expect(call.status).toBe(200)
+        expect(JSON.parse(call.body).result.content[0].text).toBe("finished")
+      }
+      yield* Fiber.join(closing)
+      expect(Deferred.isDoneUnsafe(probe.interrupted)).toBe(false)
+      const after = yield* Effect.promise(() => fetch(`${base}/mcp/health`).then(() => "listening", () => "closed"))
+      expect(after).toBe("closed")
+    }), 60_000)
+
+  it.live("past the grace period a running handler is interrupted: a JSON client gets an error reply, a stateless-era client a failed exchange", () =>
+    Effect.gen(function*() {
+      const probe = yield* makeProbe
+      const { scope, url } = yield* start(probe, { shutdownGracePeriod: "200 millis" })
+      const session = yield* Effect.promise(() => openSession(url, HANDSHAKE))
+      const handshakeCall = Effect.runPromise(
+        Effect.promise(() => post(url, callBody, { ...sessionHeaders(session), accept: "application/json" })).pipe(
+          Effect.flatMap(answered)
+        )
+      )
+      const modernCall = modern("tools/call", { name: "slow", arguments: {} })(url).then((r) => r.text()).then(
+        (body) => ({ failed: false, body }),
+        (error: unknown) => ({ failed: true, body: String(error) })
+      )
+      yield* Deferred.await(probe.bothStarted)
+      yield* Scope.close(scope, Exit.void)
+      yield* Deferred.await(probe.interrupted)
+
+      const call = yield* Effect.promise(() => handshakeCall)
+      expect(call.status).toBe(200)
+      expect(JSON.parse(call.body)).toEqual({
+        jsonrpc: "2.0",
+        id: 2,
+        error: { code: -32603, message: "The server shut down before the request finished" }
+      })
+      expect((yield* Effect.promise(() => modernCall)).failed).toBe(true)
+    }), 60_000)
+
+  it.live("a server with nothing running shuts down at once, its health body unchanged until then", () =>
+    Effect.gen(function*() {
+      const probe = yield* makeProbe
+      const { base, scope } = yield* start(probe, { shutdownGracePeriod: "1 hour" })
+      const health = yield* answered(yield* Effect.promise(() => fetch(`${base}/mcp/health`)))
+      expect(health.status).toBe(200)
+      expect(JSON.parse(health.body)).toEqual({ status: "ok", transport: "sse" })
+      // Nothing to wait for: the grace period does not hold the close.
+      yield* Scope.close(scope, Exit.void)
+      const after = yield* Effect.promise(() => fetch(`${base}/mcp/health`).then(() => "listening", () => "closed"))
+      expect(after).toBe("closed")
+    }), 60_000)
+})
