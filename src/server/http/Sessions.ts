@@ -7,16 +7,12 @@
  * its streams in one step.
  *
  * Also the admission limits (sessions, with eviction of idle ones at the
- * cap, see SessionAdmission; slots for streams and requests, server-wide,
- * per principal and per session), handshake and idle expiry, and the
- * bookkeeping the leak tests read.
- *
- * A request's slot is held until its handler ends, not only while its HTTP
- * exchange is open: a disconnect does not cancel the handler, so a slot freed
- * at the disconnect would let a client that posts and goes away in a loop
- * run any number of handlers.
+ * cap, see SessionAdmission; slots for streams and requests, counted in
+ * SessionSlots), handshake and idle expiry, and the bookkeeping the leak
+ * tests read. What a session holds and how its streams are named:
+ * HttpSession.
  */
-import { createHash, randomBytes, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
@@ -26,63 +22,42 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
-import * as Latch from "effect/Latch"
 import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import { TransportClosed } from "../../McpError.ts"
 import * as ServerSession from "../internal/ServerSession.ts"
-import type { AuthInfo } from "../auth/TokenVerifier.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
 import * as KeepAlive from "./KeepAlive.ts"
 import * as OutStream from "./OutStream.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
+import {
+  FINISHED_STREAMS_KEPT,
+  newStreamId as streamId,
+  type RequestRoute,
+  runsWork,
+  type Session,
+  type SessionKind,
+  sharedStandaloneId
+} from "./HttpSession.ts"
+import * as SessionSlots from "./SessionSlots.ts"
+import type { Admission, Grant, Stats } from "./SessionSlots.ts"
 import * as SharedStream from "./SharedStream.ts"
 
-export type SessionKind = "streamable" | "legacy" | "ephemeral"
-
-export interface RequestRoute {
-  readonly out: OutStream.OutStream
-  /** Whether the client accepts SSE on this POST; otherwise its messages go to the standalone stream. */
-  readonly canStream: boolean
-}
-
-export interface Session {
-  /** Undefined for an ephemeral session (stateless mode), which no later request can name. */
-  readonly id: string | undefined
-  readonly kind: SessionKind
-  readonly principalId: string
-  readonly server: ServerSession.ServerSession
-  /** Server-initiated messages: the GET stream (Streamable HTTP) or the one SSE connection (legacy). */
-  readonly standalone: OutStream.OutStream
-  /** Work started by POSTs (running handlers and writing their replies); lives as long as the session. */
-  readonly work: FiberSet.FiberSet<unknown, unknown>
-  readonly requestRoutes: Map<JsonRpc.RequestId, RequestRoute>
-  /** Streams still being written, by stream id (resumable with `Last-Event-ID`). */
-  readonly liveStreams: Map<string, OutStream.OutStream>
-  /**
-   * The stream ids this session may resume, so `Last-Event-ID` cannot reach
-   * another session's events: the live ones and the last
-   * `FINISHED_STREAMS_KEPT` finished ones.
-   */
-  readonly ownedStreams: Set<string>
-  /** Finished streams still resumable, oldest first. */
-  readonly finishedStreams: Array<string>
-  /** Negotiated in `initialize` (read from the handler's result). */
-  protocolVersion: string | undefined
-  /** HTTP requests in progress and SSE connections open. */
-  active: number
-  /** Slots of `maxStreamsPerSession` taken: streams open, and requests until both their exchange and handler end. */
-  slots: number
-  lastActive: number
-  readonly createdAt: number
-  /** The client completed the handshake (see `completesHandshake`). */
-  initialized: boolean
-  closed: boolean
-  /** What the principal's latest bearer token says (the `authorization` option); handlers see it as `auth`. */
-  auth: AuthInfo | undefined
-}
+export {
+  completesHandshake,
+  FINISHED_STREAMS_KEPT,
+  mayResume,
+  newStreamId,
+  type RequestRoute,
+  runInSession,
+  type Session,
+  sessionDigest,
+  type SessionKind,
+  sharedStandaloneId
+} from "./HttpSession.ts"
+export { type Admission, type Grant, type Refusal, runHoldingSlots, type Stats } from "./SessionSlots.ts"
 
 export interface SessionsConfig {
   readonly handler: Handler<never>
@@ -116,22 +91,6 @@ export interface SessionsConfig {
   readonly idPrefix?: string | undefined
 }
 
-/** Which limit turned a request away: `maxStreams` (server-wide), `maxStreamsPerPrincipal` or `maxStreamsPerSession`. */
-export type Refusal = "server-full" | "principal-full" | "session-full"
-
-export type Admission = "ok" | Refusal
-
-/** The slots `enterSlots` granted (up to the number asked for), and the limit that held back any others. */
-export interface Grant {
-  readonly granted: number
-  readonly short: Refusal | undefined
-  /**
-   * Keeps the granted slots taken until `fiber` ends as well as the request
-   * scope: the handlers a client started hold their slots after it goes away.
-   */
-  readonly holdUntilDone: (fiber: Fiber.Fiber<unknown, unknown>) => Effect.Effect<void>
-}
-
 export interface Refused {
   readonly _tag: "Refused"
   readonly reason: SessionAdmission.Refusal
@@ -141,45 +100,6 @@ export interface Refused {
 }
 
 export const isRefused = (created: Session | Refused): created is Refused => "_tag" in created
-
-/**
- * `notifications/initialized` ends the handshake; so does any request other
- * than `ping`, from a client that skips the notification but clearly
- * considers itself initialized.
- */
-export const completesHandshake = (message: JsonRpc.Classified): boolean =>
-  message._tag === "Notification"
-    ? message.message.method === "notifications/initialized"
-    : message._tag === "Request" && message.message.method !== "ping" && message.message.method !== "initialize"
-
-/**
- * Finished streams a session can still resume; older ones are forgotten
- * (their events too), so a long session answering over SSE holds bounded state.
- */
-export const FINISHED_STREAMS_KEPT = 256
-
-export interface Stats {
-  readonly sessions: number
-  readonly legacySessions: number
-  readonly ephemeralSessions: number
-  /** Slots held by HTTP exchanges still open: SSE streams and requests being answered. */
-  readonly openStreams: number
-  /**
-   * Slots taken against `maxStreams`: `openStreams`, plus the requests whose
-   * exchange ended (a disconnect, the legacy endpoint's 202) while their
-   * handler still runs.
-   */
-  readonly slotsInUse: number
-  readonly inFlight: number
-  readonly work: number
-  readonly storedEvents: number
-  /** Bytes the sessions' resumable and standalone streams hold for their clients right now. */
-  readonly bufferedBytes: number
-  /** SSE connections dropped so far because their client fell too far behind (broadcast listeners aside). */
-  readonly streamsDropped: number
-  /** Handlers running for stateless-era requests (each ends with its HTTP exchange at the latest). */
-  readonly statelessRequests: number
-}
 
 export interface Sessions {
   /**
@@ -262,85 +182,21 @@ export interface Sessions {
   readonly follow: (session: Session, streamId: string, lastEventId: string) => Stream.Stream<Uint8Array> | undefined
 }
 
-// Stream ids end up inside SSE event ids and in a possibly shared event store:
-// unique across processes (a random prefix per process), cheap per stream (a
-// counter). They grant nothing: a resumption is checked against the session
-// that owns the stream. A session's streams start with a digest of its id
-// and `~`, so a shared store can keep (and bound, and expire) them together.
-const streamPrefix = randomBytes(9).toString("base64url")
-let streams = 0
-/** The part of a session's stream ids before `~`. */
-export const sessionDigest = (sessionId: string): string =>
-  createHash("sha256").update(sessionId).digest("base64url").slice(0, 16)
-const streamId = (sessionId?: string) => {
-  const own = `${streamPrefix}-${(++streams).toString(36)}`
-  if (sessionId === undefined) return own
-  return `${sessionDigest(sessionId)}~${own}`
-}
-/** A new stream id for a session's stream, named before the stream opens (see `Sessions.openStream`). */
-export const newStreamId = streamId
-/** A session's standalone stream in a shared store: the same id on every instance. */
-export const sharedStandaloneId = (sessionId: string): string => `${sessionDigest(sessionId)}~standalone`
-
-/**
- * Whether `Last-Event-ID` of `streamId` may resume in this session: a stream
- * it owns here or, with a store shared by a fleet (where another instance
- * may have written it), any stream under its digest.
- */
-export const mayResume = (session: Session, streamId: string, store: EventStoreShape): boolean =>
-  session.ownedStreams.has(streamId) ||
-  (store.tail !== undefined && session.id !== undefined && streamId.startsWith(`${sessionDigest(session.id)}~`))
-
 export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.fn.Return<Sessions, never, Scope.Scope> {
   const parentScope = yield* Effect.scope
   const keepAlive = yield* KeepAlive.make(config.keepAliveMs)
-  const sessions = new Map<string, Session>()
-  const legacy = new Map<string, Session>()
-  const ephemeral = new Set<Session>()
+  const { sessions, legacy, ephemeral, hold, detach, holdings, reserve } = SessionSlots.makeRegistry()
   const scopes = new WeakMap<Session, Scope.Closeable>()
-  // Streamable and legacy sessions by principal, and the slots taken by sessions being made.
-  const byPrincipal = new Map<string, Set<Session>>()
-  const reserved = new Map<string, number>()
-  let reservedTotal = 0
-  let openStreams = 0
-  let slotsInUse = 0
-  const principalSlots = new Map<string, number>()
+  const slots = SessionSlots.makeStreamSlots(config)
+  const { enter, enterSlots } = slots
   let streamsDropped = 0
   const onDropped = () => {
     streamsDropped++
   }
-  // Open while no stream is open: shutdown waits on it so connections are idle before the listener closes.
-  const noStreams = Latch.makeUnsafe(true)
 
   const touch = (session: Session) => Effect.map(Clock.currentTimeMillis, (now) => {
     session.lastActive = now
   })
-
-  const hold = (session: Session) => {
-    if (session.id === undefined) {
-      ephemeral.add(session)
-      return
-    }
-    if (session.kind === "legacy") legacy.set(session.id, session)
-    else sessions.set(session.id, session)
-    let held = byPrincipal.get(session.principalId)
-    if (held === undefined) byPrincipal.set(session.principalId, held = new Set())
-    held.add(session)
-  }
-
-  /** Takes the session out of every index at once, so no one else picks it; false if it was already out. */
-  const detach = (session: Session): boolean => {
-    if (session.closed) return false
-    session.closed = true
-    ephemeral.delete(session)
-    if (session.id === undefined) return true
-    if (session.kind === "legacy") legacy.delete(session.id)
-    else sessions.delete(session.id)
-    const held = byPrincipal.get(session.principalId)
-    held?.delete(session)
-    if (held?.size === 0) byPrincipal.delete(session.principalId)
-    return true
-  }
 
   const close = (session: Session): Effect.Effect<void> =>
     Effect.suspend(() => detach(session) ? teardown(session) : Effect.void)
@@ -394,10 +250,6 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   }
   const newStream = (session: Session, resumable: boolean) => Effect.sync(() => openStream(session, resumable))
 
-  const runsWork = (session: Session) => !session.work[Symbol.iterator]().next().done
-  // Requests are answered in `work` fibers, and an HTTP request (a stream too) counts in `active`.
-  const isBusy = (session: Session) => session.active > 0 || runsWork(session)
-
   // Expiry never interrupts work: it only looks when nothing runs and no
   // request or stream is open, and it closes from outside the session scope.
   const expireWhenIdle = (session: Session, idleMs: number): Effect.Effect<void> =>
@@ -427,23 +279,6 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         yield* FiberSet.awaitEmpty(session.work)
       }
     })
-
-  const holdings: SessionAdmission.Holdings<Session> = {
-    get total() {
-      return sessions.size + legacy.size + reservedTotal
-    },
-    count: (principalId) => (byPrincipal.get(principalId)?.size ?? 0) + (reserved.get(principalId) ?? 0),
-    all: () => [...sessions.values(), ...legacy.values()],
-    of: (principalId) => byPrincipal.get(principalId) ?? [],
-    isBusy
-  }
-
-  const reserve = (principalId: string, by: 1 | -1) => {
-    reservedTotal += by
-    const n = (reserved.get(principalId) ?? 0) + by
-    if (n === 0) reserved.delete(principalId)
-    else reserved.set(principalId, n)
-  }
 
   /**
    * Decides, evicts and reserves the slot in one synchronous step, so that
@@ -595,80 +430,6 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     }).pipe(Effect.ensuring(release))
   }
 
-  const takeSlots = (principalId: string, session: Session | undefined, n: number) => {
-    slotsInUse += n
-    const held = (principalSlots.get(principalId) ?? 0) + n
-    if (held === 0) principalSlots.delete(principalId)
-    else principalSlots.set(principalId, held)
-    if (session !== undefined) session.slots += n
-  }
-
-  const refusedGrant = (short: Refusal | undefined): Grant => ({ granted: 0, short, holdUntilDone: () => Effect.void })
-
-  const enterSlots = (
-    principalId: string,
-    session: Session | undefined,
-    wanted: number
-  ): Effect.Effect<Grant, never, Scope.Scope> =>
-    // Synchronous apart from the finalizer: one of these runs for every POST.
-    Effect.clockWith((clock) =>
-      Effect.flatMap(Effect.scope, (scope): Effect.Effect<Grant> => {
-        const serverFree = config.maxStreams - slotsInUse
-        const principalFree = config.maxStreamsPerPrincipal === undefined
-          ? Number.POSITIVE_INFINITY
-          : config.maxStreamsPerPrincipal - (principalSlots.get(principalId) ?? 0)
-        const sessionFree = session === undefined ? Number.POSITIVE_INFINITY : config.maxStreamsPerSession - session.slots
-        const free = Math.min(serverFree, principalFree, sessionFree)
-        const granted = Math.max(0, Math.min(wanted, free))
-        // On a tie the wider limit is named: the server's, then the principal's.
-        const short: Refusal | undefined = granted === wanted
-          ? undefined
-          : free === serverFree
-          ? "server-full"
-          : free === principalFree
-          ? "principal-full"
-          : "session-full"
-        if (wanted > 0 && granted === 0) return Effect.succeed(refusedGrant(short))
-        if (granted > 0) {
-          if (openStreams === 0) noStreams.closeUnsafe()
-          openStreams += granted
-          takeSlots(principalId, session, granted)
-        }
-        if (session !== undefined) {
-          session.active++
-          session.lastActive = clock.currentTimeMillisUnsafe()
-        }
-        // The request scope holds the slots, and so does each fiber handed to `holdUntilDone`; the last one out frees them.
-        let holders = 1
-        const release = () => {
-          if (--holders === 0) takeSlots(principalId, session, -granted)
-        }
-        const holdUntilDone = (fiber: Fiber.Fiber<unknown, unknown>) =>
-          Effect.sync(() => {
-            if (holders === 0 || granted === 0) return
-            holders++
-            fiber.addObserver(release)
-          })
-        const grant: Grant = { granted, short, holdUntilDone }
-        return Effect.as(
-          Scope.addFinalizer(
-            scope,
-            Effect.sync(() => {
-              if (granted > 0) {
-                openStreams -= granted
-                if (openStreams === 0) noStreams.openUnsafe()
-                release()
-              }
-              if (session === undefined) return
-              session.active--
-              session.lastActive = clock.currentTimeMillisUnsafe()
-            })
-          ),
-          grant
-        )
-      })
-    )
-
   const adopting = new Map<string, Deferred.Deferred<Session | Refused>>()
   const adopt = (
     id: string,
@@ -690,9 +451,6 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         })
       )
     })
-
-  const enter = (principalId: string, session: Session | undefined, stream: boolean) =>
-    Effect.map(enterSlots(principalId, session, stream ? 1 : 0), (grant): Admission => grant.short ?? "ok")
 
   const all = () => [...sessions.values(), ...legacy.values(), ...ephemeral]
 
@@ -749,8 +507,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       sessions: sessions.size,
       legacySessions: legacy.size,
       ephemeralSessions: ephemeral.size,
-      openStreams,
-      slotsInUse,
+      openStreams: slots.openStreams(),
+      slotsInUse: slots.slotsInUse(),
       inFlight,
       work: workSize,
       storedEvents: yield* config.store.size,
@@ -777,7 +535,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     requestStream,
     runStateless,
     list: all,
-    awaitNoStreams: noStreams.await,
+    awaitNoStreams: slots.awaitNoStreams,
     follow: (session, streamId, lastEventId) => {
       const tail = config.store.tail
       if (tail === undefined) return undefined
@@ -791,18 +549,3 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     }
   } satisfies Sessions
 })
-
-/** Runs work in the session, outside the HTTP request that started it (a disconnect does not cancel it). */
-export const runInSession = <A, E>(session: Session, effect: Effect.Effect<A, E>): Effect.Effect<Fiber.Fiber<A, E>> =>
-  FiberSet.run(session.work, effect)
-
-/**
- * `runInSession`, the grant's slots held until the work ends too. One step,
- * so a client going away meanwhile cannot leave work running without its slots.
- */
-export const runHoldingSlots = <A, E>(
-  session: Session,
-  grant: Grant,
-  effect: Effect.Effect<A, E>
-): Effect.Effect<Fiber.Fiber<A, E>> =>
-  Effect.uninterruptible(Effect.tap(runInSession(session, effect), (fiber) => grant.holdUntilDone(fiber)))

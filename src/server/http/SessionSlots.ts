@@ -1,0 +1,259 @@
+/**
+ * The counting behind admission to one HTTP server transport: the sessions
+ * it holds (by id, by kind, by principal, and those being made), which
+ * SessionAdmission reads to decide who makes room at the caps; and the slots
+ * of streams and requests, server-wide, per principal and per session.
+ *
+ * A request's slot is held until its handler ends, not only while its HTTP
+ * exchange is open: a disconnect does not cancel the handler, so a slot freed
+ * at the disconnect would let a client that posts and goes away in a loop
+ * run any number of handlers.
+ */
+import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+import * as Latch from "effect/Latch"
+import * as Scope from "effect/Scope"
+import type * as SessionAdmission from "./SessionAdmission.ts"
+import { isBusy, runInSession, type Session } from "./HttpSession.ts"
+
+/** Which limit turned a request away: `maxStreams` (server-wide), `maxStreamsPerPrincipal` or `maxStreamsPerSession`. */
+export type Refusal = "server-full" | "principal-full" | "session-full"
+
+export type Admission = "ok" | Refusal
+
+/** The slots `enterSlots` granted (up to the number asked for), and the limit that held back any others. */
+export interface Grant {
+  readonly granted: number
+  readonly short: Refusal | undefined
+  /**
+   * Keeps the granted slots taken until `fiber` ends as well as the request
+   * scope: the handlers a client started hold their slots after it goes away.
+   */
+  readonly holdUntilDone: (fiber: Fiber.Fiber<unknown, unknown>) => Effect.Effect<void>
+}
+
+export interface Stats {
+  readonly sessions: number
+  readonly legacySessions: number
+  readonly ephemeralSessions: number
+  /** Slots held by HTTP exchanges still open: SSE streams and requests being answered. */
+  readonly openStreams: number
+  /**
+   * Slots taken against `maxStreams`: `openStreams`, plus the requests whose
+   * exchange ended (a disconnect, the legacy endpoint's 202) while their
+   * handler still runs.
+   */
+  readonly slotsInUse: number
+  readonly inFlight: number
+  readonly work: number
+  readonly storedEvents: number
+  /** Bytes the sessions' resumable and standalone streams hold for their clients right now. */
+  readonly bufferedBytes: number
+  /** SSE connections dropped so far because their client fell too far behind (broadcast listeners aside). */
+  readonly streamsDropped: number
+  /** Handlers running for stateless-era requests (each ends with its HTTP exchange at the latest). */
+  readonly statelessRequests: number
+}
+
+/** The sessions held, indexed for lookups and for admission. */
+export interface Registry {
+  readonly sessions: Map<string, Session>
+  readonly legacy: Map<string, Session>
+  readonly ephemeral: Set<Session>
+  readonly hold: (session: Session) => void
+  /** Takes the session out of every index at once, so no one else picks it; false if it was already out. */
+  readonly detach: (session: Session) => boolean
+  /** What SessionAdmission reads: the sessions held and those being made. */
+  readonly holdings: SessionAdmission.Holdings<Session>
+  /** Counts (1) or stops counting (-1) a session of the principal's being made. */
+  readonly reserve: (principalId: string, by: 1 | -1) => void
+}
+
+export const makeRegistry = (): Registry => {
+  const sessions = new Map<string, Session>()
+  const legacy = new Map<string, Session>()
+  const ephemeral = new Set<Session>()
+  // Streamable and legacy sessions by principal, and the slots taken by sessions being made.
+  const byPrincipal = new Map<string, Set<Session>>()
+  const reserved = new Map<string, number>()
+  let reservedTotal = 0
+
+  const hold = (session: Session) => {
+    if (session.id === undefined) {
+      ephemeral.add(session)
+      return
+    }
+    if (session.kind === "legacy") legacy.set(session.id, session)
+    else sessions.set(session.id, session)
+    let held = byPrincipal.get(session.principalId)
+    if (held === undefined) byPrincipal.set(session.principalId, held = new Set())
+    held.add(session)
+  }
+
+  const detach = (session: Session): boolean => {
+    if (session.closed) return false
+    session.closed = true
+    ephemeral.delete(session)
+    if (session.id === undefined) return true
+    if (session.kind === "legacy") legacy.delete(session.id)
+    else sessions.delete(session.id)
+    const held = byPrincipal.get(session.principalId)
+    held?.delete(session)
+    if (held?.size === 0) byPrincipal.delete(session.principalId)
+    return true
+  }
+
+  const holdings: SessionAdmission.Holdings<Session> = {
+    get total() {
+      return sessions.size + legacy.size + reservedTotal
+    },
+    count: (principalId) => (byPrincipal.get(principalId)?.size ?? 0) + (reserved.get(principalId) ?? 0),
+    all: () => [...sessions.values(), ...legacy.values()],
+    of: (principalId) => byPrincipal.get(principalId) ?? [],
+    isBusy
+  }
+
+  const reserve = (principalId: string, by: 1 | -1) => {
+    reservedTotal += by
+    const n = (reserved.get(principalId) ?? 0) + by
+    if (n === 0) reserved.delete(principalId)
+    else reserved.set(principalId, n)
+  }
+
+  return { sessions, legacy, ephemeral, hold, detach, holdings, reserve }
+}
+
+export interface StreamLimits {
+  readonly maxStreams: number
+  readonly maxStreamsPerPrincipal: number | undefined
+  readonly maxStreamsPerSession: number
+}
+
+/** The slots of streams and requests taken, and the way to take them. */
+export interface StreamSlots {
+  /**
+   * Counts the request (and, with `stream`, a slot of the principal's and the
+   * session's, if any) until the current request scope closes.
+   */
+  readonly enter: (
+    principalId: string,
+    session: Session | undefined,
+    stream: boolean
+  ) => Effect.Effect<Admission, never, Scope.Scope>
+  /** See `Sessions.enterSlots`. */
+  readonly enterSlots: (
+    principalId: string,
+    session: Session | undefined,
+    wanted: number
+  ) => Effect.Effect<Grant, never, Scope.Scope>
+  /** Slots held by HTTP exchanges still open (see `Stats.openStreams`). */
+  readonly openStreams: () => number
+  /** Slots taken against `maxStreams` (see `Stats.slotsInUse`). */
+  readonly slotsInUse: () => number
+  /** Completes when no request is being answered and no stream is open. */
+  readonly awaitNoStreams: Effect.Effect<void>
+}
+
+export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
+  let openStreams = 0
+  let slotsInUse = 0
+  const principalSlots = new Map<string, number>()
+  // Open while no stream is open: shutdown waits on it so connections are idle before the listener closes.
+  const noStreams = Latch.makeUnsafe(true)
+
+  const takeSlots = (principalId: string, session: Session | undefined, n: number) => {
+    slotsInUse += n
+    const held = (principalSlots.get(principalId) ?? 0) + n
+    if (held === 0) principalSlots.delete(principalId)
+    else principalSlots.set(principalId, held)
+    if (session !== undefined) session.slots += n
+  }
+
+  const refusedGrant = (short: Refusal | undefined): Grant => ({ granted: 0, short, holdUntilDone: () => Effect.void })
+
+  const enterSlots = (
+    principalId: string,
+    session: Session | undefined,
+    wanted: number
+  ): Effect.Effect<Grant, never, Scope.Scope> =>
+    // Synchronous apart from the finalizer: one of these runs for every POST.
+    Effect.clockWith((clock) =>
+      Effect.flatMap(Effect.scope, (scope): Effect.Effect<Grant> => {
+        const serverFree = config.maxStreams - slotsInUse
+        const principalFree = config.maxStreamsPerPrincipal === undefined
+          ? Number.POSITIVE_INFINITY
+          : config.maxStreamsPerPrincipal - (principalSlots.get(principalId) ?? 0)
+        const sessionFree = session === undefined ? Number.POSITIVE_INFINITY : config.maxStreamsPerSession - session.slots
+        const free = Math.min(serverFree, principalFree, sessionFree)
+        const granted = Math.max(0, Math.min(wanted, free))
+        // On a tie the wider limit is named: the server's, then the principal's.
+        const short: Refusal | undefined = granted === wanted
+          ? undefined
+          : free === serverFree
+          ? "server-full"
+          : free === principalFree
+          ? "principal-full"
+          : "session-full"
+        if (wanted > 0 && granted === 0) return Effect.succeed(refusedGrant(short))
+        if (granted > 0) {
+          if (openStreams === 0) noStreams.closeUnsafe()
+          openStreams += granted
+          takeSlots(principalId, session, granted)
+        }
+        if (session !== undefined) {
+          session.active++
+          session.lastActive = clock.currentTimeMillisUnsafe()
+        }
+        // The request scope holds the slots, and so does each fiber handed to `holdUntilDone`; the last one out frees them.
+        let holders = 1
+        const release = () => {
+          if (--holders === 0) takeSlots(principalId, session, -granted)
+        }
+        const holdUntilDone = (fiber: Fiber.Fiber<unknown, unknown>) =>
+          Effect.sync(() => {
+            if (holders === 0 || granted === 0) return
+            holders++
+            fiber.addObserver(release)
+          })
+        const grant: Grant = { granted, short, holdUntilDone }
+        return Effect.as(
+          Scope.addFinalizer(
+            scope,
+            Effect.sync(() => {
+              if (granted > 0) {
+                openStreams -= granted
+                if (openStreams === 0) noStreams.openUnsafe()
+                release()
+              }
+              if (session === undefined) return
+              session.active--
+              session.lastActive = clock.currentTimeMillisUnsafe()
+            })
+          ),
+          grant
+        )
+      })
+    )
+
+  const enter = (principalId: string, session: Session | undefined, stream: boolean) =>
+    Effect.map(enterSlots(principalId, session, stream ? 1 : 0), (grant): Admission => grant.short ?? "ok")
+
+  return {
+    enter,
+    enterSlots,
+    openStreams: () => openStreams,
+    slotsInUse: () => slotsInUse,
+    awaitNoStreams: noStreams.await
+  }
+}
+
+/**
+ * `runInSession`, the grant's slots held until the work ends too. One step,
+ * so a client going away meanwhile cannot leave work running without its slots.
+ */
+export const runHoldingSlots = <A, E>(
+  session: Session,
+  grant: Grant,
+  effect: Effect.Effect<A, E>
+): Effect.Effect<Fiber.Fiber<A, E>> =>
+  Effect.uninterruptible(Effect.tap(runInSession(session, effect), (fiber) => grant.holdUntilDone(fiber)))
