@@ -195,7 +195,15 @@ export interface Sessions {
   ) => Effect.Effect<Session | Refused, never, Scope.Scope>
   readonly get: (id: string) => Session | undefined
   readonly getLegacy: (id: string) => Session | undefined
+  /** Ends the session: its streams leave the event log too. */
   readonly close: (session: Session) => Effect.Effect<void>
+  /**
+   * Lets go of this copy of the session (idle, eviction, shutdown): with a
+   * store shared by a fleet, the session lives on elsewhere, so its streams
+   * stay in the log (until the session ends or their expiry); otherwise `close`.
+   */
+  readonly drop: (session: Session) => Effect.Effect<void>
+  /** Drops every session (shutdown). */
   readonly closeAll: Effect.Effect<void>
   /** A new resumable (or, without a store, plain) stream owned by the session. */
   readonly newStream: (session: Session, resumable: boolean) => Effect.Effect<OutStream.OutStream>
@@ -328,7 +336,12 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   const close = (session: Session): Effect.Effect<void> =>
     Effect.suspend(() => detach(session) ? teardown(session) : Effect.void)
 
-  const teardown = (session: Session): Effect.Effect<void> =>
+  // A streamable session's copy in a fleet shares its log with the other copies.
+  const keepsLog = (session: Session) => config.store.tail !== undefined && session.kind === "streamable"
+  const drop = (session: Session): Effect.Effect<void> =>
+    Effect.suspend(() => detach(session) ? teardown(session, keepsLog(session)) : Effect.void)
+
+  const teardown = (session: Session, keepLog = false): Effect.Effect<void> =>
     Effect.suspend(() => {
       const scope = scopes.get(session)
       return Effect.gen(function*() {
@@ -338,7 +351,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         session.liveStreams.clear()
         session.requestRoutes.clear()
         if (scope !== undefined) yield* Scope.close(scope, Exit.void)
-        for (const id of session.ownedStreams) yield* config.store.removeStream(id)
+        if (!keepLog) for (const id of session.ownedStreams) yield* config.store.removeStream(id)
         session.ownedStreams.clear()
         session.finishedStreams.length = 0
         if (session.id !== undefined && config.onSessionEnd !== undefined) {
@@ -387,7 +400,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         const busy = session.active > 0 || (yield* session.server.inFlight) > 0 || (yield* FiberSet.size(session.work)) > 0
         const idleFor = now - session.lastActive
         if (!busy && idleFor >= idleMs) {
-          yield* Effect.forkIn(close(session), parentScope)
+          yield* Effect.forkIn(drop(session), parentScope)
           return
         }
         yield* Effect.sleep(Duration.millis(busy ? idleMs : idleMs - idleFor))
@@ -401,7 +414,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       yield* Effect.sleep(Duration.millis(timeoutMs))
       while (!session.closed && !session.initialized) {
         if (!runsWork(session) && (yield* session.server.inFlight) === 0) {
-          yield* Effect.forkIn(close(session), parentScope)
+          yield* Effect.forkIn(drop(session), parentScope)
           return
         }
         yield* FiberSet.awaitEmpty(session.work)
@@ -447,7 +460,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         const admitted = admit(principalId, now)
         if (admitted !== undefined && isRefused(admitted)) return Effect.succeed(admitted)
         // An evicted session ends as any other does: its scope closed, onSessionEnd told.
-        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted), build(kind, principalId, knownId)).pipe(
+        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted, keepsLog(admitted)), build(kind, principalId, knownId)).pipe(
           Effect.flatMap(askHandler)
         )
       }),
@@ -676,7 +689,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   const all = () => [...sessions.values(), ...legacy.values(), ...ephemeral]
 
-  const closeAll = Effect.suspend(() => Effect.forEach(all(), close, { concurrency: "unbounded", discard: true }))
+  const closeAll = Effect.suspend(() => Effect.forEach(all(), drop, { concurrency: "unbounded", discard: true }))
 
   yield* Effect.addFinalizer(() => closeAll)
 
@@ -732,6 +745,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     get: (id) => sessions.get(id),
     getLegacy: (id) => legacy.get(id),
     close,
+    drop,
     closeAll,
     newStream,
     openStream,
