@@ -314,7 +314,7 @@ const drainThenEnd = (env: Env, hub: EventsAndHealth.Broadcast, handler: Handler
     if (!finished && (yield* sessions.stats).work + (yield* sessions.stats).statelessRequests > 0) {
       yield* Effect.logWarning(`HTTP server transport: requests still running ${grace} ms into shutdown; interrupting them`)
     }
-    yield* sessions.releaseAll
+    yield* sessions.closeAll
     yield* Effect.timeoutOption(sessions.awaitNoStreams, "2 seconds")
   })
 

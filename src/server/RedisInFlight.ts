@@ -20,7 +20,9 @@
  * taken only while the lease key is still absent, expiring on its own),
  * appends to the stream of each request the instance was serving a
  * JSON-RPC error (`InFlight.stoppedResponse`) through the `EventStore`
- * (so the append is fenced by the reaper's own lease), then deletes the
+ * (so the append is fenced by the reaper's own lease) and marks the
+ * stream finished (`Tail.finish`: a client following it on any instance
+ * is done), then deletes the
  * entries, the member and the claim. An instance that took a new lease after
  * losing one reaps its own entries of the older lease the same way.
  */
@@ -220,7 +222,10 @@ export const make = (
         for (const e of entries) {
           // A stream that was never written to has no reader to tell (the client got no event id from it).
           const exists = yield* store.streamOf(`${e.streamId}_0-0`)
-          if (Option.isSome(exists)) yield* store.append(e.streamId, JSON.stringify(stoppedResponse(e.requestId)))
+          if (Option.isNone(exists)) continue
+          yield* store.append(e.streamId, JSON.stringify(stoppedResponse(e.requestId)))
+          // The error is the stream's last event: a client following it on any instance is done.
+          if (store.tail !== undefined) yield* store.tail.finish(e.streamId)
         }
         yield* finish(
           [

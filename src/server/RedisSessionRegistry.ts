@@ -81,6 +81,30 @@ return 1
   }
 ).withReturnType<number>()
 
+// The latest deliveries claimed are kept in the record (bounded), so a claim needs no key of its own.
+const claimScript = Redis.script(
+  (key: string, deliveryId: string, kept: number) => [key, deliveryId, kept],
+  {
+    numberOfKeys: 1,
+    lua: `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local seen = redis.call('HGET', KEYS[1], 'delivered')
+local list = {}
+if seen then list = cjson.decode(seen) end
+for _, id in ipairs(list) do
+  if id == ARGV[1] then return 0 end
+end
+table.insert(list, ARGV[1])
+while #list > tonumber(ARGV[2]) do table.remove(list, 1) end
+redis.call('HSET', KEYS[1], 'delivered', cjson.encode(list))
+return 1
+`
+  }
+).withReturnType<number>()
+
+/** Deliveries a record remembers: an instance this many notifications behind the others delivers again. */
+const DELIVERIES_KEPT = 64
+
 const encode = (record: SessionRecord): Array<string> => [
   "principal",
   record.principal,
@@ -162,6 +186,7 @@ export const make = (options?: Options): Effect.Effect<SessionRegistryShape, nev
     const load = redis.eval(loadScript)
     const update = redis.eval(updateScript)
     const end = redis.eval(endScript)
+    const claim = redis.eval(claimScript)
     const unavailable = (operation: RegistryUnavailable["operation"], sessionId: string) => (cause: unknown) =>
       new RegistryUnavailable({ operation, sessionId, cause })
     return {
@@ -187,7 +212,12 @@ export const make = (options?: Options): Effect.Effect<SessionRegistryShape, nev
           Effect.map((n) => Number(n) === 1),
           Effect.mapError(unavailable("end", sessionId))
         ),
-      ended: (onEnded) => bus.subscribe(ENDED_TOPIC, onEnded)
+      ended: (onEnded) => bus.subscribe(ENDED_TOPIC, onEnded),
+      claimDelivery: (sessionId, deliveryId) =>
+        claim(key(sessionId), deliveryId, DELIVERIES_KEPT).pipe(
+          Effect.map((n) => Number(n) === 1),
+          Effect.mapError(unavailable("claim", sessionId))
+        )
     } satisfies SessionRegistryShape
   })
 

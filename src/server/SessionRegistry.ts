@@ -57,7 +57,7 @@ export interface SessionUpdate {
  * @category errors
  */
 export class RegistryUnavailable extends Data.TaggedError("RegistryUnavailable")<{
-  readonly operation: "create" | "load" | "update" | "end"
+  readonly operation: "create" | "load" | "update" | "end" | "claim"
   readonly sessionId: string
   readonly cause: unknown
 }> {
@@ -94,6 +94,13 @@ export interface SessionRegistryShape {
    * request, whose `load` finds nothing.
    */
   readonly ended: (onEnded: (sessionId: string) => Effect.Effect<void>) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * True for the one caller, across the fleet, that claims delivering
+   * `deliveryId` to the session (every instance holding a copy of the
+   * session is asked); false for the others, and when the session ended.
+   * Absent: every caller delivers.
+   */
+  readonly claimDelivery?: ((sessionId: string, deliveryId: string) => Effect.Effect<boolean, RegistryUnavailable>) | undefined
 }
 
 /**

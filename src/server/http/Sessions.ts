@@ -80,7 +80,7 @@ export interface SessionsConfig {
   readonly keepAliveMs: number | undefined
   /**
    * The event log is shared with other instances: a session this instance
-   * lets go at shutdown (`releaseAll`) keeps its streams there, for its
+   * lets go (`drop`, `closeAll`) keeps its streams there, for its
    * client to resume elsewhere (they expire by themselves).
    */
   readonly sharedLog?: boolean | undefined
@@ -122,13 +122,16 @@ export interface Sessions {
   ) => Effect.Effect<Session | Refused, never, Scope.Scope>
   readonly get: (id: string) => Session | undefined
   readonly getLegacy: (id: string) => Session | undefined
+  /** Ends the session: its streams leave the event log too. */
   readonly close: (session: Session) => Effect.Effect<void>
-  readonly closeAll: Effect.Effect<void>
   /**
-   * `closeAll` at shutdown: the same, except that with a `sharedLog` the
-   * sessions' streams stay in the log (the sessions go on elsewhere).
+   * Lets go of this copy of the session (idle, eviction, shutdown): with a
+   * store shared by a fleet, the session lives on elsewhere, so its streams
+   * stay in the log (until the session ends or their expiry); otherwise `close`.
    */
-  readonly releaseAll: Effect.Effect<void>
+  readonly drop: (session: Session) => Effect.Effect<void>
+  /** Drops every session (shutdown). */
+  readonly closeAll: Effect.Effect<void>
   /**
    * Completes when no handler runs: no session's POST work (handlers and
    * their replies) and no stateless-era request. Requests that arrive
@@ -202,8 +205,11 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   const close = (session: Session): Effect.Effect<void> =>
     Effect.suspend(() => detach(session) ? teardown(session) : Effect.void)
 
-  const release = (session: Session): Effect.Effect<void> =>
-    Effect.suspend(() => detach(session) ? teardown(session, config.sharedLog === true) : Effect.void)
+  // A copy of a session in a fleet shares its log with the other copies (and with the instance that resumes it).
+  const keepsLog = (session: Session) =>
+    config.sharedLog === true || (config.store.tail !== undefined && session.kind === "streamable")
+  const drop = (session: Session): Effect.Effect<void> =>
+    Effect.suspend(() => detach(session) ? teardown(session, keepsLog(session)) : Effect.void)
 
   const teardown = (session: Session, keepLog = false): Effect.Effect<void> =>
     Effect.suspend(() => {
@@ -260,7 +266,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         const busy = session.active > 0 || (yield* session.server.inFlight) > 0 || (yield* FiberSet.size(session.work)) > 0
         const idleFor = now - session.lastActive
         if (!busy && idleFor >= idleMs) {
-          yield* Effect.forkIn(close(session), parentScope)
+          yield* Effect.forkIn(drop(session), parentScope)
           return
         }
         yield* Effect.sleep(Duration.millis(busy ? idleMs : idleMs - idleFor))
@@ -274,7 +280,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       yield* Effect.sleep(Duration.millis(timeoutMs))
       while (!session.closed && !session.initialized) {
         if (!runsWork(session) && (yield* session.server.inFlight) === 0) {
-          yield* Effect.forkIn(close(session), parentScope)
+          yield* Effect.forkIn(drop(session), parentScope)
           return
         }
         yield* FiberSet.awaitEmpty(session.work)
@@ -303,7 +309,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
         const admitted = admit(principalId, now)
         if (admitted !== undefined && isRefused(admitted)) return Effect.succeed(admitted)
         // An evicted session ends as any other does: its scope closed, onSessionEnd told.
-        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted), build(kind, principalId, knownId)).pipe(
+        return Effect.andThen(admitted === undefined ? Effect.void : teardown(admitted, keepsLog(admitted)), build(kind, principalId, knownId)).pipe(
           Effect.flatMap(askHandler)
         )
       }),
@@ -455,8 +461,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   const all = () => [...sessions.values(), ...legacy.values(), ...ephemeral]
 
-  const closeAll = Effect.suspend(() => Effect.forEach(all(), close, { concurrency: "unbounded", discard: true }))
-  const releaseAll = Effect.suspend(() => Effect.forEach(all(), release, { concurrency: "unbounded", discard: true }))
+  const closeAll = Effect.suspend(() => Effect.forEach(all(), drop, { concurrency: "unbounded", discard: true }))
 
   yield* Effect.addFinalizer(() => closeAll)
 
@@ -525,8 +530,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     get: (id) => sessions.get(id),
     getLegacy: (id) => legacy.get(id),
     close,
+    drop,
     closeAll,
-    releaseAll,
     awaitIdle,
     newStream,
     openStream,

@@ -3,6 +3,8 @@
  * notification is published on it and every instance (this one included)
  * delivers it to its own sessions and listens when it arrives, so each
  * receives it once. Without one, delivery stays the direct local call.
+ * Each publication carries an id: a session with copies on several
+ * instances gets it from the one that claims it (`SessionRegistry.claimDelivery`).
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -11,8 +13,10 @@ import { Bus, NOTIFY_TOPIC } from "../Bus.ts"
 import { DefinitionError } from "../DefinitionError.ts"
 
 type Notify = (method: string, params?: unknown) => Effect.Effect<void>
+/** The local delivery; `deliveryId` names one notification for the whole fleet. */
+type Deliver = (method: string, params?: unknown, deliveryId?: string) => Effect.Effect<void>
 
-const decode = (text: string): { readonly method: string; readonly params?: unknown } | undefined => {
+const decode = (text: string): { readonly method: string; readonly params?: unknown; readonly id?: unknown } | undefined => {
   try {
     const value: unknown = JSON.parse(text)
     if (typeof value !== "object" || value === null) return undefined
@@ -29,7 +33,7 @@ const decode = (text: string): { readonly method: string; readonly params?: unkn
  * processes, with no signing keys of its own choosing, is a defect: each
  * instance would sign with a random key and refuse its peers' states.
  */
-export const carry = (local: Notify, options: { readonly randomKey: boolean }): Effect.Effect<Notify, never, Scope.Scope> =>
+export const carry = (local: Deliver, options: { readonly randomKey: boolean }): Effect.Effect<Notify, never, Scope.Scope> =>
   Effect.gen(function*() {
     const found = yield* Effect.serviceOption(Bus)
     if (Option.isNone(found)) return local
@@ -45,10 +49,11 @@ export const carry = (local: Notify, options: { readonly randomKey: boolean }): 
     }
     yield* bus.subscribe(NOTIFY_TOPIC, (text) => {
       const message = decode(text)
-      return message === undefined ? Effect.void : local(message.method, message.params)
+      if (message === undefined) return Effect.void
+      return local(message.method, message.params, typeof message.id === "string" ? message.id : undefined)
     })
     return (method, params) =>
-      bus.publish(NOTIFY_TOPIC, JSON.stringify(params === undefined ? { method } : { method, params })).pipe(
+      bus.publish(NOTIFY_TOPIC, JSON.stringify({ method, ...(params === undefined ? {} : { params }), id: crypto.randomUUID() })).pipe(
         Effect.catch((error) => Effect.logWarning(`notifyAll ${method}: not published`, error))
       )
   })

@@ -10,6 +10,7 @@
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type * as ProtocolVersion from "../../ProtocolVersion.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
@@ -19,7 +20,7 @@ import * as Middleware from "../Middleware.ts"
 import type { RequestContext, SessionContext, SessionInfo } from "../RequestContext.ts"
 import { RequestStateKey } from "../RequestStateKey.ts"
 import * as Router from "../Router.ts"
-import type { SessionRecord } from "../SessionRegistry.ts"
+import { type SessionRecord, SessionRegistry } from "../SessionRegistry.ts"
 import * as AdoptedSession from "./AdoptedSession.ts"
 import { info, LiveSessionContext } from "./HandlerContexts.ts"
 import * as RequestStateKeys from "./RequestStateKeys.ts"
@@ -46,7 +47,11 @@ export interface Served<R> {
 export interface Handle<R> {
   readonly handler: Handler<R>
   readonly sessions: Effect.Effect<ReadonlyArray<SessionInfo>>
-  readonly notifyAll: (method: string, params?: unknown) => Effect.Effect<void>
+  /**
+   * With `deliveryId` (the fleet's one id of this notification): a session
+   * the fleet's registry knows gets it from the one instance that claims it.
+   */
+  readonly notifyAll: (method: string, params?: unknown, deliveryId?: string) => Effect.Effect<void>
   readonly shutdown: Effect.Effect<void>
 }
 
@@ -59,7 +64,7 @@ export const make = <R>(
   capabilities: Record<string, unknown>,
   runner: TaskRunner.Runner | undefined
 ): Effect.Effect<{ readonly handle: Handle<R>; readonly release: Effect.Effect<void> }> =>
-  Effect.map(RequestStateKey, (defaultKeys) => {
+  Effect.flatMap(Effect.serviceOption(SessionRegistry), (registry) => Effect.map(RequestStateKey, (defaultKeys) => {
     const options = server.options
     const stateless = options.stateless !== false
     const declared = runner === undefined ? capabilities : TaskRunner.withExtension(capabilities)
@@ -201,15 +206,26 @@ export const make = <R>(
     const handle: Handle<R> = {
       handler,
       sessions: Effect.sync(() => records.list().map(([sessionId, session]) => info(sessionId, session))),
-      notifyAll: (method, params) =>
+      notifyAll: (method, params, deliveryId) =>
         Effect.sync(() => {
           if (method === "notifications/tools/list_changed") statelessEra.toolsChanged()
         }).pipe(Effect.andThen(Effect.forEach(
           records.list(),
-          ([, s]) => (s.phase === "ready" && s.channel !== undefined ? Effect.ignore(s.channel.notify(method, params)) : Effect.void),
+          ([sessionId, s]) => {
+            const channel = s.channel
+            if (s.phase !== "ready" || channel === undefined) return Effect.void
+            const deliver = Effect.ignore(channel.notify(method, params))
+            const claim = Option.isSome(registry) ? registry.value.claimDelivery : undefined
+            // Copies of a session on several instances write one stream: one of them delivers. The
+            // registry unreachable: delivered (a notification twice rather than none).
+            return deliveryId === undefined || claim === undefined || sessionId === undefined ? deliver : Effect.flatMap(
+              Effect.orElseSucceed(claim(sessionId, deliveryId), () => true),
+              (mine) => mine ? deliver : Effect.void
+            )
+          },
           { discard: true }
         ).pipe(Effect.andThen(subscriptions.publish(method, params))))),
       shutdown: subscriptions.endAll
     }
     return { handle, release }
-  })
+  }))

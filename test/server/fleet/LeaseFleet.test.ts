@@ -65,15 +65,25 @@ const isStopped = (id: number) => (e: LogWait.LoggedEvent) => {
   return m.id === id && m.error !== undefined
 }
 
-/** Keys other than the event log's (streams of sessions still alive, which expire with them). */
-const fleetKeys = (url: string) =>
-  Effect.map(RedisServer.keysUnder(url, PREFIX), (keys) => keys.filter((k) => !k.startsWith(`${PREFIX}log:`) && !k.startsWith(`${PREFIX}streams:`)))
+/**
+ * Keys other than the event log's (streams of sessions still alive, which
+ * expire with them), once no reaper holds a claim (a pass under way deletes
+ * its claim when done; an abandoned one expires).
+ */
+const fleetKeys = (url: string): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.flatMap(
+    RedisServer.keysUnder(url, PREFIX),
+    (keys) =>
+      keys.some((k) => k.startsWith(`${PREFIX}reap:`))
+        ? Effect.andThen(Effect.sleep("50 millis"), fleetKeys(url))
+        : Effect.succeed(keys.filter((k) => !k.startsWith(`${PREFIX}log:`) && !k.startsWith(`${PREFIX}streams:`)))
+  )
 
 describe.skipIf(!RedisServer.present)("Instance leases in a fleet of processes", () => {
   it.live("SIGKILL the instance running a tool call: its stream gets the error within lease + 2 s; the other instance's call goes on", () =>
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
-      const { a, b } = yield* Effect.scoped(Effect.gen(function*() {
+      const { a, b, onA, onB } = yield* Effect.scoped(Effect.gen(function*() {
         const fleet = yield* start(redis.url)
         const a = fleet.instance("A")
         const b = fleet.instance("B")
@@ -91,6 +101,17 @@ describe.skipIf(!RedisServer.present)("Instance leases in a fleet of processes",
         expect(message).toEqual(InFlight.stoppedResponse(41))
         expect(JSON.stringify(message.error)).not.toContain(a.fleetId!)
 
+        // The client resumes the killed request's stream through B: it reads the error, then the stream ends.
+        const resumed = yield* Effect.promise(() =>
+          openSse(b.url, {
+            method: "GET",
+            headers: { accept: "text/event-stream", "mcp-session-id": onA, "mcp-protocol-version": VERSION, "last-event-id": seen }
+          })
+        )
+        expect(resumed.response.status).toBe(200)
+        expect(yield* Effect.promise(() => resumed.reader!.until((r) => r.ended, 30_000))).toBe(true)
+        expect(resumed.reader!.messages().filter((m) => m.id === 41)).toEqual([InFlight.stoppedResponse(41)])
+
         // The other instance's request runs on to its answer, and its stream gets no error.
         expect(yield* Effect.promise(() => ticking.until((r) => r.messages().some((m) => m.id === 42), 30_000))).toBe(true)
         const answer = ticking.messages().find((m) => m.id === 42)
@@ -98,23 +119,31 @@ describe.skipIf(!RedisServer.present)("Instance leases in a fleet of processes",
         const bStream = yield* LogWait.all(redis.url, logKeyOf(ticking.lastId()!))
         expect(bStream.filter((e) => e.data !== "" && JSON.parse(e.data).error !== undefined)).toEqual([])
 
-        // Only B is left: its lease, the set of instances, the fence; nothing of A's requests.
-        expect(yield* fleetKeys(redis.url)).toEqual(
-          [`${PREFIX}fence`, `${PREFIX}instance:${b.fleetId}`, `${PREFIX}instances`].sort()
+        // Only B is left: its lease and inbox, the set of instances, the fence, the two live sessions'
+        // records; nothing of A's requests (A's inbox has no reader and expires on its own).
+        expect((yield* fleetKeys(redis.url)).filter((k) => k !== `${PREFIX}inbox:${a.fleetId}`)).toEqual(
+          [
+            `${PREFIX}fence`,
+            `${PREFIX}inbox:${b.fleetId}`,
+            `${PREFIX}instance:${b.fleetId}`,
+            `${PREFIX}instances`,
+            `${PREFIX}sess:{${onA}}`,
+            `${PREFIX}sess:{${onB}}`
+          ].sort()
         )
-        return { a, b }
+        return { a, b, onA, onB }
       }))
-      // Every instance stopped: only the log of A's session (never ended; it expires) is left.
+      // Every instance stopped: the sessions (never ended) are left, with their records and logs, which expire.
       const left = yield* RedisServer.keysUnder(redis.url, PREFIX)
-      expect(left.filter((k) => !k.startsWith(`${PREFIX}log:`) && !k.startsWith(`${PREFIX}streams:`))).toEqual([])
-      expect(left.length).toBe(2)
+      expect(left.filter((k) => !k.startsWith(`${PREFIX}log:`) && !k.startsWith(`${PREFIX}streams:`) && !k.startsWith(`${PREFIX}inbox:${a.fleetId}`)))
+        .toEqual([`${PREFIX}sess:{${onA}}`, `${PREFIX}sess:{${onB}}`].sort())
       expect(a.fleetId).not.toBe(b.fleetId)
     }).pipe(Effect.scoped), 120_000)
 
   it.live("SIGSTOP an instance past its lease, SIGCONT it: its late appends are refused, it answers 503 until it holds a new lease", () =>
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
-      yield* Effect.scoped(Effect.gen(function*() {
+      const sessionKeys = yield* Effect.scoped(Effect.gen(function*() {
         const fleet = yield* start(redis.url)
         const a = fleet.instance("A")
         const onA = yield* Effect.promise(() => openSession(a.url, VERSION))
@@ -135,9 +164,10 @@ describe.skipIf(!RedisServer.present)("Instance leases in a fleet of processes",
         yield* a.waitForLog((l) => l.includes("lost its lease")).pipe(Effect.timeout("30 seconds"))
         yield* a.waitForLog((l) => l.includes("holds a new lease (token")).pipe(Effect.timeout("30 seconds"))
 
-        // None of the appends A made after waking is in the log: the reaper's error is the last entry.
+        // None of the appends A made after waking is in the log: the reaper's error is the last event (end marks aside).
         const log = yield* LogWait.all(redis.url, key)
-        expect(log[log.length - 1].redisId).toBe(error!.redisId)
+        const events = log.filter((e) => e.data !== "")
+        expect(events[events.length - 1].redisId).toBe(error!.redisId)
         const progress = log.filter((e) => e.data !== "" && JSON.parse(e.data).method === "notifications/progress")
         expect(progress.length).toBeGreaterThan(0)
         expect(progress.length).toBeLessThan(200)
@@ -157,18 +187,25 @@ describe.skipIf(!RedisServer.present)("Instance leases in a fleet of processes",
         // With a new lease, A serves fleet work again.
         const served = yield* Effect.promise(() => post(a.url, initializeBody(2, VERSION)))
         expect(served.status).toBe(200)
+        const second = served.headers.get("mcp-session-id")!
         yield* Effect.promise(() => served.text())
         ticking.close()
+        const sessionKeys = [`${PREFIX}sess:{${onA}}`, `${PREFIX}sess:{${second}}`]
         expect(yield* fleetKeys(redis.url)).toEqual(
           [
             `${PREFIX}fence`,
+            `${PREFIX}inbox:${a.fleetId}`,
+            `${PREFIX}inbox:${fleet.instance("B").fleetId}`,
             `${PREFIX}instance:${a.fleetId}`,
             `${PREFIX}instance:${fleet.instance("B").fleetId}`,
-            `${PREFIX}instances`
+            `${PREFIX}instances`,
+            ...sessionKeys
           ].sort()
         )
+        return sessionKeys
       }))
+      // Every instance stopped cleanly: the live sessions' records (and logs) are left; they expire.
       const left = yield* RedisServer.keysUnder(redis.url, PREFIX)
-      expect(left.filter((k) => !k.startsWith(`${PREFIX}log:`) && !k.startsWith(`${PREFIX}streams:`))).toEqual([])
+      expect(left.filter((k) => !k.startsWith(`${PREFIX}log:`) && !k.startsWith(`${PREFIX}streams:`))).toEqual(sessionKeys.sort())
     }).pipe(Effect.scoped), 120_000)
 })

@@ -3,7 +3,7 @@
  * by one instance is loaded by another, its expiry moved on by each load;
  * phase and level updates reach every reader; an end is claimed by exactly
  * one of many concurrent callers and heard once by every listening
- * instance; a record past its idle time is gone; with Redis down every
+ * instance; so is a delivery (once per id, none for an ended session); a record past its idle time is gone; with Redis down every
  * operation fails at once with `RegistryUnavailable`, and works again once
  * Redis is back.
  */
@@ -77,6 +77,25 @@ describe.skipIf(!RedisServer.present)("RedisSessionRegistry", () => {
       expect(yield* RedisServer.keysUnder(redis.url, PREFIX)).toEqual([`${PREFIX}sess:{s1}`])
     }).pipe(Effect.scoped), { timeout: 30_000 })
 
+  it.live("a delivery is claimed by one caller of many; once per id; none for a session that ended; no key of its own", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const registries = [yield* registryOn(redis.url), yield* registryOn(redis.url), yield* registryOn(redis.url)]
+      yield* registries[0].create("s1", record, 60_000)
+      const claims = yield* Effect.forEach(registries, (r) => r.claimDelivery!("s1", "n1"), { concurrency: "unbounded" })
+      expect(claims.filter((won) => won)).toHaveLength(1)
+      expect(yield* registries[1].claimDelivery!("s1", "n1")).toBe(false)
+      expect(yield* registries[1].claimDelivery!("s1", "n2")).toBe(true)
+      // The record reads as before.
+      expect(yield* registries[2].load("s1", 60_000)).toEqual(Option.some(record))
+      expect(yield* RedisServer.keysUnder(redis.url, PREFIX)).toEqual([`${PREFIX}sess:{s1}`])
+
+      yield* registries[0].end("s1")
+      expect(yield* registries[0].claimDelivery!("s1", "n3")).toBe(false)
+      expect(yield* registries[0].claimDelivery!("never", "n1")).toBe(false)
+      expect(yield* RedisServer.keysUnder(redis.url, PREFIX)).toEqual([])
+    }).pipe(Effect.scoped), { timeout: 30_000 })
+
   it.live("an end is claimed by one caller of many and heard once by every listening instance", () =>
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
@@ -142,6 +161,7 @@ describe.skipIf(!RedisServer.present)("RedisSessionRegistry", () => {
       expect((yield* failure(a.create("s2", record, 60_000)))?.operation).toBe("create")
       expect((yield* failure(a.update("s1", { phase: "ready" })))?.operation).toBe("update")
       expect((yield* failure(a.end("s1")))?.operation).toBe("end")
+      expect((yield* failure(a.claimDelivery!("s1", "n1")))?.operation).toBe("claim")
 
       yield* redis.start
       const back = yield* until(Effect.option(a.load("s1", 60_000)), Option.isSome)
