@@ -140,7 +140,12 @@ export interface StreamSlots {
     session: Session | undefined,
     stream: boolean
   ) => Effect.Effect<Admission, never, Scope.Scope>
-  /** See `Sessions.enterSlots`. */
+  /**
+   * `enter` for a POST that answers `wanted` requests (a batch): takes as many
+   * slots as are free, up to `wanted`, until the request scope closes (or,
+   * see `Grant.holdUntilDone`, later). None granted (while some were wanted)
+   * means refused: nothing is counted.
+   */
   readonly enterSlots: (
     principalId: string,
     session: Session | undefined,

@@ -43,7 +43,7 @@ import {
   sharedStandaloneId
 } from "./HttpSession.ts"
 import * as SessionSlots from "./SessionSlots.ts"
-import type { Admission, Grant, Stats } from "./SessionSlots.ts"
+import type { Stats } from "./SessionSlots.ts"
 import * as SharedStream from "./SharedStream.ts"
 
 export {
@@ -145,26 +145,9 @@ export interface Sessions {
    * `id` is one made beforehand with `newStreamId` (the stream is named before it opens).
    */
   readonly openStream: (session: Session, resumable: boolean, id?: string) => OutStream.OutStream
-  /**
-   * Counts the request (and, with `stream`, a slot of the principal's and the
-   * session's, if any) until the current request scope closes.
-   */
-  readonly enter: (
-    principalId: string,
-    session: Session | undefined,
-    stream: boolean
-  ) => Effect.Effect<Admission, never, Scope.Scope>
-  /**
-   * `enter` for a POST that answers `wanted` requests (a batch): takes as many
-   * slots as are free, up to `wanted`, until the request scope closes (or,
-   * see `Grant.holdUntilDone`, later). None granted (while some were wanted)
-   * means refused: nothing is counted.
-   */
-  readonly enterSlots: (
-    principalId: string,
-    session: Session | undefined,
-    wanted: number
-  ) => Effect.Effect<Grant, never, Scope.Scope>
+  /** See `SessionSlots.StreamSlots`. */
+  readonly enter: SessionSlots.StreamSlots["enter"]
+  readonly enterSlots: SessionSlots.StreamSlots["enterSlots"]
   readonly stats: Effect.Effect<Stats>
   /** A stream for one stateless-era request: no session, no store (nothing to resume), the transport's keep-alive. */
   readonly requestStream: Effect.Effect<OutStream.OutStream>

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import * as McpClient from "effect-mcp-transport/client/McpClient"
-import * as StreamableHttpClientTransport from "effect-mcp-transport/client/StreamableHttpClientTransport"
+import * as McpClient from "../../../src/client/McpClient.ts"
+import * as StreamableHttpClientTransport from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as Fleet from "../../fixtures/Fleet.ts"
 import * as RedisServer from "../../fixtures/RedisServer.ts"
 
