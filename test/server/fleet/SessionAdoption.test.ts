@@ -39,7 +39,8 @@ const instance = (name: string, redisUrl: string, idleMs = IDLE_MS) =>
         port: 0,
         sessionIdleTimeout: `${idleMs} millis`,
         authenticate: (request) => Effect.succeed({ id: request.headers["x-user"] ?? "anonymous" })
-      }).pipe(Layer.provide(RedisFleet.layer({ url: redisUrl, prefix: PREFIX })))
+      // A long lease: these tests are about sessions, and a worker starved on a loaded machine must not lose it.
+      }).pipe(Layer.provide(RedisFleet.layer({ url: redisUrl, prefix: PREFIX, leaseMs: 30_000 })))
     ),
     (context) => {
       const transport = Context.get(context, HttpServerTransport.HttpServerTransport)
