@@ -280,14 +280,21 @@ export const make = Effect.fnUntraced(function*<R>(
           earlyCancels.set(id, now)
           pruneEarly(now)
         }))
-  /** Whether the request was cancelled before it arrived (consumes the record). */
+  /**
+   * Whether the request was cancelled before it arrived (consumes the
+   * record). Looked at when the effect runs, not when it is built: a caller
+   * may build the request's effect, wait (a store write), then run it, and
+   * a cancel that came meanwhile counts.
+   */
   const cancelledEarly = (id: JsonRpc.RequestId): Effect.Effect<boolean> =>
-    earlyCancels.size === 0
-      ? Effect.succeed(false)
-      : Effect.map(Clock.currentTimeMillis, (now) => {
-        pruneEarly(now)
-        return earlyCancels.delete(id)
-      })
+    Effect.suspend(() =>
+      earlyCancels.size === 0
+        ? Effect.succeed(false)
+        : Effect.map(Clock.currentTimeMillis, (now) => {
+          pruneEarly(now)
+          return earlyCancels.delete(id)
+        })
+    )
 
   // Handlers run with the session's services on top of their fiber's
   // context. Merging copies every entry of a context, and request fibers
@@ -387,9 +394,7 @@ export const make = Effect.fnUntraced(function*<R>(
         reply === null ? Effect.succeed(null) : Effect.as(onReply(reply), null))
     )
     const start = Effect.asVoid(serving.run(request.id, work))
-    return earlyCancels.size === 0
-      ? start
-      : Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.void : start)
+    return Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.void : start)
   }
 
   const handleFrame = (text: string): Effect.Effect<Reply> => handleDecoded(JsonRpc.decode(text), text)
