@@ -57,6 +57,13 @@ export interface EraFront {
   /** An upstream transport open now (connecting the front if needed). */
   readonly upstream: Effect.Effect<ClientTransportShape, UpstreamUnavailable>
   readonly upstreams: Effect.Effect<number>
+  /**
+   * Closes the front and its upstream connections, after a start under way
+   * has settled (interrupted mid-`initialize`, a connection could leave an
+   * upstream session the bridge never learned the id of). The next message
+   * starts it again.
+   */
+  readonly release: Effect.Effect<void>
 }
 
 interface Started {
@@ -110,13 +117,16 @@ export const make = Effect.fnUntraced(function*<E, R>(
     })
 
   let started: Deferred.Deferred<Started, UpstreamUnavailable> | undefined
+  let startedScope: Scope.Closeable | undefined
   let current: Started | undefined
   const ready: Effect.Effect<Started, UpstreamUnavailable> = Effect.suspend(() => {
     if (started !== undefined) return Deferred.await(started)
-    return Effect.gen(function*() {
+    // Uninterruptible until the start is forked: a cancel in between would leave `started` never settled.
+    return Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
       const done = yield* Deferred.make<Started, UpstreamUnavailable>()
       started = done
       const scope = yield* Scope.fork(bridgeScope, "sequential")
+      startedScope = scope
       // In a fiber of the bridge's: a cancelled first request must not strand the others waiting.
       yield* start.pipe(
         Scope.provide(scope),
@@ -125,7 +135,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
             current = exit.value
             return Deferred.succeed(done, exit.value)
           }
-          started = undefined
+          if (started === done) started = undefined
           const fail = exit.cause.reasons.find((r) => r._tag === "Fail")
           const error = fail !== undefined && fail._tag === "Fail"
             ? fail.error
@@ -137,8 +147,25 @@ export const make = Effect.fnUntraced(function*<E, R>(
         }),
         Effect.forkIn(bridgeScope, { startImmediately: true })
       )
-      return yield* Deferred.await(done)
-    })
+      return yield* restore(Deferred.await(done))
+    }))
+  })
+
+  const release: Effect.Effect<void> = Effect.suspend(() => {
+    const pending = started
+    const scope = startedScope
+    if (pending === undefined || scope === undefined) return Effect.void
+    return Deferred.await(pending).pipe(
+      Effect.exit,
+      Effect.flatMap(() => {
+        // Released meanwhile, or failed (a failed start closes its own scope).
+        if (started !== pending) return Effect.void
+        started = undefined
+        startedScope = undefined
+        current = undefined
+        return Scope.close(scope, Exit.void)
+      })
+    )
   })
 
   const handler: Handler = Object.assign(
@@ -173,6 +200,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
     handler,
     endSession: (sessionId) => Effect.suspend(() => current?.handle.handler.sessionEnded?.(sessionId) ?? Effect.void),
     upstream: Effect.flatMap(ready, (s) => s.upstream),
-    upstreams: Effect.suspend(() => current === undefined ? Effect.succeed(0) : current.upstreams)
+    upstreams: Effect.suspend(() => current === undefined ? Effect.succeed(0) : current.upstreams),
+    release
   }
 })

@@ -19,12 +19,24 @@
  *
  * The converting fronts are connected only when a client first needs one.
  *
+ * A client of both eras over stdio probes with `server/discover` and, when
+ * no answer comes in its probe timeout, gives the probe up without a cancel
+ * (a server of the handshake era may not know the method) and sends
+ * `initialize`. That `initialize` on the sessionless connection is the
+ * bridge's word that the probe was given up: the probe's request is
+ * interrupted (no answer goes out), and what was opened to serve the
+ * stateless era there (the `stateless` front's pool, a session upstream;
+ * the stateless-era connection) is closed, once anything under way has
+ * settled, unless another request of that era is still in flight. A verdict
+ * the upstream gave stays; an interrupted probe gives none.
+ *
  * @since 0.1.0
  */
 import type * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 import type { ClientTransportShape } from "../client/ClientTransport.ts"
 import * as JsonRpc from "../JsonRpc.ts"
@@ -111,17 +123,48 @@ export const make = Effect.fnUntraced(function*<E, R>(
   /** Sessions served by the handshake front (`undefined`: the one sessionless connection, stdio). */
   const converted = new Set<string | undefined>()
   let handshakeRefused = false
+  /** Requests of the stateless era in flight (no session), by the fiber serving each. */
+  const statelessInFlight = new Map<Fiber.Fiber<unknown, unknown>, string>()
 
   const serveStateless = (request: JsonRpc.JsonRpcRequest, ctx: HandlerContext) =>
-    Effect.matchEffect(modern.era, {
-      onFailure: (error) => Effect.succeed(failure(request.id, error)),
-      onSuccess: (era) =>
-        era._tag === "Legacy" && toStateless !== undefined
-          ? toStateless.handler(request, ctx)
-          : modern.forward(request, ctx)
+    Effect.withFiber((fiber) => {
+      statelessInFlight.set(fiber, request.method)
+      return Effect.matchEffect(modern.era, {
+        onFailure: (error) => Effect.succeed(failure(request.id, error)),
+        onSuccess: (era) =>
+          era._tag === "Legacy" && toStateless !== undefined
+            ? toStateless.handler(request, ctx)
+            : modern.forward(request, ctx)
+      }).pipe(Effect.ensuring(Effect.sync(() => void statelessInFlight.delete(fiber))))
     })
 
+  /**
+   * The sessionless connection's client turned to the handshake era: its
+   * `server/discover` still in flight was given up, and what serves the
+   * stateless era is closed when nothing else of that era is in flight.
+   */
+  const leaveStatelessEra: Effect.Effect<void> = Effect.suspend(() => {
+    const probes: Array<Fiber.Fiber<unknown, unknown>> = []
+    for (const [fiber, method] of statelessInFlight) if (method === "server/discover") probes.push(fiber)
+    return Fiber.interruptAll(probes).pipe(
+      Effect.andThen(Effect.suspend(() =>
+        statelessInFlight.size > 0
+          ? Effect.void
+          : Effect.all([toStateless?.release ?? Effect.void, modern.release], { concurrency: "unbounded", discard: true })
+      ))
+    )
+  })
+
   const initialize = (request: JsonRpc.JsonRpcRequest, ctx: HandlerContext) =>
+    // Over HTTP an `initialize` has a session, or is ephemeral: only a connection's (stdio) has neither.
+    ctx.sessionId === undefined && ctx.ephemeral !== true
+      ? Effect.map(
+        Effect.all([leaveStatelessEra, initializeHere(request, ctx)], { concurrency: "unbounded" }),
+        ([, answer]) => answer
+      )
+      : initializeHere(request, ctx)
+
+  const initializeHere = (request: JsonRpc.JsonRpcRequest, ctx: HandlerContext) =>
     Effect.gen(function*() {
       if (toHandshake === undefined) return yield* passthrough.handler(request, ctx)
       if (!handshakeRefused) {

@@ -91,6 +91,12 @@ export interface StatelessUpstream {
   readonly forward: (request: JsonRpc.JsonRpcRequest, ctx: HandlerContext) => Effect.Effect<JsonRpc.JsonRpcResponse>
   /** Connections open now: 0 or 1. */
   readonly live: Effect.Effect<number>
+  /**
+   * Closes the connection when no request is in flight on it, after a probe
+   * under way has settled; a `legacy` verdict stays. The next request opens
+   * (and probes) a connection again.
+   */
+  readonly release: Effect.Effect<void>
 }
 
 interface Connection {
@@ -207,6 +213,8 @@ export const make = Effect.fnUntraced(function*(
         { _meta: RequestMeta.requestMeta({ protocolVersion: requested, clientCapabilities: {}, clientInfo }) },
         { timeout: options.probeTimeout ?? Duration.seconds(30) }
       ))
+      // An interrupted probe says nothing about the upstream: no verdict, for the life of the bridge or otherwise.
+      if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.interrupt
       const verdict = Negotiation.classify({
         transport: transport.kind === "streamable-http" ? "http" : "stdio",
         requested,
@@ -251,7 +259,8 @@ export const make = Effect.fnUntraced(function*(
       case "Ready":
         if (!current.connection.closed) return Effect.succeed(current.connection)
     }
-    return Effect.gen(function*() {
+    // Uninterruptible until the probe is forked: a cancel in between would leave `Connecting` never settled.
+    return Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
       if (current._tag === "Ready") yield* Scope.close(current.connection.scope, Exit.void)
       const ready = yield* Deferred.make<Connection | Legacy, UpstreamUnavailable>()
       state = { _tag: "Connecting", ready }
@@ -275,8 +284,22 @@ export const make = Effect.fnUntraced(function*(
         }),
         Effect.forkIn(ownScope, { startImmediately: true })
       )
-      return yield* Deferred.await(ready)
-    })
+      return yield* restore(Deferred.await(ready))
+    }))
+  })
+
+  const release: Effect.Effect<void> = Effect.suspend(() => {
+    const current = state
+    switch (current._tag) {
+      case "Connecting":
+        return Effect.andThen(Effect.exit(Deferred.await(current.ready)), release)
+      case "Ready":
+        if (current.connection.running.size > 0) return Effect.void
+        state = { _tag: "Empty" }
+        return Scope.close(current.connection.scope, Exit.void)
+      default:
+        return Effect.void
+    }
   })
 
   const learnTools = (c: Connection, result: unknown): void => {
@@ -377,6 +400,7 @@ export const make = Effect.fnUntraced(function*(
   return {
     era: Effect.map(acquire, (c) => "transport" in c ? MODERN : c),
     forward,
-    live: Effect.sync(() => state._tag === "Ready" && !state.connection.closed ? 1 : 0)
+    live: Effect.sync(() => state._tag === "Ready" && !state.connection.closed ? 1 : 0),
+    release
   }
 })
