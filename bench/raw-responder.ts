@@ -4,6 +4,9 @@
  * One stdout write per stdin chunk, however many replies it holds.
  * With `--pid`, the tool result's text is `pid:<its process id>` (the cold
  * start workload waits for that process to be gone at teardown).
+ * With BENCH_PROGRESS=n (default 0), every `tools/call` that carries
+ * `params._meta.progressToken` gets n `notifications/progress` for that token
+ * (progress 1..n, total n) before its result, in the same write.
  */
 const INIT_RESULT = {
   protocolVersion: "2025-11-25",
@@ -15,6 +18,15 @@ const TOOL_RESULT = {
 }
 const resultSize = Number(process.env.BENCH_RESULT_BYTES ?? 0)
 const bigResult = resultSize > 0 ? { content: [{ type: "text", text: "x".repeat(resultSize) }] } : undefined
+const progressPerCall = Number(process.env.BENCH_PROGRESS ?? 0)
+
+/** The notifications that precede a tools/call result, as NDJSON lines. */
+const progressLines = (token: unknown): string => {
+  const head = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":${JSON.stringify(token)},"progress":`
+  let lines = ""
+  for (let i = 1; i <= progressPerCall; i++) lines += `${head}${i},"total":${progressPerCall}}}\n`
+  return lines
+}
 
 // Workload 4 reads this process's peak RSS from the file named here.
 const rssFile = process.env.BENCH_RSS_FILE
@@ -34,8 +46,14 @@ process.stdin.on("data", (chunk: string) => {
     const line = pending.slice(start, nl)
     start = nl + 1
     if (line.length === 0) continue
-    const msg = JSON.parse(line) as { id?: number | string; method?: string }
+    const msg = JSON.parse(line) as {
+      id?: number | string
+      method?: string
+      params?: { _meta?: { progressToken?: string | number } }
+    }
     if (msg.id === undefined || msg.method === undefined) continue
+    const token = msg.params?._meta?.progressToken
+    if (progressPerCall > 0 && token !== undefined && msg.method === "tools/call") out += progressLines(token)
     const result = msg.method === "initialize"
       ? INIT_RESULT
       : msg.method === "tools/call"
