@@ -17,7 +17,7 @@
 import { readdirSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, totalmem } from "node:os"
 import { basename } from "node:path"
-import { higherIsBetter, type Metric, type Row, type Target, type Workload } from "./workload.ts"
+import { comparable, higherIsBetter, type Metric, type Row, type Target, type Workload } from "./workload.ts"
 
 // Set before any workload starts a process: they inherit it.
 const buildDefaulted = process.env.BENCH_BUILD === undefined
@@ -94,12 +94,17 @@ const allRows = ran.flatMap(rowsOf)
 const find = (workload: string, variant: string, impl: string, metric: Metric) =>
   allRows.find((row) => row.workload === workload && row.variant === variant && row.impl === impl && row.metric === metric)
 
-/** The peers a row is compared with: those its workload's targets name for that variant, else `sdk`. */
+/**
+ * The peers a row is compared with: those its workload's targets name for that variant and the
+ * workload's own `peers`, else `sdk`.
+ */
 const peersOf = (r: Ran, row: Row): Array<string> => {
+  if (!comparable(row.metric)) return []
   const named = (r.workload?.targets ?? [])
     .filter((t) => t.workload === row.workload && variantMatches(t.variant, row.variant))
     .filter((t) => t.metric === undefined || t.metric === row.metric)
     .map((t) => t.peer)
+    .concat(r.workload?.peers ?? [])
   return [...new Set(named.length > 0 ? named : ["sdk"])].filter((peer) => peer !== row.impl)
 }
 

@@ -24,6 +24,7 @@ export type Metric =
   | "keys/session"
   | "events/session"
   | "count"
+  | "progress/call"
 
 export interface Row {
   /** e.g. "stdio client", "stdio server", "http json", "large 10 MiB", "in flight", "cold start", "bridge" */
@@ -67,6 +68,11 @@ export interface Workload {
   readonly name: string
   readonly run: (options: WorkloadOptions) => Promise<ReadonlyArray<Row>>
   readonly targets: ReadonlyArray<Target>
+  /** Implementations every row of the report is compared with, besides those its targets name. */
+  readonly peers?: ReadonlyArray<string> | undefined
 }
 
 export const higherIsBetter = (metric: Metric): boolean => metric === "req/s"
+
+/** Whether a ratio between two rows of this metric means anything ("progress/call" is a check, not a cost). */
+export const comparable = (metric: Metric): boolean => metric !== "progress/call"

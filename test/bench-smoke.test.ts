@@ -62,6 +62,10 @@ const expected: Record<string, { readonly impls: ReadonlyArray<string>; readonly
     impls: ["1 instance", "3 instances"],
     variants: ["stateless tools/call wait 20 ms, 2 slots per instance"]
   },
+  sweep: {
+    impls: ["raw", "ours", "sdk", "sdk2", "ours→ours"],
+    variants: ["2025-11-25 c8 p0", "2025-11-25 c32 p0", "2025-11-25 c8 p20"]
+  },
   "cold-start": {
     impls: ["raw", "ours", "ours-mcp", "sdk", "effect-ai"],
     variants: ["process start → first result", "import", "open → first result", "teardown"]
@@ -70,7 +74,7 @@ const expected: Record<string, { readonly impls: ReadonlyArray<string>; readonly
 
 /** Every workload unless BENCH_WORKLOADS narrows it (while developing one). */
 const selection = process.env.BENCH_WORKLOADS ?? ""
-const HARNESS_TIMEOUT_MS = 360_000
+const HARNESS_TIMEOUT_MS = 450_000
 
 /**
  * Runs the harness in its own process group, so that on a timeout the
@@ -145,10 +149,15 @@ describe("bench/main.ts (smoke)", () => {
           }
         }
       }
+      // The sweep's floor and our client see every progress notification the server sends.
+      for (const row of report.workloads.find((w) => w.file === "sweep")?.rows ?? []) {
+        if (row.metric !== "progress/call" || !["raw", "ours", "ours→ours"].includes(row.impl)) continue
+        expect(row.median, `${row.workload} ${row.variant} ${row.impl}`).toBe(Number(row.variant.split(" p").pop()))
+      }
       // Rows of the workload table plus one line per checked target.
       expect(tableRows.length).toBeGreaterThanOrEqual(rowCount)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
-  }, 420_000)
+  }, 510_000)
 })

@@ -1,8 +1,10 @@
 /** Every benchmark client by name, loaded on demand (so a process pays only for the one it measures). */
 import { resolve } from "node:path"
-import type { BenchClient } from "./types.ts"
+import type { BenchClient, ClientOptions } from "./types.ts"
 
-export type ClientModule = { readonly make: (command: string, args: ReadonlyArray<string>) => Promise<BenchClient> }
+export type ClientModule = {
+  readonly make: (command: string, args: ReadonlyArray<string>, options?: ClientOptions) => Promise<BenchClient>
+}
 type Loader = () => Promise<ClientModule>
 
 export const loaders: Record<string, Loader> = {
@@ -11,6 +13,7 @@ export const loaders: Record<string, Loader> = {
   "ours-mcp": () => import("./ours-mcp.ts"),
   "ours-mcp-telemetry": () => import("./ours-mcp-telemetry.ts"),
   sdk: () => import("./sdk.ts"),
+  sdk2: () => import("./sdk2.ts"),
   "sdk-transport": () => import("./sdk-transport.ts"),
   "effect-ai": () => import("./effect-ai.ts"),
   // Ladder steps between `raw` and `ours`, for "where time goes".

@@ -3,19 +3,28 @@
  * Schema) over its stdio transport: the like-for-like peer of the SDK's
  * `Client` and of `effect/ai`'s `McpClient`, which both decode results too.
  */
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { driveEffect } from "./effect-drive.ts"
 import { loadMcpClient, loadNodeSpawner, loadStdioClientTransport } from "../our-modules.ts"
-import type { BenchClient } from "./types.ts"
+import type { BenchClient, ClientOptions } from "./types.ts"
 
 const McpClient = await loadMcpClient()
 const StdioClientTransport = await loadStdioClientTransport()
 const NodeSpawner = await loadNodeSpawner()
 
-export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
+export const make = async (
+  command: string,
+  args: ReadonlyArray<string>,
+  options: ClientOptions = {}
+): Promise<BenchClient> => {
   const runtime = ManagedRuntime.make(
-    McpClient.layer({ clientInfo: { name: "bench-ours-mcp", version: "1.0.0" } }).pipe(
+    McpClient.layer({
+      clientInfo: { name: "bench-ours-mcp", version: "1.0.0" },
+      // Pinned when asked: a pinned revision neither probes nor falls back.
+      ...(options.protocol === undefined ? {} : { protocol: options.protocol })
+    }).pipe(
       Layer.provide(StdioClientTransport.layer({ command, args })),
       Layer.provide(NodeSpawner.layer)
     )
@@ -23,10 +32,20 @@ export const make = async (command: string, args: ReadonlyArray<string>): Promis
   const client = await runtime.runPromise(McpClient.McpClient)
   const callTool = client.callTool({ name: "echo", arguments: { text: "hi" } })
   const ping = client.ping()
+  // The progress callback as a user writes it: one Effect per notification.
+  let progressed = 0
+  const withProgress = client.callTool({ name: "echo", arguments: { text: "hi" } }, {
+    onProgress: () => Effect.sync(() => void progressed++)
+  })
   return {
+    callToolWithProgress: () => runtime.runPromise(withProgress),
+    progressReceived: () => progressed,
     callTool: () => runtime.runPromise(callTool),
     ping: () => runtime.runPromise(ping),
-    drive: (op, total, concurrency) => runtime.runPromise(driveEffect(op === "ping" ? ping : callTool, total, concurrency)),
+    drive: (op, total, concurrency) =>
+      runtime.runPromise(
+        driveEffect(op === "ping" ? ping : op === "callToolWithProgress" ? withProgress : callTool, total, concurrency)
+      ),
     close: () => runtime.dispose()
   }
 }

@@ -21,6 +21,8 @@ export interface RawConnection {
   readonly close: () => Promise<void>
   /** The server process's id (for its CPU time, memory, exit). */
   readonly pid: number
+  /** Lines that were no response: the server's notifications (`notifications/progress` in the sweep). */
+  readonly notificationsReceived: () => number
 }
 
 export const connect = (command: string, args: ReadonlyArray<string>, options: RawOptions = {}): RawConnection => {
@@ -43,13 +45,18 @@ export const connect = (command: string, args: ReadonlyArray<string>, options: R
     }
   }
   let pending = ""
+  let notifications = 0
   const onText = (chunk: string) => {
     pending += chunk
     let start = 0
     let nl: number
     while ((nl = pending.indexOf("\n", start)) !== -1) {
-      const msg = JSON.parse(pending.slice(start, nl)) as { id: number; result: unknown }
+      const msg = JSON.parse(pending.slice(start, nl)) as { id?: number; result: unknown }
       start = nl + 1
+      if (msg.id === undefined) {
+        notifications++
+        continue
+      }
       const onResult = waiting.get(msg.id)
       if (onResult !== undefined) {
         waiting.delete(msg.id)
@@ -72,6 +79,7 @@ export const connect = (command: string, args: ReadonlyArray<string>, options: R
   }
   return {
     pid: child.pid,
+    notificationsReceived: () => notifications,
     send: (method, params, onResult) => {
       const id = ++nextId
       waiting.set(id, onResult)
@@ -92,3 +100,10 @@ export const INITIALIZE_PARAMS = {
   clientInfo: { name: "raw", version: "1" }
 }
 export const TOOL_PARAMS = { name: "echo", arguments: { text: "hi" } }
+
+/** What a stateless-revision (2026-07-28) request carries in `_meta` instead of a handshake. */
+export const MODERN_META = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientCapabilities": {},
+  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" }
+}

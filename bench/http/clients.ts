@@ -7,15 +7,22 @@
  * - `ours-mcp`: McpClient over the same transport (results decoded with Schema)
  * - `sdk`: the official SDK's `Client` over its StreamableHTTPClientTransport
  *   (or StdioClientTransport); it validates results with zod
+ * - `sdk2`: the official SDK 2.x `Client` (`@modelcontextprotocol/client`)
+ *   over its StreamableHTTPClientTransport (HTTP only)
  * - `raw`: over HTTP, undici's `Pool.request` with a keep-alive pool, one
  *   JSON.parse per answer; over stdio, a bare requester on the child's pipes
+ *
+ * Over HTTP, `ours-mcp`, `sdk`, `sdk2` and `raw` also speak the stateless
+ * revision when asked (`protocol: "2026-07-28"`; not the SDK 1.x client) and
+ * call with a progress token (`callToolWithProgress`), counting the
+ * notifications through the client's progress callback (raw: in the SSE body).
  *
  * Our transports and the SDK's stdio client get a 64 MiB message limit (both
  * default to 10 MiB, which a 10 MiB tool result in its envelope exceeds); the
  * SDK's HTTP client and the raw clients have none.
  */
 import type { Effect, ManagedRuntime } from "effect"
-import type { BenchClient } from "../clients/types.ts"
+import type { BenchClient, ClientOptions } from "../clients/types.ts"
 import {
   loadClientTransport,
   loadMcpClient,
@@ -29,7 +36,7 @@ export type Target =
   | { readonly kind: "http"; readonly url: string }
   | { readonly kind: "stdio"; readonly command: string; readonly args: ReadonlyArray<string>; readonly env?: Record<string, string> }
 
-export type ClientName = "ours" | "ours-mcp" | "sdk" | "raw"
+export type ClientName = "ours" | "ours-mcp" | "sdk" | "sdk2" | "raw"
 
 const LIMIT = 64 * 1024 * 1024
 const clientInfo = (name: string) => ({ name, version: "1.0.0" })
@@ -86,19 +93,36 @@ const ours = async (target: Target): Promise<BenchClient> => {
   return fromEffects(runtime as never, transport.request("tools/call", TOOL_ARGS), transport.request("ping"), driveEffect)
 }
 
-const oursMcp = async (target: Target): Promise<BenchClient> => {
+const oursMcp = async (target: Target, options: ClientOptions): Promise<BenchClient> => {
+  const Effect = await import("effect/Effect")
   const Layer = await import("effect/Layer")
   const ManagedRuntime = await import("effect/ManagedRuntime")
   const McpClient = await loadMcpClient()
   const { driveEffect } = await import("../clients/effect-drive.ts")
   const runtime = ManagedRuntime.make(
-    McpClient.layer({ clientInfo: clientInfo("bench-ours-mcp") }).pipe(Layer.provide(await transportLayer(target)))
+    McpClient.layer({
+      clientInfo: clientInfo("bench-ours-mcp"),
+      ...(options.protocol === undefined ? {} : { protocol: options.protocol })
+    }).pipe(Layer.provide(await transportLayer(target)))
   )
   const client = await runtime.runPromise(McpClient.McpClient)
-  return fromEffects(runtime as never, client.callTool(TOOL_ARGS), client.ping(), driveEffect)
+  // The progress callback as a user writes it: one Effect per notification.
+  let progressed = 0
+  const withProgress = client.callTool(TOOL_ARGS, { onProgress: () => Effect.sync(() => void progressed++) })
+  const plain = fromEffects(runtime as never, client.callTool(TOOL_ARGS), client.ping(), driveEffect)
+  return {
+    ...plain,
+    callToolWithProgress: () => runtime.runPromise(withProgress),
+    progressReceived: () => progressed,
+    drive: (op, total, concurrency) =>
+      op === "callToolWithProgress"
+        ? runtime.runPromise(driveEffect(withProgress, total, concurrency))
+        : plain.drive!(op, total, concurrency)
+  }
 }
 
-const sdk = async (target: Target): Promise<BenchClient> => {
+const sdk = async (target: Target, options: ClientOptions): Promise<BenchClient> => {
+  if (options.protocol === "2026-07-28") throw new Error("the SDK 1.x client does not speak 2026-07-28")
   const { Client } = await import("@modelcontextprotocol/sdk/client/index.js")
   const { StdioClientTransport: SdkStdio } = await import("@modelcontextprotocol/sdk/client/stdio.js")
   const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js")
@@ -114,13 +138,40 @@ const sdk = async (target: Target): Promise<BenchClient> => {
         ...(target.env === undefined ? {} : { env: { ...process.env, ...target.env } as Record<string, string> })
       })
   )
+  let progressed = 0
+  const onprogress = () => void progressed++
   return {
     callTool: () => client.callTool(TOOL_ARGS),
     ping: () => client.ping(),
+    callToolWithProgress: () => client.callTool(TOOL_ARGS, undefined, { onprogress }),
+    progressReceived: () => progressed,
     close: async () => {
       // The HTTP transport's close does not end the session; ending it is the client's call.
       const transport = client.transport
       if (transport instanceof StreamableHTTPClientTransport) await transport.terminateSession().catch(() => {})
+      await client.close()
+    }
+  }
+}
+
+const sdk2 = async (target: Target, options: ClientOptions): Promise<BenchClient> => {
+  if (target.kind !== "http") throw new Error("sdk2 is measured over stdio by bench/clients/sdk2.ts")
+  const { Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client")
+  const client = new Client(
+    clientInfo("bench-sdk2"),
+    options.protocol === "2026-07-28" ? { versionNegotiation: { mode: { pin: options.protocol } } } : {}
+  )
+  const transport = new StreamableHTTPClientTransport(new URL(target.url))
+  await client.connect(transport)
+  let progressed = 0
+  const onprogress = () => void progressed++
+  return {
+    callTool: () => client.callTool(TOOL_ARGS),
+    ping: () => client.ping(),
+    callToolWithProgress: () => client.callTool(TOOL_ARGS, { onprogress }),
+    progressReceived: () => progressed,
+    close: async () => {
+      if (options.protocol !== "2026-07-28") await transport.terminateSession().catch(() => {})
       await client.close()
     }
   }
@@ -139,7 +190,14 @@ const lastData = (sse: string): string => {
   return ""
 }
 
-const rawHttp = async (url: string): Promise<BenchClient> => {
+/** Occurrences of `needle` in `text`. */
+const count = (text: string, needle: string): number => {
+  let n = 0
+  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) n++
+  return n
+}
+
+const rawHttp = async (url: string, options: ClientOptions): Promise<BenchClient> => {
   const { Pool } = await import("undici")
   const { origin, pathname } = new URL(url)
   const pool = new Pool(origin, { pipelining: 1 })
@@ -148,6 +206,7 @@ const rawHttp = async (url: string): Promise<BenchClient> => {
     accept: "application/json, text/event-stream"
   }
   let nextId = 0
+  let progressed = 0
   const post = async (message: object): Promise<unknown> => {
     const { statusCode, headers: got, body } = await pool.request({
       origin,
@@ -162,17 +221,31 @@ const rawHttp = async (url: string): Promise<BenchClient> => {
     if (typeof session === "string") headers["mcp-session-id"] = session
     // In an SSE answer the response is the last non-empty `data:` line (a
     // server may send a priming event with empty data first).
-    const json = String(got["content-type"]).startsWith("text/event-stream") ? lastData(text) : text
+    const sse = String(got["content-type"]).startsWith("text/event-stream")
+    // Progress notifications come on the call's own stream, before its result.
+    if (sse) progressed += count(text, "notifications/progress")
+    const json = sse ? lastData(text) : text
     return (JSON.parse(json) as { result: unknown }).result
   }
-  const { INITIALIZE_PARAMS } = await import("../clients/raw-core.ts")
+  const { INITIALIZE_PARAMS, MODERN_META } = await import("../clients/raw-core.ts")
   const request = (method: string, params?: unknown) => post({ jsonrpc: "2.0", id: ++nextId, method, params })
-  const init = (await request("initialize", INITIALIZE_PARAMS)) as { protocolVersion: string }
-  headers["mcp-protocol-version"] = init.protocolVersion
-  await post({ jsonrpc: "2.0", method: "notifications/initialized" })
+  const modern = options.protocol === "2026-07-28"
+  if (modern) {
+    // No handshake and no session: the revision goes with every request, in a header and in `_meta`.
+    headers["mcp-protocol-version"] = "2026-07-28"
+  } else {
+    const init = (await request("initialize", INITIALIZE_PARAMS)) as { protocolVersion: string }
+    headers["mcp-protocol-version"] = init.protocolVersion
+    await post({ jsonrpc: "2.0", method: "notifications/initialized" })
+  }
+  const meta = modern ? MODERN_META : {}
+  const toolArgs = modern ? { ...TOOL_ARGS, _meta: meta } : TOOL_ARGS
+  let token = 0
   return {
-    callTool: () => request("tools/call", TOOL_ARGS),
-    ping: () => request("ping"),
+    callTool: () => request("tools/call", toolArgs),
+    ping: () => request("ping", modern ? { _meta: meta } : undefined),
+    callToolWithProgress: () => request("tools/call", { ...TOOL_ARGS, _meta: { ...meta, progressToken: ++token } }),
+    progressReceived: () => progressed,
     close: async () => {
       await pool.request({ origin, path: pathname, method: "DELETE", headers }).then((r) => r.body.dump()).catch(() => {})
       await pool.close()
@@ -235,15 +308,17 @@ const rawStdio = async (target: Extract<Target, { kind: "stdio" }>): Promise<Ben
   }
 }
 
-export const make = (name: ClientName, target: Target): Promise<BenchClient> => {
+export const make = (name: ClientName, target: Target, options: ClientOptions = {}): Promise<BenchClient> => {
   switch (name) {
     case "ours":
       return ours(target)
     case "ours-mcp":
-      return oursMcp(target)
+      return oursMcp(target, options)
     case "sdk":
-      return sdk(target)
+      return sdk(target, options)
+    case "sdk2":
+      return sdk2(target, options)
     case "raw":
-      return target.kind === "http" ? rawHttp(target.url) : rawStdio(target)
+      return target.kind === "http" ? rawHttp(target.url, options) : rawStdio(target)
   }
 }

@@ -34,3 +34,19 @@ export const reportPeakRssOnExit = () => {
 
 /** The last line of a listening server's stdout: `listening <url>`. */
 export const announce = (url: string) => process.stdout.write(`listening ${url}\n`)
+
+/**
+ * `notifications/progress` per `tools/call` that carries a progress token:
+ * `--progress n`, else BENCH_PROGRESS, else 0.
+ */
+export const progressPerCall = (): number => Number(flag("progress", process.env.BENCH_PROGRESS ?? "0"))
+
+/** The SSE events of `n` progress notifications for `token` (progress 1..n, total n). */
+export const progressEvents = (token: unknown, n: number): string => {
+  const head = `event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":${
+    JSON.stringify(token)
+  },"progress":`
+  let events = ""
+  for (let i = 1; i <= n; i++) events += `${head}${i},"total":${n}}}\n\n`
+  return events
+}

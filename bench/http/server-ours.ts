@@ -4,9 +4,12 @@
  * the transport's `auto` response mode, which answers with JSON when the
  * handler sends nothing on the way; `--mode sse` always streams) or on
  * StdioServerTransport. `--api` picks how the tool is defined (see
- * `bench/servers/echo-apis.ts`; default `generic`).
+ * `bench/servers/echo-apis.ts`; default `generic`). With `--progress n` (or
+ * BENCH_PROGRESS), the generic `tools/call` reports n steps of progress
+ * through its request context before it answers (sent when the call carries
+ * a progress token). It serves both protocol eras.
  *
- *   node bench/http/server-ours.ts --transport http|stdio [--mode json|sse] [--bytes N] [--api generic|typed|tool]
+ *   node bench/http/server-ours.ts --transport http|stdio [--mode json|sse] [--bytes N] [--api generic|typed|tool] [--progress N]
  *
  * Over HTTP it prints `listening <url>` and serves until SIGTERM/SIGINT.
  */
@@ -17,7 +20,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { loadHttpServerTransport, loadMcpServer, loadStdioServerTransport } from "../our-modules.ts"
 import { apiFlag, echoServer } from "../servers/echo-apis.ts"
-import { announce, flag, modeFlag, reportPeakRssOnExit, toolResult } from "./common.ts"
+import { announce, flag, modeFlag, progressPerCall, reportPeakRssOnExit, toolResult } from "./common.ts"
 
 // Each transport's modules load only when it is the one served, as in a user's server.
 const McpServer = await loadMcpServer()
@@ -26,7 +29,19 @@ reportPeakRssOnExit()
 const result = toolResult(Number(flag("bytes", "0")))
 const LIMIT = 64 * 1024 * 1024
 
-const definition = await echoServer(apiFlag(), "bench-ours", result)
+const progress = progressPerCall()
+const definition = progress > 0 && apiFlag() === "generic"
+  ? McpServer.make({ serverInfo: { name: "bench-ours", version: "1.0.0" } }).pipe(
+    McpServer.method("tools/list", {}, () => Effect.succeed({ tools: [{ name: "echo", inputSchema: { type: "object" } }] })),
+    McpServer.method("tools/call", {}, (_params, context) =>
+      Effect.andThen(
+        Effect.forEach(Array.from({ length: progress }, (_, i) => i + 1), (step) => context.progress(step, { total: progress }), {
+          discard: true
+        }),
+        Effect.succeed(result)
+      ))
+  )
+  : await echoServer(apiFlag(), "bench-ours", result)
 
 if (flag("transport", "http") === "stdio") {
   const StdioServerTransport = await loadStdioServerTransport()

@@ -5,16 +5,19 @@
  * stream (`--mode sse`); `tools/call` gets a complete result, `tools/list`
  * the one tool, `server/discover` this revision and the tools capability (so
  * that clients which discover first, as the stateless-http workload's do,
- * can use it too). No validation, no limits.
+ * can use it too). No validation, no limits. With `--progress n` (or
+ * BENCH_PROGRESS), a `tools/call` carrying a progress token is answered as an
+ * SSE stream of n `notifications/progress` and then the result, in one write.
  *
- *   node bench/one-shot/server-modern.ts [--mode json|sse]
+ *   node bench/one-shot/server-modern.ts [--mode json|sse] [--progress N]
  */
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { announce, modeFlag, reportPeakRssOnExit } from "../http/common.ts"
+import { announce, modeFlag, progressEvents, progressPerCall, reportPeakRssOnExit } from "../http/common.ts"
 
 reportPeakRssOnExit()
 const sse = modeFlag() === "sse"
+const progress = progressPerCall()
 const SERVER_INFO = { "io.modelcontextprotocol/serverInfo": { name: "bench-modern", version: "1.0.0" } }
 const TOOL_RESULT = { content: [{ type: "text", text: "ok" }], resultType: "complete", _meta: SERVER_INFO }
 const LIST_RESULT = {
@@ -43,7 +46,11 @@ const http = createServer((req, res) => {
   req.setEncoding("utf8")
   req.on("data", (chunk: string) => (body += chunk))
   req.on("end", () => {
-    const msg = JSON.parse(body) as { id?: number | string; method?: string }
+    const msg = JSON.parse(body) as {
+      id?: number | string
+      method?: string
+      params?: { _meta?: { progressToken?: string | number } }
+    }
     if (msg.id === undefined) {
       res.writeHead(202).end()
       return
@@ -55,8 +62,12 @@ const http = createServer((req, res) => {
         : { jsonrpc: "2.0", id: msg.id, error: { code: -32601, message: "Method not found" } }
     )
     const status = result !== undefined ? 200 : 404
-    if (sse) res.writeHead(status, { "content-type": "text/event-stream", "cache-control": "no-cache" }).end(`event: message\ndata: ${json}\n\n`)
-    else res.writeHead(status, { "content-type": "application/json" }).end(json)
+    const token = msg.params?._meta?.progressToken
+    const events = progress > 0 && token !== undefined && msg.method === "tools/call" ? progressEvents(token, progress) : ""
+    if (sse || events.length > 0) {
+      res.writeHead(status, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+        .end(`${events}event: message\ndata: ${json}\n\n`)
+    } else res.writeHead(status, { "content-type": "application/json" }).end(json)
   })
 })
 http.keepAliveTimeout = 60_000
