@@ -18,12 +18,15 @@
  *
  * Per variant: median wall ms (spawn → exit, seen by this process), client
  * CPU ms (`process.resourceUsage()` at exit, preloaded with `--import`; the
- * figure that survives a loaded machine) and teardown ms (the client's own
- * close, as the script times it), each with its ratio to `sdk` when it ran.
+ * figure that survives a loaded machine), server start ms (from the client's
+ * spawn to the server process's own start: what the client does before it
+ * spawns the server, mostly loading modules) and teardown ms (the client's
+ * own close, as the script times it), each with its ratio to `sdk` when it ran.
  */
 import { spawn } from "node:child_process"
-import { existsSync } from "node:fs"
-import { resolve } from "node:path"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const argv = process.argv.slice(2)
@@ -50,9 +53,23 @@ process.on("exit", () => {
   )
 }`
 
+/** Preloaded into the server (through NODE_OPTIONS, which the client passes on): its start time, epoch ms, into a file. */
+const serverStamp = `data:text/javascript,${
+  encodeURIComponent(
+    `import { writeFileSync } from "node:fs"
+if (process.env.ONE_CALL_SERVER_STAMP && process.argv[1] === ${JSON.stringify(server.at(-1))}) {
+  writeFileSync(process.env.ONE_CALL_SERVER_STAMP, String(performance.timeOrigin))
+}`
+  )
+}`
+const stamps = mkdtempSync(join(tmpdir(), "one-call-"))
+process.on("exit", () => rmSync(stamps, { recursive: true, force: true }))
+let stampCount = 0
+
 interface Sample {
   readonly wallMs: number
   readonly cpuMs: number
+  readonly serverStartMs: number
   readonly teardownMs: number
 }
 
@@ -65,9 +82,12 @@ const scriptOf = (variant: string): { file: string; args: Array<string> } => {
 const runOnce = (variant: string): Promise<Sample> =>
   new Promise((done, reject) => {
     const { args, file } = scriptOf(variant)
+    const stampFile = join(stamps, `${stampCount++}`)
+    const startedAt = performance.timeOrigin + performance.now()
     const started = performance.now()
     const child = spawn(process.execPath, ["--import", usageReporter, file, ...args, process.execPath, ...server], {
-      stdio: ["ignore", "pipe", "pipe"]
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NODE_OPTIONS: `--import=${serverStamp}`, ONE_CALL_SERVER_STAMP: stampFile }
     })
     let stdout = ""
     let stderr = ""
@@ -84,7 +104,8 @@ const runOnce = (variant: string): Promise<Sample> =>
         return
       }
       const { cpuUs } = JSON.parse(usage.slice(USAGE_MARK.length)) as { cpuUs: number }
-      done({ wallMs, cpuMs: cpuUs / 1000, teardownMs: Number(teardown[1]) })
+      const serverStartMs = Number(readFileSync(stampFile, "utf8")) - startedAt
+      done({ wallMs, cpuMs: cpuUs / 1000, serverStartMs, teardownMs: Number(teardown[1]) })
     })
   })
 
@@ -105,6 +126,7 @@ const median = (xs: ReadonlyArray<number>) => {
 const medians = new Map([...samples].map(([v, xs]) => [v, {
   wallMs: median(xs.map((x) => x.wallMs)),
   cpuMs: median(xs.map((x) => x.cpuMs)),
+  serverStartMs: median(xs.map((x) => x.serverStartMs)),
   teardownMs: median(xs.map((x) => x.teardownMs))
 }]))
 const sdk = [...medians].find(([v]) => v === "sdk" || v.endsWith("#sdk"))?.[1]
@@ -116,9 +138,11 @@ for (const [variant, m] of medians) {
     runs,
     wallMs: +m.wallMs.toFixed(1),
     cpuMs: +m.cpuMs.toFixed(1),
+    serverStartMs: +m.serverStartMs.toFixed(1),
     teardownMs: +m.teardownMs.toFixed(2),
     wallVsSdk: ratio(m.wallMs, sdk?.wallMs),
     cpuVsSdk: ratio(m.cpuMs, sdk?.cpuMs),
+    serverStartVsSdk: ratio(m.serverStartMs, sdk?.serverStartMs),
     teardownVsSdk: ratio(m.teardownMs, sdk?.teardownMs)
   }))
 }

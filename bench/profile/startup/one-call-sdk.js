@@ -7,7 +7,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 const [command = "npx", ...args] = process.argv.slice(2)
 
 const client = new Client({ name: "one-call", version: "1.0.0" })
-await client.connect(new StdioClientTransport({ command, args }))
+// The whole environment, as our client passes it by default (the SDK's default is a short allow-list).
+await client.connect(new StdioClientTransport({ command, args, env: { ...process.env } }))
 const result = await client.callTool({ name: "add", arguments: { a: 2, b: 3 } })
 console.log(JSON.stringify(result.structuredContent))
 const t0 = performance.now()
