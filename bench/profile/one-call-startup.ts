@@ -20,8 +20,10 @@
  * CPU ms (`process.resourceUsage()` at exit, preloaded with `--import`; the
  * figure that survives a loaded machine), server start ms (from the client's
  * spawn to the server process's own start: what the client does before it
- * spawns the server, mostly loading modules) and teardown ms (the client's
- * own close, as the script times it), each with its ratio to `sdk` when it ran.
+ * spawns the server, mostly loading modules), the client's CPU ms when it
+ * called `child_process.spawn` (the preload wraps it) and teardown ms (the
+ * client's own close, as the script times it), each with its ratio to `sdk`
+ * when it ran.
  */
 import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -46,9 +48,21 @@ const USAGE_MARK = "one-call-usage "
 const usageReporter = `data:text/javascript,${
   encodeURIComponent(
     `import { writeSync } from "node:fs"
+import childProcess from "node:child_process"
+import { syncBuiltinESMExports } from "node:module"
+const spawn = childProcess.spawn
+let spawnCpuUs = -1
+childProcess.spawn = function(...args) {
+  if (spawnCpuUs < 0) {
+    const c = process.cpuUsage()
+    spawnCpuUs = c.user + c.system
+  }
+  return spawn.apply(this, args)
+}
+syncBuiltinESMExports()
 process.on("exit", () => {
   const u = process.resourceUsage()
-  writeSync(2, "\\n${USAGE_MARK}" + JSON.stringify({ cpuUs: u.userCPUTime + u.systemCPUTime }) + "\\n")
+  writeSync(2, "\\n${USAGE_MARK}" + JSON.stringify({ cpuUs: u.userCPUTime + u.systemCPUTime, spawnCpuUs }) + "\\n")
 })`
   )
 }`
@@ -70,6 +84,7 @@ interface Sample {
   readonly wallMs: number
   readonly cpuMs: number
   readonly serverStartMs: number
+  readonly cpuAtSpawnMs: number
   readonly teardownMs: number
 }
 
@@ -103,9 +118,14 @@ const runOnce = (variant: string): Promise<Sample> =>
         reject(new Error(`${variant}: exit ${code ?? signal}\n${stdout.slice(-1000)}\n${stderr.slice(-2000)}`))
         return
       }
-      const { cpuUs } = JSON.parse(usage.slice(USAGE_MARK.length)) as { cpuUs: number }
-      const serverStartMs = Number(readFileSync(stampFile, "utf8")) - startedAt
-      done({ wallMs, cpuMs: cpuUs / 1000, serverStartMs, teardownMs: Number(teardown[1]) })
+      const { cpuUs, spawnCpuUs } = JSON.parse(usage.slice(USAGE_MARK.length)) as { cpuUs: number; spawnCpuUs: number }
+      done({
+        wallMs,
+        cpuMs: cpuUs / 1000,
+        serverStartMs: Number(readFileSync(stampFile, "utf8")) - startedAt,
+        cpuAtSpawnMs: spawnCpuUs / 1000,
+        teardownMs: Number(teardown[1])
+      })
     })
   })
 
@@ -127,6 +147,7 @@ const medians = new Map([...samples].map(([v, xs]) => [v, {
   wallMs: median(xs.map((x) => x.wallMs)),
   cpuMs: median(xs.map((x) => x.cpuMs)),
   serverStartMs: median(xs.map((x) => x.serverStartMs)),
+  cpuAtSpawnMs: median(xs.map((x) => x.cpuAtSpawnMs)),
   teardownMs: median(xs.map((x) => x.teardownMs))
 }]))
 const sdk = [...medians].find(([v]) => v === "sdk" || v.endsWith("#sdk"))?.[1]
@@ -139,10 +160,12 @@ for (const [variant, m] of medians) {
     wallMs: +m.wallMs.toFixed(1),
     cpuMs: +m.cpuMs.toFixed(1),
     serverStartMs: +m.serverStartMs.toFixed(1),
+    cpuAtSpawnMs: +m.cpuAtSpawnMs.toFixed(1),
     teardownMs: +m.teardownMs.toFixed(2),
     wallVsSdk: ratio(m.wallMs, sdk?.wallMs),
     cpuVsSdk: ratio(m.cpuMs, sdk?.cpuMs),
     serverStartVsSdk: ratio(m.serverStartMs, sdk?.serverStartMs),
+    cpuAtSpawnVsSdk: ratio(m.cpuAtSpawnMs, sdk?.cpuAtSpawnMs),
     teardownVsSdk: ratio(m.teardownMs, sdk?.teardownMs)
   }))
 }
