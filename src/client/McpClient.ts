@@ -1,8 +1,9 @@
 /**
  * The MCP protocol layer over any client transport: the handshake, version
  * negotiation, capability checks, typed methods with decoded results and
- * typed server notifications. This module builds a client and provides it;
- * the parts live in internal/: what a client is (`ClientShape`,
+ * typed server notifications. This module makes a client and provides it;
+ * the parts live in internal/, loaded when the first client is made
+ * (`ClientBuild` puts them together): what a client is (`ClientShape`,
  * `ClientOptions`), the era decision and the handshake (`Handshake`), the
  * typed methods (`ClientMethods`), the notification hub
  * (`NotificationHub`); how a call is sent and timed is the call engine's
@@ -17,32 +18,25 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import type { AuthError } from "../AuthError.ts"
 import { group, type Grouped } from "../McpErrorGroup.ts"
-import * as Metrics from "../observability/Metrics.ts"
 import { type AuthErrorOf, ClientTransport, type ClientTransportShape } from "./ClientTransport.ts"
-import * as ClientMethods from "./internal/ClientMethods.ts"
-import { DEFAULT_CLIENT_INFO, DEFAULT_REQUEST_TIMEOUT, type McpClientOptions } from "./internal/ClientOptions.ts"
+import type * as ClientBuild from "./internal/ClientBuild.ts"
+import type { McpClientOptions } from "./internal/ClientOptions.ts"
 import type { HandshakeError, McpClientShape } from "./internal/ClientShape.ts"
-import * as ClientSpans from "./internal/ClientSpans.ts"
-import * as Handshake from "./internal/Handshake.ts"
-import * as McpCallEngine from "./internal/McpCallEngine.ts"
-import * as NotificationHub from "./internal/NotificationHub.ts"
-import * as ServerRequests from "./internal/ServerRequests.ts"
 
 export { type LoggingMessage, type Progress, ServerNotification } from "./internal/ServerNotificationEnum.ts"
-export { type CallEvent, type CallOptions, type PageParams } from "./internal/McpCallEngine.ts"
-export {
-  type ElicitParams,
-  type ElicitResult,
-  type Root,
-  type SamplingParams,
-  type SamplingResult,
-  type ServerRequestHandlers
+export type { CallEvent, CallOptions, PageParams } from "./internal/McpCallEngine.ts"
+export type {
+  ElicitParams,
+  ElicitResult,
+  Root,
+  SamplingParams,
+  SamplingResult,
+  ServerRequestHandlers
 } from "./internal/ServerRequests.ts"
 export { Health, type KeepAliveOptions } from "./internal/KeepAlive.ts"
 export { type ListenFilter, ListenState } from "./internal/Listen.ts"
@@ -91,32 +85,18 @@ export const fromTransport = <A extends AuthError = AuthError>(
   options: McpClientOptions = {}
 ): Effect.Effect<McpClientShape<A>, HandshakeError<A>, Scope.Scope> =>
   // The transport's errors are its own `A` and the flat transport errors; grouped, they are those of `McpClientError<A>`.
-  // Every request and notification is sent through a client span (when a tracer is installed).
-  Effect.mapError(build(ClientSpans.traced(transport), options), group) as Effect.Effect<McpClientShape<A>, HandshakeError<A>, Scope.Scope>
+  Effect.mapError(
+    Effect.flatMap(loadBuild, (builder) => builder.build(transport, options)),
+    group
+  ) as Effect.Effect<McpClientShape<A>, HandshakeError<A>, Scope.Scope>
 
-const build = Effect.fnUntraced(function*(
-  transport: ClientTransportShape,
-  options: McpClientOptions
-): Effect.fn.Return<McpClientShape, Handshake.FlatHandshakeError, Scope.Scope> {
-  const requestTimeout = Duration.fromInputUnsafe(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
-  const calls = McpCallEngine.make(transport, requestTimeout)
-  // Subscribed before anything is sent, so nothing the server says is missed.
-  const hub = yield* NotificationHub.make(transport, calls.routeProgress, options.notificationBuffer ?? 1024)
-  yield* transport.setRequestHandler(ServerRequests.serve(options.handlers ?? {}))
+let building: Promise<typeof ClientBuild> | undefined
 
-  const capabilities = Handshake.declaredCapabilities(options)
-  const clientInfo = options.clientInfo ?? DEFAULT_CLIENT_INFO
-  const established = yield* Handshake.establish({
-    transport,
-    options,
-    requestTimeout,
-    capabilities,
-    clientInfo,
-    onSchemas: hub.decodeWith
-  })
-  yield* Metrics.clientSession(established.version, transport.kind)
-  return yield* ClientMethods.make({ transport, options, requestTimeout, calls, hub, established, capabilities, clientInfo })
-})
+/**
+ * The protocol layer, imported when the first client is made: by then a
+ * stdio transport has spawned its server, which starts while this loads.
+ */
+const loadBuild: Effect.Effect<typeof ClientBuild> = Effect.promise(() => building ??= import("./internal/ClientBuild.ts"))
 
 /**
  * The handshake over the `ClientTransport` in context.

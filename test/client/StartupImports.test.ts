@@ -77,4 +77,15 @@ describe("start-up imports", () => {
     expect(loaded.some((url) => url.endsWith("/src/client/McpClient.ts"))).toBe(true)
     expect(loaded.filter((url) => /\/effect\/dist\/Schema\.js$|\/effect\/dist\/ai\//.test(url))).toEqual([])
   }, 30_000)
+
+  it("McpClient loads its protocol layer when a client is made, after a stdio transport has spawned its server", () => {
+    const loaded = loadedBy("./src/client/McpClient.ts", "./src/client/StdioClientTransport.ts", "./src/client/NodeSpawner.ts")
+    expect(loaded.some((url) => url.endsWith("/src/client/McpClient.ts"))).toBe(true)
+    expect(
+      loaded.filter((url) =>
+        /\/src\/client\/internal\/(ClientBuild|Handshake|ClientMethods|McpCallEngine|NotificationHub)\.ts$|\/src\/observability\/Metrics\.ts$/
+          .test(url)
+      )
+    ).toEqual([])
+  }, 30_000)
 })

@@ -96,14 +96,24 @@ export const establish = Effect.fnUntraced(function*(
     ? cached.version
     : ProtocolVersion.LATEST_STATELESS
 
-  /** `server/discover` with our metadata: the probe, and the stateless era's liveness check. */
+  /**
+   * `server/discover` with our metadata: the probe, and the stateless era's
+   * liveness check. The Schemas start loading once it is on its way (both
+   * eras need them next), while the server starts and answers.
+   */
   const discover = (version: string, timeout: Duration.Input) =>
     Effect.andThen(
       transportVersion(version),
-      transport.request(
-        "server/discover",
-        { _meta: RequestMeta.requestMeta({ protocolVersion: version, clientCapabilities: capabilities, clientInfo }) },
-        { timeout }
+      Effect.flatMap(
+        Effect.forkChild(
+          transport.request(
+            "server/discover",
+            { _meta: RequestMeta.requestMeta({ protocolVersion: version, clientCapabilities: capabilities, clientInfo }) },
+            { timeout }
+          ),
+          { startImmediately: true }
+        ),
+        (probing) => Effect.andThen(LazySchemas.preload, Fiber.join(probing))
       )
     )
   // The transport's mode follows the version it is told (HTTP sends headers by it).

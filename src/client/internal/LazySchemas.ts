@@ -8,8 +8,17 @@ import type * as ClientSchemas from "./McpClientSchemas.ts"
 
 let loading: Promise<typeof ClientSchemas> | undefined
 
+const start = (): Promise<typeof ClientSchemas> => loading ??= import("./McpClientSchemas.ts")
+
 /** The client's Schemas, importing them the first time. */
-export const load = (): Effect.Effect<typeof ClientSchemas> => {
-  const schemas = loading ??= import("./McpClientSchemas.ts")
-  return Effect.promise(() => schemas)
-}
+export const load = (): Effect.Effect<typeof ClientSchemas> => Effect.promise(start)
+
+/**
+ * Starts the import without waiting for it: called once the first request
+ * of a connection is on its way, so the import runs while the server starts
+ * and answers, whichever exchange (the era probe or `initialize`) that is.
+ */
+export const preload: Effect.Effect<void> = Effect.sync(() => void start())
+
+/** Whether the import has been started in this process. */
+export const started = (): boolean => loading !== undefined
