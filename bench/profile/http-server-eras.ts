@@ -15,7 +15,10 @@
  *
  *   npx node bench/profile/http-server-eras.ts [requests=8000] [concurrency=32] [rounds=5] [warmup=20000]
  *
- * `SERVER_ROOT=/tmp/before` runs `ours` from another checkout's `bench/` and `src/`.
+ * `BEFORE_ROOT=/tmp/before` also runs `before stateless` and `before session`:
+ * the same server from another checkout's `bench/` and `src/` (e.g.
+ * `git archive <commit> bench src | tar -x -C /tmp/before`, with
+ * `node_modules` linked beside them), in the same rounds.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
@@ -26,7 +29,8 @@ import { Pool } from "undici"
 const [totalText = "8000", concText = "32", roundsText = "5", warmupText = "20000"] = process.argv.slice(2)
 const total = Number(totalText), concurrency = Number(concText), rounds = Number(roundsText), warmup = Number(warmupText)
 const here = new URL(".", import.meta.url).pathname
-const oursRoot = process.env.SERVER_ROOT ?? resolve(here, "../..")
+const oursRoot = resolve(here, "../..")
+const beforeRoot = process.env.BEFORE_ROOT
 
 const start = (script: string, args: ReadonlyArray<string> = []): Promise<{ child: ChildProcess; url: string }> =>
   new Promise((ok, fail) => {
@@ -96,19 +100,23 @@ const openSession = async (url: string): Promise<string> => {
 }
 
 const ours = await start(resolve(oursRoot, "bench/stateless-server/server-ours.ts"))
+const before = beforeRoot === undefined ? undefined : await start(resolve(beforeRoot, "bench/stateless-server/server-ours.ts"))
 const minimal = await start(resolve(here, "../stateless-server/server-minimal.ts"))
 const effectMin = await start(resolve(here, "../http/server-effect-min.ts"), ["--mode", "json"])
-const children = [ours.child, minimal.child, effectMin.child]
-const session = await openSession(ours.url)
+const children = [ours.child, minimal.child, effectMin.child, ...(before === undefined ? [] : [before.child])]
+
+const statelessHeaders = { ...base, "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo" }
+const bothEras = async (name: string, server: { child: ChildProcess; url: string }) => {
+  const session = await openSession(server.url)
+  return [
+    variant(`${name} stateless`, server.child.pid!, server.url, statelessHeaders, true),
+    variant(`${name} session`, server.child.pid!, server.url, { ...base, "mcp-protocol-version": SESSION, "mcp-session-id": session }, false)
+  ]
+}
 
 const variants: ReadonlyArray<Variant> = [
-  variant("ours stateless", ours.child.pid!, ours.url, {
-    ...base,
-    "mcp-protocol-version": STATELESS,
-    "mcp-method": "tools/call",
-    "mcp-name": "echo"
-  }, true),
-  variant("ours session", ours.child.pid!, ours.url, { ...base, "mcp-protocol-version": SESSION, "mcp-session-id": session }, false),
+  ...(await bothEras("ours", ours)),
+  ...(before === undefined ? [] : await bothEras("before", before)),
   variant("node:http", minimal.child.pid!, minimal.url, { ...base, "mcp-protocol-version": STATELESS }, true),
   variant("effect/http", effectMin.child.pid!, effectMin.url, base, false)
 ]

@@ -104,7 +104,6 @@ export const post = (
     // The answer alone needs no response stream: one opens when the handler first sends the client
     // something on the way (an SSE client only), and this exchange waits for that or the answer.
     const route = new LazyStream(sessions)
-    yield* Effect.addFinalizer(() => route.close)
     const hctx: HandlerContext = {
       sessionId: undefined,
       requestId: rpc.id,
@@ -135,10 +134,13 @@ export const post = (
       Effect.ensuring(Effect.suspend(() => route.finish()))
     )
     yield* sessions.runStateless(run(work))
-    yield* route.openedOrAnswered
+    // The exchange gone first: no stream opens any more, and one that opened ends for good.
+    yield* Effect.onInterrupt(route.openedOrAnswered, () => route.close)
 
     const out = route.opened
     if (out === undefined) return directAnswer(route.direct, accepts, config.responseMode)
+    // A stream ends for good with its exchange (one finalizer only where there is a stream: each costs at close).
+    yield* Effect.addFinalizer(() => out.close)
     const streams = yield* out.awaitStreamingOrEnd
     if (streams) {
       return SseWire.response(
