@@ -110,6 +110,18 @@ export const checkRequest = (
   return undefined
 }
 
+// A tool's schema object is kept as listed until the tools change: what it declares is read once.
+const declaredParams = new WeakMap<object, RequestMeta.HeaderParams>()
+const headerParamsOf = (inputSchema: unknown): RequestMeta.HeaderParams => {
+  if (typeof inputSchema !== "object" || inputSchema === null) return RequestMeta.headerParams(inputSchema)
+  let declared = declaredParams.get(inputSchema)
+  if (declared === undefined) {
+    declared = RequestMeta.headerParams(inputSchema)
+    declaredParams.set(inputSchema, declared)
+  }
+  return declared
+}
+
 /**
  * A `tools/call`'s `Mcp-Param-*` headers against its arguments, for the
  * tool's `x-mcp-header` parameters: a value the client mirrors (one of the
@@ -118,7 +130,7 @@ export const checkRequest = (
  * A schema with invalid annotations declares nothing (clients drop such tools).
  */
 export const checkParams = (headers: Headers, inputSchema: unknown, args: unknown): Rejection | undefined => {
-  const declared = RequestMeta.headerParams(inputSchema)
+  const declared = headerParamsOf(inputSchema)
   if (declared._tag !== "Valid") return undefined
   for (const param of declared.params) {
     const name = `Mcp-Param-${param.header}`

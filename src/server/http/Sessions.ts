@@ -150,7 +150,7 @@ export interface Sessions {
   readonly enterSlots: SessionSlots.StreamSlots["enterSlots"]
   readonly stats: Effect.Effect<Stats>
   /** A stream for one stateless-era request: no session, no store (nothing to resume), the transport's keep-alive. */
-  readonly requestStream: Effect.Effect<OutStream.OutStream>
+  readonly requestStreamUnsafe: () => OutStream.OutStream
   /**
    * Runs a stateless-era request's handler in the current request scope: it
    * is interrupted when that scope closes (the answer was written, or the
@@ -450,24 +450,24 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   let statelessRequests = 0
   const noStateless = Latch.makeUnsafe(true)
-  const requestStream = Effect.suspend(() =>
-    OutStream.make({
+  const requestStreamUnsafe = () =>
+    OutStream.makeUnsafe({
       streamId: streamId(),
       store: undefined,
       keepAlive,
       maxBufferedBytes: config.maxBufferedBytes,
       onDropped
     })
-  )
   const runStateless = <A, E>(effect: Effect.Effect<A, E>) =>
     Effect.uninterruptible(Effect.suspend(() => {
       if (statelessRequests++ === 0) noStateless.closeUnsafe()
+      // Started at once, as a session's work is: scheduled instead, each request pays a scheduler round trip.
       return Effect.forkScoped(Effect.ensuring(
         Effect.interruptible(effect),
         Effect.sync(() => {
           if (--statelessRequests === 0) noStateless.openUnsafe()
         })
-      ))
+      ), { startImmediately: true })
     }))
 
   const busy = Effect.gen(function*() {
@@ -521,7 +521,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     enter,
     enterSlots,
     stats,
-    requestStream,
+    requestStreamUnsafe,
     runStateless,
     list: all,
     awaitNoStreams: slots.awaitNoStreams,

@@ -11,6 +11,7 @@
  */
 import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -20,9 +21,11 @@ import * as RequestMeta from "../../RequestMeta.ts"
 import type { HandlerContext } from "../Handler.ts"
 import type { Env } from "./Guard.ts"
 import * as MetaHeaders from "./MetaHeaders.ts"
+import type * as OutStream from "./OutStream.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as ServerSpans from "../internal/ServerSpans.ts"
 import type * as Security from "./Security.ts"
+import type { Sessions } from "./Sessions.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 
@@ -98,18 +101,24 @@ export const post = (
 
     const grant = yield* sessions.enterSlots(principal.id, undefined, 1)
     if (grant.granted === 0) return yield* SlotRefusal.refuse(grant.short!)
-    const out = yield* sessions.requestStream
-    yield* Effect.addFinalizer(() => out.close)
+    // The answer alone needs no response stream: one opens when the handler first sends the client
+    // something on the way (an SSE client only), and this exchange waits for that or the answer.
+    const route = new LazyStream(sessions)
     const hctx: HandlerContext = {
       sessionId: undefined,
       requestId: rpc.id,
       principal: principalId,
       auth: principal.auth,
       // A JSON-only client reads the answer alone.
-      notify: (method, params) =>
-        accepts.sse
-          ? Effect.asVoid(out.offer(params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }))
-          : Effect.void,
+      notify: accepts.sse
+        ? (method, params) =>
+          Effect.suspend(() => {
+            const out = route.open()
+            return out === undefined
+              ? Effect.void
+              : Effect.asVoid(out.offer(params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }))
+          })
+        : () => Effect.void,
       request: (method) => Effect.fail(unavailable(method))
     }
     const work = Effect.suspend(() => env.handler(rpc, hctx)).pipe(
@@ -121,12 +130,18 @@ export const post = (
             JsonRpc.failure(rpc.id, JsonRpc.ErrorCode.InternalError, "Internal error")
           )
       ),
-      Effect.flatMap((reply) => reply === null ? Effect.void : out.offer(reply)),
-      Effect.ensuring(out.end)
+      Effect.flatMap((reply) => reply === null ? Effect.void : route.deliver(reply)),
+      Effect.ensuring(Effect.suspend(() => route.finish()))
     )
     yield* sessions.runStateless(run(work))
+    // The exchange gone first: no stream opens any more, and one that opened ends for good.
+    yield* Effect.onInterrupt(route.openedOrAnswered, () => route.close)
 
-    const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
+    const out = route.opened
+    if (out === undefined) return directAnswer(route.direct, accepts, config.responseMode)
+    // A stream ends for good with its exchange (one finalizer only where there is a stream: each costs at close).
+    yield* Effect.addFinalizer(() => out.close)
+    const streams = yield* out.awaitStreamingOrEnd
     if (streams) {
       return SseWire.response(
         out.attach({ priming: false, retryMs: undefined, lastEventId: undefined, cut: SseWire.cutter(request) }),
@@ -135,11 +150,76 @@ export const post = (
     }
     const replies = yield* out.takeQueued
     const reply = replies.find((q) => "id" in q.message && !("method" in q.message))
-    if (reply === undefined) return HttpServerResponse.empty({ status: 202 })
-    const status = MetaHeaders.statusOf(reply.message as JsonRpc.JsonRpcResponse)
-    // Errors keep their status (a client tells the eras apart by it), so they go as JSON.
-    if (status === 200 && (!accepts.json || config.responseMode === "sse")) {
-      return SseWire.whole(SseWire.event(reply.json), {})
-    }
-    return HttpServerResponse.text(reply.json, { status, contentType: "application/json" })
+    return reply === undefined
+      ? HttpServerResponse.empty({ status: 202 })
+      : jsonOrEvent(reply.message as JsonRpc.JsonRpcResponse, reply.json, accepts, config.responseMode)
   })
+
+const jsonOrEvent = (
+  reply: JsonRpc.JsonRpcResponse,
+  json: string,
+  accepts: RequestBody.Accepts,
+  responseMode: Env["config"]["responseMode"]
+) => {
+  const status = MetaHeaders.statusOf(reply)
+  // Errors keep their status (a client tells the eras apart by it), so they go as JSON.
+  if (status === 200 && (!accepts.json || responseMode === "sse")) {
+    return SseWire.whole(SseWire.event(json), {})
+  }
+  return HttpServerResponse.text(json, { status, contentType: "application/json" })
+}
+
+const directAnswer = (
+  reply: JsonRpc.JsonRpcResponse | undefined,
+  accepts: RequestBody.Accepts,
+  responseMode: Env["config"]["responseMode"]
+) =>
+  reply === undefined
+    ? HttpServerResponse.empty({ status: 202 })
+    : jsonOrEvent(reply, JSON.stringify(reply), accepts, responseMode)
+
+/**
+ * Where a stateless request's answer goes: straight to the exchange, unless
+ * the handler sent the client something first (then a response stream of
+ * this request alone, opened on that first message).
+ */
+class LazyStream {
+  opened: OutStream.OutStream | undefined = undefined
+  direct: JsonRpc.JsonRpcResponse | undefined = undefined
+  /** The work ended or the exchange closed: no stream opens any more. */
+  #finished = false
+  readonly #settled = Deferred.makeUnsafe<void>()
+  readonly #sessions: Sessions
+  constructor(sessions: Sessions) {
+    this.#sessions = sessions
+  }
+  /** The response stream, opened now if it is not yet; `undefined` once the request is over. */
+  open(): OutStream.OutStream | undefined {
+    if (this.opened === undefined && !this.#finished) {
+      this.opened = this.#sessions.requestStreamUnsafe()
+      Deferred.doneUnsafe(this.#settled, Effect.void)
+    }
+    return this.opened
+  }
+  deliver(reply: JsonRpc.JsonRpcResponse): Effect.Effect<unknown> {
+    if (this.opened !== undefined) return this.opened.offer(reply)
+    this.direct = reply
+    return Effect.void
+  }
+  /** The work ended: its stream (if one opened) ends after what it holds, or the answer is ready. */
+  finish(): Effect.Effect<void> {
+    this.#finished = true
+    Deferred.doneUnsafe(this.#settled, Effect.void)
+    return this.opened === undefined ? Effect.void : this.opened.end
+  }
+  get close(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      this.#finished = true
+      return this.opened === undefined ? Effect.void : this.opened.close
+    })
+  }
+  /** Completes when the stream opens or the work ends, whichever comes first. */
+  get openedOrAnswered(): Effect.Effect<void> {
+    return Deferred.await(this.#settled)
+  }
+}

@@ -69,6 +69,20 @@ export interface StatelessEra<R> {
   readonly toolsChanged: () => void
 }
 
+/**
+ * A listed tool's schema as it was listed: what it declares is read once per
+ * schema object (see MetaHeaders), so a handler that changes its tools'
+ * schema objects in place and announces the change is listed afresh.
+ */
+const snapshot = (schema: unknown): unknown => {
+  if (typeof schema !== "object" || schema === null) return schema
+  try {
+    return structuredClone(schema)
+  } catch {
+    return schema
+  }
+}
+
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const UNKNOWN_CLIENT: Implementation = { name: "unknown", version: "unknown" }
@@ -346,7 +360,7 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
       const tools = reply.result.tools
       if (Array.isArray(tools)) {
         for (const tool of tools) {
-          if (isRecord(tool) && typeof tool.name === "string") found.set(tool.name, tool.inputSchema)
+          if (isRecord(tool) && typeof tool.name === "string") found.set(tool.name, snapshot(tool.inputSchema))
         }
       }
       cursor = reply.result.nextCursor
