@@ -9,7 +9,7 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Result, Schema, Stream } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Result, Schema, Stream } from "effect"
 import * as McpSchema from "effect/ai/McpSchema"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import { Diagnostic } from "../../src/client/ClientTransport.ts"
@@ -163,5 +163,81 @@ describe("notification listeners", () => {
       yield* pair.server.context.notify("notifications/progress", { progressToken: "other", progress: 9 })
       expect((yield* Fiber.join(heard)).map((p) => p.progress)).toEqual([1, 2, 9])
       expect(mine).toEqual([1, 2])
+    }))
+})
+
+describe("onProgress while the call waits", () => {
+  class Label extends Context.Service<Label, string>()("test/ProgressRouting/Label") {}
+
+  /** Answers initialize; a `tools/call` sends one progress for its token, then answers when `release` is done. */
+  const waitingServer = (release: Deferred.Deferred<void>): Handler => (message, ctx) =>
+    Effect.gen(function*() {
+      if (!("id" in message)) return null
+      if (message.method === "initialize") {
+        return JsonRpc.success(message.id, {
+          protocolVersion: "2025-11-25",
+          capabilities: { tools: {} },
+          serverInfo: { name: "waiting", version: "1" }
+        })
+      }
+      if (message.method !== "tools/call") return JsonRpc.failure(message.id, JsonRpc.ErrorCode.MethodNotFound, "Method not found")
+      const token = (message.params as { _meta?: { progressToken?: string } })._meta?.progressToken
+      yield* ctx.notify("notifications/progress", { progressToken: token, progress: 1 })
+      yield* Deferred.await(release)
+      yield* ctx.notify("notifications/progress", { progressToken: token, progress: 2 })
+      return JsonRpc.success(message.id, { content: [] })
+    })
+
+  it.effect("runs with the caller's services before the result, and the rest before the call returns", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      const pair = yield* InMemoryTransport.makePair(waitingServer(release))
+      const client = yield* McpClient.fromTransport(pair.client)
+      const first = yield* Deferred.make<string>()
+      const seen: Array<string> = []
+      const call = yield* client.callTool({ name: "t" }, {
+        onProgress: (p) =>
+          Effect.gen(function*() {
+            const label = yield* Label
+            seen.push(`${label}:${p.progress}`)
+            if (p.progress === 1) yield* Deferred.succeed(first, label)
+          })
+      }).pipe(Effect.provideService(Label, "caller"), Effect.forkChild)
+      expect(yield* Deferred.await(first)).toBe("caller")
+      expect(call.pollUnsafe()).toBeUndefined()
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(call)
+      expect(seen).toEqual(["caller:1", "caller:2"])
+    }))
+
+  it.effect("a callback that dies fails the call with its defect", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      const pair = yield* InMemoryTransport.makePair(waitingServer(release))
+      const client = yield* McpClient.fromTransport(pair.client)
+      const call = yield* client.callTool({ name: "t" }, {
+        onProgress: (p) => p.progress === 1 ? Effect.andThen(Deferred.succeed(release, undefined), Effect.die("callback broke")) : Effect.void
+      }).pipe(Effect.exit, Effect.forkChild)
+      const exit = yield* Fiber.join(call)
+      expect(exit).toStrictEqual(Exit.die("callback broke"))
+    }))
+
+  it.effect("interrupting the call stops a callback still running", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      const pair = yield* InMemoryTransport.makePair(waitingServer(release))
+      const client = yield* McpClient.fromTransport(pair.client)
+      const started = yield* Deferred.make<void>()
+      const stopped = yield* Deferred.make<void>()
+      const call = yield* client.callTool({ name: "t" }, {
+        onProgress: () =>
+          Effect.andThen(Deferred.succeed(started, undefined), Effect.never).pipe(
+            Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))
+          )
+      }).pipe(Effect.forkChild)
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(call)
+      yield* Deferred.await(stopped)
+      expect(Exit.hasInterrupts(call.pollUnsafe()!)).toBe(true)
     }))
 })
