@@ -167,7 +167,8 @@ describe("notification listeners", () => {
 })
 
 describe("onProgress while the call waits", () => {
-  class Label extends Context.Service<Label, string>()("test/ProgressRouting/Label") {}
+  /** A reference the caller sets: the callbacks run with the caller's services. */
+  const Label = Context.Reference<string>("test/ProgressRouting/Label", { defaultValue: () => "default" })
 
   /** Answers initialize; a `tools/call` sends one progress for its token, then answers when `release` is done. */
   const waitingServer = (release: Deferred.Deferred<void>): Handler => (message, ctx) =>
