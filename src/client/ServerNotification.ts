@@ -8,6 +8,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as McpSchema from "effect/ai/McpSchema"
 import type * as JsonRpc from "../JsonRpc.ts"
+import * as FastNotification from "./internal/FastNotification.ts"
 import { type LoggingMessage, type Progress, ServerNotification } from "./internal/ServerNotificationEnum.ts"
 
 export { type LoggingMessage, type Progress, ServerNotification }
@@ -40,6 +41,8 @@ const other = (n: JsonRpc.JsonRpcNotification, invalid?: string): ServerNotifica
 export const decode = (n: JsonRpc.JsonRpcNotification): ServerNotification => {
   switch (n.method) {
     case "notifications/progress": {
+      const fast = FastNotification.progress(n.params)
+      if (fast !== undefined) return fast
       const r = decodeProgress(n.params)
       return Result.isSuccess(r)
         ? ServerNotification.Progress({

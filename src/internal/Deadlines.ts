@@ -40,6 +40,7 @@ export interface Deadlines<A extends Timed> {
 }
 
 interface Node<A extends Timed> extends Deadline {
+  at: number
   readonly item: A
   readonly list: List<A>
   prev: Node<A> | undefined
@@ -129,12 +130,21 @@ export const make = <A extends Timed>(expire: (item: A, timeoutMs: number) => vo
 
   // To the tail of its list, which keeps the list ordered. The timer needs no
   // change: while any deadline exists a sweep is due at or before the earliest
-  // one, and a sweep that wakes early only re-arms for the new head.
+  // one, and a sweep that wakes early only re-arms for the new head. The node
+  // moves as it is: progress restarts a deadline many times per request.
   const restart = (clock: Clock.Clock, item: A): void => {
     const node = item.deadline as Node<A> | undefined
     if (node === undefined) return
-    unlink(node)
-    append(item, node.timeoutMs, clock.currentTimeMillisUnsafe() + node.timeoutMs, node.list)
+    node.at = clock.currentTimeMillisUnsafe() + node.timeoutMs
+    const list = node.list
+    if (list.tail === node) return
+    if (node.prev === undefined) list.head = node.next
+    else node.prev.next = node.next
+    node.next!.prev = node.prev
+    node.prev = list.tail
+    node.next = undefined
+    list.tail!.next = node
+    list.tail = node
   }
 
   // The timer is not stopped when the last deadline goes: restarting it for

@@ -128,6 +128,31 @@ describe("Deadlines", () => {
       expect(expired).toEqual(["b@1000", "a@1000"])
     }))
 
+  it.effect("restarts from the middle and the tail of a list keep it in deadline order", () =>
+    Effect.gen(function*() {
+      const { add, clock, expired, wheel } = yield* setup
+      const [a, b, c] = [item("a"), item("b"), item("c")]
+      yield* add(a, 1000)
+      yield* TestClock.adjust(100)
+      yield* add(b, 1000)
+      yield* TestClock.adjust(100)
+      yield* add(c, 1000)
+      yield* TestClock.adjust(100)
+      wheel.restart(clock, b)
+      wheel.restart(clock, b)
+      yield* TestClock.adjust(100)
+      wheel.restart(clock, c)
+      wheel.remove(a)
+      expect(b.deadline).toMatchObject({ at: 1300 })
+      expect(c.deadline).toMatchObject({ at: 1400 })
+      yield* TestClock.adjust(899)
+      expect(expired).toEqual([])
+      yield* TestClock.adjust(1)
+      expect(expired).toEqual(["b@1000"])
+      yield* TestClock.adjust(100)
+      expect(expired).toEqual(["b@1000", "c@1000"])
+    }))
+
   it.effect("restarting an item without a deadline does nothing", () =>
     Effect.gen(function*() {
       const { clock, expired, wheel } = yield* setup

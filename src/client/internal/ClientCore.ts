@@ -23,6 +23,7 @@ import {
 import * as JsonRpc from "../../JsonRpc.ts"
 import { type MessageTooLarge, RpcError, TransportClosed, truncate } from "../../McpError.ts"
 import * as Correlation from "../../internal/Correlation.ts"
+import * as NotificationListener from "./NotificationListener.ts"
 
 export interface ClientCoreOptions {
   /** Writes one message to the peer (responses to server requests, cancellations). */
@@ -91,6 +92,23 @@ export const make = Effect.fnUntraced(function*(
     PubSub.publishUnsafe(diagnostics, d)
   }
 
+  // See NotificationListener: called in the routing of each notification, before its subscribers hear of it.
+  let listeners: ReadonlyArray<(n: JsonRpc.JsonRpcNotification) => void> = []
+  const notifyListeners = (n: JsonRpc.JsonRpcNotification) => {
+    for (const listener of listeners) {
+      try {
+        listener(n)
+      } catch (error) {
+        diagnose(Diagnostic.ListenerError({ error }))
+      }
+    }
+  }
+  const listen: NotificationListener.Listen = (listener) =>
+    Effect.acquireRelease(
+      Effect.sync(() => void (listeners = [...listeners, listener])),
+      () => Effect.sync(() => void (listeners = listeners.filter((l) => l !== listener)))
+    )
+
   const serve = (request: JsonRpc.JsonRpcRequest) =>
     FiberMap.run(
       serving,
@@ -133,9 +151,17 @@ export const make = Effect.fnUntraced(function*(
         if (n.method === "notifications/cancelled") {
           const id = (n.params as { requestId?: unknown } | undefined)?.requestId
           if (typeof id === "string" || typeof id === "number") {
-            return Effect.andThen(FiberMap.remove(serving, id), PubSub.publish(notifications, n))
+            // Whoever hears of the cancellation finds our handler for it already interrupted.
+            return Effect.andThen(
+              FiberMap.remove(serving, id),
+              Effect.suspend(() => {
+                if (listeners.length > 0) notifyListeners(n)
+                return PubSub.publish(notifications, n)
+              })
+            )
           }
         }
+        if (listeners.length > 0) notifyListeners(n)
         PubSub.publishUnsafe(notifications, n)
         return Effect.void
       }
@@ -204,6 +230,7 @@ export const make = Effect.fnUntraced(function*(
       : { timeoutMs: timeoutMsFor(o), onDeadline: o.onDeadline, onId: o.onId }
 
   const service: ClientCore["service"] = (parts) => ({
+    [NotificationListener.key]: listen,
     kind: parts.kind,
     request: parts.request,
     notify: parts.notify,

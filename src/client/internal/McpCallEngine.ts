@@ -10,6 +10,7 @@ import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
@@ -116,8 +117,8 @@ interface Watch {
   last: number | undefined
   /** Restarts the call's idle timeout; set by the transport once the timeout runs. */
   restart: (() => void) | undefined
-  /** Feeds `onProgress`, for a call that has one. */
-  readonly queue: Queue.Queue<Progress> | undefined
+  /** Hands a new progress to `onProgress`, for a call that has one (see `withProgress`). */
+  deliver: ((progress: Progress) => void) | undefined
   /** The request body until the transport takes it: not kept while the call waits. */
   body: Readonly<Record<string, unknown>> | undefined
 }
@@ -140,7 +141,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     if (watch !== undefined && n.progress > (watch.last ?? Number.NEGATIVE_INFINITY)) {
       watch.last = n.progress
       watch.restart?.()
-      if (watch.queue !== undefined) Queue.offerUnsafe(watch.queue, n)
+      watch.deliver?.(n)
     }
   }
 
@@ -179,12 +180,8 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
         return plain(method, token, body, idle, idleMs, restartOnProgress, decode, wire)
       }
       return Effect.flatMap(
-        onProgress === undefined ? Effect.succeed(undefined) : Queue.unbounded<Progress>(),
-        (queue) =>
-          Effect.flatMap(
-            watched(method, token, body, idle, idleMs, restartOnProgress, queue, onProgress, callOptions, wire),
-            decode
-          )
+        watched(method, token, body, idle, idleMs, restartOnProgress, onProgress, callOptions, wire),
+        decode
       )
     })
 
@@ -204,7 +201,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     decode: Decode<A>,
     wire: WireOptions | undefined
   ): Effect.Effect<A, FlatError> => {
-    const watch: Watch = { last: undefined, restart: undefined, queue: undefined, body }
+    const watch: Watch = { last: undefined, restart: undefined, deliver: undefined, body }
     watches.set(token, watch)
     const request = Effect.onExit(
       Effect.suspend(() => {
@@ -228,7 +225,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     })
   }
 
-  /** A call with `onProgress` or `maxTotalTimeout`: progress may feed a queue, and a total timeout may race it. */
+  /** A call with `onProgress` or `maxTotalTimeout`: progress may go to `onProgress`, and a total timeout may race it. */
   const watched = (
     method: string,
     token: string,
@@ -236,12 +233,11 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     idle: Duration.Duration,
     idleMs: number,
     restartOnProgress: boolean,
-    queue: Queue.Queue<Progress> | undefined,
     onProgress: ((p: Progress) => Effect.Effect<void>) | undefined,
     callOptions: CallOptions | undefined,
     wire: WireOptions | undefined
   ): Effect.Effect<unknown, FlatError> => {
-    const watch: Watch = { last: undefined, restart: undefined, queue, body: undefined }
+    const watch: Watch = { last: undefined, restart: undefined, deliver: undefined, body: undefined }
     watches.set(token, watch)
     let effect: Effect.Effect<unknown, FlatError> = restartOnProgress
       ? Effect.mapError(
@@ -249,14 +245,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
         idleTimeout(method, idleMs)
       )
       : transport.request(method, body, { ...wire, timeout: idle })
-    if (queue !== undefined && onProgress !== undefined) {
-      // The response settles the call directly while progress comes through
-      // the notification fiber: progress that arrived before the response but
-      // was not yet handed over is delivered before the result.
-      const late = Effect.flatMap(Queue.clear(queue), (items) => Effect.forEach(items, onProgress, { discard: true }))
-      const deliver = Effect.forever(Effect.flatMap(Queue.take(queue), onProgress))
-      effect = Effect.tap(Effect.raceFirst(effect, deliver), () => late)
-    }
+    if (onProgress !== undefined) effect = withProgress(effect, watch, onProgress)
     if (callOptions?.maxTotalTimeout !== undefined) {
       const max = Duration.fromInputUnsafe(callOptions.maxTotalTimeout)
       effect = Effect.timeoutOrElse(effect, {
@@ -270,6 +259,87 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
 
   return { send, routeProgress }
 }
+
+/**
+ * Runs `onProgress` for each progress of a call, one after the other, and
+ * every progress that arrived before the result before the call returns.
+ *
+ * The request runs in the caller's fiber. Progress arrives as the transport
+ * routes it, more often than not in the same read as the result that
+ * follows it; the caller then runs the callbacks itself once the result is
+ * in, and the call costs no fiber of its own. Only progress still without a
+ * result once that read is done (a task scheduled behind it) starts a fiber,
+ * with the caller's services, to run the callbacks while the call waits. As
+ * when the callbacks' fiber raced the request: once the result is in, that
+ * fiber is stopped and the caller runs what is left; a callback that died
+ * fails the call (when its request settles); a call that fails or is
+ * interrupted stops that fiber.
+ */
+const withProgress = <A, E>(
+  request: Effect.Effect<A, E>,
+  watch: Watch,
+  onProgress: (progress: Progress) => Effect.Effect<void>
+): Effect.Effect<A, E> =>
+  Effect.withFiber((caller) => {
+    const pending: Array<Progress> = []
+    let deliverer: Fiber.Fiber<void> | undefined
+    let parked: ((resume: Effect.Effect<void>) => void) | undefined
+    let kickScheduled = false
+    let settled = false
+
+    const park = Effect.callback<void>((resume) => void (parked = resume))
+    // One at a time, so that what a stopped fiber had not started stays for the caller.
+    const next: Effect.Effect<void> = Effect.suspend(() => {
+      const progress = pending.shift()
+      if (progress !== undefined) return Effect.andThen(onProgress(progress), next)
+      return Effect.andThen(park, next)
+    })
+    const kick = () => {
+      kickScheduled = false
+      if (settled) return
+      if (deliverer === undefined) {
+        // Started on the next tick: a callback that wakes a fiber which then ends this call finds it here.
+        deliverer = Effect.runForkWith(caller.context)(Effect.andThen(Effect.yieldNow, next))
+        return
+      }
+      const resume = parked
+      parked = undefined
+      resume?.(Effect.void)
+    }
+    watch.deliver = (progress) => {
+      pending.push(progress)
+      if (!kickScheduled && (deliverer === undefined || parked !== undefined)) {
+        kickScheduled = true
+        caller.currentDispatcher.scheduleTask(kick, 0)
+      }
+    }
+
+    const drain = (value: A): Effect.Effect<A> => {
+      if (pending.length === 0) return Effect.succeed(value)
+      return Effect.as(Effect.forEach(pending.splice(0), onProgress, { discard: true }), value)
+    }
+    const stop = () => {
+      settled = true
+      watch.deliver = undefined
+    }
+    const finish = (value: A): Effect.Effect<A> => {
+      stop()
+      const running = deliverer
+      if (running === undefined) return drain(value)
+      return Effect.flatMap(Fiber.interrupt(running), () => {
+        const exit = running.pollUnsafe()
+        return exit !== undefined && exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)
+          ? Effect.failCause(exit.cause)
+          : drain(value)
+      })
+    }
+    return Effect.onExit(Effect.flatMap(request, finish), (exit) => {
+      if (exit._tag === "Success") return Effect.void
+      stop()
+      const running = deliverer
+      return running === undefined ? Effect.void : Fiber.interrupt(running)
+    })
+  })
 
 /** A call as a stream: each progress (also passed to the caller's own `onProgress`), then the result. */
 export const streamed = <A, E = FlatError>(

@@ -17,6 +17,7 @@ import type * as JsonRpc from "../../JsonRpc.ts"
 import type { ClientTransportShape } from "../ClientTransport.ts"
 import type { ListChanged, McpClientShape } from "./ClientShape.ts"
 import * as LazySchemas from "./LazySchemas.ts"
+import * as NotificationListener from "./NotificationListener.ts"
 import type * as ClientSchemas from "./McpClientSchemas.ts"
 import { type Progress, ServerNotification } from "./ServerNotificationEnum.ts"
 
@@ -76,6 +77,38 @@ export const make = Effect.fnUntraced(function*(
       dropCached("resources/templates/list")
     }
     PubSub.publishUnsafe(hub, n)
+  }
+
+  const listen = NotificationListener.of(transport)
+  if (listen !== undefined) {
+    // Routed as the transport reads each one: a progress reaches its call
+    // before the result that follows it, with no hop per notification.
+    // Until the Schemas load, notifications wait for them in order.
+    let waiting: Array<JsonRpc.JsonRpcNotification> | undefined
+    const onRaw = (raw: JsonRpc.JsonRpcNotification) => {
+      if (!admit(raw)) return
+      const decode = decodeNotification
+      if (decode !== undefined) return onNotification(decode(raw))
+      if (waiting === undefined) {
+        waiting = []
+        Effect.runFork(Effect.map(LazySchemas.load(), (schemas) => decodeWith(schemas.decodeNotification)))
+      }
+      waiting.push(raw)
+    }
+    const decodeWith = (decode: Decode) => {
+      if (decodeNotification !== undefined) return
+      decodeNotification = decode
+      const backlog = waiting ?? []
+      waiting = undefined
+      for (const raw of backlog) onNotification(decode(raw))
+    }
+    yield* listen(onRaw)
+    return {
+      decodeWith,
+      admitWith: (f) => void (admit = f),
+      dropCachedWith: (f) => void (dropCached = f),
+      views: viewsOf(hub)
+    }
   }
 
   const incoming = yield* transport.subscribeNotifications
