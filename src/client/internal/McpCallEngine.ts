@@ -124,6 +124,19 @@ interface Watch {
 
 const millis = (d: Duration.Duration): number => (Duration.isFinite(d) ? Duration.toMillis(d) : Number.POSITIVE_INFINITY)
 
+/**
+ * Here the transport's own timeout (it has no phase) is the idle timeout: the
+ * transport was given the call's method and idle timeout, so its error names
+ * both. One function for every call, so a waiting call holds no closure for it.
+ */
+const asIdleTimeout = (e: FlatError): FlatError =>
+  e._tag === "RequestTimeout" && e.phase === undefined
+    ? new RequestTimeout({ method: e.method, id: e.id, timeoutMs: e.timeoutMs, phase: "No response or progress" })
+    : e
+
+const failAsIdleTimeout = (cause: Cause.Cause<FlatError>): Effect.Effect<never, FlatError> =>
+  Effect.failCause(Cause.map(cause, asIdleTimeout))
+
 /** The result of `request()`: not decoded. */
 export const undecoded = (raw: unknown): Effect.Effect<unknown> => Exit.succeed(raw)
 
@@ -143,12 +156,6 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
       if (watch.queue !== undefined) Queue.offerUnsafe(watch.queue, n)
     }
   }
-
-  /** Here the transport's own timeout (it has no phase) is the idle timeout. */
-  const idleTimeout = (method: string, idleMs: number) => (e: FlatError): FlatError =>
-    e._tag === "RequestTimeout" && e.phase === undefined
-      ? new RequestTimeout({ method, id: e.id, timeoutMs: idleMs, phase: "No response or progress" })
-      : e
 
   /**
    * The common case (no `onProgress`, no `maxTotalTimeout`) adds no fiber,
@@ -176,13 +183,13 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
       const body = { ...params, _meta: meta }
       const onProgress = callOptions?.onProgress
       if (onProgress === undefined && callOptions?.maxTotalTimeout === undefined) {
-        return plain(method, token, body, idle, idleMs, restartOnProgress, decode, wire)
+        return plain(method, token, body, idle, restartOnProgress, decode, wire)
       }
       return Effect.flatMap(
         onProgress === undefined ? Effect.succeed(undefined) : Queue.unbounded<Progress>(),
         (queue) =>
           Effect.flatMap(
-            watched(method, token, body, idle, idleMs, restartOnProgress, queue, onProgress, callOptions, wire),
+            watched(method, token, body, idle, restartOnProgress, queue, onProgress, callOptions, wire),
             decode
           )
       )
@@ -199,7 +206,6 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     token: string,
     body: Readonly<Record<string, unknown>>,
     idle: Duration.Duration,
-    idleMs: number,
     restartOnProgress: boolean,
     decode: Decode<A>,
     wire: WireOptions | undefined
@@ -222,9 +228,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     )
     return Effect.matchCauseEffect(request, {
       onSuccess: decode,
-      onFailure: restartOnProgress
-        ? (cause) => Effect.failCause(Cause.map(cause, idleTimeout(method, idleMs)))
-        : Effect.failCause
+      onFailure: restartOnProgress ? failAsIdleTimeout : Effect.failCause
     })
   }
 
@@ -234,7 +238,6 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     token: string,
     body: Readonly<Record<string, unknown>>,
     idle: Duration.Duration,
-    idleMs: number,
     restartOnProgress: boolean,
     queue: Queue.Queue<Progress> | undefined,
     onProgress: ((p: Progress) => Effect.Effect<void>) | undefined,
@@ -246,7 +249,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     let effect: Effect.Effect<unknown, FlatError> = restartOnProgress
       ? Effect.mapError(
         transport.request(method, body, { ...wire, timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
-        idleTimeout(method, idleMs)
+        asIdleTimeout
       )
       : transport.request(method, body, { ...wire, timeout: idle })
     if (queue !== undefined && onProgress !== undefined) {
