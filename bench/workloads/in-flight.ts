@@ -77,8 +77,9 @@ export const workload: Workload = {
     })
     for (const { client, hold, r } of clientRuns) {
       // Promise-only clients' users hold promises: their figures stand in the fibers rows as well.
-      const rows = hold === "fibers" ? [" as fibers"] : holds.includes("fibers") && !EFFECT_CLIENTS.has(client) ? ["", " as fibers"] : [""]
-      for (const suffix of rows) {
+      const promiseOnly = holds.includes("fibers") && !EFFECT_CLIENTS.has(client)
+      const suffixes = hold === "fibers" ? [" as fibers"] : promiseOnly ? ["", " as fibers"] : [""]
+      for (const suffix of suffixes) {
         samples.add(`client heap${suffix}`, client, "KiB/req", r.heapKiB)
         samples.add(`client RSS${suffix}`, client, "KiB/req", r.rssKiB)
         samples.add(`client settle after release${suffix}`, client, "ms", r.settleMs!)
