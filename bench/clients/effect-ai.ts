@@ -10,7 +10,7 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as ChildProcess from "effect/process/ChildProcess"
 import type { BenchClient } from "./types.ts"
-import { driveEffect } from "./effect-drive.ts"
+import { driveEffect, holdEffect } from "./effect-drive.ts"
 
 export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
   const layer = McpClient.layerStdio({
@@ -34,6 +34,7 @@ export const make = async (command: string, args: ReadonlyArray<string>): Promis
       op === "ping"
         ? Promise.resolve({ rps: Number.NaN, p50: Number.NaN, p99: Number.NaN })
         : runtime.runPromise(driveEffect(call, total, concurrency)),
+    holdAsFibers: (count) => runtime.runPromise(holdEffect(call, count)),
     close: () => runtime.dispose()
   }
 }

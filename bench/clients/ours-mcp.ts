@@ -6,7 +6,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import { driveEffect } from "./effect-drive.ts"
+import { driveEffect, holdEffect } from "./effect-drive.ts"
 import { loadMcpClient, loadNodeSpawner, loadStdioClientTransport } from "../our-modules.ts"
 import type { BenchClient, ClientOptions } from "./types.ts"
 
@@ -46,6 +46,7 @@ export const make = async (
       runtime.runPromise(
         driveEffect(op === "ping" ? ping : op === "callToolWithProgress" ? withProgress : callTool, total, concurrency)
       ),
+    holdAsFibers: (count) => runtime.runPromise(holdEffect(callTool, count)),
     close: () => runtime.dispose()
   }
 }

@@ -2,7 +2,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import { driveEffect } from "./effect-drive.ts"
+import { driveEffect, holdEffect } from "./effect-drive.ts"
 import { loadClientTransport, loadNodeSpawner, loadStdioClientTransport } from "../our-modules.ts"
 import type { BenchClient } from "./types.ts"
 
@@ -28,6 +28,7 @@ export const make = async (command: string, args: ReadonlyArray<string>): Promis
     callTool: () => runtime.runPromise(callTool),
     ping: () => runtime.runPromise(ping),
     drive: (op, total, concurrency) => runtime.runPromise(driveEffect(op === "ping" ? ping : callTool, total, concurrency)),
+    holdAsFibers: (count) => runtime.runPromise(holdEffect(callTool, count)),
     close: () => runtime.dispose()
   }
 }

@@ -6,7 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { driveEffect } from "./effect-drive.ts"
+import { driveEffect, holdEffect } from "./effect-drive.ts"
 import { connect, INITIALIZE_PARAMS, TOOL_PARAMS } from "./raw-core.ts"
 import type { BenchClient } from "./types.ts"
 
@@ -22,6 +22,7 @@ export const make = async (command: string, args: ReadonlyArray<string>): Promis
     callTool: () => Effect.runPromise(callTool),
     ping: () => Effect.runPromise(ping),
     drive: (op, total, concurrency) => Effect.runPromise(driveEffect(op === "ping" ? ping : callTool, total, concurrency)),
+    holdAsFibers: (count) => Effect.runPromise(holdEffect(callTool, count)),
     close: connection.close
   }
 }

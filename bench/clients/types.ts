@@ -12,6 +12,12 @@ export interface BenchClient {
    * workers), the way an Effect application would call them.
    */
   readonly drive?: (op: Operation, total: number, concurrency: number) => Promise<RunResult>
+  /**
+   * Effect-based clients: starts `count` calls at once as fibers of one
+   * Effect program (`Effect.forEach`, unbounded), the way an Effect
+   * application holds many calls; resolves once all have settled.
+   */
+  readonly holdAsFibers?: (count: number) => Promise<HeldOutcome>
   readonly close: () => Promise<void>
   /**
    * `tools/call` with a progress token, watching its `notifications/progress`
@@ -29,4 +35,10 @@ export type Protocol = "2025-11-25" | "2026-07-28"
 export interface ClientOptions {
   /** Default "2025-11-25" (the `initialize` handshake). */
   readonly protocol?: Protocol | undefined
+}
+
+/** How many of the calls `holdAsFibers` started succeeded and failed. */
+export interface HeldOutcome {
+  readonly fulfilled: number
+  readonly rejected: number
 }

@@ -11,14 +11,16 @@ export const servers: Record<string, string> = {
   "ours-typed": here("./ours-typed.ts"),
   "ours-tool": here("./ours-tool.ts"),
   "ours-tool-telemetry": here("./ours-tool-telemetry.ts"),
-  sdk: here("./sdk.ts")
+  sdk: here("./sdk.ts"),
+  sdk2: here("./sdk2.ts")
 }
 
 /** For the in-flight workload: these also hold `held` calls (see tools.ts); `raw` is the latch responder. */
 export const holdingServers: Record<string, string> = {
   raw: here("./latch-responder.ts"),
   ours: here("./ours-mcp.ts"),
-  sdk: here("./sdk.ts")
+  sdk: here("./sdk.ts"),
+  sdk2: here("./sdk2.ts")
 }
 
 export const serverFile = (table: Record<string, string>, name: string): string => {

@@ -11,8 +11,15 @@
  *   SERVER process at that peak, per request, and the time until all are answered.
  * Every call must succeed; a run where any did not fails the workload.
  *
+ * A client holds its calls as a Promise application does (a promise per
+ * call; for an Effect client a `runPromise` each, so a fiber and a promise)
+ * and, for the Effect clients, also as an Effect application does: one
+ * program forking a fiber per call ("as fibers" rows; the other clients'
+ * promise figures are repeated there, since that is how their users hold
+ * calls). See bench/in-flight-client.ts.
+ *
  * Environment: BENCH_IN_FLIGHT (N, default 10 000), BENCH_IN_FLIGHT_CLIENTS
- * (raw,ours,ours-mcp,sdk,effect-ai), BENCH_IN_FLIGHT_SERVERS (raw,ours,sdk),
+ * (raw,ours,ours-mcp,sdk,effect-ai), BENCH_IN_FLIGHT_HOLD (promises,fibers), BENCH_IN_FLIGHT_SERVERS (raw,ours,sdk),
  * BENCH_IN_FLIGHT_RUNS (default: BENCH_RUNS, at most 3: the memory figures
  * barely vary between runs, and each run of every implementation takes
  * tens of seconds on a busy machine).
@@ -30,6 +37,9 @@ interface Result {
 }
 
 const NAME = "in flight"
+
+/** The clients that can hold their calls as fibers of one Effect program (`holdAsFibers`). */
+const EFFECT_CLIENTS = new Set(["ours", "ours-mcp", "effect-ai", "raw-fiber", "ours-mcp-telemetry"])
 
 const memory = (side: "client" | "server", ours: string): Target => ({
   workload: NAME,
@@ -54,18 +64,27 @@ export const workload: Workload = {
         throw new Error(`${who}: ${r.fulfilled} of ${count} calls succeeded, ${r.rejected} failed`)
       }
     }
-    const clientRuns = await mapLimited(interleave(runCount, clients), parallelism(smoke), async (client) => {
-      const [r] = await runJsonLines<Result>(script("./in-flight-client.ts"), [client, String(count)], {
+    const holds = envList("BENCH_IN_FLIGHT_HOLD", "promises,fibers")
+    const clientJobs = holds.flatMap((hold) =>
+      clients.filter((client) => hold === "promises" || EFFECT_CLIENTS.has(client)).map((client) => ({ client, hold }))
+    )
+    const clientRuns = await mapLimited(interleave(runCount, clientJobs), parallelism(smoke), async ({ client, hold }) => {
+      const [r] = await runJsonLines<Result>(script("./in-flight-client.ts"), [client, String(count), hold], {
         nodeArgs: ["--expose-gc"]
       })
-      check(`client ${client}`, r!)
-      return { client, r: r! }
+      check(`client ${client} (${hold})`, r!)
+      return { client, hold, r: r! }
     })
-    for (const { client, r } of clientRuns) {
-      samples.add("client heap", client, "KiB/req", r.heapKiB)
-      samples.add("client RSS", client, "KiB/req", r.rssKiB)
-      samples.add("client settle after release", client, "ms", r.settleMs!)
-      samples.add("client first call → all settled", client, "ms", r.totalMs)
+    for (const { client, hold, r } of clientRuns) {
+      // Promise-only clients' users hold promises: their figures stand in the fibers rows as well.
+      const promiseOnly = holds.includes("fibers") && !EFFECT_CLIENTS.has(client)
+      const suffixes = hold === "fibers" ? [" as fibers"] : promiseOnly ? ["", " as fibers"] : [""]
+      for (const suffix of suffixes) {
+        samples.add(`client heap${suffix}`, client, "KiB/req", r.heapKiB)
+        samples.add(`client RSS${suffix}`, client, "KiB/req", r.rssKiB)
+        samples.add(`client settle after release${suffix}`, client, "ms", r.settleMs!)
+        samples.add(`client first call → all settled${suffix}`, client, "ms", r.totalMs)
+      }
     }
     const serverRuns = await mapLimited(interleave(runCount, servers), parallelism(smoke), async (server) => {
       const [r] = await runJsonLines<Result>(script("./in-flight-server.ts"), [server, String(count)])

@@ -14,6 +14,7 @@ import * as Cause from "effect/Cause"
 import type * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as JsonRpc from "../JsonRpc.ts"
@@ -46,7 +47,14 @@ export type SettleError = RpcError | MalformedMessage | TransportClosed | Reques
 /** A settled request. (A buffered one may also fail with its writer's error: see `callBuffered`.) */
 type Outcome = Effect.Effect<unknown, SettleError>
 
-interface Entry extends Deadlines.Timed {
+/**
+ * A pending request. An entry is also the effect that abandons it (see
+ * `EntryProto`): a buffered call hands it to `Effect.callback` as its
+ * cancellation, so a waiting call holds no closure and effect of its own for it.
+ */
+interface Entry extends Deadlines.Timed, Effect.Effect<void> {
+  /** The correlator's `abandon`, run when the entry is evaluated as an effect. */
+  readonly abandon: (entry: Entry) => Effect.Effect<void>
   readonly id: JsonRpc.RequestId
   readonly method: string
   /** `call` waits on a Deferred; `callBuffered` resumes its fiber directly (`resume`, or `outcome` if early). */
@@ -58,6 +66,33 @@ interface Entry extends Deadlines.Timed {
   /** Set when the deadline, not the caller or the peer, ended the request. */
   expired: boolean
 }
+
+/** Evaluated as an effect, an entry abandons its request (its caller was interrupted). */
+const EntryProto = Effectable.Prototype<Entry>({
+  label: "Correlation/abandon",
+  evaluate() {
+    return this.abandon(this)
+  }
+})
+
+class EntryImpl {
+  readonly abandon: Entry["abandon"]
+  readonly id: JsonRpc.RequestId
+  readonly method: string
+  readonly deferred: Entry["deferred"]
+  resume: Entry["resume"] = undefined
+  outcome: Entry["outcome"] = undefined
+  deadline: Entry["deadline"] = undefined
+  queued: Entry["queued"] = undefined
+  expired = false
+  constructor(abandon: Entry["abandon"], id: JsonRpc.RequestId, method: string, deferred: Entry["deferred"]) {
+    this.abandon = abandon
+    this.id = id
+    this.method = method
+    this.deferred = deferred
+  }
+}
+Object.setPrototypeOf(EntryImpl.prototype, EntryProto)
 
 /** What a `callBuffered` write returns when it cannot take the envelope without waiting. */
 export const WouldBlock: unique symbol = Symbol.for("effect-mcp-transport/Correlation/WouldBlock")
@@ -185,16 +220,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     method: string,
     deferred: Entry["deferred"]
   ): Entry => {
-    const entry: Entry = {
-      id,
-      method,
-      deferred,
-      resume: undefined,
-      outcome: undefined,
-      deadline: undefined,
-      queued: undefined,
-      expired: false
-    }
+    const entry = new EntryImpl(abandon, id, method, deferred) as unknown as Entry
     entries.set(id, entry)
     return entry
   }
@@ -284,7 +310,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     Effect.callback((resume) => {
       if (entry.outcome !== undefined) return resume(entry.outcome)
       entry.resume = resume
-      return Effect.suspend(() => abandon(entry))
+      return entry
     })
 
   const callBuffered = <E>(

@@ -394,6 +394,34 @@ describe("McpClient", () => {
         expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", method: "tools/call", timeoutMs: 1000 } })
       }))
 
+    it.effect("without onProgress too, progress restarts the idle timeout, and its expiry names the idle phase and the call's timeout", () =>
+      Effect.gen(function*() {
+        const { client, steps } = yield* steered
+        const fiber = yield* client.callTool({ name: "long" }, { timeout: "2 seconds" }).pipe(
+          Effect.forkChild({ startImmediately: true })
+        )
+        yield* settle
+        for (let i = 1; i <= 3; i++) {
+          yield* TestClock.adjust("1900 millis")
+          yield* Queue.offer(steps, i)
+          yield* settle
+        }
+        expect(fiber.pollUnsafe()).toBeUndefined()
+        yield* TestClock.adjust("2100 millis")
+        const error = yield* Effect.flip(Fiber.join(fiber))
+        expect(error).toMatchObject({
+          _tag: "McpTransportError",
+          reason: { _tag: "RequestTimeout", method: "tools/call", timeoutMs: 2000, phase: "No response or progress" }
+        })
+        // The client's own requestTimeout when the call sets none.
+        const plain = yield* client.callTool({ name: "long" }).pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* TestClock.adjust("1100 millis")
+        expect(yield* Effect.flip(Fiber.join(plain))).toMatchObject({
+          reason: { _tag: "RequestTimeout", method: "tools/call", timeoutMs: 1000, phase: "No response or progress" }
+        })
+      }))
+
     it.effect("out-of-order or repeated progress is ignored (and does not restart the timeout)", () =>
       Effect.gen(function*() {
         const { client, steps } = yield* steered
