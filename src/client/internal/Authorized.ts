@@ -1,19 +1,15 @@
 /**
  * One HTTP exchange with an OAuth provider in the loop: the request carries
- * the provider's headers for its method and URL (`authorization`, and a
- * fresh `dpop` proof for DPoP-bound tokens); a 401 lets the provider refresh
- * or authorize and the request is sent once more; a 401 `use_dpop_nonce`
- * hands the provider the server's nonce and the request is sent once more
- * with a new proof; a 403 `insufficient_scope` lets it step up and the
- * request is sent once more. A second refusal of a kind is a typed error:
- * nothing is retried forever.
+ * the provider's headers, and the provider's answers to a 401 or a 403 send
+ * it once more (`AuthorizedRetry`). Without a provider the request is sent
+ * as it is, and the loop (with the challenge parser and the typed auth
+ * errors) is never loaded.
  */
 import * as Effect from "effect/Effect"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
-import { type AuthError, DpopNonceRejected, TokenRejected } from "../../AuthError.ts"
+import type { AuthError } from "../../AuthError.ts"
 import type { AuthRequest, OAuthProviderShape } from "../auth/OAuthProvider.ts"
-import * as WwwAuthenticate from "../auth/WwwAuthenticate.ts"
-import * as Http from "./HttpExchange.ts"
+import type * as AuthorizedRetry from "./AuthorizedRetry.ts"
 
 type Response = HttpClientResponse.HttpClientResponse
 
@@ -23,14 +19,23 @@ export const headers = (
   serverUrl: string,
   request: AuthRequest
 ): Effect.Effect<Readonly<Record<string, string>>, AuthError> =>
-  auth === undefined ? Effect.succeed({}) : auth.headers(serverUrl, request)
+  auth === undefined ? Effect.succeed(NONE) : auth.headers(serverUrl, request)
 
-const NONE: Readonly<Record<string, string>> = {}
+/** The auth headers of a request without a provider: the same record every time, so callers can skip a merge. */
+export const NONE: Readonly<Record<string, string>> = {}
+
+let loaded: typeof AuthorizedRetry | undefined
+
+const retry: Effect.Effect<typeof AuthorizedRetry> = Effect.suspend(() =>
+  loaded !== undefined
+    ? Effect.succeed(loaded)
+    : Effect.promise(() => import("./AuthorizedRetry.ts")).pipe(Effect.tap((module) => Effect.sync(() => loaded = module)))
+)
 
 /**
  * `attempt` sends the request with the given auth headers merged into its
- * own (an empty record without a provider). `request` is what a DPoP proof
- * is bound to: the method and URL actually requested (default: a POST to
+ * own (`NONE` without a provider). `request` is what a DPoP proof is bound
+ * to: the method and URL actually requested (default: a POST to
  * `serverUrl`).
  */
 export const send = <E>(
@@ -41,48 +46,5 @@ export const send = <E>(
 ): Effect.Effect<Response, E | AuthError> => {
   if (auth === undefined) return attempt(NONE)
   const target: AuthRequest = { method: request?.method ?? "POST", url: request?.url ?? serverUrl }
-  const rejected = (response: Response) =>
-    Effect.andThen(
-      Http.discard(response),
-      Effect.fail(new TokenRejected({ serverUrl, status: response.status, challenge: response.headers["www-authenticate"] }))
-    )
-  return Effect.gen(function*() {
-    // One recovery of each kind per exchange: a sign-in after a 401, a nonce after a
-    // 401 use_dpop_nonce, a step-up after a 403.
-    let signedIn = false
-    let nonceGiven = false
-    let steppedUp = false
-    while (true) {
-      const sent = yield* auth.headers(serverUrl, target)
-      const response = yield* attempt(sent)
-      const header = response.headers["www-authenticate"]
-      const nonce = response.headers["dpop-nonce"]
-      if (nonce !== undefined) yield* auth.nonce(target.url, nonce)
-      if (response.status === 401) {
-        const challenge = WwwAuthenticate.parse(header)
-        if (challenge.error === "use_dpop_nonce" && sent.dpop !== undefined) {
-          if (nonceGiven || nonce === undefined) {
-            yield* Http.discard(response)
-            return yield* new DpopNonceRejected({ url: target.url, by: "resource-server", nonceSent: nonceGiven })
-          }
-          nonceGiven = true
-          yield* Http.discard(response)
-          continue
-        }
-        if (signedIn) return yield* rejected(response)
-        signedIn = true
-        yield* Http.discard(response)
-        yield* auth.unauthorized(serverUrl, header, sent.authorization)
-        continue
-      }
-      if (response.status === 403 && WwwAuthenticate.parse(header).error === "insufficient_scope") {
-        if (steppedUp) return yield* rejected(response)
-        steppedUp = true
-        yield* Http.discard(response)
-        yield* auth.forbidden(serverUrl, header, sent.authorization)
-        continue
-      }
-      return response
-    }
-  })
+  return Effect.flatMap(retry, (module) => module.send(auth, serverUrl, attempt, target))
 }
