@@ -42,7 +42,6 @@ import {
 } from "../McpError.ts"
 import * as ClientCore from "./internal/ClientCore.ts"
 import * as Http from "./internal/HttpExchange.ts"
-import * as Authorized from "./internal/Authorized.ts"
 import * as HttpGetListener from "./internal/HttpGetListener.ts"
 import * as PostExchange from "./internal/PostExchange.ts"
 import * as SseAnswer from "./internal/SseAnswer.ts"
@@ -294,7 +293,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError | MalformedMessage> =>
     Effect.gen(function*() {
       const sentSession = session
-      const response = yield* Authorized.send(options.auth, url, (auth) =>
+      const response = yield* PostExchange.authorized(options.auth, url, (auth) =>
         Effect.flatMap(
           Http.assemble(options, { verb: "GET", url }, {
             accept: "text/event-stream",

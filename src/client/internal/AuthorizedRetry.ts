@@ -1,6 +1,6 @@
 /**
- * The loop of `Authorized.send` with a provider, loaded with the first
- * exchange that has one. One HTTP exchange with an OAuth provider in the loop: the request carries
+ * The loop of `PostExchange.authorized` with a provider, loaded with the
+ * first exchange that has one. The request carries
  * the provider's headers for its method and URL (`authorization`, and a
  * fresh `dpop` proof for DPoP-bound tokens); a 401 lets the provider refresh
  * or authorize and the request is sent once more; a 401 `use_dpop_nonce`
@@ -18,7 +18,7 @@ import * as Http from "./HttpExchange.ts"
 
 type Response = HttpClientResponse.HttpClientResponse
 
-/** `Authorized.send` with a provider. */
+/** `PostExchange.authorized` with a provider. */
 export const send = <E>(
   auth: OAuthProviderShape,
   serverUrl: string,

@@ -3,7 +3,8 @@
  * HTTP clients make it (the Streamable HTTP transport and the one-shot
  * call): the size bound on what is sent, the user's headers under the
  * exchange's own, the OAuth provider in the loop, the redirect policy; then
- * a JSON body or an SSE stream whose frames the caller routes. Once the
+ * a JSON body or an SSE stream whose frames the caller routes. The GETs
+ * and DELETEs of the transports go through the same provider loop. Once the
  * request is settled, the rest of a streamed SSE body is read on in a fiber
  * set the caller owns, for a bounded time on the `Clock`, so that the
  * connection goes back to the pool.
@@ -23,12 +24,56 @@ import type * as HttpClientResponse from "effect/http/HttpClientResponse"
 import type { AuthError } from "../../AuthError.ts"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import { MalformedMessage, MessageTooLarge, NoResponse, type RedirectRefused, type TransportClosed } from "../../McpError.ts"
-import type { OAuthProviderShape } from "../auth/OAuthProvider.ts"
-import * as Authorized from "./Authorized.ts"
+import type { AuthRequest, OAuthProviderShape } from "../auth/OAuthProvider.ts"
+import type * as AuthorizedRetry from "./AuthorizedRetry.ts"
 import * as Http from "./HttpExchange.ts"
 import type * as SseReader from "./SseReader.ts"
 
 type Response = HttpClientResponse.HttpClientResponse
+
+// ---------------------------------------------------------------------------
+// The provider in the loop
+
+/** The headers a request carries for the provider: none without one. */
+export const authHeaders = (
+  auth: OAuthProviderShape | undefined,
+  serverUrl: string,
+  request: AuthRequest
+): Effect.Effect<Readonly<Record<string, string>>, AuthError> =>
+  auth === undefined ? Effect.succeed(NONE) : auth.headers(serverUrl, request)
+
+/** The auth headers of a request without a provider: the same record every time, so callers can skip a merge. */
+export const NONE: Readonly<Record<string, string>> = {}
+
+let loaded: typeof AuthorizedRetry | undefined
+
+const retry: Effect.Effect<typeof AuthorizedRetry> = Effect.suspend(() =>
+  loaded !== undefined
+    ? Effect.succeed(loaded)
+    : Effect.promise(() => import("./AuthorizedRetry.ts")).pipe(Effect.tap((module) => Effect.sync(() => loaded = module)))
+)
+
+/**
+ * One HTTP exchange with an OAuth provider in the loop: `attempt` sends the
+ * request with the given auth headers merged into its own (`NONE` without a
+ * provider); the provider's answers to a 401 or a 403 send it once more
+ * (`AuthorizedRetry`, loaded with the first exchange that has a provider).
+ * `request` is what a DPoP proof is bound to: the method and URL actually
+ * requested (default: a POST to `serverUrl`).
+ */
+export const authorized = <E>(
+  auth: OAuthProviderShape | undefined,
+  serverUrl: string,
+  attempt: (headers: Readonly<Record<string, string>>) => Effect.Effect<Response, E>,
+  request?: Partial<AuthRequest>
+): Effect.Effect<Response, E | AuthError> => {
+  if (auth === undefined) return attempt(NONE)
+  const target: AuthRequest = { method: request?.method ?? "POST", url: request?.url ?? serverUrl }
+  return Effect.flatMap(retry, (module) => module.send(auth, serverUrl, attempt, target))
+}
+
+// ---------------------------------------------------------------------------
+// The POST
 
 /** Where and how the POSTs of one client go. */
 export interface Endpoint {
@@ -104,10 +149,10 @@ export const post = (
   const context: Http.HeaderContext = { verb: "POST", url: target.url, message }
   const attempt = (auth: Readonly<Record<string, string>>) =>
     Effect.flatMap(
-      headersFor(target, context, auth === Authorized.NONE ? own : { ...own, ...auth }),
+      headersFor(target, context, auth === NONE ? own : { ...own, ...auth }),
       (headers) => Http.execute(target.client, HttpClientRequest.post(target.url, { headers, body }), method)
     )
-  return Authorized.send(target.auth, target.url, attempt)
+  return authorized(target.auth, target.url, attempt)
 }
 
 /** Ends a session with a DELETE, bounded by `timeout`; a refusal or a failure is not worth reporting. */
@@ -116,7 +161,7 @@ export const deleteSession = (
   own: Readonly<Record<string, string | undefined>>,
   timeout: Duration.Input
 ): Effect.Effect<void> =>
-  Authorized.headers(target.auth, target.url, { method: "DELETE", url: target.url }).pipe(
+  authHeaders(target.auth, target.url, { method: "DELETE", url: target.url }).pipe(
     Effect.flatMap((auth) => headersFor(target, { verb: "DELETE", url: target.url }, { ...own, ...auth })),
     Effect.flatMap((headers) => Http.execute(target.client, HttpClientRequest.delete(target.url, { headers }), "DELETE")),
     Effect.flatMap(Http.discard),
