@@ -334,14 +334,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     idleMs: number | undefined,
     extra: Readonly<Record<string, string>> | undefined
   ) =>
-    Effect.gen(function*() {
+    Effect.suspend(() => {
       const modern = stateless
       const initialize = request.method === "initialize"
-      const response = yield* postMessage(request, modern, extra)
-      // A session id from a server answering in the stateless mode is ignored: not adopted, never echoed.
-      if (initialize && modern === undefined) yield* adoptSession(response)
-      yield* markReady(initialize)
-      return yield* readAnswer(response, request, idleMs, modern === undefined)
+      return Effect.flatMap(postMessage(request, modern, extra), (response) => {
+        const read = Effect.andThen(markReady(initialize), readAnswer(response, request, idleMs, modern === undefined))
+        // A session id from a server answering in the stateless mode is ignored: not adopted, never echoed.
+        return initialize && modern === undefined ? Effect.andThen(adoptSession(response), read) : read
+      })
     })
 
   /**

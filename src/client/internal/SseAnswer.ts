@@ -91,21 +91,33 @@ export const make = (context: SseAnswerContext): ReadSseAnswer => {
    * it; otherwise the request fails with `NoResponse` (or `RequestTimeout`
    * when the stream fell silent).
    */
-  const readStreamAnswer: ReadSseAnswer = (response, request, idleMs, resumable) =>
+  const readStreamAnswer: ReadSseAnswer = (response, request, idleMs, resumable) => {
+    const cursor = SseReader.makeCursor()
+    const first = PostExchange.readAnswer(response, {
+      request,
+      maxBytes,
+      frame: (text) => dispatchFor(core, request, text),
+      late: core.dispatchFrame,
+      drains: background,
+      drainTimeout: POST_DRAIN_TIMEOUT,
+      idleMs,
+      unexpected: PostExchange.unexpectedType(request),
+      unexpectedBytes: UNEXPECTED_BODY_LIMIT
+    }, cursor)
+    return Effect.flatMap(first, (ending) =>
+      ending._tag === "Stopped" ? Effect.void : resume(request, ending, cursor, idleMs, resumable))
+  }
+
+  /** After the first body stopped short of the response: GET + `Last-Event-ID` while the schedule allows. */
+  const resume = (
+    request: JsonRpc.JsonRpcRequest,
+    first: SseReader.Ending,
+    cursor: SseReader.Cursor,
+    idleMs: number | undefined,
+    resumable: boolean
+  ): Effect.Effect<void, SseAnswerError> =>
     Effect.gen(function*() {
-      const cursor = SseReader.makeCursor()
-      let ending = yield* PostExchange.readAnswer(response, {
-        request,
-        maxBytes,
-        frame: (text) => dispatchFor(core, request, text),
-        late: core.dispatchFrame,
-        drains: background,
-        drainTimeout: POST_DRAIN_TIMEOUT,
-        idleMs,
-        unexpected: PostExchange.unexpectedType(request),
-        unexpectedBytes: UNEXPECTED_BODY_LIMIT
-      }, cursor)
-      if (ending._tag === "Stopped") return
+      let ending = first
       let backoff: SseReconnect.Backoff | undefined
       const readOptions: SseReader.ReadOptions<MalformedMessage, never> = {
         maxEventBytes: maxBytes,
