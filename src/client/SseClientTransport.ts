@@ -30,9 +30,9 @@ import {
   TransportClosed
 } from "../McpError.ts"
 import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
-import * as Authorized from "./internal/Authorized.ts"
 import * as ClientCore from "./internal/ClientCore.ts"
 import * as Http from "./internal/HttpExchange.ts"
+import * as PostExchange from "./internal/PostExchange.ts"
 import * as SseReader from "./internal/SseReader.ts"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../Defaults.ts"
 import {
@@ -167,7 +167,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       }
       const method = "method" in message ? message.method : undefined
       // The endpoint is on the SSE URL's origin (resolveEndpoint makes sure): its tokens are the SSE URL's.
-      const response = yield* Authorized.send(
+      const response = yield* PostExchange.authorized(
         options.auth,
         sseUrl,
         (auth) =>
@@ -264,7 +264,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const open = Effect.gen(function*() {
     // A 401 before the stream opens signs in and opens it once more.
-    const response = yield* Authorized.send(
+    const response = yield* PostExchange.authorized(
       options.auth,
       sseUrl,
       (auth) =>

@@ -24,7 +24,6 @@ import { constTrue } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Schedule from "effect/Schedule"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import * as HttpBody from "effect/http/HttpBody"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
@@ -41,11 +40,10 @@ import {
   SessionExpired,
   TransportClosed
 } from "../McpError.ts"
-import { dispatchFor, noResponse } from "./internal/AnswerRouting.ts"
 import * as ClientCore from "./internal/ClientCore.ts"
 import * as Http from "./internal/HttpExchange.ts"
-import * as Authorized from "./internal/Authorized.ts"
 import * as HttpGetListener from "./internal/HttpGetListener.ts"
+import * as PostExchange from "./internal/PostExchange.ts"
 import * as SseAnswer from "./internal/SseAnswer.ts"
 import * as SseReader from "./internal/SseReader.ts"
 import * as SseReconnect from "./internal/SseReconnect.ts"
@@ -151,8 +149,6 @@ export interface StreamableHttpClientTransport extends ClientTransportShape {
 const DEFAULT_CLOSE_TIMEOUT = Duration.seconds(2)
 const FIRST_VERSION_WITH_HEADER = "2025-06-18"
 
-const encoder = new TextEncoder()
-
 type PostError = HttpError | RedirectRefused | SessionExpired | TransportClosed | MessageTooLarge | AuthError
 
 /**
@@ -180,6 +176,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const client = withTracing(yield* HttpClient.HttpClient, options.httpTracing ?? "off")
   const url = options.url.toString()
   const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
+  const endpoint = PostExchange.endpoint(client, url, maxBytes, options)
   const idleTimeoutMs = Http.millis(options.sseIdleTimeout, Http.DEFAULT_SSE_IDLE)
   const closeTimeout = options.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT
   const schedule = options.reconnectSchedule ?? SseReconnect.defaultSchedule
@@ -272,38 +269,23 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     message: JsonRpc.JsonRpcMessage,
     modern: StatelessHeaders.StatelessHeaders | undefined,
     extra: Readonly<Record<string, string>> | undefined
-  ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError> =>
-    Effect.gen(function*() {
-      const initialize = "method" in message && message.method === "initialize" && "id" in message
-      const bytes = encoder.encode(JSON.stringify(message))
-      if (bytes.length > maxBytes) {
-        return yield* new MessageTooLarge({ limit: maxBytes, size: bytes.length, direction: "outgoing" })
-      }
-      // A fresh initialize starts a new session: no stale id, no version yet. The stateless mode has no session.
-      const sentSession = initialize || modern !== undefined ? undefined : session
-      const own = modern !== undefined ? modern.forMessage(message, extra) : {
-        accept: "application/json, text/event-stream",
-        "mcp-session-id": sentSession,
-        "mcp-protocol-version": initialize ? undefined : versionHeader()
-      }
-      const method = "method" in message ? message.method : undefined
-      const response = yield* Authorized.send(options.auth, url, (auth) =>
-        Effect.flatMap(
-          Http.assemble(options, { verb: "POST", url, message }, { ...own, ...auth }),
-          (headers) =>
-            Http.execute(
-              client,
-              HttpClientRequest.post(url, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
-              method
-            )
-        ))
-      if (Http.isSuccess(response.status)) return response
-      if (response.status === 404 && sentSession !== undefined) {
-        yield* Http.discard(response)
-        return yield* expire(sentSession)
-      }
-      return yield* Effect.flatMap(Http.httpError(response, method), Effect.fail)
+  ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError> => {
+    const body = PostExchange.encode(endpoint, message)
+    if (!("contentLength" in body)) return Effect.fail(body)
+    const initialize = "method" in message && message.method === "initialize" && "id" in message
+    // A fresh initialize starts a new session: no stale id, no version yet. The stateless mode has no session.
+    const sentSession = initialize || modern !== undefined ? undefined : session
+    const own = modern !== undefined ? modern.forMessage(message, extra) : {
+      accept: "application/json, text/event-stream",
+      "mcp-session-id": sentSession,
+      "mcp-protocol-version": initialize ? undefined : versionHeader()
+    }
+    return Effect.flatMap(PostExchange.post(endpoint, message, body, own), (response): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError> => {
+      if (Http.isSuccess(response.status)) return Effect.succeed(response)
+      if (response.status === 404 && sentSession !== undefined) return Effect.andThen(Http.discard(response), expire(sentSession))
+      return Effect.flatMap(Http.httpError(response, "method" in message ? message.method : undefined), Effect.fail)
     })
+  }
 
   /** Opens a GET SSE stream (standalone listener, or resuming after `lastEventId`). */
   const openGet = (
@@ -311,7 +293,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError | MalformedMessage> =>
     Effect.gen(function*() {
       const sentSession = session
-      const response = yield* Authorized.send(options.auth, url, (auth) =>
+      const response = yield* PostExchange.authorized(options.auth, url, (auth) =>
         Effect.flatMap(
           Http.assemble(options, { verb: "GET", url }, {
             accept: "text/event-stream",
@@ -345,37 +327,21 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // ---------------------------------------------------------------------------
   // Requests
 
-  const readJsonAnswer = (response: HttpClientResponse.HttpClientResponse, request: JsonRpc.JsonRpcRequest) =>
-    Effect.gen(function*() {
-      const text = yield* Http.readText(response, maxBytes)
-      if (text.trim().length === 0) return yield* noResponse(request)
-      if (!(yield* dispatchFor(core, request, text))) return yield* noResponse(request)
-    })
-
-  const readStreamAnswer = SseAnswer.make({ core, maxBytes, schedule, background, openGet })
+  const readAnswer = SseAnswer.make({ core, maxBytes, schedule, background, openGet })
 
   const exchangeRequest = (
     request: JsonRpc.JsonRpcRequest,
     idleMs: number | undefined,
     extra: Readonly<Record<string, string>> | undefined
   ) =>
-    Effect.gen(function*() {
+    Effect.suspend(() => {
       const modern = stateless
       const initialize = request.method === "initialize"
-      const response = yield* postMessage(request, modern, extra)
-      // A session id from a server answering in the stateless mode is ignored: not adopted, never echoed.
-      if (initialize && modern === undefined) yield* adoptSession(response)
-      yield* markReady(initialize)
-      if (response.status === 202 || response.status === 204) {
-        yield* Http.discard(response)
-        return yield* noResponse(request)
-      }
-      const type = Http.mediaType(response)
-      if (type === "text/event-stream") return yield* readStreamAnswer(response, request, idleMs, modern === undefined)
-      if (type === "application/json" || type.endsWith("+json")) return yield* readJsonAnswer(response, request)
-      const text = yield* Http.readText(response, 4096).pipe(Effect.orElseSucceed(() => ""))
-      if (text.length === 0) return yield* noResponse(request)
-      return yield* MalformedMessage.make(text, `unexpected Content-Type "${type}" in the answer to ${request.method}`)
+      return Effect.flatMap(postMessage(request, modern, extra), (response) => {
+        const read = Effect.andThen(markReady(initialize), readAnswer(response, request, idleMs, modern === undefined))
+        // A session id from a server answering in the stateless mode is ignored: not adopted, never echoed.
+        return initialize && modern === undefined ? Effect.andThen(adoptSession(response), read) : read
+      })
     })
 
   /**
@@ -492,20 +458,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // Close: abort everything in flight, then end the session
 
   const deleteSession = (sessionId: string): Effect.Effect<void> =>
-    Authorized.headers(options.auth, url, { method: "DELETE", url }).pipe(
-      Effect.flatMap((auth) =>
-        Http.assemble(options, { verb: "DELETE", url }, {
-          "mcp-session-id": sessionId,
-          "mcp-protocol-version": versionHeader(),
-          ...auth
-        })
-      ),
-      Effect.flatMap((headers) => Http.execute(client, HttpClientRequest.delete(url, { headers }))),
-      Effect.flatMap(Http.discard),
-      Effect.interruptible,
-      Effect.timeoutOption(closeTimeout),
-      Effect.ignore
-    )
+    PostExchange.deleteSession(endpoint, { "mcp-session-id": sessionId, "mcp-protocol-version": versionHeader() }, closeTimeout)
 
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {

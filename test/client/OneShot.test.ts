@@ -6,8 +6,9 @@
  * ends).
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
-import { describe, expect } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
+import * as TestClock from "effect/testing/TestClock"
 import * as Negotiation from "../../src/client/Negotiation.ts"
 import * as OneShot from "../../src/client/OneShot.ts"
 import { listen } from "../fixtures/loopback-http.ts"
@@ -230,6 +231,23 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
       expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", method: "tools/call", timeoutMs: 300 } })
       expect(server.seen).toHaveLength(1)
     }))
+
+  it.effect("the timeout runs on the Clock: a TestClock moved past it fails the call with RequestTimeout", () =>
+    Effect.gen(function*() {
+      const arrived = yield* Deferred.make<void>()
+      const server = yield* scripted(() => Deferred.doneUnsafe(arrived, Exit.void))
+      const fiber = yield* Effect.forkChild(
+        Effect.flip(OneShot.callTool(server.url, "echo", {}, { timeout: "1 hour" })).pipe(
+          Effect.provideService(OneShot.CurrentEras, Negotiation.make())
+        )
+      )
+      yield* Deferred.await(arrived)
+      yield* TestClock.adjust("1 hour")
+      expect(yield* Fiber.join(fiber)).toMatchObject({
+        _tag: "McpTransportError",
+        reason: { _tag: "RequestTimeout", method: "tools/call", timeoutMs: 3_600_000 }
+      })
+    }).pipe(Effect.scoped, Effect.provide(clientLayer)), 15_000)
 
   live("a network failure is TransportClosed, with no fallback", () =>
     Effect.gen(function*() {

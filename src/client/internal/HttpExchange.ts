@@ -72,9 +72,16 @@ export const millis = (input: Duration.Input | undefined, fallback: Duration.Dur
   return Duration.isFinite(d) ? Duration.toMillis(d) : undefined
 }
 
-const lowerKeys = (record: Readonly<Record<string, string>> | undefined, into: Record<string, string>) => {
+const lowerKeysInto = (record: Readonly<Record<string, string>> | undefined, into: Record<string, string>) => {
   if (record === undefined) return
   for (const key of Object.keys(record)) into[key.toLowerCase()] = record[key]!
+}
+
+/** A record of headers with its names lower-cased. */
+export const lowerKeys = (record: Readonly<Record<string, string>> | undefined): Record<string, string> => {
+  const out: Record<string, string> = {}
+  lowerKeysInto(record, out)
+  return out
 }
 
 /** User headers (static, then the hook), overridden by the transport's own. */
@@ -86,8 +93,8 @@ export const assemble = (
   Effect.suspend(() => {
     const merge = (hooked: Readonly<Record<string, string>> | undefined) => {
       const out: Record<string, string> = {}
-      lowerKeys(source.headers, out)
-      lowerKeys(hooked, out)
+      lowerKeysInto(source.headers, out)
+      lowerKeysInto(hooked, out)
       for (const key of Object.keys(own)) {
         const value = own[key]
         if (value !== undefined) out[key] = value

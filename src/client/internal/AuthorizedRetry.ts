@@ -1,5 +1,6 @@
 /**
- * One HTTP exchange with an OAuth provider in the loop: the request carries
+ * The loop of `PostExchange.authorized` with a provider, loaded with the
+ * first exchange that has one. The request carries
  * the provider's headers for its method and URL (`authorization`, and a
  * fresh `dpop` proof for DPoP-bound tokens); a 401 lets the provider refresh
  * or authorize and the request is sent once more; a 401 `use_dpop_nonce`
@@ -17,30 +18,13 @@ import * as Http from "./HttpExchange.ts"
 
 type Response = HttpClientResponse.HttpClientResponse
 
-/** The headers a request carries for the provider: none without one. */
-export const headers = (
-  auth: OAuthProviderShape | undefined,
-  serverUrl: string,
-  request: AuthRequest
-): Effect.Effect<Readonly<Record<string, string>>, AuthError> =>
-  auth === undefined ? Effect.succeed({}) : auth.headers(serverUrl, request)
-
-const NONE: Readonly<Record<string, string>> = {}
-
-/**
- * `attempt` sends the request with the given auth headers merged into its
- * own (an empty record without a provider). `request` is what a DPoP proof
- * is bound to: the method and URL actually requested (default: a POST to
- * `serverUrl`).
- */
+/** `PostExchange.authorized` with a provider. */
 export const send = <E>(
-  auth: OAuthProviderShape | undefined,
+  auth: OAuthProviderShape,
   serverUrl: string,
   attempt: (headers: Readonly<Record<string, string>>) => Effect.Effect<Response, E>,
-  request?: Partial<AuthRequest>
+  target: AuthRequest
 ): Effect.Effect<Response, E | AuthError> => {
-  if (auth === undefined) return attempt(NONE)
-  const target: AuthRequest = { method: request?.method ?? "POST", url: request?.url ?? serverUrl }
   const rejected = (response: Response) =>
     Effect.andThen(
       Http.discard(response),
