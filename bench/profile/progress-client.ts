@@ -1,6 +1,6 @@
 /**
- * Client CPU per call with progress notifications (bench/profile/progress-responder.ts
- * sends PROGRESS_COUNT of them before each `tools/call` result):
+ * Client CPU per call with progress notifications (bench/raw-responder.ts
+ * `--progress n` sends n of them before each `tools/call` result):
  *
  *   npx node bench/profile/progress-client.ts <client> <op> <progress> <concurrency> <total> [warm-up]
  *
@@ -33,9 +33,9 @@ const warm = Number(warmText)
 const srcRoot = new URL(process.env.SRC_ROOT ? `file://${process.env.SRC_ROOT.replace(/\/?$/, "/")}` : "../../src/", import.meta.url)
 const load = <M>(module: string): Promise<M> => import(new URL(`${module}.ts`, srcRoot).href)
 
-const responder = new URL("./progress-responder.ts", import.meta.url).pathname
-const env = { ...process.env, PROGRESS_COUNT: String(progress) }
-const args = [responder]
+const responder = new URL("../raw-responder.ts", import.meta.url).pathname
+const env = { ...process.env }
+const args = [responder, "--progress", String(progress)]
 const toolParams = { name: "echo", arguments: { text: "hi" } }
 let progressSeen = 0
 
@@ -45,10 +45,7 @@ interface Driven {
 }
 
 const makeRaw = async (): Promise<Driven> => {
-  const previous = process.env.PROGRESS_COUNT
-  process.env.PROGRESS_COUNT = String(progress)
   const connection = connect(process.execPath, args)
-  process.env.PROGRESS_COUNT = previous
   let token = 0
   const request = (method: string, params?: unknown) =>
     new Promise<unknown>((resolve) => connection.send(method, params, resolve))
