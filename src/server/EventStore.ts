@@ -16,6 +16,7 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import * as Follow from "./internal/Follow.ts"
+import * as Wakers from "./internal/Wakers.ts"
 
 /**
  * One stored SSE event, as it is written again on replay.
@@ -229,11 +230,7 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
   }
 
   // Woken on every entry of their stream (only with `tail`).
-  const followers = new Map<string, Set<() => void>>()
-  const wake = (streamId: string) => {
-    const woken = followers.get(streamId)
-    if (woken !== undefined) for (const f of woken) f()
-  }
+  const followers = Wakers.make()
 
   const append = (streamId: string, data: string, event?: string | undefined) =>
     Effect.sync(() => appendUnsafe(streamId, data, event, false))
@@ -264,7 +261,7 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
         order.push(...live)
         orderHead = 0
       }
-      if (options?.tail === true) wake(streamId)
+      if (options?.tail === true) followers.wake(streamId)
       return id
     }
   }
@@ -339,20 +336,7 @@ export const makeMemoryUnsafe = (options?: MemoryOptions): EventStoreShape => {
             }
             return { events, cursor: next, finished: false }
           }),
-        register: (onAppend) =>
-          Effect.acquireRelease(
-            Effect.sync(() => {
-              let set = followers.get(streamId)
-              if (set === undefined) followers.set(streamId, set = new Set())
-              set.add(onAppend)
-            }),
-            () =>
-              Effect.sync(() => {
-                const set = followers.get(streamId)
-                set?.delete(onAppend)
-                if (set?.size === 0) followers.delete(streamId)
-              })
-          )
+        register: (onAppend) => followers.register(streamId, onAppend)
       }),
     finish: (streamId) =>
       Effect.sync(() => {

@@ -49,6 +49,7 @@ import {
 } from "./EventStore.ts"
 import { InstanceLease, type InstanceLeaseShape, LeaseLost, WriterToken } from "./InstanceLease.ts"
 import * as Follow from "./internal/Follow.ts"
+import * as Wakers from "./internal/Wakers.ts"
 
 /**
  * Bounds and naming of the Redis event log.
@@ -323,21 +324,14 @@ const makeTail = (
   }
 ): Tail => {
   // Followers of this store by stream key, woken by the messages of one subscription.
-  const followers = new Map<string, Set<() => void>>()
-  const wakeAll = () => {
-    for (const set of followers.values()) for (const wake of set) wake()
-  }
+  const followers = Wakers.make()
   let subscribed: Deferred.Deferred<void> | undefined
   const listen = Effect.scoped(Effect.gen(function*() {
     const queue = yield* redis.subscribe(options.wakeChannel)
     Deferred.doneUnsafe(subscribed!, Effect.void)
     // Appends made while there was no subscription woke nobody.
-    wakeAll()
-    return yield* Effect.forever(Effect.flatMap(Queue.take(queue), (message) =>
-      Effect.sync(() => {
-        const set = followers.get(message.message)
-        if (set !== undefined) for (const wake of set) wake()
-      })))
+    followers.wakeAll()
+    return yield* Effect.forever(Effect.map(Queue.take(queue), (message) => followers.wake(message.message)))
   })).pipe(
     Effect.catchCause((cause) => Effect.logWarning("Event log wake-ups interrupted; subscribing again", cause)),
     Effect.repeat(Schedule.spaced("1 second"))
@@ -394,22 +388,7 @@ const makeTail = (
         read: (cursor) => read(key, cursor),
         pollMs: options.pollMs,
         register: (onAppend) =>
-          Effect.andThen(
-            Effect.acquireRelease(
-              Effect.sync(() => {
-                let set = followers.get(key)
-                if (set === undefined) followers.set(key, set = new Set())
-                set.add(onAppend)
-              }),
-              () =>
-                Effect.sync(() => {
-                  const set = followers.get(key)
-                  set?.delete(onAppend)
-                  if (set?.size === 0) followers.delete(key)
-                })
-            ),
-            subscription
-          )
+          Effect.andThen(followers.register(key, onAppend), subscription)
       })
     },
     finish: (streamId) => Effect.asVoid(Effect.orDie(options.finish(options.streamKey(streamId))))

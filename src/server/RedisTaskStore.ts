@@ -50,6 +50,7 @@ import * as JsonRpc from "../JsonRpc.ts"
 import { isTerminal } from "../TaskWire.ts"
 import { InstanceLease } from "./InstanceLease.ts"
 import { type TaskRecord, TaskStore, TaskStoreError, type TaskStoreShape } from "./TaskStore.ts"
+import * as Wakers from "./internal/Wakers.ts"
 
 /**
  * Naming, liveness and bounds of the Redis task store.
@@ -282,41 +283,20 @@ export const make = (options?: Options): Effect.Effect<TaskStoreShape, never, Re
       })
 
     // Followers of a task on this instance, woken when a change of it is announced.
-    const followers = new Map<string, Set<Latch.Latch>>()
-    const wake = (taskId: string) => {
-      const latches = followers.get(taskId)
-      if (latches !== undefined) for (const latch of latches) latch.openUnsafe()
-    }
-    const wakeAll = () => {
-      for (const latches of followers.values()) for (const latch of latches) latch.openUnsafe()
-    }
-    const follow = (taskId: string, latch: Latch.Latch) =>
-      Effect.acquireRelease(
-        Effect.sync(() => {
-          let latches = followers.get(taskId)
-          if (latches === undefined) followers.set(taskId, latches = new Set())
-          latches.add(latch)
-        }),
-        () =>
-          Effect.sync(() => {
-            const latches = followers.get(taskId)
-            latches?.delete(latch)
-            if (latches?.size === 0) followers.delete(taskId)
-          })
-      )
+    const followers = Wakers.make()
 
     // Subscribed once, when the first follower starts (a server that runs no tasks holds no subscriber
     // connection). A follower waits for the subscription at most `timeoutMs` (Redis may be down), so that a
     // change announced after its first read reaches it; any it misses, its next read finds.
     const ready = Deferred.makeUnsafe<void>()
     const announced = (queue: Queue.Dequeue<Redis.RedisMessage, Redis.RedisError>) =>
-      Effect.forever(Effect.map(Queue.take(queue), (message) => wake(message.message)))
+      Effect.forever(Effect.map(Queue.take(queue), (message) => followers.wake(message.message)))
     const subscription = Effect.scoped(Effect.flatMap(redis.subscribe(channel), (queue) =>
       Effect.andThen(
         Effect.sync(() => {
           Deferred.doneUnsafe(ready, Exit.void)
           // What was announced while no subscription was there is read again.
-          wakeAll()
+          followers.wakeAll()
         }),
         announced(queue)
       ))).pipe(
@@ -330,7 +310,7 @@ export const make = (options?: Options): Effect.Effect<TaskStoreShape, never, Re
       Stream.callback<TaskRecord, TaskStoreError>((queue) =>
         Effect.gen(function*() {
           const latch = Latch.makeUnsafe(false)
-          yield* follow(taskId, latch)
+          yield* followers.register(taskId, () => latch.openUnsafe())
           yield* whenSubscribed
           let after = ""
           let latest: TaskRecord | undefined
