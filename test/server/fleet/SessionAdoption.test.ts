@@ -74,6 +74,20 @@ const post = (url: string, user: string, message: Record<string, unknown>, sessi
 const call = (url: string, user: string, sessionId: string) =>
   post(url, user, { id: ++ids, method: "tools/call", params: { name: "whoami", arguments: {} } }, sessionId)
 
+/** Opens a session through `url` as `user` (the client named `client`), finishing the handshake there; its id. */
+const handshake = (url: string, user: string, client: string) =>
+  Effect.gen(function*() {
+    const init = yield* post(url, user, {
+      id: ++ids,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: client, version: "1.0.0" } }
+    })
+    expect(init.status).toBe(200)
+    const id = init.sessionId!
+    expect((yield* post(url, user, { method: "notifications/initialized" }, id)).status).toBe(202)
+    return id
+  })
+
 const textOf = (body: any): string => body?.result?.content?.[0]?.text
 
 const until = <A>(probe: Effect.Effect<A>, check: (a: A) => boolean): Effect.Effect<A> =>
@@ -121,13 +135,7 @@ describe.skipIf(!RedisServer.present)("Handshake-era session adoption", () => {
       // Idle timeouts longer than the outage: the record outlives it.
       const a = yield* instance("A", redis.url, 600_000).pipe(Scope.provide(scope))
       const b = yield* instance("B", redis.url, 600_000).pipe(Scope.provide(scope))
-      const init = yield* post(a.url, "alice", {
-        id: ++ids,
-        method: "initialize",
-        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "probe", version: "1.0.0" } }
-      })
-      const id = init.sessionId!
-      expect((yield* post(a.url, "alice", { method: "notifications/initialized" }, id)).status).toBe(202)
+      const id = yield* handshake(a.url, "alice", "probe")
       expect(textOf((yield* call(b.url, "alice", id)).body)).toBe("B probe ready")
 
       // Redis down: answered at once with 503 and Retry-After, on both.
@@ -154,13 +162,7 @@ describe.skipIf(!RedisServer.present)("Handshake-era session adoption", () => {
       const scope = yield* Scope.make()
       const a = yield* instance("A", redis.url, 600_000).pipe(Scope.provide(scope))
       const b = yield* instance("B", redis.url, 600_000).pipe(Scope.provide(scope))
-      const init = yield* post(a.url, "alice", {
-        id: ++ids,
-        method: "initialize",
-        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "probe", version: "1.0.0" } }
-      })
-      const id = init.sessionId!
-      expect((yield* post(a.url, "alice", { method: "notifications/initialized" }, id)).status).toBe(202)
+      const id = yield* handshake(a.url, "alice", "probe")
       expect((yield* call(b.url, "alice", id)).status).toBe(200)
       // The cancel (through A) and the request (to B) race: cancelled before it arrives or while it
       // runs, the request is never answered, and its POST ends with 202.
@@ -180,13 +182,7 @@ describe.skipIf(!RedisServer.present)("Handshake-era session adoption", () => {
       const scope = yield* Scope.make()
       const a = yield* instance("A", redis.url).pipe(Scope.provide(scope))
       const b = yield* instance("B", redis.url).pipe(Scope.provide(scope))
-      const init = yield* post(b.url, "alice", {
-        id: ++ids,
-        method: "initialize",
-        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "listener", version: "1.0.0" } }
-      })
-      const id = init.sessionId!
-      expect((yield* post(b.url, "alice", { method: "notifications/initialized" }, id)).status).toBe(202)
+      const id = yield* handshake(b.url, "alice", "listener")
       const abort = new AbortController()
       const listening = yield* Effect.promise(() =>
         fetch(a.url, {
