@@ -11,35 +11,11 @@ import { BusUnavailable } from "../../../src/server/Bus.ts"
 import * as RedisBus from "../../../src/server/RedisBus.ts"
 import * as RedisFleet from "../../../src/server/RedisFleet.ts"
 import * as RedisServer from "../../fixtures/RedisServer.ts"
+import * as Collector from "../../fixtures/Collector.ts"
 
 const busOn = (url: string) =>
   Effect.flatMap(Layer.build(RedisFleet.layerConnection({ url })), (context) =>
     Effect.provideContext(RedisBus.make({ prefix: "b:" }), context))
-
-/** What a subscriber got so far, and a wait until it holds `n` messages. */
-const collector = () => {
-  const got: Array<string> = []
-  const waiters = new Set<() => void>()
-  return {
-    got,
-    onMessage: (m: string) => Effect.sync(() => {
-      got.push(m)
-      for (const w of waiters) w()
-    }),
-    awaitCount: (n: number) =>
-      Effect.callback<void>((resume) => {
-        const check = () => {
-          if (got.length >= n) {
-            waiters.delete(check)
-            resume(Effect.void)
-          }
-        }
-        waiters.add(check)
-        check()
-        return Effect.sync(() => void waiters.delete(check))
-      })
-  }
-}
 
 const subscribers = (url: string, channel: string) =>
   Effect.promise(async () => {
@@ -62,10 +38,10 @@ describe.skipIf(!RedisServer.present)("RedisBus", () => {
       const redis = yield* RedisServer.make()
       const a = yield* busOn(redis.url)
       const b = yield* busOn(redis.url)
-      const onA = collector()
-      const onB = collector()
-      yield* a.subscribe("t", onA.onMessage)
-      yield* b.subscribe("t", onB.onMessage)
+      const onA = Collector.make<string>()
+      const onB = Collector.make<string>()
+      yield* a.subscribe("t", onA.add)
+      yield* b.subscribe("t", onB.add)
       yield* a.publish("t", "1")
       yield* b.publish("t", "2")
       yield* a.publish("other", "not for t")

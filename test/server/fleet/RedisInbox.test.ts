@@ -15,6 +15,7 @@ import { Inbox, type InboxEntry, InboxUnavailable } from "../../../src/server/In
 import * as RedisFleet from "../../../src/server/RedisFleet.ts"
 import * as RedisInbox from "../../../src/server/RedisInbox.ts"
 import * as RedisServer from "../../fixtures/RedisServer.ts"
+import * as Collector from "../../fixtures/Collector.ts"
 
 const PREFIX = "i:"
 
@@ -23,32 +24,6 @@ const inboxOn = (url: string, options: RedisInbox.Options = {}) =>
     Layer.build(RedisInbox.layer({ prefix: PREFIX, ...options }).pipe(Layer.provide(RedisFleet.layerConnection({ url })))),
     (context) => Context.get(context, Inbox)
   )
-
-/** What a reader got so far, and a wait until it holds `n` entries. */
-const collector = () => {
-  const got: Array<InboxEntry> = []
-  const waiters = new Set<() => void>()
-  return {
-    got,
-    onEntry: (entry: InboxEntry) =>
-      Effect.sync(() => {
-        got.push(entry)
-        for (const w of waiters) w()
-      }),
-    awaitCount: (n: number) =>
-      Effect.callback<void>((resume) => {
-        const check = () => {
-          if (got.length >= n) {
-            waiters.delete(check)
-            resume(Effect.void)
-          }
-        }
-        waiters.add(check)
-        check()
-        return Effect.sync(() => void waiters.delete(check))
-      })
-  }
-}
 
 const inboxLength = (url: string, instanceId: string) =>
   Effect.promise(async () => {
@@ -72,14 +47,14 @@ describe.skipIf(!RedisServer.present)("RedisInbox", () => {
       const reader = yield* inboxOn(redis.url, { instanceId: "R" })
       const b = yield* inboxOn(redis.url)
       const c = yield* inboxOn(redis.url)
-      const seen = collector()
+      const seen = Collector.make<InboxEntry>()
       let failOnce = true
       yield* reader.receive((entry) =>
         entry.message === "boom" && failOnce
           ? Effect.sync(() => {
             failOnce = false
           }).pipe(Effect.andThen(Effect.die(new Error("a delivery that fails"))))
-          : seen.onEntry(entry)
+          : seen.add(entry)
       )
       expect(reader.instanceId).toBe("R")
       expect(yield* RedisServer.keysUnder(redis.url, PREFIX)).toEqual([`${PREFIX}inbox:R`])
@@ -135,8 +110,8 @@ describe.skipIf(!RedisServer.present)("RedisInbox", () => {
       const redis = yield* RedisServer.make()
       const reader = yield* inboxOn(redis.url, { instanceId: "R" })
       const sender = yield* inboxOn(redis.url)
-      const seen = collector()
-      yield* reader.receive(seen.onEntry)
+      const seen = Collector.make<InboxEntry>()
+      yield* reader.receive(seen.add)
       yield* sender.send("R", { sessionId: "s", message: "before" })
       yield* seen.awaitCount(1)
       // Delivered and deleted (a reader stopped between the two delivers the entry again once back).
