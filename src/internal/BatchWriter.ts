@@ -73,6 +73,8 @@ class Waiter<Closed> implements Queued {
 
 const settled: Queued = { withdraw: () => {} }
 
+const settledPromise = Promise.resolve()
+
 export interface BatchWriterOptions {
   /** Hand the batch to an idle sink once it holds this many lines, not only at the end of the tick. */
   readonly flushAt?: number | undefined
@@ -122,7 +124,8 @@ export const make = <Closed>(capacity: number, options?: BatchWriterOptions): Ba
     if (count >= flushAt && idle !== undefined) return flush()
     if (idle !== undefined && !flushScheduled) {
       flushScheduled = true
-      queueMicrotask(flush)
+      // A reaction on a settled promise: `queueMicrotask` makes an AsyncResource per call.
+      settledPromise.then(flush)
     }
   }
 
@@ -191,13 +194,15 @@ export const make = <Closed>(capacity: number, options?: BatchWriterOptions): Ba
   // The sink asks for the next batch once the previous one is written (or
   // buffered by Node below its high-water mark), so a pull is also the
   // moment there is room again.
+  // One sink pulls at a time, so an interrupted pull can only be the one waiting.
+  const stopWaiting = Effect.sync(() => {
+    idle = undefined
+  })
   const pull: Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>> = Effect.callback((resume) => {
     if (count > 0) return resume(Exit.succeed(take()))
     if (ended) return resume(Exit.fail(Cause.Done()))
     idle = resume
-    return Effect.sync(() => {
-      if (idle === resume) idle = undefined
-    })
+    return stopWaiting
   })
 
   const run = <E, R>(sink: Sink.Sink<unknown, Uint8Array, unknown, E, R>): Effect.Effect<void, E, R> =>

@@ -321,17 +321,33 @@ export const make = (options: CorrelationOptions): Correlation => {
     callOptions?: CallOptions
   ): Effect.Effect<unknown, E | SettleError> =>
     fixedClock === undefined
-      ? Effect.clockWith((clock) => callBufferedNow(clock, method, params, write, enqueue, callOptions))
-      : Effect.suspend(() => callBufferedNow(fixedClock, method, params, write, enqueue, callOptions))
+      ? Effect.clockWith((clock) => waitFor<E>(startBuffered(clock, method, params, write, enqueue, callOptions)))
+      // One step per call: the request starts in the callback that waits for its answer.
+      : Effect.callback((resume) => {
+        const started = startBuffered(fixedClock, method, params, write, enqueue, callOptions)
+        if (!(started instanceof EntryImpl)) return resume(started as Effect.Effect<unknown, E | SettleError>)
+        const entry = started as unknown as Entry
+        if (entry.outcome !== undefined) return resume(entry.outcome)
+        entry.resume = resume
+        return entry
+      })
 
-  const callBufferedNow = <E>(
+  const waitFor = <E>(started: Entry | Effect.Effect<unknown, E | SettleError>): Effect.Effect<unknown, E | SettleError> =>
+    started instanceof EntryImpl ? awaitEntry<E>(started as unknown as Entry) : started
+
+  /**
+   * Sends a buffered request and registers it: its entry to wait on, or
+   * the effect the call goes on with instead (a failure, or the deadline's
+   * timer to start before waiting).
+   */
+  const startBuffered = <E>(
     clock: Clock.Clock,
     method: string,
     params: unknown,
     write: (message: JsonRpc.JsonRpcRequest) => E | WouldBlock | undefined,
     enqueue: (message: JsonRpc.JsonRpcRequest, done: (error: E | undefined) => void) => Queued,
     callOptions: CallOptions | undefined
-  ): Effect.Effect<unknown, E | SettleError> => {
+  ): Entry | Effect.Effect<unknown, E | SettleError> => {
     if (closed !== undefined) return Effect.fail(closed)
     const id = nextId()
     callOptions?.onId?.(id)
@@ -355,16 +371,16 @@ export const make = (options: CorrelationOptions): Correlation => {
           settle(entry, Exit.fail(error) as Exit.Exit<never, unknown> as Outcome)
         }
       })
-      if (entry.outcome !== undefined) return awaitEntry<E>(entry)
+      if (entry.outcome !== undefined) return entry
       // `done` may already have run (room at once, or a closed writer).
       if (entry.queued === notYetQueued) entry.queued = queued
     }
     const timeoutMs = callOptions?.timeoutMs
-    if (!isTimed(timeoutMs)) return awaitEntry<E>(entry)
+    if (!isTimed(timeoutMs)) return entry
     const timer = armDeadline(clock, entry, timeoutMs, callOptions)
     // Starting the timer is a step of its own: an interruption right after it must still clear the entry.
     return timer === Effect.void
-      ? awaitEntry<E>(entry)
+      ? entry
       : Effect.onInterrupt(Effect.andThen(timer, awaitEntry<E>(entry)), () => abandon(entry))
   }
 

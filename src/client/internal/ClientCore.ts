@@ -224,10 +224,14 @@ export const make = Effect.fnUntraced(function*(
     return ms
   }
 
-  const callOptions = (o: RequestOptions | undefined): Correlation.CallOptions =>
-    o?.onDeadline === undefined && o?.onId === undefined
-      ? { timeoutMs: timeoutMsFor(o) }
-      : { timeoutMs: timeoutMsFor(o), onDeadline: o.onDeadline, onId: o.onId }
+  // Options with nothing but a timeout come with every call: one shared object per timeout.
+  let plainOptions: Correlation.CallOptions = { timeoutMs: undefined }
+  const callOptions = (o: RequestOptions | undefined): Correlation.CallOptions => {
+    const timeoutMs = timeoutMsFor(o)
+    if (o?.onDeadline !== undefined || o?.onId !== undefined) return { timeoutMs, onDeadline: o.onDeadline, onId: o.onId }
+    if (plainOptions.timeoutMs !== timeoutMs) plainOptions = { timeoutMs }
+    return plainOptions
+  }
 
   const service: ClientCore["service"] = (parts) => ({
     [NotificationListener.key]: listen,
