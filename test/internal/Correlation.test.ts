@@ -101,6 +101,37 @@ describe("Correlation", () => {
     })
   }
 
+  it.effect("buffered requests that start no timer of their own (no timeout, or a later deadline) are abandoned on interruption too", () =>
+    Effect.gen(function*() {
+      const s = yield* setup
+      // The first starts the deadline timer; the second's deadline is later, the third has none.
+      const first = yield* s.buffered(1000)
+      const later = yield* s.buffered(1000)
+      const untimed = yield* s.buffered()
+      const [a, b, c] = s.sent.map((m) => m.id)
+      yield* Fiber.interrupt(later)
+      yield* Fiber.interrupt(untimed)
+      expect(s.cancelled).toEqual([`${b}: Request cancelled by the caller`, `${c}: Request cancelled by the caller`])
+      expect(s.correlation.pendingIds()).toEqual([a])
+      expect(s.correlation.complete(JsonRpc.success(a!, { ok: true }))).toBe(true)
+      expect(yield* Fiber.join(first)).toEqual({ ok: true })
+      expect(s.correlation.pending()).toBe(0)
+    }))
+
+  it.effect("a buffered request answered at once resumes its caller with the answer, with no timer or without", () =>
+    Effect.gen(function*() {
+      const s = yield* setup
+      const timed = yield* s.buffered(1000)
+      const untimed = yield* s.buffered()
+      const [a, b] = s.sent.map((m) => m.id)
+      expect(s.correlation.complete(JsonRpc.success(b!, { n: 2 }))).toBe(true)
+      expect(s.correlation.complete(JsonRpc.success(a!, { n: 1 }))).toBe(true)
+      expect(yield* Fiber.join(untimed)).toEqual({ n: 2 })
+      expect(yield* Fiber.join(timed)).toEqual({ n: 1 })
+      yield* TestClock.adjust(2000)
+      expect(s.cancelled).toEqual([])
+    }))
+
   it.effect("a buffered request still waiting for room is withdrawn from the writer when its caller is interrupted", () =>
     Effect.gen(function*() {
       const cancelled: Array<string> = []

@@ -50,6 +50,27 @@ describe("BatchWriter", () => {
       expect(writes.join("")).toBe(sent)
     }))
 
+  it.effect("a line written after the waiting sink was interrupted stays in the batch for the next run", () =>
+    Effect.gen(function*() {
+      const writer = BatchWriter.make<string>(16)
+      const writes: Array<string> = []
+      const decoder = new TextDecoder()
+      const sink = Sink.forEach((chunk: Uint8Array) => Effect.sync(() => writes.push(decoder.decode(chunk))))
+      const first = yield* writer.run(sink).pipe(Effect.forkChild({ startImmediately: true }))
+      expect(writer.tryWrite("a\n")).toBe(true)
+      yield* Effect.yieldNow
+      expect(writes).toEqual(["a\n"])
+      // Now its pull waits for the next batch.
+      yield* Fiber.interrupt(first)
+      expect(writer.tryWrite("b\n")).toBe(true)
+      yield* Effect.yieldNow
+      expect(writes).toEqual(["a\n"])
+      const second = yield* writer.run(sink).pipe(Effect.forkChild({ startImmediately: true }))
+      writer.close("closed")
+      yield* Fiber.join(second)
+      expect(writes).toEqual(["a\n", "b\n"])
+    }))
+
   it.effect.prop("every line reaches the sink once, whole and in order, whatever the bursts and flushAt", {
     bursts: Arbitrary.array(int(0, 40), { minLength: 1, maxLength: 8 }),
     flushAt: int(1, 20)
