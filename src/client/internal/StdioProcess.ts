@@ -119,6 +119,21 @@ const makeRing = (capacity: number) => {
   }
 }
 
+/**
+ * Whether the process group led by `pid` has no member left (POSIX; the
+ * spawner starts the server as a group leader). EPERM means members exist
+ * that cannot be signalled, such as zombies on macOS: not gone.
+ */
+export const groupGone = (pid: number): boolean => {
+  if (process.platform === "win32") return false
+  try {
+    process.kill(-pid, 0)
+    return false
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH"
+  }
+}
+
 /** Spawns the server and runs the wire's pumps for as long as the scope lives. */
 export const spawn = Effect.fnUntraced(function*(
   options: Options,
@@ -258,6 +273,10 @@ export const spawn = Effect.fnUntraced(function*(
       yield* wire.close(new TransportClosed({ reason: "transport scope closed", stderrTail: tail.snapshot() }))
       yield* Deferred.await(exited).pipe(Effect.timeoutOption(Duration.millis(options.graceMs)))
       if (reaper !== undefined) yield* reaper.terminate
+      // A server that exited and left no member of its group behind leaves the
+      // spawner nothing to end: it would still signal the group, fail, build
+      // two errors and ignore them, on the teardown's critical path.
+      if (processExit !== undefined && groupGone(handle.pid)) yield* Effect.ignore(handle.unref)
     })
   )
 
