@@ -22,8 +22,11 @@
  * spawn to the server process's own start: what the client does before it
  * spawns the server, mostly loading modules), the client's CPU ms when it
  * called `child_process.spawn` (the preload wraps it) and teardown ms (the
- * client's own close, as the script times it), each with its ratio to `sdk`
- * when it ran.
+ * client's own close, as the script times it) and client teardown ms (that
+ * close less the server's own shutdown, from the client's `stdin.end()` to
+ * the child's `exit`: what the client adds before and after it, the part
+ * that depends least on the server and the load), each with its
+ * ratio to `sdk` when it ran.
  */
 import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -52,17 +55,27 @@ import childProcess from "node:child_process"
 import { syncBuiltinESMExports } from "node:module"
 const spawn = childProcess.spawn
 let spawnCpuUs = -1
+let endedAt = -1
+let exitedAt = -1
 childProcess.spawn = function(...args) {
   if (spawnCpuUs < 0) {
     const c = process.cpuUsage()
     spawnCpuUs = c.user + c.system
   }
-  return spawn.apply(this, args)
+  const child = spawn.apply(this, args)
+  const end = child.stdin.end
+  child.stdin.end = function(...a) {
+    if (endedAt < 0) endedAt = performance.now()
+    return end.apply(this, a)
+  }
+  child.once("exit", () => void (exitedAt = performance.now()))
+  return child
 }
 syncBuiltinESMExports()
 process.on("exit", () => {
   const u = process.resourceUsage()
-  writeSync(2, "\\n${USAGE_MARK}" + JSON.stringify({ cpuUs: u.userCPUTime + u.systemCPUTime, spawnCpuUs }) + "\\n")
+  const serverShutdownMs = endedAt >= 0 && exitedAt >= endedAt ? exitedAt - endedAt : -1
+  writeSync(2, "\\n${USAGE_MARK}" + JSON.stringify({ cpuUs: u.userCPUTime + u.systemCPUTime, spawnCpuUs, serverShutdownMs }) + "\\n")
 })`
   )
 }`
@@ -86,6 +99,7 @@ interface Sample {
   readonly serverStartMs: number
   readonly cpuAtSpawnMs: number
   readonly teardownMs: number
+  readonly clientTeardownMs: number
 }
 
 const scriptOf = (variant: string): { file: string; args: Array<string> } => {
@@ -118,13 +132,18 @@ const runOnce = (variant: string): Promise<Sample> =>
         reject(new Error(`${variant}: exit ${code ?? signal}\n${stdout.slice(-1000)}\n${stderr.slice(-2000)}`))
         return
       }
-      const { cpuUs, spawnCpuUs } = JSON.parse(usage.slice(USAGE_MARK.length)) as { cpuUs: number; spawnCpuUs: number }
+      const { cpuUs, serverShutdownMs, spawnCpuUs } = JSON.parse(usage.slice(USAGE_MARK.length)) as {
+        cpuUs: number
+        spawnCpuUs: number
+        serverShutdownMs: number
+      }
       done({
         wallMs,
         cpuMs: cpuUs / 1000,
         serverStartMs: Number(readFileSync(stampFile, "utf8")) - startedAt,
         cpuAtSpawnMs: spawnCpuUs / 1000,
-        teardownMs: Number(teardown[1])
+        teardownMs: Number(teardown[1]),
+        clientTeardownMs: serverShutdownMs < 0 ? Number.NaN : Number(teardown[1]) - serverShutdownMs
       })
     })
   })
@@ -148,7 +167,8 @@ const medians = new Map([...samples].map(([v, xs]) => [v, {
   cpuMs: median(xs.map((x) => x.cpuMs)),
   serverStartMs: median(xs.map((x) => x.serverStartMs)),
   cpuAtSpawnMs: median(xs.map((x) => x.cpuAtSpawnMs)),
-  teardownMs: median(xs.map((x) => x.teardownMs))
+  teardownMs: median(xs.map((x) => x.teardownMs)),
+  clientTeardownMs: median(xs.map((x) => x.clientTeardownMs))
 }]))
 const sdk = [...medians].find(([v]) => v === "sdk" || v.endsWith("#sdk"))?.[1]
 const ratio = (a: number, b: number | undefined) => b === undefined ? undefined : +(a / b).toFixed(2)
@@ -162,10 +182,12 @@ for (const [variant, m] of medians) {
     serverStartMs: +m.serverStartMs.toFixed(1),
     cpuAtSpawnMs: +m.cpuAtSpawnMs.toFixed(1),
     teardownMs: +m.teardownMs.toFixed(2),
+    clientTeardownMs: +m.clientTeardownMs.toFixed(2),
     wallVsSdk: ratio(m.wallMs, sdk?.wallMs),
     cpuVsSdk: ratio(m.cpuMs, sdk?.cpuMs),
     serverStartVsSdk: ratio(m.serverStartMs, sdk?.serverStartMs),
     cpuAtSpawnVsSdk: ratio(m.cpuAtSpawnMs, sdk?.cpuAtSpawnMs),
-    teardownVsSdk: ratio(m.teardownMs, sdk?.teardownMs)
+    teardownVsSdk: ratio(m.teardownMs, sdk?.teardownMs),
+    clientTeardownVsSdk: ratio(m.clientTeardownMs, sdk?.clientTeardownMs)
   }))
 }

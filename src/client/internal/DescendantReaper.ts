@@ -19,7 +19,12 @@ import * as ProcessTree from "./ProcessTree.ts"
 export interface DescendantReaper {
   /** Walks the server's tree now and records what it finds. */
   readonly sample: Effect.Effect<void>
-  /** Samples until nothing is left to watch (the server reaped and no recorded descendant alive). */
+  /**
+   * Samples at once, then every `intervalMs` until nothing is left to watch
+   * (the server reaped and no recorded descendant alive). The first walk also
+   * readies its code, so that the walks at teardown, which come before
+   * stdin's end reaches the server, run warm.
+   */
   readonly sampleEvery: (intervalMs: number) => Effect.Effect<void>
   /**
    * Samples, then sends SIGTERM to the recorded descendants outside the
@@ -50,10 +55,10 @@ export const make = (options: {
   const sampleEvery = (intervalMs: number): Effect.Effect<void> =>
     !tracker.enabled ? Effect.void : Effect.gen(function*() {
       while (true) {
-        yield* Effect.sleep(intervalMs)
         const running = yield* options.rootRunning
         tracker.sample(running)
         if (!running && tracker.alive().length === 0) return
+        yield* Effect.sleep(intervalMs)
       }
     })
 

@@ -22,6 +22,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import type * as PlatformError from "effect/PlatformError"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
@@ -119,6 +120,21 @@ const makeRing = (capacity: number) => {
   }
 }
 
+/**
+ * Whether the process group led by `pid` has no member left (POSIX; the
+ * spawner starts the server as a group leader). EPERM means members exist
+ * that cannot be signalled, such as zombies on macOS: not gone.
+ */
+export const groupGone = (pid: number): boolean => {
+  if (process.platform === "win32") return false
+  try {
+    process.kill(-pid, 0)
+    return false
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH"
+  }
+}
+
 /** Spawns the server and runs the wire's pumps for as long as the scope lives. */
 export const spawn = Effect.fnUntraced(function*(
   options: Options,
@@ -142,13 +158,14 @@ export const spawn = Effect.fnUntraced(function*(
     Effect.mapError((cause) => new SpawnError({ command: options.command, args, cause }))
   )
   const sampleIntervalMs = options.descendantSampleIntervalMs
+  let sampler: Fiber.Fiber<void> | undefined
   if (sampleIntervalMs !== undefined) {
     reaper = DescendantReaper.make({
       pid: handle.pid,
       rootRunning: Effect.orElseSucceed(handle.isRunning, () => false),
       killAfterMs
     })
-    if (Number.isFinite(sampleIntervalMs)) yield* Effect.forkScoped(reaper.sampleEvery(sampleIntervalMs))
+    if (Number.isFinite(sampleIntervalMs)) sampler = yield* Effect.forkScoped(reaper.sampleEvery(sampleIntervalMs))
   }
 
   // --- stderr: ring buffer, stream, debug log ------------------------------
@@ -223,7 +240,7 @@ export const spawn = Effect.fnUntraced(function*(
 
   // Whatever ends first, wait briefly for the rest so the close carries the
   // exit status, the last stderr lines and any response already written.
-  yield* Effect.gen(function*() {
+  const closing = yield* Effect.gen(function*() {
     const first = yield* Deferred.await(peerEnd)
     yield* Effect.all([Deferred.await(exited), Deferred.await(stdoutDone), Deferred.await(stderrDone)], {
       concurrency: "unbounded",
@@ -256,8 +273,18 @@ export const spawn = Effect.fnUntraced(function*(
     Effect.gen(function*() {
       if (reaper !== undefined) yield* reaper.sample
       yield* wire.close(new TransportClosed({ reason: "transport scope closed", stderrTail: tail.snapshot() }))
+      // Stdin's end reaches the server once this turn of the event loop is
+      // over. The fibers with nothing left to do (the wire is closed, the tree
+      // is read at the SIGTERM) are stopped after it, while the server shuts
+      // down, rather than after its exit.
+      yield* Effect.yieldNow
+      yield* Fiber.interruptAll(sampler === undefined ? [closing] : [closing, sampler])
       yield* Deferred.await(exited).pipe(Effect.timeoutOption(Duration.millis(options.graceMs)))
       if (reaper !== undefined) yield* reaper.terminate
+      // A server that exited and left no member of its group behind leaves the
+      // spawner nothing to end: it would still signal the group, fail, build
+      // two errors and ignore them, on the teardown's critical path.
+      if (processExit !== undefined && groupGone(handle.pid)) yield* Effect.ignore(handle.unref)
     })
   )
 
