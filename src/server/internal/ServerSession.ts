@@ -393,8 +393,9 @@ export const make = Effect.fnUntraced(function*<R>(
       Effect.flatMap(restore(runHandler(request, requestContext(request))), (reply) =>
         reply === null ? Effect.succeed(null) : Effect.as(onReply(reply), null))
     )
-    const start = Effect.asVoid(serving.run(request.id, work))
-    return Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.void : start)
+    // Without early cancels kept (an ordered stream), none can be waiting for this id.
+    if (options.earlyCancels === undefined) return serving.start(request.id, work)
+    return Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.void : serving.start(request.id, work))
   }
 
   const handleFrame = (text: string): Effect.Effect<Reply> => handleDecoded(JsonRpc.decode(text), text)
