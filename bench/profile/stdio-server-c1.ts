@@ -18,6 +18,7 @@ import * as NodeSink from "@effect/platform-node/NodeSink"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as PlatformError from "effect/PlatformError"
 import * as Schema from "effect/Schema"
 import * as Sink from "effect/Sink"
 import * as Stdio from "effect/Stdio"
@@ -40,6 +41,9 @@ const PARAMS = method === "tools/call" ? { name: "echo", arguments: { text: "hi"
 const line = (id: number, m: string, params?: unknown) =>
   JSON.stringify({ jsonrpc: "2.0", id, method: m, ...(params === undefined ? {} : { params }) }) + "\n"
 
+const failed = (method: string) => (cause: unknown) =>
+  PlatformError.systemError({ module: "Stdio", method, _tag: "Unknown", cause })
+
 const load = async (build: string) => {
   const [dist = build, api] = build.split(":") as [string, Api | undefined]
   const base = pathToFileURL(resolve(dist) + "/").href
@@ -56,8 +60,8 @@ const load = async (build: string) => {
   })
   const stdio = Stdio.make({
     args: Effect.succeed([]),
-    stdin: NodeStream.fromReadable({ evaluate: () => stdin, onError: (e) => e, closeOnDone: false }),
-    stdout: () => NodeSink.fromWritable({ evaluate: () => stdout, onError: (e) => e, endOnDone: false }),
+    stdin: NodeStream.fromReadable({ evaluate: () => stdin, onError: failed("stdin"), closeOnDone: false }),
+    stdout: () => NodeSink.fromWritable({ evaluate: () => stdout, onError: failed("stdout"), endOnDone: false }),
     stderr: () => Sink.drain
   })
   const server = api === undefined

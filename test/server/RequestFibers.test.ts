@@ -87,8 +87,17 @@ describe("RequestFibers", () => {
       expect(fibers.has(2)).toBe(false)
       // The caller's services reach the fiber.
       class Tag extends Context.Service<Tag, string>()("test/RequestFibers/Tag") {}
-      yield* fibers.start(3, Effect.map(Tag, (v) => { seen.push(v); return v })).pipe(Effect.provideService(Tag, "provided"))
+      // The fiber finds Tag among the caller's services (the map's type cannot say so).
+      const readTag = Effect.map(Tag, (v) => {
+        seen.push(v)
+        return v
+      }) as Effect.Effect<string>
+      yield* fibers.start(3, readTag).pipe(Effect.provideService(Tag, "provided"))
       expect(seen).toEqual(["now", "provided"])
+      // Or the services made of the caller's.
+      yield* fibers.start(5, readTag, (services) => Context.add(services, Tag, "made")).pipe(Effect.provideService(Tag, "provided"))
+      expect(seen).toEqual(["now", "provided", "made"])
+      seen.splice(2)
       yield* Deferred.succeed(gate, "done")
       yield* fibers.awaitEmpty
       expect(seen).toEqual(["now", "provided", "done"])
@@ -97,6 +106,6 @@ describe("RequestFibers", () => {
       yield* fibers.start(4, Effect.onInterrupt(Effect.never, () => Deferred.succeed(held, undefined)))
       yield* fibers.close
       yield* Deferred.await(held)
-      expect(Exit.hasInterrupts(yield* Effect.exit(fibers.start(5, Effect.succeed("late"))))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Effect.exit(fibers.start(6, Effect.succeed("late"))))).toBe(true)
     }))
 })
