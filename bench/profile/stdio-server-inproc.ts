@@ -91,11 +91,15 @@ const load = async (build: string): Promise<Build> => {
       }
     })
   // The server lives in its own fiber for the rest of the process.
-  const serve: Effect.Effect<unknown, unknown, Stdio.Stdio> = Effect.flatMap(
+  const serve: Effect.Effect<unknown, unknown, Stdio.Stdio> = Effect.scoped(Effect.flatMap(
     McpServer.toHandler(server),
     ({ handler }: any) => StdioServerTransport.run(handler)
-  )
-  Effect.runFork(Effect.provide(serve, Layer.succeed(Stdio.Stdio, stdio)))
+  ))
+  Effect.runFork(Effect.provide(serve, Layer.succeed(Stdio.Stdio, stdio))).addObserver((exit) => {
+    // The server serves for the rest of the process: ending is a failure of the probe.
+    console.error(`${build}: the server ended: ${exit._tag === "Failure" ? String(exit.cause) : "stdin ended"}`)
+    process.exit(1)
+  })
   await Effect.runPromise(
     Effect.gen(function*() {
       const init = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "c", version: "1" } }

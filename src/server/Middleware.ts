@@ -26,7 +26,9 @@ import * as JsonRpc from "../JsonRpc.ts"
 import { RpcError } from "../McpError.ts"
 import type * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
+import * as McpSpan from "../internal/McpSpan.ts"
 import * as Metrics from "../observability/Metrics.ts"
+import { Enabled as MetricsEnabled } from "../observability/internal/MetricsContext.ts"
 import type { HandlerContext } from "./Handler.ts"
 import * as ServerSpans from "./internal/ServerSpans.ts"
 
@@ -524,10 +526,13 @@ export const compose = <R>(
       })
   }
   const outer = app
-  return (message, context) => {
-    const request = describeRequest(message, context, stateless)
-    return Metrics.serverOperation(request.method, request.name, versionOf(request, sessionVersion), requestSpan(request, outer(request)))
-  }
+  return (message, context) =>
+    Effect.withFiber((fiber) => {
+      const request = describeRequest(message, context, stateless)
+      // Neither metrics nor a tracer (the default): nothing to record around the request.
+      if (!fiber.getRef(MetricsEnabled) && !McpSpan.enabled(fiber)) return outer(request)
+      return Metrics.serverOperation(request.method, request.name, versionOf(request, sessionVersion), requestSpan(request, outer(request)))
+    })
 }
 
 /** The revision a request is served under: its own `_meta` (stateless era), the one `initialize` answered with, else the session's. */

@@ -9,6 +9,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import * as JsonRpc from "../JsonRpc.ts"
 import { RpcError } from "../McpError.ts"
@@ -169,28 +170,41 @@ export const dispatch = <Ctx, R>(
 ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
   const route = router.requests.get(request.method)
   if (route === undefined) return Effect.succeed(JsonRpc.methodNotFound(request.id, request.method))
-  return route.decode(request.params ?? {}).pipe(
-    Effect.matchEffect({
-      onFailure: (error) => Effect.succeed<JsonRpc.JsonRpcResponse>(invalidParams(request.id, error)),
-      onSuccess: (params) =>
-        Effect.suspend(() => route.handle(params, context)).pipe(
-          Effect.flatMap(route.encode),
-          Effect.map((result): JsonRpc.JsonRpcResponse => JsonRpc.success(request.id, result ?? {})),
-          Effect.catchCause((cause) => {
-            if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-            const failure = cause.reasons.find((r) => r._tag === "Fail")
-            const mapped = failure !== undefined && failure._tag === "Fail"
-              ? failure.error instanceof RpcError ? failure.error : toRpcError?.(failure.error)
-              : undefined
-            if (mapped !== undefined) {
-              const e = mapped
-              return Effect.succeed(JsonRpc.failure(request.id, e.code, e.rpcMessage, e.data))
-            }
-            return Effect.as(ServerSpans.unexpectedFailure(request.method, cause), JsonRpc.internalError(request.id))
-          })
-        )
-    })
-  )
+  const answer = (result: unknown): Effect.Effect<JsonRpc.JsonRpcResponse> =>
+    Effect.succeed(JsonRpc.success(request.id, result ?? {}))
+  const onFailure = (cause: Cause.Cause<unknown>): Effect.Effect<JsonRpc.JsonRpcResponse> => {
+    if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+    const failure = cause.reasons.find((r) => r._tag === "Fail")
+    const mapped = failure !== undefined && failure._tag === "Fail"
+      ? failure.error instanceof RpcError ? failure.error : toRpcError?.(failure.error)
+      : undefined
+    if (mapped !== undefined) {
+      const e = mapped
+      return Effect.succeed(JsonRpc.failure(request.id, e.code, e.rpcMessage, e.data))
+    }
+    return Effect.as(ServerSpans.unexpectedFailure(request.method, cause), JsonRpc.internalError(request.id))
+  }
+  // A route without a result schema sends the result as it is: no encoding step.
+  const onSuccess = route.encode === identity
+    ? answer
+    : (result: unknown) => Effect.matchCauseEffect(route.encode(result), { onFailure, onSuccess: answer })
+  const serve = (params: unknown): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+    // A handler that throws instead of returning an effect dies like one that dies.
+    let handled: Effect.Effect<unknown, unknown, R>
+    try {
+      handled = route.handle(params, context)
+    } catch (defect) {
+      handled = Effect.die(defect)
+    }
+    return Effect.matchCauseEffect(handled, { onFailure, onSuccess })
+  }
+  const decoded = route.decode(request.params ?? {})
+  // A Schema parser without async steps answers with an Exit: params that decoded go straight on.
+  if (Exit.isExit(decoded) && Exit.isSuccess(decoded)) return serve(decoded.value)
+  return Effect.matchEffect(decoded, {
+    onFailure: (error) => Effect.succeed<JsonRpc.JsonRpcResponse>(invalidParams(request.id, error)),
+    onSuccess: serve
+  })
 }
 
 /**

@@ -271,8 +271,12 @@ const makeServer = Effect.fnUntraced(function*<R>(
         accepted ? Effect.void : Effect.fail(stopped ?? new TransportClosed({ reason: "stdout closed" })))
     })
 
-  const reply = (r: JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse>) =>
-    Effect.suspend(() => stopped !== undefined ? Effect.void : Effect.asVoid(writeLine(ServerDispatch.encodeReply(r) + "\n")))
+  const reply = (r: JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse>): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (stopped !== undefined) return Effect.void
+      const line = ServerDispatch.encodeReply(r) + "\n"
+      return output.tryWrite(line) ? Effect.void : Effect.ignore(output.write(line))
+    })
 
   const stop = (reason: TransportClosed) =>
     Effect.suspend(() => {
@@ -313,12 +317,18 @@ const makeServer = Effect.fnUntraced(function*<R>(
     return Effect.logWarning(`stdio server: skipped an input line of at least ${frame.size} bytes (limit ${maxBytes})`)
       .pipe(Effect.andThen(reply(ServerDispatch.tooLarge(maxBytes, frame.size))))
   }
-  const flushFrames = Effect.suspend(() => Effect.forEach(frames.splice(0), handleFrame, { discard: true }))
+  // A chunk usually holds one line (a client waiting for each reply): no loop for it.
+  const takeFrames = (): Effect.Effect<void> => {
+    if (frames.length === 0) return Effect.void
+    if (frames.length === 1) return handleFrame(frames.pop()!)
+    return Effect.forEach(frames.splice(0), handleFrame, { discard: true })
+  }
+  const flushFrames = Effect.suspend(takeFrames)
 
   const read: Effect.Effect<TransportClosed> = stdio.stdin.pipe(
     Stream.runForEachArray((chunks) => {
       for (const chunk of chunks) framer.push(chunk, collect)
-      return flushFrames
+      return takeFrames()
     }),
     Effect.andThen(Effect.sync(() => framer.end(collect))),
     Effect.andThen(flushFrames),

@@ -324,18 +324,20 @@ export const add = <
       TaskRunner.offer(taskSupport, (c) => runInline(params, c), context)
   // A session of the 2025-11-25 tasks asks for a task with `params.task` (the server provides what it asked).
   const run = (params: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> =>
-    Effect.flatMap(TaskMethods2025.CurrentAugmentation, (augmentation) =>
-      Effect.flatMap(TaskRunner.CurrentRunner, (runner: TaskRunner.Runner | undefined) =>
-        augmentation === undefined || runner === undefined
-          ? runExtension(params, context)
-          : TaskMethods2025.offer(
-            runner,
-            taskSupport,
-            augmentation,
-            (c) => runInline(params, c),
-            runExtension(params, context),
-            context
-          )))
+    Effect.withFiber((fiber) => {
+      const augmentation = fiber.getRef(TaskMethods2025.CurrentAugmentation)
+      const runner = fiber.getRef(TaskRunner.CurrentRunner)
+      return augmentation === undefined || runner === undefined
+        ? runExtension(params, context)
+        : TaskMethods2025.offer(
+          runner,
+          taskSupport,
+          augmentation,
+          (c) => runInline(params, c),
+          runExtension(params, context),
+          context
+        )
+    })
 
   const call = (args: unknown, context: RequestContext): Effect.Effect<Record<string, unknown>, unknown, any> => {
     const decoded = decodeArguments(args)

@@ -5,7 +5,7 @@
  * session relies on.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber } from "effect"
 import * as RequestFibers from "../../src/server/internal/RequestFibers.ts"
 
 describe("RequestFibers", () => {
@@ -69,5 +69,43 @@ describe("RequestFibers", () => {
       const refused = yield* Effect.exit(fibers.run(10, Effect.succeed(10)))
       expect(Exit.hasInterrupts(refused)).toBe(true)
       yield* fibers.awaitEmpty
+    }))
+
+  it.effect("start runs at once with the caller's services, is listed while it runs, refuses a taken id and a closed map", () =>
+    Effect.gen(function*() {
+      const fibers = RequestFibers.make<string>()
+      const gate = yield* Deferred.make<string>()
+      const seen: Array<string> = []
+      yield* fibers.start(1, Effect.map(Deferred.await(gate), (v) => { seen.push(v); return v }))
+      expect(fibers.has(1)).toBe(true)
+      // Taken: the second is not run.
+      yield* fibers.start(1, Effect.sync(() => { seen.push("second"); return "second" }))
+      expect(fibers.size()).toBe(1)
+      // Started immediately, and ended while starting: never listed.
+      yield* fibers.start(2, Effect.sync(() => { seen.push("now"); return "now" }))
+      expect(seen).toEqual(["now"])
+      expect(fibers.has(2)).toBe(false)
+      // The caller's services reach the fiber.
+      class Tag extends Context.Service<Tag, string>()("test/RequestFibers/Tag") {}
+      // The fiber finds Tag among the caller's services (the map's type cannot say so).
+      const readTag = Effect.map(Tag, (v) => {
+        seen.push(v)
+        return v
+      }) as Effect.Effect<string>
+      yield* fibers.start(3, readTag).pipe(Effect.provideService(Tag, "provided"))
+      expect(seen).toEqual(["now", "provided"])
+      // Or the services made of the caller's.
+      yield* fibers.start(5, readTag, (services) => Context.add(services, Tag, "made")).pipe(Effect.provideService(Tag, "provided"))
+      expect(seen).toEqual(["now", "provided", "made"])
+      seen.splice(2)
+      yield* Deferred.succeed(gate, "done")
+      yield* fibers.awaitEmpty
+      expect(seen).toEqual(["now", "provided", "done"])
+
+      const held = yield* Deferred.make<void>()
+      yield* fibers.start(4, Effect.onInterrupt(Effect.never, () => Deferred.succeed(held, undefined)))
+      yield* fibers.close
+      yield* Deferred.await(held)
+      expect(Exit.hasInterrupts(yield* Effect.exit(fibers.start(6, Effect.succeed("late"))))).toBe(true)
     }))
 })

@@ -1,6 +1,6 @@
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Option, Schema, SchemaGetter, Stream } from "effect"
 import type { ClientTransportShape } from "../../src/client/ClientTransport.ts"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
@@ -363,6 +363,59 @@ describe("McpServer (server-side lifecycle)", () => {
         error: { code: -32601 }
       })
     })
+  })
+
+  describe("Router.dispatch on each path of a route", () => {
+    const request = (method: string, params?: unknown) => JsonRpc.request(7, method, params)
+    const run = <R>(router: Router.Router<void, R>, method: string, params?: unknown) =>
+      Effect.runSync(Router.dispatch(router, request(method, params), undefined) as Effect.Effect<JsonRpc.JsonRpcResponse>)
+    // A params schema with an async step decodes through the fiber, not as an Exit.
+    const Slow = Schema.Struct({
+      n: Schema.Number.pipe(Schema.decodeTo(Schema.Number, {
+        decode: SchemaGetter.transformEffect((n: number) => Effect.as(Effect.yieldNow, n)),
+        encode: SchemaGetter.passthrough()
+      }))
+    })
+
+    it("a handler that throws instead of returning an effect is answered -32603, as one that dies", () => {
+      const router = Router.add(Router.empty<void>(), "m", {}, (): Effect.Effect<unknown> => {
+        throw new Error("thrown")
+      })
+      expect(run(router, "m")).toMatchObject({ id: 7, error: { code: -32603 } })
+    })
+
+    it("a result its schema cannot encode is -32603; one it encodes is sent encoded; no schema sends it as it is", () => {
+      const Result = Schema.Struct({ data: Schema.Uint8ArrayFromBase64 })
+      const router = Router.add(
+        Router.add(Router.empty<void>(), "bad", { result: Result }, () => Effect.succeed({ data: "not bytes" } as never)),
+        "good",
+        { result: Result },
+        () => Effect.succeed({ data: new Uint8Array([104, 105]) })
+      )
+      const plain = Router.add(router, "plain", {}, () => Effect.succeed(undefined))
+      expect(run(plain, "bad")).toMatchObject({ id: 7, error: { code: -32603 } })
+      expect(run(plain, "good")).toEqual(JsonRpc.success(7, { data: "aGk=" }))
+      // An absent result is an empty one.
+      expect(run(plain, "plain")).toEqual(JsonRpc.success(7, {}))
+    })
+
+    it("toRpcError chooses the reply to a failure that is no RpcError", () => {
+      class Teapot {}
+      const router = Router.add(Router.empty<void>(), "m", {}, () => Effect.fail(new Teapot()))
+      const mapped = Effect.runSync(
+        Router.dispatch(router, request("m"), undefined, (e) => e instanceof Teapot ? new RpcError({ code: -32042, rpcMessage: "teapot" }) : undefined)
+      )
+      expect(mapped).toEqual(JsonRpc.failure(7, -32042, "teapot"))
+    })
+
+    it.effect("params decoded through an async step: decoded ones are served, others answered -32602 with the message", () =>
+      Effect.gen(function*() {
+        const router = Router.add(Router.empty<void>(), "m", { params: Slow }, (p) => Effect.succeed(p.n + 1))
+        expect(yield* Router.dispatch(router, request("m", { n: 1 }), undefined)).toEqual(JsonRpc.success(7, 2))
+        const bad = yield* Router.dispatch(router, request("m", { n: "x" }), undefined)
+        expect(bad).toMatchObject({ id: 7, error: { code: -32602 } })
+        expect("error" in bad && bad.error.message).toContain("Invalid params")
+      }))
   })
 
   describe("over stdio (the fixture server as a child process)", { timeout: 60_000 }, () => {

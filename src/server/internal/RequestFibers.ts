@@ -7,6 +7,7 @@
  * section 12). A fiber leaves the map when it ends; closing interrupts every
  * fiber still running and refuses new ones.
  */
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import type * as JsonRpc from "../../JsonRpc.ts"
@@ -20,6 +21,16 @@ export interface RequestFibers<A> {
    * keeps it); interrupts the caller once closed.
    */
   readonly run: (id: JsonRpc.RequestId, effect: Effect.Effect<A>) => Effect.Effect<Fiber.Fiber<A> | undefined>
+  /**
+   * `run` for a caller that needs no handle on the fiber: one step less per
+   * request. With `services`, the fiber runs with the services it makes of
+   * the caller's (instead of the caller's own).
+   */
+  readonly start: (
+    id: JsonRpc.RequestId,
+    effect: Effect.Effect<A>,
+    services?: ((callers: Context.Context<never>) => Context.Context<never>) | undefined
+  ) => Effect.Effect<void>
   /** Interrupts the fiber under `id`, if any, and waits for it to end. */
   readonly interrupt: (id: JsonRpc.RequestId) => Effect.Effect<void>
   /** Interrupts every running fiber and waits for them to end. */
@@ -55,6 +66,15 @@ export const make = <A>(): RequestFibers<A> => {
           if (fiber.pollUnsafe() === undefined) track(id, fiber)
           return fiber
         })
+      }),
+    start: (id, effect, services) =>
+      Effect.withFiber((parent) => {
+        if (closed) return Effect.interrupt
+        if (fibers.has(id)) return Effect.void
+        // As `forkDetach` with `startImmediately`: the parent's services, no parent link.
+        const fiber = Effect.runForkWith(services === undefined ? parent.context : services(parent.context))(effect)
+        if (fiber.pollUnsafe() === undefined) track(id, fiber)
+        return Effect.void
       }),
     interrupt: (id) =>
       Effect.suspend(() => {

@@ -313,21 +313,39 @@ export const make = Effect.fnUntraced(function*<R>(
     return merged
   }
 
+  const recover = (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification) =>
+    Effect.catchCause((cause: Cause.Cause<unknown>) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.interrupt
+        : Effect.as(
+          options.onHandlerError === undefined ? Effect.void : Effect.ignore(options.onHandlerError(message, cause)),
+          "id" in message ? JsonRpc.internalError(message.id) : null
+        )
+    )
+
   const runHandler = (
     message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification,
     ctx: HandlerContext
   ): Effect.Effect<JsonRpc.JsonRpcResponse | null> =>
     Effect.suspend(() => options.handler(message, ctx)).pipe(
       Effect.updateContext(withServices),
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.interrupt
-          : Effect.as(
-            options.onHandlerError === undefined ? Effect.void : Effect.ignore(options.onHandlerError(message, cause)),
-            "id" in message ? JsonRpc.internalError(message.id) : null
-          )
-      )
+      recover(message)
     )
+
+  /** `runHandler` for a fiber that already runs with the session's services (`serve` forks it so). */
+  const runHandlerWithServices = (
+    request: JsonRpc.JsonRpcRequest,
+    ctx: HandlerContext
+  ): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
+    let handled: Effect.Effect<JsonRpc.JsonRpcResponse | null, unknown>
+    try {
+      // The fiber runs with the session's services (`R`), as `runHandler` provides them.
+      handled = options.handler(request, ctx) as Effect.Effect<JsonRpc.JsonRpcResponse | null, unknown>
+    } catch (defect) {
+      handled = Effect.die(defect)
+    }
+    return recover(request)(handled)
+  }
 
   const requestContext = (request: JsonRpc.JsonRpcRequest): HandlerContext =>
     new LiveHandlerContext(
@@ -390,11 +408,15 @@ export const make = Effect.fnUntraced(function*<R>(
     }
     // Interruption (a cancel) can only end the handler: once it answered, the reply is written.
     const work = Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(restore(runHandler(request, requestContext(request))), (reply) =>
+      Effect.flatMap(restore(runHandlerWithServices(request, requestContext(request))), (reply) =>
         reply === null ? Effect.succeed(null) : Effect.as(onReply(reply), null))
     )
-    const start = Effect.asVoid(serving.run(request.id, work))
-    return Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.void : start)
+    // Without early cancels kept (an ordered stream), none can be waiting for this id.
+    if (options.earlyCancels === undefined) return serving.start(request.id, work, withServices)
+    return Effect.flatMap(
+      cancelledEarly(request.id),
+      (cancelled) => cancelled ? Effect.void : serving.start(request.id, work, withServices)
+    )
   }
 
   const handleFrame = (text: string): Effect.Effect<Reply> => handleDecoded(JsonRpc.decode(text), text)

@@ -212,6 +212,13 @@ export const protocolVersion = (version: string): Effect.Effect<void> =>
     return Effect.void
   })
 
+/** `effect` after `protocolVersion(version)`, in one step: every handshake-era request goes through it. */
+export const withProtocolVersion = <A, E, R>(version: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiber((fiber) => {
+    fiber.getRef(CurrentServed)?.span.attribute("mcp.protocol.version", version)
+    return effect
+  })
+
 /**
  * A failure or defect of a handler (or middleware) that is no deliberate
  * JSON-RPC error, about to be answered -32603 with no detail: logged with

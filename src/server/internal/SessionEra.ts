@@ -72,5 +72,5 @@ export const make = <R>({ router, runner, stores, timeoutMs }: Config<R>): Serve
   }
 
   return (request, hctx, session) =>
-    Effect.andThen(ServerSpans.protocolVersion(session.protocolVersion), serveInSession(request, hctx, session))
+    ServerSpans.withProtocolVersion(session.protocolVersion, serveInSession(request, hctx, session))
 }
