@@ -2,7 +2,8 @@
  * The raw requester of the stdio server benchmark, in a fresh process:
  * `node bench/server-requester.ts <server> <op[,op]> <concurrency[,concurrency]> <total[,total]> [warm-up]`.
  * Plain Node (`clients/raw-core.ts`): spawns the server, does the MCP
- * handshake, then drives each cell after its own warm-up. Prints a JSON line
+ * handshake, warms every operation up at c32 (five warm-ups' worth), then
+ * drives each cell after its own warm-up. Prints a JSON line
  * { op, concurrency, rps, p50, p99, serverCpuUs } per cell; `serverCpuUs` is
  * the server process's CPU time per request (from /proc).
  * BENCH_SERVER_NODE_ARGS adds Node flags to the server (profiling).
@@ -35,6 +36,11 @@ const first = JSON.stringify(await request("tools/call", TOOL_PARAMS))
 if (!first.includes('"ok"')) throw new Error(`${serverName}: unexpected tools/call result ${first}`)
 
 const calls = { callTool: () => request("tools/call", TOOL_PARAMS), ping: () => request("ping") }
+// A long-running server has its hot code compiled: without this the first cell (c1) mostly measures
+// V8 compiling the server (about a third of its CPU there ran on V8's compiler threads).
+for (const op of opsText.split(",")) {
+  await drive(op === "ping" ? calls.ping : calls.callTool, warmUp * 5, 32)
+}
 for (const op of opsText.split(",")) {
   for (const [i, concurrency] of concurrencyText.split(",").map(Number).entries()) {
     const total = totals[Math.min(i, totals.length - 1)]!
