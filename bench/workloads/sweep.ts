@@ -43,9 +43,10 @@
  * one; ASCII `->` accepted), BENCH_SWEEP_CONCURRENCY (1,2,4,8,16,32,64: for
  * p0), BENCH_SWEEP_PROGRESS (0,1,20,100), BENCH_SWEEP_PROGRESS_CONCURRENCY
  * (8: where p > 0 is measured), BENCH_SWEEP_TOTAL (calls per p0 cell over
- * stdio, default 1 500) and BENCH_SWEEP_HTTP_TOTAL (over HTTP, default 400):
+ * stdio, default 4 000) and BENCH_SWEEP_HTTP_TOTAL (over HTTP, default 400):
  * a cell with p notifications per call makes total / (1 + p/10) calls (at
- * least 50), after a warm-up of a quarter of that at the same concurrency.
+ * least 50), after a warm-up of a quarter of that at the same concurrency (and
+ * each client first warms up with four such warm-ups at its highest concurrency).
  * The full sweep at BENCH_RUNS=5 is 35 stdio and 45 HTTP client processes,
  * with 12 HTTP servers (a kind, era and progress count each) alive
  * throughout; the totals keep it to about 10 minutes on 2 idle cores
@@ -100,7 +101,7 @@ interface Plan {
 const plan = ({ smoke }: WorkloadOptions): Plan => {
   const concurrency = envList("BENCH_SWEEP_CONCURRENCY", smoke ? "8,32" : "1,2,4,8,16,32,64").map(Number)
   const progressConcurrency = envList("BENCH_SWEEP_PROGRESS_CONCURRENCY", "8").map(Number)
-  const base = { stdio: envNumber("BENCH_SWEEP_TOTAL", 1_500), http: envNumber("BENCH_SWEEP_HTTP_TOTAL", 400) }
+  const base = { stdio: envNumber("BENCH_SWEEP_TOTAL", 4_000), http: envNumber("BENCH_SWEEP_HTTP_TOTAL", 400) }
   return {
     eras: envList("BENCH_SWEEP_ERAS", `${SESSION},${STATELESS}`) as Array<Protocol>,
     impls: envList("BENCH_SWEEP_CLIENTS", "raw,ours,sdk,sdk2,ours→ours").map(parseImpl),
