@@ -16,6 +16,7 @@
  * `notifications/cancelled` (closing a request's stream cancels it).
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -247,7 +248,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const adoptSession = (response: HttpClientResponse.HttpClientResponse) =>
     Effect.suspend(() => {
-      const id = response.headers["mcp-session-id"]
+      const id = Http.headersOf(response)["mcp-session-id"]
       expiredSession = undefined
       if (id !== undefined && !Http.isValidSessionId(id)) {
         session = undefined
@@ -492,18 +493,15 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 /**
  * The client with effect/http's tracing set to `mode`. The settings are
  * references read by the client per request, so they are provided on each
- * request effect; a user's own setting inside the caller's context does not
- * reach the transport's requests.
+ * request effect (the patched context is remembered, see `withPatchedContext`);
+ * a user's own setting inside the caller's context does not reach the
+ * transport's requests.
  */
 const withTracing = (client: HttpClient.HttpClient, mode: HttpTracing): HttpClient.HttpClient => {
-  switch (mode) {
-    case "off":
-      return HttpClient.transformResponse(client, Effect.provideService(HttpClient.TracerDisabledWhen, constTrue))
-    case "span":
-      return HttpClient.transformResponse(client, Effect.provideService(HttpClient.TracerPropagationEnabled, false))
-    case "propagate":
-      return HttpClient.transformResponse(client, Effect.provideService(HttpClient.TracerPropagationEnabled, true))
-  }
+  const settings = mode === "off"
+    ? Http.withPatchedContext((context) => Context.add(context, HttpClient.TracerDisabledWhen, constTrue))
+    : Http.withPatchedContext((context) => Context.add(context, HttpClient.TracerPropagationEnabled, mode === "propagate"))
+  return HttpClient.transformResponse(client, settings)
 }
 
 /**
