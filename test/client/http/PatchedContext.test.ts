@@ -5,7 +5,7 @@
  * another context (a caller's own settings) gets that context patched.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect } from "effect"
+import { Context, Effect, Option } from "effect"
 import * as Http from "../../../src/client/internal/HttpExchange.ts"
 
 class Setting extends Context.Service<Setting, string>()("test/Setting") {}
@@ -19,7 +19,7 @@ describe("withPatchedContext", () => {
         patches++
         return Context.add(context, Setting, `patched for ${Context.getOption(context, Caller)._tag}`)
       })
-      const read = patched(Effect.map(Effect.service(Setting), (setting) => setting))
+      const read = patched(Effect.map(Effect.serviceOption(Setting), Option.getOrElse(() => "unpatched")))
 
       const first = yield* Effect.provideService(read, Caller, "a")
       expect(first).toBe("patched for Some")
@@ -42,7 +42,7 @@ describe("withPatchedContext", () => {
   it.effect("the patched context holds for the request's own fiber only", () =>
     Effect.gen(function*() {
       const patched = Http.withPatchedContext((context) => Context.add(context, Setting, "patched"))
-      const inside = yield* patched(Effect.service(Setting))
+      const inside = yield* patched(Effect.map(Effect.serviceOption(Setting), Option.getOrElse(() => "unpatched")))
       expect(inside).toBe("patched")
       expect((yield* Effect.serviceOption(Setting))._tag).toBe("None")
     }))
