@@ -16,6 +16,7 @@
  * `notifications/cancelled` (closing a request's stream cancels it).
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -23,37 +24,29 @@ import * as FiberSet from "effect/FiberSet"
 import { constTrue } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Schedule from "effect/Schedule"
-import * as SubscriptionRef from "effect/SubscriptionRef"
+import type * as SubscriptionRef from "effect/SubscriptionRef"
 import * as HttpClient from "effect/http/HttpClient"
-import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
-import type { AuthError } from "../AuthError.ts"
 import * as JsonRpc from "../JsonRpc.ts"
-import * as ProtocolVersion from "../ProtocolVersion.ts"
 import {
-  type HttpError,
-  MalformedMessage,
-  MessageTooLarge,
+  type MalformedMessage,
+  type MessageTooLarge,
   type NoResponse,
-  type RedirectRefused,
   type RequestTimeout,
-  SessionExpired,
   TransportClosed
 } from "../McpError.ts"
 import * as ClientCore from "./internal/ClientCore.ts"
 import * as Http from "./internal/HttpExchange.ts"
 import * as HttpGetListener from "./internal/HttpGetListener.ts"
-import * as PostExchange from "./internal/PostExchange.ts"
 import * as SseAnswer from "./internal/SseAnswer.ts"
 import * as SseReader from "./internal/SseReader.ts"
 import * as SseReconnect from "./internal/SseReconnect.ts"
-import * as StatelessHeaders from "./internal/StatelessHeaders.ts"
+import * as SessionChannel from "./internal/SessionChannel.ts"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../Defaults.ts"
 import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
 import {
   ClientTransport,
   type ClientTransportShape,
-  ConnectionState,
   Diagnostic,
   type RequestOptions
 } from "./ClientTransport.ts"
@@ -147,9 +140,6 @@ export interface StreamableHttpClientTransport extends ClientTransportShape {
 }
 
 const DEFAULT_CLOSE_TIMEOUT = Duration.seconds(2)
-const FIRST_VERSION_WITH_HEADER = "2025-06-18"
-
-type PostError = HttpError | RedirectRefused | SessionExpired | TransportClosed | MessageTooLarge | AuthError
 
 /**
  * Makes the transport for one MCP endpoint. Nothing is sent until the first
@@ -176,19 +166,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const client = withTracing(yield* HttpClient.HttpClient, options.httpTracing ?? "off")
   const url = options.url.toString()
   const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
-  const endpoint = PostExchange.endpoint(client, url, maxBytes, options)
   const idleTimeoutMs = Http.millis(options.sseIdleTimeout, Http.DEFAULT_SSE_IDLE)
-  const closeTimeout = options.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT
   const schedule = options.reconnectSchedule ?? SseReconnect.defaultSchedule
-
-  let protocolVersion: string | undefined = options.protocolVersion
-  /** The stateless mode's headers while a stateless revision is set; `undefined` in session mode. */
-  let stateless: StatelessHeaders.StatelessHeaders | undefined = protocolVersion !== undefined &&
-      ProtocolVersion.eraOf(protocolVersion) === "modern"
-    ? StatelessHeaders.make(protocolVersion)
-    : undefined
-  let session: string | undefined = stateless === undefined ? options.sessionId : undefined
-  let expiredSession: string | undefined
   let closedError: TransportClosed | undefined
 
   const inflight = yield* FiberSet.make<unknown, unknown>()
@@ -200,9 +179,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
    * stream (which aborting the exchange does) is what cancels it.
    */
   const sendFromCore = (message: JsonRpc.JsonRpcMessage): Effect.Effect<void> =>
-    closedError !== undefined || stateless !== undefined ? Effect.void : FiberSet.run(
+    closedError !== undefined || channel.stateless() !== undefined ? Effect.void : FiberSet.run(
       background,
-      Effect.flatMap(postMessage(message, undefined, undefined), consumeStray).pipe(
+      Effect.flatMap(channel.post(message, undefined, undefined), consumeStray).pipe(
         Effect.timeoutOption(Http.BACKGROUND_SEND_TIMEOUT),
         Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause)
@@ -218,104 +197,19 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     notificationBuffer: options.notificationBuffer
   })
 
-  // ---------------------------------------------------------------------------
-  // State
-
-  const setState = (next: ConnectionState) =>
-    SubscriptionRef.update(core.state, (current) => current._tag === "Closed" ? current : next)
-
-  /** A 2xx answer: Connecting becomes Ready; an initialize answer also ends an expired session. */
-  const markReady = (initialize: boolean): Effect.Effect<void> => {
-    // Read first: nearly every answer finds the state settled already, and an update takes the ref's lock.
-    const now = SubscriptionRef.getUnsafe(core.state)._tag
-    if (now !== "Connecting" && !(initialize && now === "SessionExpired")) return Effect.void
-    return SubscriptionRef.update(core.state, (current) => {
-      if (current._tag === "Connecting") return ConnectionState.Ready()
-      if (initialize && current._tag === "SessionExpired") return ConnectionState.Ready()
-      return current
-    })
-  }
-
-  const expire = (sessionId: string) =>
-    Effect.suspend(() => {
-      expiredSession = sessionId
-      return Effect.andThen(setState(ConnectionState.SessionExpired({ sessionId })), Effect.fail(new SessionExpired({ sessionId })))
-    })
-
-  const versionHeader = (): string | undefined =>
-    protocolVersion !== undefined && protocolVersion >= FIRST_VERSION_WITH_HEADER ? protocolVersion : undefined
-
-  const adoptSession = (response: HttpClientResponse.HttpClientResponse) =>
-    Effect.suspend(() => {
-      const id = response.headers["mcp-session-id"]
-      expiredSession = undefined
-      if (id !== undefined && !Http.isValidSessionId(id)) {
-        session = undefined
-        return Effect.logWarning("MCP HTTP: ignoring a session id that is not visible ASCII")
-      }
-      session = id
-      return Effect.void
-    })
-
-  // ---------------------------------------------------------------------------
-  // Raw HTTP
-
-  /**
-   * One POST, in session mode, or in the stateless mode when `modern` is
-   * given (`extra`: the request's own headers, sent in that mode only).
-   * Non-2xx answers become typed errors here; 2xx answers are returned unread.
-   */
-  const postMessage = (
-    message: JsonRpc.JsonRpcMessage,
-    modern: StatelessHeaders.StatelessHeaders | undefined,
-    extra: Readonly<Record<string, string>> | undefined
-  ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError> => {
-    const body = PostExchange.encode(endpoint, message)
-    if (!("contentLength" in body)) return Effect.fail(body)
-    const initialize = "method" in message && message.method === "initialize" && "id" in message
-    // A fresh initialize starts a new session: no stale id, no version yet. The stateless mode has no session.
-    const sentSession = initialize || modern !== undefined ? undefined : session
-    const own = modern !== undefined ? modern.forMessage(message, extra) : {
-      accept: "application/json, text/event-stream",
-      "mcp-session-id": sentSession,
-      "mcp-protocol-version": initialize ? undefined : versionHeader()
-    }
-    return Effect.flatMap(PostExchange.post(endpoint, message, body, own), (response): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError> => {
-      if (Http.isSuccess(response.status)) return Effect.succeed(response)
-      if (response.status === 404 && sentSession !== undefined) return Effect.andThen(Http.discard(response), expire(sentSession))
-      return Effect.flatMap(Http.httpError(response, "method" in message ? message.method : undefined), Effect.fail)
-    })
-  }
-
-  /** Opens a GET SSE stream (standalone listener, or resuming after `lastEventId`). */
-  const openGet = (
-    lastEventId: string | undefined
-  ): Effect.Effect<HttpClientResponse.HttpClientResponse, PostError | MalformedMessage> =>
-    Effect.gen(function*() {
-      const sentSession = session
-      const response = yield* PostExchange.authorized(options.auth, url, (auth) =>
-        Effect.flatMap(
-          Http.assemble(options, { verb: "GET", url }, {
-            accept: "text/event-stream",
-            "mcp-session-id": sentSession,
-            "mcp-protocol-version": versionHeader(),
-            "last-event-id": lastEventId,
-            ...auth
-          }),
-          (headers) => Http.execute(client, HttpClientRequest.get(url, { headers }), "GET")
-        ), { method: "GET" })
-      if (Http.isSuccess(response.status)) {
-        const type = Http.mediaType(response)
-        if (type === "text/event-stream") return response
-        const text = yield* Http.readText(response, 4096).pipe(Effect.orElseSucceed(() => ""))
-        return yield* MalformedMessage.make(text, `expected text/event-stream from GET, got "${type}"`)
-      }
-      if (response.status === 404 && sentSession !== undefined) {
-        yield* Http.discard(response)
-        return yield* expire(sentSession)
-      }
-      return yield* Effect.flatMap(Http.httpError(response, "GET"), Effect.fail)
-    })
+  const channel = SessionChannel.make({
+    client,
+    url,
+    maxBytes,
+    headers: options.headers,
+    requestHeaders: options.requestHeaders,
+    auth: options.auth,
+    state: core.state,
+    sessionId: options.sessionId,
+    protocolVersion: options.protocolVersion,
+    closeTimeout: options.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT
+  })
+  const { markReady, openGet } = channel
 
   /**
    * Runs one HTTP exchange in a fiber the transport owns, so that closing the
@@ -335,12 +229,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     extra: Readonly<Record<string, string>> | undefined
   ) =>
     Effect.suspend(() => {
-      const modern = stateless
+      const modern = channel.stateless()
       const initialize = request.method === "initialize"
-      return Effect.flatMap(postMessage(request, modern, extra), (response) => {
+      return Effect.flatMap(channel.post(request, modern, extra), (response) => {
         const read = Effect.andThen(markReady(initialize), readAnswer(response, request, idleMs, modern === undefined))
         // A session id from a server answering in the stateless mode is ignored: not adopted, never echoed.
-        return initialize && modern === undefined ? Effect.andThen(adoptSession(response), read) : read
+        return initialize && modern === undefined ? Effect.andThen(channel.adoptSession(response), read) : read
       })
     })
 
@@ -358,7 +252,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     idleMs: number | undefined,
     extra: Readonly<Record<string, string>> | undefined
   ) =>
-    Effect.withFiber<void, PostError | MalformedMessage | MessageTooLarge | NoResponse | RequestTimeout | TransportClosed>(
+    Effect.withFiber<
+      void,
+      SessionChannel.PostError | MalformedMessage | MessageTooLarge | NoResponse | RequestTimeout | TransportClosed
+    >(
       (current) => {
         if (current === caller) return exchange(exchangeRequest(message, idleMs, extra))
         if (closedError !== undefined) return Effect.fail(closedError)
@@ -420,7 +317,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const notify: ClientTransportShape["notify"] = (method, params) =>
     exchange(Effect.gen(function*() {
-      const response = yield* postMessage(JsonRpc.notification(method, params), stateless, undefined)
+      const response = yield* channel.post(JsonRpc.notification(method, params), channel.stateless(), undefined)
       yield* markReady(false)
       yield* consumeStray(response)
       if (method === "notifications/initialized" && options.listen === true) yield* listen
@@ -433,32 +330,20 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   /** The stateless mode has no standalone stream: the listener stays `Idle`. */
   const listen: Effect.Effect<void> = Effect.suspend(() =>
-    closedError !== undefined || stateless !== undefined ? Effect.void : listener.start
+    closedError !== undefined || channel.stateless() !== undefined ? Effect.void : listener.start
   )
 
   // ---------------------------------------------------------------------------
   // Protocol version: the mode follows its era
 
   const setProtocolVersion = (version: string): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      protocolVersion = version
-      if (ProtocolVersion.eraOf(version) === "legacy") {
-        stateless = undefined
-        return Effect.void
-      }
-      if (stateless?.version !== version) stateless = StatelessHeaders.make(version)
-      // No session in the stateless mode: one from before is dropped (not deleted: it is not used again),
-      // and a running GET stream stops.
-      session = undefined
-      expiredSession = undefined
-      return Effect.andThen(listener.interrupt, listener.showClosed)
-    })
+    Effect.suspend(() =>
+      // No session in the stateless mode, and no GET stream: a running one stops.
+      channel.setProtocolVersion(version) ? Effect.andThen(listener.interrupt, listener.showClosed) : Effect.void
+    )
 
   // ---------------------------------------------------------------------------
   // Close: abort everything in flight, then end the session
-
-  const deleteSession = (sessionId: string): Effect.Effect<void> =>
-    PostExchange.deleteSession(endpoint, { "mcp-session-id": sessionId, "mcp-protocol-version": versionHeader() }, closeTimeout)
 
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
@@ -468,7 +353,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       yield* FiberSet.clear(inflight)
       yield* FiberSet.clear(background)
       yield* listener.showClosed
-      if (session !== undefined && session !== expiredSession) yield* deleteSession(session)
+      yield* channel.endSession
     })
   )
 
@@ -483,8 +368,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     url,
     listen,
     listenerState: listener.state,
-    sessionId: Effect.sync(() => session),
-    protocolVersion: Effect.sync(() => protocolVersion)
+    sessionId: Effect.sync(channel.session),
+    protocolVersion: Effect.sync(channel.protocolVersion)
   }
   return transport
 })
@@ -492,18 +377,15 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 /**
  * The client with effect/http's tracing set to `mode`. The settings are
  * references read by the client per request, so they are provided on each
- * request effect; a user's own setting inside the caller's context does not
- * reach the transport's requests.
+ * request effect (the patched context is remembered, see `withPatchedContext`);
+ * a user's own setting inside the caller's context does not reach the
+ * transport's requests.
  */
 const withTracing = (client: HttpClient.HttpClient, mode: HttpTracing): HttpClient.HttpClient => {
-  switch (mode) {
-    case "off":
-      return HttpClient.transformResponse(client, Effect.provideService(HttpClient.TracerDisabledWhen, constTrue))
-    case "span":
-      return HttpClient.transformResponse(client, Effect.provideService(HttpClient.TracerPropagationEnabled, false))
-    case "propagate":
-      return HttpClient.transformResponse(client, Effect.provideService(HttpClient.TracerPropagationEnabled, true))
-  }
+  const settings = mode === "off"
+    ? Http.withPatchedContext((context) => Context.add(context, HttpClient.TracerDisabledWhen, constTrue))
+    : Http.withPatchedContext((context) => Context.add(context, HttpClient.TracerPropagationEnabled, mode === "propagate"))
+  return HttpClient.transformResponse(client, settings)
 }
 
 /**

@@ -4,6 +4,7 @@
  * HTTP outcomes to our typed errors.
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -11,7 +12,7 @@ import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import type { HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
+import type { Headers, HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
 import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as JsonRpc from "../../JsonRpc.ts"
@@ -106,9 +107,26 @@ export const assemble = (
       : Effect.map(source.requestHeaders(context), merge)
   })
 
+const headersRead = new WeakMap<HttpClientResponse.HttpClientResponse, Headers.Headers>()
+
+/**
+ * The headers of a response, built once: the Node clients build a fresh
+ * record from the raw headers on every read of `response.headers`, and an
+ * answer's are read several times (status handling, redirects, media type,
+ * length).
+ */
+export const headersOf = (response: HttpClientResponse.HttpClientResponse): Headers.Headers => {
+  let headers = headersRead.get(response)
+  if (headers === undefined) {
+    headers = response.headers
+    headersRead.set(response, headers)
+  }
+  return headers
+}
+
 /** The media type of a response without parameters, lower-cased ("" when absent). */
 export const mediaType = (response: HttpClientResponse.HttpClientResponse): string => {
-  const raw = response.headers["content-type"]
+  const raw = headersOf(response)["content-type"]
   if (raw === undefined) return ""
   const semi = raw.indexOf(";")
   return (semi === -1 ? raw : raw.slice(0, semi)).trim().toLowerCase()
@@ -150,7 +168,7 @@ export const execute = (
     hops: number
   ): Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused> =>
     Effect.flatMap(send(current), (response) => {
-      const location = response.headers["location"]
+      const location = headersOf(response)["location"]
       if (!isRedirect(response.status) || location === undefined) return Effect.succeed(response)
       const refuse = (target: string, reason: string) =>
         Effect.andThen(
@@ -179,17 +197,34 @@ export const execute = (
 
 const MANUAL: RequestInit = { redirect: "manual" }
 
+/**
+ * Runs `effect` with its fiber's context changed by `patch`, a pure function
+ * of that context. Every request of one caller runs in the same context (or
+ * in fibers forked from it, which share it), so the patched context is
+ * remembered for the last context seen: a request pays a comparison instead
+ * of rebuilding the context (a copy of it once it is deep).
+ */
+export const withPatchedContext = (
+  patch: (context: Context.Context<never>) => Context.Context<never>
+) => {
+  let seen: Context.Context<never> | undefined
+  let patched: Context.Context<never> | undefined
+  const remembered = (context: Context.Context<never>): Context.Context<never> => {
+    if (context !== seen) {
+      patched = patch(context)
+      seen = context
+    }
+    return patched!
+  }
+  return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.updateContext(effect, remembered as unknown as (context: Context.Context<R>) => Context.Context<R>)
+}
+
 /** Makes a fetch-based client return 3xx answers instead of following them (the Node clients do not follow them). */
-const manualRedirects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(
-    Effect.serviceOption(FetchHttpClient.RequestInit),
-    (init) =>
-      Effect.provideService(
-        effect,
-        FetchHttpClient.RequestInit,
-        Option.isNone(init) ? MANUAL : { ...init.value, redirect: "manual" }
-      )
-  )
+const manualRedirects = withPatchedContext((context) => {
+  const init = Context.getOption(context, FetchHttpClient.RequestInit)
+  return Context.add(context, FetchHttpClient.RequestInit, Option.isNone(init) ? MANUAL : { ...init.value, redirect: "manual" })
+})
 
 /** A failure below HTTP (refused, reset, DNS): the request never got an answer. */
 export const requestFailed = (error: HttpClientError.HttpClientError, what: string): TransportClosed =>
@@ -206,7 +241,7 @@ const describe = (error: HttpClientError.HttpClientError): string => {
 
 /** The body length the server declared, when it declared one. */
 export const declaredLength = (response: HttpClientResponse.HttpClientResponse): number | undefined => {
-  const header = response.headers["content-length"]
+  const header = headersOf(response)["content-length"]
   if (header === undefined || header === "") return undefined
   const declared = Number(header)
   return Number.isFinite(declared) ? declared : undefined

@@ -15,6 +15,7 @@
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as HttpBody from "effect/http/HttpBody"
@@ -282,9 +283,9 @@ const readWhole = <E>(
 
 /**
  * Reads a streamed body up to the frame that settles the request, which the
- * caller gets at once (`Stopped`) while a fiber in `drains` reads the rest
- * (bounded by `drainTimeout`), handing late frames on. Interrupting the
- * caller before then aborts the body.
+ * caller gets at once (`Stopped`) while the same fiber, in `drains`, reads
+ * the rest and hands late frames on. Interrupting the caller before then
+ * aborts the body.
  */
 const readStream = <E>(
   reader: typeof SseReader,
@@ -293,8 +294,8 @@ const readStream = <E>(
   cursor: SseReader.Cursor
 ): Effect.Effect<SseReader.Ending, E | MalformedMessage | MessageTooLarge> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function*() {
-      const outcome = yield* Deferred.make<SseReader.Ending, E | MalformedMessage | MessageTooLarge>()
+    Effect.suspend(() => {
+      const outcome = Deferred.makeUnsafe<SseReader.Ending, E | MalformedMessage | MessageTooLarge>()
       let settled = false
       const reading = reader.read(response.stream, cursor, {
         maxEventBytes: answering.maxBytes,
@@ -302,29 +303,49 @@ const readStream = <E>(
         onEvent: (event) => {
           if (!reader.isMessageEvent(event)) return Effect.succeed(false)
           if (settled) return Effect.as(answering.late(event.data), false)
-          return Effect.flatMap(answering.frame(event.data), (done) => {
-            if (!done) return Effect.succeed(false)
-            settled = true
-            return Effect.as(Deferred.succeed(outcome, STOPPED), false)
+          return Effect.map(answering.frame(event.data), (done) => {
+            if (done) {
+              settled = true
+              Deferred.doneUnsafe(outcome, Exit.succeed(STOPPED))
+            }
+            return false
           })
         }
       })
-      const drainBound = Deferred.await(outcome).pipe(
-        Effect.ignore,
-        Effect.andThen(Effect.sleep(answering.drainTimeout))
-      )
-      const fiber = yield* FiberSet.run(
-        answering.drains,
-        Effect.raceFirst(
-          Effect.exit(reading).pipe(Effect.flatMap((exit) => Deferred.done(outcome, exit))),
-          drainBound
-        ).pipe(Effect.ignore, Effect.ensuring(Deferred.interrupt(outcome)))
-      )
-      return yield* restore(Deferred.await(outcome)).pipe(
-        Effect.onInterrupt(() => Fiber.interrupt(fiber))
+      return Effect.flatMap(
+        FiberSet.run(
+          answering.drains,
+          Effect.exit(reading).pipe(
+            Effect.flatMap((exit) => Deferred.done(outcome, exit)),
+            Effect.ensuring(Deferred.interrupt(outcome))
+          )
+        ),
+        (fiber) =>
+          restore(Deferred.await(outcome)).pipe(
+            Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+            Effect.tap(() => boundDrain(fiber, answering))
+          )
       )
     })
   )
+
+/**
+ * Once the request is settled, the rest of its body is read for at most
+ * `drainTimeout` (on the `Clock`): a second fiber, started only when the body
+ * has not ended by the time the caller has its answer, and stopped when the
+ * body ends. (A race of the read against a sleep, from the start, cost two
+ * fibers more per answer.)
+ */
+const boundDrain = (reading: Fiber.Fiber<unknown, unknown>, answering: Answering<unknown>): Effect.Effect<void> => {
+  if (reading.pollUnsafe() !== undefined) return Effect.void
+  return Effect.flatMap(
+    FiberSet.run(answering.drains, Effect.andThen(Effect.sleep(answering.drainTimeout), Fiber.interrupt(reading))),
+    (bound) =>
+      Effect.sync(() => {
+        reading.addObserver(() => bound.interruptUnsafe())
+      })
+  )
+}
 
 /** A body of another media type than the answer's, as the transport reports it. */
 export const unexpectedType = (request: JsonRpc.JsonRpcRequest) => (text: string, type: string): MalformedMessage =>
