@@ -370,8 +370,9 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
   })
   // Counts list changes: a listing begun before a change is used once, not kept.
   let toolListChanges = 0
+  // Listed already: a success the transport can read at once (it checks every stateless tools/call).
   const toolInputSchema = (name: string): Effect.Effect<unknown, never, R> =>
-    Effect.suspend(() => {
+    toolSchemas !== undefined ? Effect.succeed(toolSchemas.get(name)) : Effect.suspend(() => {
       if (toolSchemas !== undefined) return Effect.succeed(toolSchemas.get(name))
       const changes = toolListChanges
       return Effect.map(listTools, (found) => {
