@@ -330,7 +330,8 @@ const postToSession = (
     yield* runHoldingSlots(s, grant, work)
 
     if (lazy) {
-      yield* route.openedOrAnswered
+      // A handler done by now (it started at once) answered without a stream: no wait.
+      if (route.opened === undefined && !route.settled) yield* route.openedOrAnswered
       if (route.opened === undefined) {
         if (direct === undefined && env.drain?.draining() === true && messages[0]._tag === "Request") {
           // Interrupted by shutdown past its grace period: an answer, so the client does not wait for one.
@@ -381,7 +382,10 @@ const postToSession = (
  */
 class PostRoute implements RequestRoute {
   opened: OutStream | undefined = undefined
-  readonly #settled = Deferred.makeUnsafe<void>()
+  /** The work ended without a stream. */
+  settled = false
+  /** Made when someone waits: a quick handler's exchange never does. */
+  #settled: Deferred.Deferred<void> | undefined = undefined
   readonly canStream: boolean
   readonly #sessions: Sessions
   readonly #session: Session
@@ -406,10 +410,15 @@ class PostRoute implements RequestRoute {
   }
   /** Wakes `openedOrAnswered`: the stream opened, or the work ended without it. */
   settle(): void {
-    Deferred.doneUnsafe(this.#settled, Effect.void)
+    this.settled = true
+    if (this.#settled !== undefined) Deferred.doneUnsafe(this.#settled, Effect.void)
   }
   get openedOrAnswered(): Effect.Effect<void> {
-    return Deferred.await(this.#settled)
+    return Effect.suspend(() => {
+      if (this.opened !== undefined || this.settled) return Effect.void
+      this.#settled ??= Deferred.makeUnsafe<void>()
+      return Deferred.await(this.#settled)
+    })
   }
 }
 
