@@ -13,6 +13,8 @@ import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
@@ -40,67 +42,91 @@ const invalid = (id: JsonRpc.RequestId | null, message: string) =>
 const unavailable = (method: string) =>
   new ClientRequestUnavailable({ method, reason: "the request being served is of the stateless era (2026-07-28)" })
 
+type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
+
 export const post = (
   env: Env,
   request: HttpServerRequest.HttpServerRequest,
   principal: Security.Principal,
   accepts: RequestBody.Accepts,
   decoded: Exclude<JsonRpc.Decoded, { readonly _tag: "ParseError" }>
-) =>
-  Effect.gen(function*() {
-    const { config, sessions } = env
-    if (decoded._tag === "Batch") {
-      return invalid(null, "Invalid Request: protocol revision 2026-07-28 takes one message per POST, not a batch")
-    }
-    const classified = decoded.message
-    switch (classified._tag) {
-      case "Invalid":
-        return invalid(classified.id, `Invalid Request: ${classified.reason}`)
-      case "Success":
-      case "Failure":
-        return invalid(null, "Invalid Request: a client sends no responses in protocol revision 2026-07-28")
-    }
-    const forbidden = env.authorize?.(principal, [classified])
-    if (forbidden !== undefined) return forbidden
-    const message = classified.message
-    const version = request.headers[RequestMeta.Header.protocolVersion]
-    if (!MetaHeaders.isStatelessVersion(version)) {
-      return answer("id" in message ? message.id : null, MetaHeaders.notStateless(version, message, config.statelessVersions))
-    }
+): Response => {
+  if (decoded._tag === "Batch") {
+    return Effect.succeed(invalid(null, "Invalid Request: protocol revision 2026-07-28 takes one message per POST, not a batch"))
+  }
+  const classified = decoded.message
+  switch (classified._tag) {
+    case "Invalid":
+      return Effect.succeed(invalid(classified.id, `Invalid Request: ${classified.reason}`))
+    case "Success":
+    case "Failure":
+      return Effect.succeed(invalid(null, "Invalid Request: a client sends no responses in protocol revision 2026-07-28"))
+  }
+  const forbidden = env.authorize?.(principal, [classified])
+  if (forbidden !== undefined) return Effect.succeed(forbidden)
+  const message = classified.message
+  const version = request.headers[RequestMeta.Header.protocolVersion]
+  if (!MetaHeaders.isStatelessVersion(version)) {
+    return Effect.succeed(
+      answer("id" in message ? message.id : null, MetaHeaders.notStateless(version, message, env.config.statelessVersions))
+    )
+  }
+  // What a requestState is bound to: without it, a state one principal was issued replays for any other.
+  const principalId = env.config.authenticate === undefined ? undefined : principal.id
 
-    const run = <A, E>(effect: Effect.Effect<A, E>) =>
-      effect.pipe(Effect.updateContext((current: Context.Context<never>) => ServerSpans.carryPeer(current, env.services)))
-    // What a requestState is bound to: without it, a state one principal was issued replays for any other.
-    const principalId = config.authenticate === undefined ? undefined : principal.id
-
-    if (classified._tag === "Notification") {
-      const hctx: HandlerContext = {
-        sessionId: undefined,
-        requestId: undefined,
-        principal: principalId,
-        auth: principal.auth,
-        notify: () => Effect.void,
-        request: (method) => Effect.fail(unavailable(method))
-      }
-      yield* Effect.ignore(run(Effect.suspend(() => env.handler(classified.message, hctx))))
-      return HttpServerResponse.empty({ status: 202 })
+  if (classified._tag === "Notification") {
+    const hctx: HandlerContext = {
+      sessionId: undefined,
+      requestId: undefined,
+      principal: principalId,
+      auth: principal.auth,
+      notify: () => Effect.void,
+      request: (method) => Effect.fail(unavailable(method))
     }
+    return Effect.as(Effect.ignore(withServices(env, Effect.suspend(() => env.handler(classified.message, hctx)))), ACCEPTED)
+  }
 
-    const rpc = classified.message
-    const rejected = MetaHeaders.checkRequest(request.headers, rpc, config.statelessVersions)
-    if (rejected !== undefined) return answer(rpc.id, rejected)
-    const schemaOf = env.handler.toolInputSchema
-    if (rpc.method === "tools/call" && schemaOf !== undefined) {
-      const params = rpc.params as { readonly name?: unknown; readonly arguments?: unknown }
-      if (typeof params.name === "string") {
-        const schema = yield* run(schemaOf(params.name))
+  const rpc = classified.message
+  const rejected = MetaHeaders.checkRequest(request.headers, rpc, env.config.statelessVersions)
+  if (rejected !== undefined) return Effect.succeed(answer(rpc.id, rejected))
+  const schemaOf = env.handler.toolInputSchema
+  if (rpc.method === "tools/call" && schemaOf !== undefined) {
+    const params = rpc.params as { readonly name?: unknown; readonly arguments?: unknown }
+    if (typeof params.name === "string") {
+      const checked = (schema: unknown): Response => {
         const mismatch = MetaHeaders.checkParams(request.headers, schema, params.arguments)
-        if (mismatch !== undefined) return answer(rpc.id, mismatch)
+        return mismatch !== undefined
+          ? Effect.succeed(answer(rpc.id, mismatch))
+          : serve(env, request, principal, accepts, rpc, principalId)
       }
+      const schema = schemaOf(params.name)
+      // A tool list already read comes back as a success: no run in the handler's services for it.
+      return Exit.isExit(schema) && Exit.isSuccess(schema)
+        ? checked(schema.value)
+        : Effect.flatMap(withServices(env, schema), checked)
     }
+  }
+  return serve(env, request, principal, accepts, rpc, principalId)
+}
 
-    const grant = yield* sessions.enterSlots(principal.id, undefined, 1)
-    if (grant.granted === 0) return yield* SlotRefusal.refuse(grant.short!)
+const ACCEPTED = HttpServerResponse.empty({ status: 202 })
+
+/** Runs `effect` with the transport's services (and the request's peer) in place of the HTTP request's. */
+const withServices = <A, E>(env: Env, effect: Effect.Effect<A, E>) =>
+  Effect.updateContext(effect, (current: Context.Context<never>) => ServerSpans.carryPeer(current, env.services))
+
+/** A request the checks let through: a slot taken, its handler run, its answer or stream returned. */
+const serve = (
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal,
+  accepts: RequestBody.Accepts,
+  rpc: JsonRpc.JsonRpcRequest,
+  principalId: string | undefined
+): Response =>
+  Effect.flatMap(env.sessions.enterSlots(principal.id, undefined, 1), (grant): Response => {
+    if (grant.granted === 0) return SlotRefusal.refuse(grant.short!)
+    const { config, sessions } = env
     // The answer alone needs no response stream: one opens when the handler first sends the client
     // something on the way (an SSE client only), and this exchange waits for that or the answer.
     const route = new LazyStream(sessions)
@@ -133,12 +159,28 @@ export const post = (
       Effect.flatMap((reply) => reply === null ? Effect.void : route.deliver(reply)),
       Effect.ensuring(Effect.suspend(() => route.finish()))
     )
-    yield* sessions.runStateless(run(work))
-    // The exchange gone first: no stream opens any more, and one that opened ends for good.
-    yield* Effect.onInterrupt(route.openedOrAnswered, () => route.close)
+    return Effect.flatMap(sessions.runStateless(withServices(env, work)), (): Response => {
+      // A handler done by now (it started at once) with no stream opened: its answer goes as it is.
+      if (route.finished && route.opened === undefined) {
+        return Effect.succeed(directAnswer(route.direct, accepts, config.responseMode))
+      }
+      // The exchange gone first: no stream opens any more, and one that opened ends for good.
+      return Effect.flatMap(Effect.onInterrupt(route.openedOrAnswered, () => route.close), () => {
+        const out = route.opened
+        if (out === undefined) return Effect.succeed(directAnswer(route.direct, accepts, config.responseMode))
+        return streamed(request, accepts, config.responseMode, out)
+      })
+    })
+  })
 
-    const out = route.opened
-    if (out === undefined) return directAnswer(route.direct, accepts, config.responseMode)
+/** The answer of a request whose handler opened a stream: that stream, or (nothing streamed) what it holds. */
+const streamed = (
+  request: HttpServerRequest.HttpServerRequest,
+  accepts: RequestBody.Accepts,
+  responseMode: Env["config"]["responseMode"],
+  out: OutStream.OutStream
+): Response =>
+  Effect.gen(function*() {
     // A stream ends for good with its exchange (one finalizer only where there is a stream: each costs at close).
     yield* Effect.addFinalizer(() => out.close)
     const streams = yield* out.awaitStreamingOrEnd
@@ -152,7 +194,7 @@ export const post = (
     const reply = replies.find((q) => "id" in q.message && !("method" in q.message))
     return reply === undefined
       ? HttpServerResponse.empty({ status: 202 })
-      : jsonOrEvent(reply.message as JsonRpc.JsonRpcResponse, reply.json, accepts, config.responseMode)
+      : jsonOrEvent(reply.message as JsonRpc.JsonRpcResponse, reply.json, accepts, responseMode)
   })
 
 const jsonOrEvent = (
@@ -187,17 +229,18 @@ class LazyStream {
   opened: OutStream.OutStream | undefined = undefined
   direct: JsonRpc.JsonRpcResponse | undefined = undefined
   /** The work ended or the exchange closed: no stream opens any more. */
-  #finished = false
-  readonly #settled = Deferred.makeUnsafe<void>()
+  finished = false
+  /** Made when someone waits: a quick handler's exchange never does. */
+  #settled: Deferred.Deferred<void> | undefined = undefined
   readonly #sessions: Sessions
   constructor(sessions: Sessions) {
     this.#sessions = sessions
   }
   /** The response stream, opened now if it is not yet; `undefined` once the request is over. */
   open(): OutStream.OutStream | undefined {
-    if (this.opened === undefined && !this.#finished) {
+    if (this.opened === undefined && !this.finished) {
       this.opened = this.#sessions.requestStreamUnsafe()
-      Deferred.doneUnsafe(this.#settled, Effect.void)
+      if (this.#settled !== undefined) Deferred.doneUnsafe(this.#settled, Effect.void)
     }
     return this.opened
   }
@@ -208,18 +251,22 @@ class LazyStream {
   }
   /** The work ended: its stream (if one opened) ends after what it holds, or the answer is ready. */
   finish(): Effect.Effect<void> {
-    this.#finished = true
-    Deferred.doneUnsafe(this.#settled, Effect.void)
+    this.finished = true
+    if (this.#settled !== undefined) Deferred.doneUnsafe(this.#settled, Effect.void)
     return this.opened === undefined ? Effect.void : this.opened.end
   }
   get close(): Effect.Effect<void> {
     return Effect.suspend(() => {
-      this.#finished = true
+      this.finished = true
       return this.opened === undefined ? Effect.void : this.opened.close
     })
   }
   /** Completes when the stream opens or the work ends, whichever comes first. */
   get openedOrAnswered(): Effect.Effect<void> {
-    return Deferred.await(this.#settled)
+    return Effect.suspend(() => {
+      if (this.opened !== undefined || this.finished) return Effect.void
+      this.#settled ??= Deferred.makeUnsafe<void>()
+      return Deferred.await(this.#settled)
+    })
   }
 }

@@ -128,32 +128,52 @@ const negotiatedVersion = (reply: JsonRpc.JsonRpcResponse): string | undefined =
 export const post = (env: Env): Guarded => (request, principal) =>
   ServerSpans.withHttpPeer(request, postMessages(env, request, principal))
 
-const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, principal: Security.Principal) =>
+type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
+
+/**
+ * The checks every POST passes, then its era's path. Plain functions and one
+ * step for the body, not a generator: every request of either era runs it.
+ */
+const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, principal: Security.Principal): Response => {
+  if (!RequestBody.isJsonContent(request.headers["content-type"])) {
+    return Effect.succeed(Security.invalid(415, "Unsupported Media Type: Content-Type must be application/json"))
+  }
+  const accepts = RequestBody.accepts(request.headers["accept"])
+  if (!accepts.json && !accepts.sse) {
+    return Effect.succeed(Security.invalid(406, "Not Acceptable: Accept must include application/json or text/event-stream"))
+  }
+  const repeated = EraRouting.repeatedHeader(request)
+  if (repeated !== undefined) return Effect.succeed(repeated)
+  return Effect.matchEffect(RequestBody.read(request, env.config.maxBodyBytes), {
+    onFailure: (failure) =>
+      Effect.succeed(failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(failure) : RequestBody.unreadable()),
+    onSuccess: (text): Response => {
+      const decoded = JsonRpc.decode(text)
+      if (decoded._tag === "ParseError") {
+        return Effect.succeed(Security.errorResponse(400, JsonRpc.ErrorCode.ParseError, "Parse error", decoded.reason))
+      }
+      const messages = decoded._tag === "Single" ? [decoded.message] : decoded.messages
+      // One decision from header and body together, before any session rule: a stateless request
+      // carries no session, and a session id on it means nothing.
+      const era = EraRouting.decide(env, request.headers, messages)
+      if (era._tag === "Refused") return Effect.succeed(era.response)
+      if (era._tag === "Stateless") return StatelessPost.post(env, request, principal, accepts, decoded)
+      return postToSession(env, request, principal, accepts, decoded, messages)
+    }
+  })
+}
+
+/** A POST of the handshake era (a session's, or one without a session). */
+const postToSession = (
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal,
+  accepts: RequestBody.Accepts,
+  decoded: Exclude<JsonRpc.Decoded, { readonly _tag: "ParseError" }>,
+  messages: ReadonlyArray<JsonRpc.Classified>
+) =>
   Effect.gen(function*() {
     const { config, sessions } = env
-    if (!RequestBody.isJsonContent(request.headers["content-type"])) {
-      return Security.invalid(415, "Unsupported Media Type: Content-Type must be application/json")
-    }
-    const accepts = RequestBody.accepts(request.headers["accept"])
-    if (!accepts.json && !accepts.sse) {
-      return Security.invalid(406, "Not Acceptable: Accept must include application/json or text/event-stream")
-    }
-    const repeated = EraRouting.repeatedHeader(request)
-    if (repeated !== undefined) return repeated
-    const body = yield* Effect.result(RequestBody.read(request, config.maxBodyBytes))
-    if (body._tag === "Failure") {
-      return body.failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(body.failure) : RequestBody.unreadable()
-    }
-    const decoded = JsonRpc.decode(body.success)
-    if (decoded._tag === "ParseError") {
-      return Security.errorResponse(400, JsonRpc.ErrorCode.ParseError, "Parse error", decoded.reason)
-    }
-    const messages = decoded._tag === "Single" ? [decoded.message] : decoded.messages
-    // One decision from header and body together, before any session rule: a stateless request
-    // carries no session, and a session id on it means nothing.
-    const era = EraRouting.decide(env, request.headers, messages)
-    if (era._tag === "Refused") return era.response
-    if (era._tag === "Stateless") return yield* StatelessPost.post(env, request, principal, accepts, decoded)
     const versionError = badVersion(env, request)
     if (Option.isSome(versionError)) return versionError.value
 
@@ -310,7 +330,8 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
     yield* runHoldingSlots(s, grant, work)
 
     if (lazy) {
-      yield* route.openedOrAnswered
+      // A handler done by now (it started at once) answered without a stream: no wait.
+      if (route.opened === undefined && !route.settled) yield* route.openedOrAnswered
       if (route.opened === undefined) {
         if (direct === undefined && env.drain?.draining() === true && messages[0]._tag === "Request") {
           // Interrupted by shutdown past its grace period: an answer, so the client does not wait for one.
@@ -361,7 +382,10 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
  */
 class PostRoute implements RequestRoute {
   opened: OutStream | undefined = undefined
-  readonly #settled = Deferred.makeUnsafe<void>()
+  /** The work ended without a stream. */
+  settled = false
+  /** Made when someone waits: a quick handler's exchange never does. */
+  #settled: Deferred.Deferred<void> | undefined = undefined
   readonly canStream: boolean
   readonly #sessions: Sessions
   readonly #session: Session
@@ -386,10 +410,15 @@ class PostRoute implements RequestRoute {
   }
   /** Wakes `openedOrAnswered`: the stream opened, or the work ended without it. */
   settle(): void {
-    Deferred.doneUnsafe(this.#settled, Effect.void)
+    this.settled = true
+    if (this.#settled !== undefined) Deferred.doneUnsafe(this.#settled, Effect.void)
   }
   get openedOrAnswered(): Effect.Effect<void> {
-    return Deferred.await(this.#settled)
+    return Effect.suspend(() => {
+      if (this.opened !== undefined || this.settled) return Effect.void
+      this.#settled ??= Deferred.makeUnsafe<void>()
+      return Deferred.await(this.#settled)
+    })
   }
 }
 

@@ -366,7 +366,12 @@ export const make = Effect.fnUntraced(function*<R>(
         // Started at once: the handler runs now, not on the scheduler's next turn.
         // A second request with the id of one still running gets no reply.
         const run = serving.run(request.id, runHandler(request, requestContext(request))).pipe(
-          Effect.flatMap((fiber) => fiber === undefined ? Effect.succeed(null) : Fiber.await(fiber)),
+          // A handler that answered while it started is read at once, not awaited.
+          Effect.flatMap((fiber) => {
+            if (fiber === undefined) return Effect.succeed(null)
+            const done = fiber.pollUnsafe()
+            return done === undefined ? Fiber.await(fiber) : Effect.succeed(done)
+          }),
           Effect.map((exit: Exit.Exit<JsonRpc.JsonRpcResponse | null> | null) =>
             // An interrupted handler (the client cancelled) gets no reply.
             exit !== null && exit._tag === "Success" ? exit.value : null

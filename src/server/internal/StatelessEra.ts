@@ -238,84 +238,95 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
     hctx: HandlerContext,
     session: Session
   ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const { inputResponses, requestState, ...own } = params
-      let digest: string | undefined
-      const binding: RequestState.Binding = {
-        method: request.method,
-        name: String((request.method === "resources/read" ? params.uri : params.name) ?? ""),
-        // Hashed only when a state is checked or issued: most calls carry none and ask nothing.
-        get digest() {
-          return digest ??= RequestState.digestParams(params)
-        },
-        principal: hctx.principal
+    // The clock is read only to check a state the client brings back: most calls carry none.
+    params.requestState === undefined
+      ? serveRound(request, params, hctx, session, 0)
+      : Effect.flatMap(Clock.currentTimeMillis, (now) => serveRound(request, params, hctx, session, now))
+
+  const serveRound = (
+    request: JsonRpc.JsonRpcRequest,
+    params: Record<string, unknown>,
+    hctx: HandlerContext,
+    session: Session,
+    now: number
+  ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
+    const { inputResponses, requestState, ...own } = params
+    let digest: string | undefined
+    const binding: RequestState.Binding = {
+      method: request.method,
+      name: String((request.method === "resources/read" ? params.uri : params.name) ?? ""),
+      // Hashed only when a state is checked or issued: most calls carry none and ask nothing.
+      get digest() {
+        return digest ??= RequestState.digestParams(params)
+      },
+      principal: hctx.principal
+    }
+    let answers: Record<string, unknown> = {}
+    if (requestState === undefined) {
+      // No state: nothing was asked before, so every answer comes from this request (a client
+      // retrying a server that issues no state); only those the run uses are carried on.
+      if (isRecord(inputResponses)) answers = { ...inputResponses }
+    } else {
+      const verified = RequestState.verify(stateConfig, binding, requestState, now)
+      if (verified._tag === "Invalid") {
+        return Effect.succeed(JsonRpc.failure(request.id, JsonRpc.ErrorCode.InvalidParams, `Invalid requestState: ${verified.reason}`))
       }
-      let answers: Record<string, unknown> = {}
-      if (requestState === undefined) {
-        // No state: nothing was asked before, so every answer comes from this request (a client
-        // retrying a server that issues no state); only those the run uses are carried on.
-        if (isRecord(inputResponses)) answers = { ...inputResponses }
-      } else {
-        const verified = RequestState.verify(stateConfig, binding, requestState, now)
-        if (verified._tag === "Invalid") {
-          return Effect.succeed(JsonRpc.failure(request.id, JsonRpc.ErrorCode.InvalidParams, `Invalid requestState: ${verified.reason}`))
-        }
-        // Only the keys asked last round are taken from the client; the rest came signed.
-        answers = { ...verified.state.answers }
-        const responses = isRecord(inputResponses) ? inputResponses : {}
-        for (const key of verified.state.asked) {
-          if (Object.hasOwn(responses, key) && responses[key] !== undefined) answers[key] = responses[key]
-        }
+      // Only the keys asked last round are taken from the client; the rest came signed.
+      answers = { ...verified.state.answers }
+      const responses = isRecord(inputResponses) ? inputResponses : {}
+      for (const key of verified.state.asked) {
+        if (Object.hasOwn(responses, key) && responses[key] !== undefined) answers[key] = responses[key]
       }
-      const rounds = new Rounds(answers)
-      // The handler sees the request as the client first sent it.
-      const ownRequest = JsonRpc.request(request.id, request.method, own) as JsonRpc.JsonRpcRequest
-      const ctx = new LiveRequestContext(ownRequest, hctx, session, stores, timeoutMs, rounds)
-      // Read the clock again: the state's lifetime starts when it is issued, however long the handler ran.
-      const inputRequired = Effect.map(Clock.currentTimeMillis, (issuedAt): JsonRpc.JsonRpcResponse => {
-        const carried = requestState === undefined
-          ? Object.fromEntries(Object.entries(answers).filter(([key]) => rounds.used.has(key)))
-          : answers
-        const token = RequestState.issue(stateConfig, binding, { answers: carried, asked: Array.from(rounds.pending.keys()) }, issuedAt)
-        if (token === undefined) {
-          return JsonRpc.failure(
-            request.id,
-            JsonRpc.ErrorCode.InternalError,
-            `The answers of this request outgrew the requestState bound (${stateConfig.maxBytes} bytes)`
-          )
-        }
-        return JsonRpc.success(request.id, {
-          resultType: "input_required",
-          inputRequests: Object.fromEntries(rounds.pending),
-          requestState: token,
-          _meta: serverInfoMeta
-        })
-      })
-      const invalidAnswer = (invalid: NonNullable<Rounds["invalid"]>) =>
-        Effect.succeed(JsonRpc.failure(
+    }
+    const rounds = new Rounds(answers)
+    // The handler sees the request as the client first sent it.
+    const ownRequest = JsonRpc.request(request.id, request.method, own) as JsonRpc.JsonRpcRequest
+    const ctx = new LiveRequestContext(ownRequest, hctx, session, stores, timeoutMs, rounds)
+    // Read the clock again: the state's lifetime starts when it is issued, however long the handler ran.
+    const inputRequired = Effect.map(Clock.currentTimeMillis, (issuedAt): JsonRpc.JsonRpcResponse => {
+      const carried = requestState === undefined
+        ? Object.fromEntries(Object.entries(answers).filter(([key]) => rounds.used.has(key)))
+        : answers
+      const token = RequestState.issue(stateConfig, binding, { answers: carried, asked: Array.from(rounds.pending.keys()) }, issuedAt)
+      if (token === undefined) {
+        return JsonRpc.failure(
           request.id,
-          JsonRpc.ErrorCode.InvalidParams,
-          `Invalid inputResponses: the answer to "${invalid.key}" is not a ${invalid.method} result`,
-          { key: invalid.key, reason: invalid.reason }
-        ))
-      return ctx.releasing(Router.dispatch(router, ownRequest, ctx, missingCapability)).pipe(
-        Effect.matchCauseEffect({
-          onFailure: (cause) =>
-            rounds.invalid !== undefined
-              ? invalidAnswer(rounds.invalid)
-              : rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause)
-              ? inputRequired
-              : Effect.failCause(cause),
-          // A handler that caught its ask's interruption still lacks the answer.
-          onSuccess: (response) =>
-            rounds.invalid !== undefined
-              ? invalidAnswer(rounds.invalid)
-              : rounds.pending.size > 0
-              ? inputRequired
-              : Effect.succeed(completeResponse(request.method, response))
-        })
-      )
+          JsonRpc.ErrorCode.InternalError,
+          `The answers of this request outgrew the requestState bound (${stateConfig.maxBytes} bytes)`
+        )
+      }
+      return JsonRpc.success(request.id, {
+        resultType: "input_required",
+        inputRequests: Object.fromEntries(rounds.pending),
+        requestState: token,
+        _meta: serverInfoMeta
+      })
     })
+    const invalidAnswer = (invalid: NonNullable<Rounds["invalid"]>) =>
+      Effect.succeed(JsonRpc.failure(
+        request.id,
+        JsonRpc.ErrorCode.InvalidParams,
+        `Invalid inputResponses: the answer to "${invalid.key}" is not a ${invalid.method} result`,
+        { key: invalid.key, reason: invalid.reason }
+      ))
+    return ctx.releasing(Router.dispatch(router, ownRequest, ctx, missingCapability)).pipe(
+      Effect.matchCauseEffect({
+        onFailure: (cause) =>
+          rounds.invalid !== undefined
+            ? invalidAnswer(rounds.invalid)
+            : rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause)
+            ? inputRequired
+            : Effect.failCause(cause),
+        // A handler that caught its ask's interruption still lacks the answer.
+        onSuccess: (response) =>
+          rounds.invalid !== undefined
+            ? invalidAnswer(rounds.invalid)
+            : rounds.pending.size > 0
+            ? inputRequired
+            : Effect.succeed(completeResponse(request.method, response))
+      })
+    )
+  }
 
   /**
    * `resultType` (unless the handler chose one), the server's identity in
@@ -370,8 +381,9 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
   })
   // Counts list changes: a listing begun before a change is used once, not kept.
   let toolListChanges = 0
+  // Listed already: a success the transport can read at once (it checks every stateless tools/call).
   const toolInputSchema = (name: string): Effect.Effect<unknown, never, R> =>
-    Effect.suspend(() => {
+    toolSchemas !== undefined ? Effect.succeed(toolSchemas.get(name)) : Effect.suspend(() => {
       if (toolSchemas !== undefined) return Effect.succeed(toolSchemas.get(name))
       const changes = toolListChanges
       return Effect.map(listTools, (found) => {

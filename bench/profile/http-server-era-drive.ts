@@ -1,0 +1,86 @@
+/**
+ * Drives one era of this project's stateless-workload server
+ * (bench/stateless-server/server-ours.ts) with `tools/call` over loopback, for
+ * a CPU profile of the server alone: the server runs under `--cpu-prof` and
+ * writes its profile when it is stopped at the end.
+ *
+ *   npx node bench/profile/http-server-era-drive.ts [stateless|session] [requests=30000] [concurrency=32] [profileDir=/tmp/era-prof]
+ *
+ * `SERVER_ROOT=/other/checkout` profiles another checkout's server; era
+ * `effect-min` profiles bench/http/server-effect-min.ts (one effect/http
+ * route doing the same JSON work, no MCP) for comparison.
+ */
+import { spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { resolve } from "node:path"
+import { createInterface } from "node:readline"
+import { Pool } from "undici"
+
+const [era = "stateless", totalText = "30000", concText = "32", dir = "/tmp/era-prof"] = process.argv.slice(2)
+const total = Number(totalText), concurrency = Number(concText)
+const root = process.env.SERVER_ROOT ?? resolve(new URL(".", import.meta.url).pathname, "../..")
+const flags = dir === "none" ? [] : ["--cpu-prof", `--cpu-prof-dir=${dir}`]
+const script = era === "effect-min"
+  ? [resolve(root, "bench/http/server-effect-min.ts"), "--mode", "json"]
+  : [resolve(root, "bench/stateless-server/server-ours.ts")]
+const child = spawn(process.execPath, [...flags, ...script], {
+  stdio: ["ignore", "pipe", "inherit"]
+})
+const url = await new Promise<string>((ok) =>
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    if (line.startsWith("listening ")) ok(line.slice("listening ".length).trim())
+  })
+)
+const STATELESS = "2026-07-28"
+const SESSION = "2025-11-25"
+const base = { "content-type": "application/json", accept: "application/json, text/event-stream" }
+const meta = {
+  "io.modelcontextprotocol/protocolVersion": STATELESS,
+  "io.modelcontextprotocol/clientInfo": { name: "era-drive", version: "1.0.0" },
+  "io.modelcontextprotocol/clientCapabilities": {}
+}
+const target = new URL(url)
+const pool = new Pool(target.origin, { connections: concurrency, pipelining: 1 })
+const post = async (body: object, headers: Record<string, string>) => {
+  const res = await pool.request({ path: target.pathname, method: "POST", headers: { ...base, ...headers }, body: JSON.stringify(body) })
+  return { status: res.statusCode, headers: res.headers, text: await res.body.text() }
+}
+let headers: Record<string, string>
+if (era === "session") {
+  const init = await post({
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: SESSION, capabilities: {}, clientInfo: { name: "era-drive", version: "1.0.0" } }
+  }, {})
+  const session = String(init.headers["mcp-session-id"])
+  headers = { "mcp-protocol-version": SESSION, "mcp-session-id": session }
+  await post({ jsonrpc: "2.0", method: "notifications/initialized" }, headers)
+} else {
+  headers = era === "effect-min" ? {} : { "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo" }
+}
+let nextId = 0
+const call = async () => {
+  const id = ++nextId
+  const params = era !== "stateless" ? { name: "echo", arguments: { text: "hi" } } : { name: "echo", arguments: { text: "hi" }, _meta: meta }
+  const res = await post({ jsonrpc: "2.0", id, method: "tools/call", params }, headers)
+  if (res.status !== 200 || !res.text.includes("\"result\"")) throw new Error(`${res.status} ${res.text}`)
+}
+const drive = async (n: number) => {
+  let left = n
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (left-- > 0) await call()
+  }))
+}
+const TICK_US = 10_000
+const cpuOf = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US
+}
+await drive(Math.min(total, 5000))
+const c0 = cpuOf(child.pid!)
+await drive(total)
+console.log(JSON.stringify({ era, total, concurrency, serverCpuUsPerReq: +((cpuOf(child.pid!) - c0) / total).toFixed(1) }))
+await pool.close()
+child.kill("SIGINT")
+await new Promise((ok) => child.once("exit", ok))
