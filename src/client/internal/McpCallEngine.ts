@@ -141,8 +141,17 @@ const failAsIdleTimeout = (cause: Cause.Cause<FlatError>): Effect.Effect<never, 
 /** The result of `request()`: not decoded. */
 export const undecoded = (raw: unknown): Effect.Effect<unknown> => Exit.succeed(raw)
 
-/** The call engine of one client over `transport`; `requestTimeout` is the idle timeout of calls that set none. */
-export const make = (transport: ClientTransportShape, requestTimeout: Duration.Duration): CallEngine => {
+/**
+ * The call engine of one client over `transport`; `requestTimeout` is the
+ * idle timeout of calls that set none. `senderFor` picks, by the fiber of a
+ * call, the transport it goes through (default `transport`; see
+ * `ClientSpans.senderFor`): the engine looks at the fiber anyway.
+ */
+export const make = (
+  transport: ClientTransportShape,
+  requestTimeout: Duration.Duration,
+  senderFor: (fiber: Fiber.Fiber<unknown, unknown>) => ClientTransportShape = () => transport
+): CallEngine => {
   /** The calls in flight by progress token. */
   const watches = new Map<string | number, Watch>()
   let tokenCounter = 0
@@ -174,7 +183,8 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     decode: Decode<A>,
     wire?: WireOptions
   ): Effect.Effect<A, FlatError> =>
-    Effect.suspend(() => {
+    Effect.withFiber((fiber) => {
+      const sender = senderFor(fiber)
       const token = `p${++tokenCounter}`
       const timeout = callOptions?.timeout
       const idle = timeout === undefined ? requestTimeout : Duration.fromInputUnsafe(timeout)
@@ -184,10 +194,10 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
       const body = { ...params, _meta: meta }
       const onProgress = callOptions?.onProgress
       if (onProgress === undefined && callOptions?.maxTotalTimeout === undefined) {
-        return plain(method, token, body, idle, restartOnProgress, decode, wire)
+        return plain(sender, method, token, body, idle, restartOnProgress, decode, wire)
       }
       return Effect.flatMap(
-        watched(method, token, body, idle, restartOnProgress, onProgress, callOptions, wire),
+        watched(sender, method, token, body, idle, restartOnProgress, onProgress, callOptions, wire),
         decode
       )
     })
@@ -199,6 +209,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
    * transport's request effect while the call waits.
    */
   const plain = <A>(
+    sender: ClientTransportShape,
     method: string,
     token: string,
     body: Readonly<Record<string, unknown>>,
@@ -223,7 +234,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
       const options: RequestOptions = restartOnProgress
         ? { ...wire, timeout: idle, onDeadline: (restart) => void (watch.restart = restart) }
         : { ...wire, timeout: idle }
-      return transport.request(method, taken, options)
+      return sender.request(method, taken, options)
     }
     const request = Effect.onExit(Effect.suspend(step), step)
     return Effect.matchCauseEffect(request, {
@@ -234,6 +245,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
 
   /** A call with `onProgress` or `maxTotalTimeout`: progress may go to `onProgress`, and a total timeout may race it. */
   const watched = (
+    sender: ClientTransportShape,
     method: string,
     token: string,
     body: Readonly<Record<string, unknown>>,
@@ -247,10 +259,10 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     watches.set(token, watch)
     let effect: Effect.Effect<unknown, FlatError> = restartOnProgress
       ? Effect.mapError(
-        transport.request(method, body, { ...wire, timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
+        sender.request(method, body, { ...wire, timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
         asIdleTimeout
       )
-      : transport.request(method, body, { ...wire, timeout: idle })
+      : sender.request(method, body, { ...wire, timeout: idle })
     if (onProgress !== undefined) effect = withProgress(effect, watch, onProgress)
     if (callOptions?.maxTotalTimeout !== undefined) {
       const max = Duration.fromInputUnsafe(callOptions.maxTotalTimeout)
