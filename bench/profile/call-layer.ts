@@ -19,7 +19,7 @@ import * as NodeStream from "@effect/platform-node/NodeStream"
 import { execFileSync } from "node:child_process"
 import { resolve } from "node:path"
 import { PassThrough } from "node:stream"
-import { Effect, Latch, Scope } from "effect"
+import { Effect, Latch } from "effect"
 import { ChildProcessSpawner } from "effect/process"
 import { driveEffect } from "../clients/effect-drive.ts"
 

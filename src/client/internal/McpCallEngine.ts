@@ -118,7 +118,7 @@ interface Watch {
   /** Restarts the call's idle timeout; set by the transport once the timeout runs. */
   restart: (() => void) | undefined
   /** Hands a new progress to `onProgress`, for a call that has one (see `withProgress`). */
-  deliver: ((progress: Progress) => void) | undefined
+  relay: ProgressRelay | undefined
   /** The request body until the transport takes it: not kept while the call waits. */
   body: Readonly<Record<string, unknown>> | undefined
 }
@@ -163,7 +163,7 @@ export const make = (
     if (watch !== undefined && n.progress > (watch.last ?? Number.NEGATIVE_INFINITY)) {
       watch.last = n.progress
       watch.restart?.()
-      watch.deliver?.(n)
+      watch.relay?.deliver(n)
     }
   }
 
@@ -218,7 +218,7 @@ export const make = (
     decode: Decode<A>,
     wire: WireOptions | undefined
   ): Effect.Effect<A, FlatError> => {
-    const watch: Watch = { last: undefined, restart: undefined, deliver: undefined, body }
+    const watch: Watch = { last: undefined, restart: undefined, relay: undefined, body }
     watches.set(token, watch)
     // One function is both the request's thunk (called without an exit) and
     // the finalizer that drops the watch (called with the call's exit): a
@@ -255,7 +255,7 @@ export const make = (
     callOptions: CallOptions | undefined,
     wire: WireOptions | undefined
   ): Effect.Effect<unknown, FlatError> => {
-    const watch: Watch = { last: undefined, restart: undefined, deliver: undefined, body: undefined }
+    const watch: Watch = { last: undefined, restart: undefined, relay: undefined, body: undefined }
     watches.set(token, watch)
     let effect: Effect.Effect<unknown, FlatError> = restartOnProgress
       ? Effect.mapError(
@@ -299,65 +299,96 @@ const withProgress = <A, E>(
   onProgress: (progress: Progress) => Effect.Effect<void>
 ): Effect.Effect<A, E> =>
   Effect.withFiber((caller) => {
-    const pending: Array<Progress> = []
-    let deliverer: Fiber.Fiber<void> | undefined
-    let parked: ((resume: Effect.Effect<void>) => void) | undefined
-    let kickScheduled = false
-    let settled = false
-
-    const park = Effect.callback<void>((resume) => void (parked = resume))
-    // One at a time, so that what a stopped fiber had not started stays for the caller.
-    const next: Effect.Effect<void> = Effect.suspend(() => {
-      const progress = pending.shift()
-      if (progress !== undefined) return Effect.andThen(onProgress(progress), next)
-      return Effect.andThen(park, next)
-    })
-    const kick = () => {
-      kickScheduled = false
-      if (settled) return
-      if (deliverer === undefined) {
-        // Started on the next tick: a callback that wakes a fiber which then ends this call finds it here.
-        deliverer = Effect.runForkWith(caller.context)(Effect.andThen(Effect.yieldNow, next))
-        return
-      }
-      const resume = parked
-      parked = undefined
-      resume?.(Effect.void)
-    }
-    watch.deliver = (progress) => {
-      pending.push(progress)
-      if (!kickScheduled && (deliverer === undefined || parked !== undefined)) {
-        kickScheduled = true
-        caller.currentDispatcher.scheduleTask(kick, 0)
-      }
-    }
-
-    const drain = (value: A): Effect.Effect<A> => {
-      if (pending.length === 0) return Effect.succeed(value)
-      return Effect.as(Effect.forEach(pending.splice(0), onProgress, { discard: true }), value)
-    }
-    const stop = () => {
-      settled = true
-      watch.deliver = undefined
-    }
-    const finish = (value: A): Effect.Effect<A> => {
-      stop()
-      const running = deliverer
-      if (running === undefined) return drain(value)
-      return Effect.flatMap(Fiber.interrupt(running), () => {
-        const exit = running.pollUnsafe()
-        return exit !== undefined && exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)
-          ? Effect.failCause(exit.cause)
-          : drain(value)
-      })
-    }
-    return Effect.onExit(Effect.flatMap(request, finish), (exit) => {
+    const relay = new ProgressRelay(caller, onProgress, watch)
+    watch.relay = relay
+    return Effect.onExit(Effect.flatMap(request, (value) => relay.finish(value)), (exit) => {
       if (exit._tag === "Success") return Effect.void
-      stop()
-      const running = deliverer
+      relay.stop()
+      const running = relay.deliverer
       return running === undefined ? Effect.void : Fiber.interrupt(running)
     })
   })
+
+/**
+ * The progress of one call on its way to `onProgress` (see `withProgress`).
+ * A call whose progress comes with its result builds only this and its
+ * queue; the parts of the callbacks' own fiber are made when it starts.
+ */
+class ProgressRelay {
+  pending: Array<Progress> = []
+  deliverer: Fiber.Fiber<void> | undefined = undefined
+  private parked: ((resume: Effect.Effect<void>) => void) | undefined = undefined
+  private kickScheduled = false
+  private settled = false
+  private kickTask: (() => void) | undefined = undefined
+  private readonly caller: Fiber.Fiber<unknown, unknown>
+  private readonly onProgress: (progress: Progress) => Effect.Effect<void>
+  private readonly watch: Watch
+
+  constructor(caller: Fiber.Fiber<unknown, unknown>, onProgress: (progress: Progress) => Effect.Effect<void>, watch: Watch) {
+    this.caller = caller
+    this.onProgress = onProgress
+    this.watch = watch
+  }
+
+  deliver(progress: Progress): void {
+    this.pending.push(progress)
+    if (!this.kickScheduled && (this.deliverer === undefined || this.parked !== undefined)) {
+      this.kickScheduled = true
+      this.caller.currentDispatcher.scheduleTask(this.kickTask ??= () => this.kick(), 0)
+    }
+  }
+
+  private kick(): void {
+    this.kickScheduled = false
+    if (this.settled) return
+    if (this.deliverer === undefined) {
+      // Started on the next tick: a callback that wakes a fiber which then ends this call finds it here.
+      this.deliverer = Effect.runForkWith(this.caller.context)(Effect.andThen(Effect.yieldNow, this.loop()))
+      return
+    }
+    const resume = this.parked
+    this.parked = undefined
+    resume?.(Effect.void)
+  }
+
+  /** The callbacks' fiber: one progress at a time, so that what a stopped fiber had not started stays for the caller. */
+  private loop(): Effect.Effect<void> {
+    const park = Effect.callback<void>((resume) => void (this.parked = resume))
+    const next: Effect.Effect<void> = Effect.suspend(() => {
+      const progress = this.pending.shift()
+      if (progress !== undefined) return Effect.andThen(this.onProgress(progress), next)
+      return Effect.andThen(park, next)
+    })
+    return next
+  }
+
+  /** No progress reaches `onProgress` from now on but what `finish` hands over. */
+  stop(): void {
+    this.settled = true
+    this.watch.relay = undefined
+  }
+
+  private drain<A>(value: A): Effect.Effect<A> {
+    const pending = this.pending
+    if (pending.length === 0) return Effect.succeed(value)
+    this.pending = []
+    return Effect.as(Effect.forEach(pending, this.onProgress, { discard: true }), value)
+  }
+
+  /** The result is in: the progress not yet handed over goes to `onProgress` in the caller's fiber. */
+  finish<A>(value: A): Effect.Effect<A> {
+    this.stop()
+    const running = this.deliverer
+    if (running === undefined) return this.drain(value)
+    return Effect.flatMap(Fiber.interrupt(running), () => {
+      const exit = running.pollUnsafe()
+      return exit !== undefined && exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)
+        ? Effect.failCause(exit.cause)
+        : this.drain(value)
+    })
+  }
+}
 
 /** A call as a stream: each progress (also passed to the caller's own `onProgress`), then the result. */
 export const streamed = <A, E = FlatError>(
