@@ -69,7 +69,7 @@ describe("ClientSpans.senderFor", () => {
       expect(calls.map((s) => s.name)).toEqual(["tools/call echo-meta"])
       expect(metaOf(traced).traceparent).toContain(calls[0]!.spanId)
       // Every call carried its own progress token, traced or not.
-      expect(typeof metaOf(before).progressToken).toBe("string")
-      expect(typeof metaOf(traced).progressToken).toBe("string")
+      expect(typeof metaOf(before).progressToken).toBe("number")
+      expect(typeof metaOf(traced).progressToken).toBe("number")
     }).pipe(Effect.scoped))
 })

@@ -152,13 +152,24 @@ export const make = (
   requestTimeout: Duration.Duration,
   senderFor: (fiber: Fiber.Fiber<unknown, unknown>) => ClientTransportShape = () => transport
 ): CallEngine => {
-  /** The calls in flight by progress token. */
-  const watches = new Map<string | number, Watch>()
+  /**
+   * The calls in flight by progress token. Tokens are integers (the spec
+   * allows them): neither making one nor finding it again for each progress
+   * costs a string.
+   */
+  const watches = new Map<number, Watch>()
   let tokenCounter = 0
   const requestTimeoutMs = millis(requestTimeout)
 
+  const watchOf = (token: string | number): Watch | undefined => {
+    if (typeof token === "number") return watches.get(token)
+    // A peer that echoes our integer as a string still reaches the call.
+    const n = Number(token)
+    return Number.isSafeInteger(n) && String(n) === token ? watches.get(n) : undefined
+  }
+
   const routeProgress = (n: Progress): void => {
-    const watch = watches.get(n.progressToken)
+    const watch = watchOf(n.progressToken)
     // Out-of-order or repeated progress says nothing new: ignore it.
     if (watch !== undefined && n.progress > (watch.last ?? Number.NEGATIVE_INFINITY)) {
       watch.last = n.progress
@@ -185,7 +196,7 @@ export const make = (
   ): Effect.Effect<A, FlatError> =>
     Effect.withFiber((fiber) => {
       const sender = senderFor(fiber)
-      const token = `p${++tokenCounter}`
+      const token = ++tokenCounter
       const timeout = callOptions?.timeout
       const idle = timeout === undefined ? requestTimeout : Duration.fromInputUnsafe(timeout)
       const idleMs = timeout === undefined ? requestTimeoutMs : millis(idle)
@@ -211,7 +222,7 @@ export const make = (
   const plain = <A>(
     sender: ClientTransportShape,
     method: string,
-    token: string,
+    token: number,
     body: Readonly<Record<string, unknown>>,
     idle: Duration.Duration,
     restartOnProgress: boolean,
@@ -247,7 +258,7 @@ export const make = (
   const watched = (
     sender: ClientTransportShape,
     method: string,
-    token: string,
+    token: number,
     body: Readonly<Record<string, unknown>>,
     idle: Duration.Duration,
     restartOnProgress: boolean,
