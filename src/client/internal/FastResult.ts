@@ -11,7 +11,9 @@
 import * as McpSchema from "effect/ai/McpSchema"
 
 const ObjectProto = Object.prototype
-const hasOwn = (o: object, key: string): boolean => ObjectProto.hasOwnProperty.call(o, key)
+// `in` first: for a key the object lacks (most optional ones) it answers from V8's
+// inline cache at a fraction of `hasOwnProperty`'s cost, and a key it lacks is not its own.
+const hasOwn = (o: object, key: string): boolean => key in o && ObjectProto.hasOwnProperty.call(o, key)
 
 /** What `JSON.parse` builds: a non-null object with the ordinary prototype (arrays excluded by it too). */
 const isPlainObject = (u: unknown): u is Record<string, unknown> =>
