@@ -10,9 +10,10 @@
 import type { Progress } from "./ServerNotificationEnum.ts"
 
 const ObjectProto = Object.prototype
-// `in` first: for a key the object lacks (most optional ones) it answers from V8's
-// inline cache at a fraction of `hasOwnProperty`'s cost, and a key it lacks is not its own.
-const hasOwn = (o: object, key: string): boolean => key in o && ObjectProto.hasOwnProperty.call(o, key)
+const hasOwn = (o: object, key: string): boolean => ObjectProto.hasOwnProperty.call(o, key)
+// For a key that is usually absent, `"key" in o` first (a constant key at each place): it
+// answers from V8's inline cache at a fraction of `hasOwnProperty`'s cost, and a key an
+// object lacks altogether is not its own.
 
 const isPlainObject = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && Object.getPrototypeOf(u) === ObjectProto
@@ -35,12 +36,12 @@ export const progress = (params: unknown): Progress | undefined => {
     total = t
   }
   let message: string | undefined
-  if (hasOwn(params, "message")) {
+  if ("message" in params && hasOwn(params, "message")) {
     const m = params.message
     if (typeof m !== "string") return undefined
     message = m
   }
-  if (hasOwn(params, "_meta") && !isPlainObject(params._meta)) return undefined
+  if ("_meta" in params && hasOwn(params, "_meta") && !isPlainObject(params._meta)) return undefined
   // Own members only: an inherited `progressToken` (no JSON value has one) is the Schema's to judge.
   if (!hasOwn(params, "progressToken") || !hasOwn(params, "progress")) return undefined
   // What `ServerNotification.Progress({ … })` builds (its fields, then `_tag`), without the
