@@ -66,8 +66,10 @@ const program = Effect.scoped(Effect.gen(function*() {
   let seen = 0
   const onProgress = () => Effect.sync(() => void seen++)
   let token = 0
-  const bare = Effect.suspend(() => transport.request("tools/call", { ...params, _meta: { progressToken: `t${++token}` } }))
-  const mcp = withCallback ? client.callTool(params, { onProgress }) : client.callTool(params)
+  const bare: Effect.Effect<unknown, unknown> = Effect.suspend(() =>
+    transport.request("tools/call", { ...params, _meta: { progressToken: `t${++token}` } })
+  )
+  const mcp: Effect.Effect<unknown, unknown> = withCallback ? client.callTool(params, { onProgress }) : client.callTool(params)
   const loop = (call: Effect.Effect<unknown, unknown>) =>
     Effect.suspend(() => {
       let i = 0
@@ -100,5 +102,5 @@ const program = Effect.scoped(Effect.gen(function*() {
   }
 }))
 
-const result = await Effect.runPromise(program as Effect.Effect<Record<string, number>>)
+const result: Record<string, number> = await Effect.runPromise(program as unknown as Effect.Effect<Record<string, number>, unknown>)
 console.log(JSON.stringify({ progress, withCallback, srcDir, ...Object.fromEntries(Object.entries(result).map(([k, v]) => [k, Math.round(v * 100) / 100])) }))
