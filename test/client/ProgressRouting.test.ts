@@ -164,6 +164,37 @@ describe("notification listeners", () => {
       expect((yield* Fiber.join(heard)).map((p) => p.progress)).toEqual([1, 2, 9])
       expect(mine).toEqual([1, 2])
     }))
+
+  it.effect("a call's integer token echoed as a string still reaches the call; other spellings of it do not", () =>
+    Effect.gen(function*() {
+      const echoing: Handler = (message, ctx) =>
+        Effect.gen(function*() {
+          if (!("id" in message)) return null
+          if (message.method === "initialize") {
+            return JsonRpc.success(message.id, {
+              protocolVersion: "2025-11-25",
+              capabilities: { tools: {} },
+              serverInfo: { name: "echoing", version: "1" }
+            })
+          }
+          const token = (message.params as { _meta?: { progressToken?: unknown } })._meta?.progressToken
+          const send = (progressToken: unknown, progress: number) =>
+            ctx.notify("notifications/progress", { progressToken, progress })
+          yield* send(`${String(token)}.0`, 1)
+          yield* send(` ${String(token)}`, 2)
+          yield* send(String(token), 3)
+          yield* send(token, 4)
+          return JsonRpc.success(message.id, { content: [], structuredContent: { token } })
+        })
+      const pair = yield* InMemoryTransport.makePair(echoing)
+      const client = yield* McpClient.fromTransport(pair.client)
+      const mine: Array<number> = []
+      const result = yield* client.callTool({ name: "t" }, {
+        onProgress: (p) => Effect.sync(() => void mine.push(p.progress))
+      })
+      expect(typeof (result.structuredContent as { token: unknown }).token).toBe("number")
+      expect(mine).toEqual([3, 4])
+    }))
 })
 
 describe("onProgress while the call waits", () => {

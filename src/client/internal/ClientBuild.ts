@@ -30,7 +30,7 @@ const buildTraced = Effect.fnUntraced(function*(
   options: McpClientOptions
 ): Effect.fn.Return<McpClientShape, Handshake.FlatHandshakeError, Scope.Scope> {
   const requestTimeout = Duration.fromInputUnsafe(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
-  const calls = McpCallEngine.make(transport, requestTimeout)
+  const calls = McpCallEngine.make(transport, requestTimeout, ClientSpans.senderFor(transport))
   // Subscribed before anything is sent, so nothing the server says is missed.
   const hub = yield* NotificationHub.make(transport, calls.routeProgress, options.notificationBuffer ?? 1024)
   yield* transport.setRequestHandler(ServerRequests.serve(options.handlers ?? {}))

@@ -14,6 +14,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import type * as Tracer from "effect/Tracer"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import * as McpSpan from "../../internal/McpSpan.ts"
@@ -43,6 +44,19 @@ const endpointOf = (transport: ClientTransportShape<any>): Endpoint => {
 }
 
 const TRACED = Symbol.for("effect-mcp-transport/ClientSpans/traced")
+const INNER = Symbol.for("effect-mcp-transport/ClientSpans/inner")
+
+/**
+ * Which transport a request sent from `fiber` goes through: for a transport
+ * from `traced` and a fiber that traces nothing, the transport it wraps. A
+ * sender that already looked at its fiber (`McpCallEngine`) calls that one,
+ * and an untraced request costs no second look.
+ */
+export const senderFor = <T extends ClientTransportShape<any>>(transport: T): (fiber: Fiber.Fiber<unknown, unknown>) => T => {
+  const inner = (transport as { readonly [INNER]?: T })[INNER]
+  if (inner === undefined) return () => transport
+  return (fiber) => McpSpan.enabled(fiber) ? transport : inner
+}
 
 /**
  * The transport with a client span around each request and notification it
@@ -127,7 +141,8 @@ export const traced = <T extends ClientTransportShape<any>>(transport: T): T => 
     request: { value: request, enumerable: true },
     notify: { value: notify, enumerable: true },
     setProtocolVersion: { value: setProtocolVersion, enumerable: true },
-    [TRACED]: { value: true }
+    [TRACED]: { value: true },
+    [INNER]: { value: transport }
   }) as T
 }
 

@@ -12,6 +12,9 @@ import * as McpSchema from "effect/ai/McpSchema"
 
 const ObjectProto = Object.prototype
 const hasOwn = (o: object, key: string): boolean => ObjectProto.hasOwnProperty.call(o, key)
+// For a key that is usually absent, `"key" in o` first (a constant key at each place): it
+// answers from V8's inline cache at a fraction of `hasOwnProperty`'s cost, and a key an
+// object lacks altogether is not its own.
 
 /** What `JSON.parse` builds: a non-null object with the ordinary prototype (arrays excluded by it too). */
 const isPlainObject = (u: unknown): u is Record<string, unknown> =>
@@ -44,7 +47,7 @@ const metaCopy = (meta: unknown): Record<string, unknown> | undefined => {
 export const callToolResult = (raw: unknown): McpSchema.CallToolResult | undefined => {
   if (!isPlainObject(raw) || !hasOwn(raw, "content")) return undefined
   let meta: Record<string, unknown> | undefined
-  if (hasOwn(raw, "_meta")) {
+  if ("_meta" in raw && hasOwn(raw, "_meta")) {
     meta = metaCopy(raw._meta)
     if (meta === undefined) return undefined
   }
@@ -56,7 +59,8 @@ export const callToolResult = (raw: unknown): McpSchema.CallToolResult | undefin
     const block: unknown = content[i]
     if (
       !isPlainObject(block) || block.type !== "text" || typeof block.text !== "string" ||
-      hasOwn(block, "annotations") || hasOwn(block, "_meta") || !hasOwn(block, "type") || !hasOwn(block, "text")
+      ("annotations" in block && hasOwn(block, "annotations")) || ("_meta" in block && hasOwn(block, "_meta")) ||
+      !hasOwn(block, "type") || !hasOwn(block, "text")
     ) return undefined
     blocks[i] = { type: "text", text: block.text }
   }
@@ -69,12 +73,12 @@ export const callToolResult = (raw: unknown): McpSchema.CallToolResult | undefin
   // The Schema's field order: `_meta` first.
   if (meta !== undefined) out._meta = meta
   out.content = blocks
-  if (hasOwn(raw, "structuredContent")) {
+  if ("structuredContent" in raw && hasOwn(raw, "structuredContent")) {
     const structured = raw.structuredContent
     if (structured === undefined) return undefined
     out.structuredContent = structured
   }
-  if (hasOwn(raw, "isError")) {
+  if ("isError" in raw && hasOwn(raw, "isError")) {
     const isError = raw.isError
     if (typeof isError !== "boolean") return undefined
     out.isError = isError

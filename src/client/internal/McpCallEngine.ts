@@ -118,7 +118,7 @@ interface Watch {
   /** Restarts the call's idle timeout; set by the transport once the timeout runs. */
   restart: (() => void) | undefined
   /** Hands a new progress to `onProgress`, for a call that has one (see `withProgress`). */
-  deliver: ((progress: Progress) => void) | undefined
+  relay: ProgressRelay | undefined
   /** The request body until the transport takes it: not kept while the call waits. */
   body: Readonly<Record<string, unknown>> | undefined
 }
@@ -141,20 +141,40 @@ const failAsIdleTimeout = (cause: Cause.Cause<FlatError>): Effect.Effect<never, 
 /** The result of `request()`: not decoded. */
 export const undecoded = (raw: unknown): Effect.Effect<unknown> => Exit.succeed(raw)
 
-/** The call engine of one client over `transport`; `requestTimeout` is the idle timeout of calls that set none. */
-export const make = (transport: ClientTransportShape, requestTimeout: Duration.Duration): CallEngine => {
-  /** The calls in flight by progress token. */
-  const watches = new Map<string | number, Watch>()
+/**
+ * The call engine of one client over `transport`; `requestTimeout` is the
+ * idle timeout of calls that set none. `senderFor` picks, by the fiber of a
+ * call, the transport it goes through (default `transport`; see
+ * `ClientSpans.senderFor`): the engine looks at the fiber anyway.
+ */
+export const make = (
+  transport: ClientTransportShape,
+  requestTimeout: Duration.Duration,
+  senderFor: (fiber: Fiber.Fiber<unknown, unknown>) => ClientTransportShape = () => transport
+): CallEngine => {
+  /**
+   * The calls in flight by progress token. Tokens are integers (the spec
+   * allows them): neither making one nor finding it again for each progress
+   * costs a string.
+   */
+  const watches = new Map<number, Watch>()
   let tokenCounter = 0
   const requestTimeoutMs = millis(requestTimeout)
 
+  const watchOf = (token: string | number): Watch | undefined => {
+    if (typeof token === "number") return watches.get(token)
+    // A peer that echoes our integer as a string still reaches the call.
+    const n = Number(token)
+    return Number.isSafeInteger(n) && String(n) === token ? watches.get(n) : undefined
+  }
+
   const routeProgress = (n: Progress): void => {
-    const watch = watches.get(n.progressToken)
+    const watch = watchOf(n.progressToken)
     // Out-of-order or repeated progress says nothing new: ignore it.
     if (watch !== undefined && n.progress > (watch.last ?? Number.NEGATIVE_INFINITY)) {
       watch.last = n.progress
       watch.restart?.()
-      watch.deliver?.(n)
+      watch.relay?.deliver(n)
     }
   }
 
@@ -174,8 +194,9 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     decode: Decode<A>,
     wire?: WireOptions
   ): Effect.Effect<A, FlatError> =>
-    Effect.suspend(() => {
-      const token = `p${++tokenCounter}`
+    Effect.withFiber((fiber) => {
+      const sender = senderFor(fiber)
+      const token = ++tokenCounter
       const timeout = callOptions?.timeout
       const idle = timeout === undefined ? requestTimeout : Duration.fromInputUnsafe(timeout)
       const idleMs = timeout === undefined ? requestTimeoutMs : millis(idle)
@@ -184,10 +205,10 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
       const body = { ...params, _meta: meta }
       const onProgress = callOptions?.onProgress
       if (onProgress === undefined && callOptions?.maxTotalTimeout === undefined) {
-        return plain(method, token, body, idle, restartOnProgress, decode, wire)
+        return plain(sender, method, token, body, idle, restartOnProgress, decode, wire)
       }
       return Effect.flatMap(
-        watched(method, token, body, idle, restartOnProgress, onProgress, callOptions, wire),
+        watched(sender, method, token, body, idle, restartOnProgress, onProgress, callOptions, wire),
         decode
       )
     })
@@ -199,15 +220,16 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
    * transport's request effect while the call waits.
    */
   const plain = <A>(
+    sender: ClientTransportShape,
     method: string,
-    token: string,
+    token: number,
     body: Readonly<Record<string, unknown>>,
     idle: Duration.Duration,
     restartOnProgress: boolean,
     decode: Decode<A>,
     wire: WireOptions | undefined
   ): Effect.Effect<A, FlatError> => {
-    const watch: Watch = { last: undefined, restart: undefined, deliver: undefined, body }
+    const watch: Watch = { last: undefined, restart: undefined, relay: undefined, body }
     watches.set(token, watch)
     // One function is both the request's thunk (called without an exit) and
     // the finalizer that drops the watch (called with the call's exit): a
@@ -223,7 +245,7 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
       const options: RequestOptions = restartOnProgress
         ? { ...wire, timeout: idle, onDeadline: (restart) => void (watch.restart = restart) }
         : { ...wire, timeout: idle }
-      return transport.request(method, taken, options)
+      return sender.request(method, taken, options)
     }
     const request = Effect.onExit(Effect.suspend(step), step)
     return Effect.matchCauseEffect(request, {
@@ -234,8 +256,9 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
 
   /** A call with `onProgress` or `maxTotalTimeout`: progress may go to `onProgress`, and a total timeout may race it. */
   const watched = (
+    sender: ClientTransportShape,
     method: string,
-    token: string,
+    token: number,
     body: Readonly<Record<string, unknown>>,
     idle: Duration.Duration,
     restartOnProgress: boolean,
@@ -243,14 +266,14 @@ export const make = (transport: ClientTransportShape, requestTimeout: Duration.D
     callOptions: CallOptions | undefined,
     wire: WireOptions | undefined
   ): Effect.Effect<unknown, FlatError> => {
-    const watch: Watch = { last: undefined, restart: undefined, deliver: undefined, body: undefined }
+    const watch: Watch = { last: undefined, restart: undefined, relay: undefined, body: undefined }
     watches.set(token, watch)
     let effect: Effect.Effect<unknown, FlatError> = restartOnProgress
       ? Effect.mapError(
-        transport.request(method, body, { ...wire, timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
+        sender.request(method, body, { ...wire, timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
         asIdleTimeout
       )
-      : transport.request(method, body, { ...wire, timeout: idle })
+      : sender.request(method, body, { ...wire, timeout: idle })
     if (onProgress !== undefined) effect = withProgress(effect, watch, onProgress)
     if (callOptions?.maxTotalTimeout !== undefined) {
       const max = Duration.fromInputUnsafe(callOptions.maxTotalTimeout)
@@ -287,65 +310,96 @@ const withProgress = <A, E>(
   onProgress: (progress: Progress) => Effect.Effect<void>
 ): Effect.Effect<A, E> =>
   Effect.withFiber((caller) => {
-    const pending: Array<Progress> = []
-    let deliverer: Fiber.Fiber<void> | undefined
-    let parked: ((resume: Effect.Effect<void>) => void) | undefined
-    let kickScheduled = false
-    let settled = false
-
-    const park = Effect.callback<void>((resume) => void (parked = resume))
-    // One at a time, so that what a stopped fiber had not started stays for the caller.
-    const next: Effect.Effect<void> = Effect.suspend(() => {
-      const progress = pending.shift()
-      if (progress !== undefined) return Effect.andThen(onProgress(progress), next)
-      return Effect.andThen(park, next)
-    })
-    const kick = () => {
-      kickScheduled = false
-      if (settled) return
-      if (deliverer === undefined) {
-        // Started on the next tick: a callback that wakes a fiber which then ends this call finds it here.
-        deliverer = Effect.runForkWith(caller.context)(Effect.andThen(Effect.yieldNow, next))
-        return
-      }
-      const resume = parked
-      parked = undefined
-      resume?.(Effect.void)
-    }
-    watch.deliver = (progress) => {
-      pending.push(progress)
-      if (!kickScheduled && (deliverer === undefined || parked !== undefined)) {
-        kickScheduled = true
-        caller.currentDispatcher.scheduleTask(kick, 0)
-      }
-    }
-
-    const drain = (value: A): Effect.Effect<A> => {
-      if (pending.length === 0) return Effect.succeed(value)
-      return Effect.as(Effect.forEach(pending.splice(0), onProgress, { discard: true }), value)
-    }
-    const stop = () => {
-      settled = true
-      watch.deliver = undefined
-    }
-    const finish = (value: A): Effect.Effect<A> => {
-      stop()
-      const running = deliverer
-      if (running === undefined) return drain(value)
-      return Effect.flatMap(Fiber.interrupt(running), () => {
-        const exit = running.pollUnsafe()
-        return exit !== undefined && exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)
-          ? Effect.failCause(exit.cause)
-          : drain(value)
-      })
-    }
-    return Effect.onExit(Effect.flatMap(request, finish), (exit) => {
+    const relay = new ProgressRelay(caller, onProgress, watch)
+    watch.relay = relay
+    return Effect.onExit(Effect.flatMap(request, (value) => relay.finish(value)), (exit) => {
       if (exit._tag === "Success") return Effect.void
-      stop()
-      const running = deliverer
+      relay.stop()
+      const running = relay.deliverer
       return running === undefined ? Effect.void : Fiber.interrupt(running)
     })
   })
+
+/**
+ * The progress of one call on its way to `onProgress` (see `withProgress`).
+ * A call whose progress comes with its result builds only this and its
+ * queue; the parts of the callbacks' own fiber are made when it starts.
+ */
+class ProgressRelay {
+  pending: Array<Progress> = []
+  deliverer: Fiber.Fiber<void> | undefined = undefined
+  private parked: ((resume: Effect.Effect<void>) => void) | undefined = undefined
+  private kickScheduled = false
+  private settled = false
+  private kickTask: (() => void) | undefined = undefined
+  private readonly caller: Fiber.Fiber<unknown, unknown>
+  private readonly onProgress: (progress: Progress) => Effect.Effect<void>
+  private readonly watch: Watch
+
+  constructor(caller: Fiber.Fiber<unknown, unknown>, onProgress: (progress: Progress) => Effect.Effect<void>, watch: Watch) {
+    this.caller = caller
+    this.onProgress = onProgress
+    this.watch = watch
+  }
+
+  deliver(progress: Progress): void {
+    this.pending.push(progress)
+    if (!this.kickScheduled && (this.deliverer === undefined || this.parked !== undefined)) {
+      this.kickScheduled = true
+      this.caller.currentDispatcher.scheduleTask(this.kickTask ??= () => this.kick(), 0)
+    }
+  }
+
+  private kick(): void {
+    this.kickScheduled = false
+    if (this.settled) return
+    if (this.deliverer === undefined) {
+      // Started on the next tick: a callback that wakes a fiber which then ends this call finds it here.
+      this.deliverer = Effect.runForkWith(this.caller.context)(Effect.andThen(Effect.yieldNow, this.loop()))
+      return
+    }
+    const resume = this.parked
+    this.parked = undefined
+    resume?.(Effect.void)
+  }
+
+  /** The callbacks' fiber: one progress at a time, so that what a stopped fiber had not started stays for the caller. */
+  private loop(): Effect.Effect<void> {
+    const park = Effect.callback<void>((resume) => void (this.parked = resume))
+    const next: Effect.Effect<void> = Effect.suspend(() => {
+      const progress = this.pending.shift()
+      if (progress !== undefined) return Effect.andThen(this.onProgress(progress), next)
+      return Effect.andThen(park, next)
+    })
+    return next
+  }
+
+  /** No progress reaches `onProgress` from now on but what `finish` hands over. */
+  stop(): void {
+    this.settled = true
+    this.watch.relay = undefined
+  }
+
+  private drain<A>(value: A): Effect.Effect<A> {
+    const pending = this.pending
+    if (pending.length === 0) return Effect.succeed(value)
+    this.pending = []
+    return Effect.as(Effect.forEach(pending, this.onProgress, { discard: true }), value)
+  }
+
+  /** The result is in: the progress not yet handed over goes to `onProgress` in the caller's fiber. */
+  finish<A>(value: A): Effect.Effect<A> {
+    this.stop()
+    const running = this.deliverer
+    if (running === undefined) return this.drain(value)
+    return Effect.flatMap(Fiber.interrupt(running), () => {
+      const exit = running.pollUnsafe()
+      return exit !== undefined && exit._tag === "Failure" && !Cause.hasInterruptsOnly(exit.cause)
+        ? Effect.failCause(exit.cause)
+        : this.drain(value)
+    })
+  }
+}
 
 /** A call as a stream: each progress (also passed to the caller's own `onProgress`), then the result. */
 export const streamed = <A, E = FlatError>(
