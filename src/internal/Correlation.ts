@@ -306,12 +306,15 @@ export const make = (options: CorrelationOptions): Correlation => {
   }
 
   // Outcomes of buffered entries fail only with the errors `callBuffered` declares.
+  /** Resumes with the entry's outcome if it is in, else leaves `resume` for its settlement (the entry then abandons it on interruption). */
+  const attach = (entry: Entry, resume: NonNullable<Entry["resume"]>) => {
+    if (entry.outcome !== undefined) return resume(entry.outcome)
+    entry.resume = resume
+    return entry
+  }
+
   const awaitEntry = <E>(entry: Entry): Effect.Effect<unknown, E | SettleError> =>
-    Effect.callback((resume) => {
-      if (entry.outcome !== undefined) return resume(entry.outcome)
-      entry.resume = resume
-      return entry
-    })
+    Effect.callback((resume) => attach(entry, resume))
 
   const callBuffered = <E>(
     method: string,
@@ -326,10 +329,7 @@ export const make = (options: CorrelationOptions): Correlation => {
       : Effect.callback((resume) => {
         const started = startBuffered(fixedClock, method, params, write, enqueue, callOptions)
         if (!(started instanceof EntryImpl)) return resume(started as Effect.Effect<unknown, E | SettleError>)
-        const entry = started as unknown as Entry
-        if (entry.outcome !== undefined) return resume(entry.outcome)
-        entry.resume = resume
-        return entry
+        return attach(started as unknown as Entry, resume)
       })
 
   const waitFor = <E>(started: Entry | Effect.Effect<unknown, E | SettleError>): Effect.Effect<unknown, E | SettleError> =>

@@ -202,17 +202,10 @@ const endOf = (
 }
 
 /**
- * Records the protocol revision the request is served under
- * (`mcp.protocol.version`) on its span: the handshake era knows it only
+ * `effect`, with the protocol revision the request is served under recorded
+ * on its span (`mcp.protocol.version`) first: the handshake era knows it only
  * from the session.
  */
-export const protocolVersion = (version: string): Effect.Effect<void> =>
-  Effect.withFiber((fiber) => {
-    fiber.getRef(CurrentServed)?.span.attribute("mcp.protocol.version", version)
-    return Effect.void
-  })
-
-/** `effect` after `protocolVersion(version)`, in one step: every handshake-era request goes through it. */
 export const withProtocolVersion = <A, E, R>(version: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) => {
     fiber.getRef(CurrentServed)?.span.attribute("mcp.protocol.version", version)
@@ -251,7 +244,7 @@ export const traceHandler = <R>(handler: Handler<R>): Handler<R> => {
     const served = handler(message, context)
     if (message.method !== "initialize") {
       const version = versions.get(context.sessionId ?? "")
-      return version === undefined ? served : Effect.andThen(protocolVersion(version), served)
+      return version === undefined ? served : withProtocolVersion(version, served)
     }
     return Effect.tap(served, (reply) => Effect.sync(() => learn(context.sessionId, reply)))
   }
