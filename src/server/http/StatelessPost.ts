@@ -11,7 +11,6 @@
  */
 import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
@@ -30,6 +29,7 @@ import type * as Security from "./Security.ts"
 import type { Sessions } from "./Sessions.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
+import { WakeOnce } from "./WakeOnce.ts"
 
 const answer = (id: JsonRpc.RequestId | null, rejection: MetaHeaders.Rejection) =>
   HttpServerResponse.jsonUnsafe(JsonRpc.failure(id, rejection.code, rejection.message, rejection.data), {
@@ -230,8 +230,8 @@ class LazyStream {
   direct: JsonRpc.JsonRpcResponse | undefined = undefined
   /** The work ended or the exchange closed: no stream opens any more. */
   finished = false
-  /** Made when someone waits: a quick handler's exchange never does. */
-  #settled: Deferred.Deferred<void> | undefined = undefined
+  /** Woken when the stream opens or the work ends. */
+  readonly #settled = new WakeOnce()
   readonly #sessions: Sessions
   constructor(sessions: Sessions) {
     this.#sessions = sessions
@@ -240,7 +240,7 @@ class LazyStream {
   open(): OutStream.OutStream | undefined {
     if (this.opened === undefined && !this.finished) {
       this.opened = this.#sessions.requestStreamUnsafe()
-      if (this.#settled !== undefined) Deferred.doneUnsafe(this.#settled, Effect.void)
+      this.#settled.wake()
     }
     return this.opened
   }
@@ -252,21 +252,18 @@ class LazyStream {
   /** The work ended: its stream (if one opened) ends after what it holds, or the answer is ready. */
   finish(): Effect.Effect<void> {
     this.finished = true
-    if (this.#settled !== undefined) Deferred.doneUnsafe(this.#settled, Effect.void)
+    this.#settled.wake()
     return this.opened === undefined ? Effect.void : this.opened.end
   }
   get close(): Effect.Effect<void> {
     return Effect.suspend(() => {
       this.finished = true
+      this.#settled.wake()
       return this.opened === undefined ? Effect.void : this.opened.close
     })
   }
   /** Completes when the stream opens or the work ends, whichever comes first. */
   get openedOrAnswered(): Effect.Effect<void> {
-    return Effect.suspend(() => {
-      if (this.opened !== undefined || this.finished) return Effect.void
-      this.#settled ??= Deferred.makeUnsafe<void>()
-      return Deferred.await(this.#settled)
-    })
+    return this.#settled.await
   }
 }

@@ -14,7 +14,6 @@
  * later revision in `MCP-Protocol-Version`).
  */
 import * as Clock from "effect/Clock"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
@@ -43,6 +42,7 @@ import {
   type Session,
   type Sessions
 } from "./Sessions.ts"
+import { WakeOnce } from "./WakeOnce.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 import * as StatelessPost from "./StatelessPost.ts"
@@ -331,7 +331,7 @@ const postToSession = (
 
     if (lazy) {
       // A handler done by now (it started at once) answered without a stream: no wait.
-      if (route.opened === undefined && !route.settled) yield* route.openedOrAnswered
+      if (!route.settled) yield* route.openedOrAnswered
       if (route.opened === undefined) {
         if (direct === undefined && env.drain?.draining() === true && messages[0]._tag === "Request") {
           // Interrupted by shutdown past its grace period: an answer, so the client does not wait for one.
@@ -382,10 +382,8 @@ const postToSession = (
  */
 class PostRoute implements RequestRoute {
   opened: OutStream | undefined = undefined
-  /** The work ended without a stream. */
-  settled = false
-  /** Made when someone waits: a quick handler's exchange never does. */
-  #settled: Deferred.Deferred<void> | undefined = undefined
+  /** Woken when the stream opens or the work ends without it. */
+  readonly #settled = new WakeOnce()
   readonly canStream: boolean
   readonly #sessions: Sessions
   readonly #session: Session
@@ -410,15 +408,14 @@ class PostRoute implements RequestRoute {
   }
   /** Wakes `openedOrAnswered`: the stream opened, or the work ended without it. */
   settle(): void {
-    this.settled = true
-    if (this.#settled !== undefined) Deferred.doneUnsafe(this.#settled, Effect.void)
+    this.#settled.wake()
+  }
+  /** The stream opened, or the work ended without it. */
+  get settled(): boolean {
+    return this.#settled.woken
   }
   get openedOrAnswered(): Effect.Effect<void> {
-    return Effect.suspend(() => {
-      if (this.opened !== undefined || this.settled) return Effect.void
-      this.#settled ??= Deferred.makeUnsafe<void>()
-      return Deferred.await(this.#settled)
-    })
+    return this.#settled.await
   }
 }
 
