@@ -200,21 +200,22 @@ const MANUAL: RequestInit = { redirect: "manual" }
 /**
  * Runs `effect` with its fiber's context changed by `patch`, a pure function
  * of that context. Every request of one caller runs in the same context (or
- * in fibers forked from it, which share it), so the patched context is
- * remembered for the last context seen: a request pays a comparison instead
- * of rebuilding the context (a copy of it once it is deep).
+ * in fibers forked from it, which share it), so the patched context is kept
+ * per context seen, weakly: a request pays a lookup instead of rebuilding the
+ * context (a copy of it once it is deep), and a context no longer in use is
+ * not kept alive by it.
  */
 export const withPatchedContext = (
   patch: (context: Context.Context<never>) => Context.Context<never>
 ) => {
-  let seen: Context.Context<never> | undefined
-  let patched: Context.Context<never> | undefined
+  const patched = new WeakMap<Context.Context<never>, Context.Context<never>>()
   const remembered = (context: Context.Context<never>): Context.Context<never> => {
-    if (context !== seen) {
-      patched = patch(context)
-      seen = context
+    let next = patched.get(context)
+    if (next === undefined) {
+      next = patch(context)
+      patched.set(context, next)
     }
-    return patched!
+    return next
   }
   return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.updateContext(effect, remembered as unknown as (context: Context.Context<R>) => Context.Context<R>)
