@@ -4,8 +4,10 @@
  * another for stdout, `NodeSink.fromWritable` for stdin). It answers every
  * request one event-loop turn later, as a real server would: `initialize`
  * with a fixed result, `tools/call` with a small text result, anything else
- * with `{}`. For measuring a client's own cost without pipes or a second
- * process (`bench/in-process.ts`, `bench/profile/mcp-layer.ts`).
+ * with `{}`; with `progress` n, a `tools/call` carrying a progress token gets
+ * n `notifications/progress` (1..n, total n) first, in the same chunk. For
+ * measuring a client's own cost without pipes or a second process
+ * (`bench/in-process.ts`, `bench/profile/mcp-layer.ts`, `bench/profile/call-layer.ts`).
  */
 import * as NodeSink from "@effect/platform-node/NodeSink"
 import * as NodeStream from "@effect/platform-node/NodeStream"
@@ -21,7 +23,7 @@ const INIT_RESULT = {
 const TOOL_RESULT = { content: [{ type: "text", text: "ok" }] }
 
 /** The responder's two ends: write requests to `stdin`, read answers from `stdout`. */
-export const makeLink = () => {
+export const makeLink = (progress = 0) => {
   const stdin = new PassThrough()
   const childStdout = new PassThrough()
   const stdout = new PassThrough()
@@ -34,9 +36,18 @@ export const makeLink = () => {
     let start = 0
     let nl: number
     while ((nl = pending.indexOf("\n", start)) !== -1) {
-      const msg = JSON.parse(pending.slice(start, nl)) as { id?: number; method?: string }
+      const msg = JSON.parse(pending.slice(start, nl)) as {
+        id?: number
+        method?: string
+        params?: { _meta?: { progressToken?: unknown } }
+      }
       start = nl + 1
       if (msg.id === undefined || msg.method === undefined) continue
+      const token = msg.params?._meta?.progressToken
+      if (progress > 0 && msg.method === "tools/call" && token !== undefined) {
+        const head = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":${JSON.stringify(token)},"progress":`
+        for (let i = 1; i <= progress; i++) out += `${head}${i},"total":${progress}}}\n`
+      }
       const result = msg.method === "initialize" ? INIT_RESULT : msg.method === "tools/call" ? TOOL_RESULT : {}
       out += JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }) + "\n"
     }
@@ -48,9 +59,10 @@ export const makeLink = () => {
 
 const ended = () => NodeStream.fromReadable({ evaluate: () => new PassThrough().end(), onError: (e) => e as never })
 
-export const spawner = ChildProcessSpawner.make(() =>
+/** A spawner whose every "child" is a new in-process responder (see `makeLink`). */
+export const makeSpawner = (progress = 0) => ChildProcessSpawner.make(() =>
   Effect.sync(() => {
-    const link = makeLink()
+    const link = makeLink(progress)
     const exited = Latch.makeUnsafe(false)
     link.stdin.on("end", () => {
       link.end()
@@ -71,3 +83,5 @@ export const spawner = ChildProcessSpawner.make(() =>
     })
   })
 )
+
+export const spawner = makeSpawner()

@@ -14,14 +14,12 @@
  * interleaved, and prints medians. Run the first form under `--cpu-prof`
  * and summarise with bench/profile/summarize.ts.
  */
-import * as NodeSink from "@effect/platform-node/NodeSink"
-import * as NodeStream from "@effect/platform-node/NodeStream"
 import { execFileSync } from "node:child_process"
 import { resolve } from "node:path"
-import { PassThrough } from "node:stream"
-import { Effect, Latch } from "effect"
+import { Effect } from "effect"
 import { ChildProcessSpawner } from "effect/process"
 import { driveEffect } from "../clients/effect-drive.ts"
+import { makeSpawner } from "../in-process-spawner.ts"
 
 const [mode = "plain", ...rest] = process.argv.slice(2)
 
@@ -61,72 +59,7 @@ const srcDir = resolve(srcText ?? new URL("../../src", import.meta.url).pathname
 const StdioClientTransport = await import(`${srcDir}/client/StdioClientTransport.ts`)
 const McpClient = await import(`${srcDir}/client/McpClient.ts`)
 
-const INIT_RESULT = JSON.stringify({
-  protocolVersion: "2025-11-25",
-  capabilities: { tools: {} },
-  serverInfo: { name: "in-process", version: "1.0.0" }
-})
-const TOOL_RESULT = JSON.stringify({ content: [{ type: "text", text: "ok" }] })
-
-const makeLink = () => {
-  const stdin = new PassThrough()
-  const childStdout = new PassThrough()
-  const stdout = new PassThrough()
-  childStdout.pipe(stdout)
-  let pending = ""
-  stdin.setEncoding("utf8")
-  stdin.on("data", (chunk: string) => {
-    pending += chunk
-    let out = ""
-    let start = 0
-    let nl: number
-    while ((nl = pending.indexOf("\n", start)) !== -1) {
-      const msg = JSON.parse(pending.slice(start, nl)) as {
-        id?: number
-        method?: string
-        params?: { _meta?: { progressToken?: unknown } }
-      }
-      start = nl + 1
-      if (msg.id === undefined || msg.method === undefined) continue
-      const token = msg.params?._meta?.progressToken
-      if (msg.method === "tools/call" && token !== undefined) {
-        const head = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":${JSON.stringify(token)},"progress":`
-        for (let i = 1; i <= progress; i++) out += `${head}${i},"total":${progress}}}\n`
-      }
-      const result = msg.method === "initialize" ? INIT_RESULT : msg.method === "tools/call" ? TOOL_RESULT : "{}"
-      out += `{"jsonrpc":"2.0","id":${msg.id},"result":${result}}\n`
-    }
-    pending = pending.slice(start)
-    if (out.length > 0) setImmediate(() => childStdout.write(out))
-  })
-  return { stdin, stdout, end: () => childStdout.end() }
-}
-
-const ended = () => NodeStream.fromReadable({ evaluate: () => new PassThrough().end(), onError: (e) => e as never })
-
-const spawner = ChildProcessSpawner.make(() =>
-  Effect.sync(() => {
-    const link = makeLink()
-    const exited = Latch.makeUnsafe(false)
-    link.stdin.on("end", () => {
-      link.end()
-      exited.openUnsafe()
-    })
-    return ChildProcessSpawner.makeHandle({
-      pid: ChildProcessSpawner.ProcessId(-1),
-      exitCode: Effect.as(exited.await, ChildProcessSpawner.ExitCode(0)),
-      isRunning: Effect.sync(() => !exited.isOpen()),
-      kill: () => Effect.sync(() => link.stdin.end()),
-      stdin: NodeSink.fromWritable({ evaluate: () => link.stdin, onError: (e) => e as never }),
-      stdout: NodeStream.fromReadable({ evaluate: () => link.stdout, onError: (e) => e as never }),
-      stderr: ended(),
-      all: ended(),
-      getInputFd: () => NodeSink.fromWritable({ evaluate: () => new PassThrough(), onError: (e) => e as never }),
-      getOutputFd: () => ended(),
-      unref: Effect.succeed(Effect.void)
-    })
-  })
-)
+const spawner = makeSpawner(progress)
 
 let progressSeen = 0
 const params = { name: "echo", arguments: { text: "hi" } }
