@@ -11,18 +11,7 @@ import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as ClientSpans from "../../src/client/internal/ClientSpans.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
-
-const recordingTracer = () => {
-  const spans: Array<Tracer.NativeSpan> = []
-  const tracer = Tracer.make({
-    span(options) {
-      const span = new Tracer.NativeSpan(options)
-      spans.push(span)
-      return span
-    }
-  })
-  return { spans, tracer }
-}
+import { recordingTracer } from "../fixtures/RecordingTracer.ts"
 
 /** A server whose `echo-meta` tool answers with the `_meta` its call carried. */
 const server = McpServer.make({ serverInfo: { name: "meta", version: "1.0.0" }, enforceInitialized: false }).pipe(

@@ -20,6 +20,7 @@ import * as McpServer from "../../src/server/McpServer.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
 import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
 import { eventually, openSession, openSse, post } from "../server/http/helpers.ts"
+import { recordingTracer } from "../fixtures/RecordingTracer.ts"
 
 const text = (t: string) => ({ content: [{ type: "text" as const, text: t }] })
 
@@ -331,14 +332,7 @@ describe("Metrics", () => {
 
   it.effect("one network transport: what the transport provides is on the server's span and its metrics alike", () =>
     isolated(Effect.gen(function*() {
-      const spans: Array<Tracer.NativeSpan> = []
-      const tracer = Tracer.make({
-        span(options) {
-          const span = new Tracer.NativeSpan(options)
-          spans.push(span)
-          return span
-        }
-      })
+      const { spans, tracer } = recordingTracer()
       const handle = yield* McpServer.toHandler(makeServer())
       const context = { sessionId: undefined, requestId: undefined, notify: () => Effect.void, request: () => Effect.die("none") }
       yield* handle.handler({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: {} } }, context).pipe(

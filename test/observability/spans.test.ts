@@ -23,18 +23,7 @@ import type { Handler, HandlerContext } from "../../src/server/Handler.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import * as Telemetry from "../../src/Telemetry.ts"
 import { serve } from "../server/http/helpers.ts"
-
-const recordingTracer = () => {
-  const spans: Array<Tracer.NativeSpan> = []
-  const tracer = Tracer.make({
-    span(options) {
-      const span = new Tracer.NativeSpan(options)
-      spans.push(span)
-      return span
-    }
-  })
-  return { spans, tracer }
-}
+import { recordingTracer } from "../fixtures/RecordingTracer.ts"
 
 const contextOf = (): HandlerContext => ({
   sessionId: undefined,

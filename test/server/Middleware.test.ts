@@ -18,6 +18,7 @@ import * as McpServer from "../../src/server/McpServer.ts"
 import * as Middleware from "../../src/server/Middleware.ts"
 import { makeAskingServer } from "../fixtures/asking-server.ts"
 import { openSession, post, serve } from "./http/helpers.ts"
+import { recordingTracer } from "../fixtures/RecordingTracer.ts"
 
 const MODERN = "2026-07-28"
 const modernMeta = () => RequestMeta.requestMeta({ protocolVersion: MODERN, clientCapabilities: {} })
@@ -61,19 +62,6 @@ const modernCall = <R = never>(handler: Handler<R>, id: number, name: string, o:
   )
 
 const errorOf = (r: JsonRpc.JsonRpcResponse) => ("error" in r ? r.error : undefined)
-
-/** A tracer keeping every span it makes. */
-const recordingTracer = () => {
-  const spans: Array<Tracer.NativeSpan> = []
-  const tracer = Tracer.make({
-    span(options) {
-      const span = new Tracer.NativeSpan(options)
-      spans.push(span)
-      return span
-    }
-  })
-  return { spans, tracer }
-}
 
 describe("McpServer.middleware", () => {
   it.effect("sees the method, name, params, principal, session and era of requests of both eras", () =>

@@ -11,6 +11,7 @@ import type { HttpClient } from "effect/http"
 import * as OAuthProvider from "../../../src/client/auth/OAuthProvider.ts"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as World from "./AuthWorld.ts"
+import { recordingTracer } from "../../fixtures/RecordingTracer.ts"
 
 const REDIRECT = "http://127.0.0.1:1/callback"
 
@@ -191,14 +192,7 @@ describe("OAuth: discovery", () => {
 describe("OAuth: tokens over time", () => {
   live("with a tracer installed, the sign-in and the refresh are spans of their own, with the server and the issuer", () =>
     Effect.gen(function*() {
-      const spans: Array<Tracer.NativeSpan> = []
-      const tracer = Tracer.make({
-        span(options) {
-          const span = new Tracer.NativeSpan(options)
-          spans.push(span)
-          return span
-        }
-      })
+      const { spans, tracer } = recordingTracer()
       const world = yield* World.make({ expiresIn: 0 })
       yield* Effect.gen(function*() {
         const { transport } = yield* signedIn(world)
