@@ -16,13 +16,14 @@ import type * as ProtocolVersion from "../../ProtocolVersion.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import * as TaskWire from "../../TaskWire.ts"
 import type { Handler, HandlerContext } from "../Handler.ts"
-import * as Middleware from "../Middleware.ts"
 import type { RequestContext, SessionContext, SessionInfo } from "../RequestContext.ts"
 import { RequestStateKey } from "../RequestStateKey.ts"
 import * as Router from "../Router.ts"
 import { type SessionRecord, SessionRegistry } from "../SessionRegistry.ts"
 import * as AdoptedSession from "./AdoptedSession.ts"
 import { info, LiveSessionContext } from "./HandlerContexts.ts"
+import * as MiddlewareChain from "./MiddlewareChain.ts"
+import type * as MiddlewareShape from "./MiddlewareShape.ts"
 import * as RequestStateKeys from "./RequestStateKeys.ts"
 import type { McpServerOptions } from "./ServerOptions.ts"
 import * as ServerSpans from "./ServerSpans.ts"
@@ -40,7 +41,7 @@ export interface Served<R> {
   readonly options: McpServerOptions
   readonly router: Router.Router<RequestContext, R>
   readonly notificationRouter: Router.Router<SessionContext, R>
-  readonly middleware: ReadonlyArray<Middleware.Middleware<any, any>>
+  readonly middleware: ReadonlyArray<MiddlewareShape.Middleware<any, any>>
 }
 
 /** The handle `toHandler` completes with its `definitions` (see `McpServer.ServerHandle`). */
@@ -176,7 +177,7 @@ export const make = <R>(
       )
     }
 
-    const composed = Middleware.compose(
+    const composed = MiddlewareChain.compose(
       server.middleware,
       stateless,
       onRequest,
