@@ -8,43 +8,29 @@
  *
  * Also the admission limits (sessions, with eviction of idle ones at the
  * cap, see SessionAdmission; slots for streams and requests, counted in
- * SessionSlots), handshake and idle expiry, and the bookkeeping the leak
- * tests read. What a session holds and how its streams are named:
- * HttpSession.
+ * SessionSlots) and the bookkeeping the leak tests read. What a session
+ * holds and how its streams are named: HttpSession; what the sessions are
+ * made with: SessionsConfig; building one: SessionBuild; handshake and idle
+ * expiry: SessionExpiry; the stateless-era requests: StatelessRequests.
  */
-import { randomUUID } from "node:crypto"
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
-import type * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
-import * as Latch from "effect/Latch"
 import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
-import type * as JsonRpc from "../../JsonRpc.ts"
-import { TransportClosed } from "../../McpError.ts"
-import * as ServerSession from "../internal/ServerSession.ts"
-import type { EventStoreShape } from "../EventStore.ts"
-import type { Handler } from "../Handler.ts"
 import * as KeepAlive from "./KeepAlive.ts"
 import * as OutStream from "./OutStream.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
-import {
-  FINISHED_STREAMS_KEPT,
-  newStreamId as streamId,
-  type RequestRoute,
-  runsWork,
-  type Session,
-  type SessionKind,
-  sharedStandaloneId
-} from "./HttpSession.ts"
+import { FINISHED_STREAMS_KEPT, newStreamId as streamId, type Session, type SessionKind } from "./HttpSession.ts"
+import * as SessionBuild from "./SessionBuild.ts"
+import type { SessionsConfig } from "./SessionsConfig.ts"
 import * as SessionSlots from "./SessionSlots.ts"
 import type { Stats } from "./SessionSlots.ts"
 import * as SharedStream from "./SharedStream.ts"
+import * as StatelessRequests from "./StatelessRequests.ts"
 
 export {
   completesHandshake,
@@ -59,38 +45,7 @@ export {
   sharedStandaloneId
 } from "./HttpSession.ts"
 export { type Admission, type Grant, type Refusal, runHoldingSlots, type Stats } from "./SessionSlots.ts"
-
-export interface SessionsConfig {
-  readonly handler: Handler<never>
-  /** What the handler runs with (the services present when the transport was built). */
-  readonly services: Context.Context<never>
-  readonly store: EventStoreShape
-  readonly maxSessions: number
-  readonly maxSessionsPerPrincipal: number | undefined
-  readonly handshakeTimeoutMs: number | undefined
-  readonly maxStreams: number
-  readonly maxStreamsPerPrincipal: number | undefined
-  readonly maxStreamsPerSession: number
-  readonly idleTimeoutMs: number | undefined
-  readonly standaloneBuffer: number
-  /** Bytes any one stream holds for a slow reader before that reader is dropped. */
-  readonly maxBufferedBytes: number
-  readonly requestTimeoutMs: number
-  /** Interval of keep-alive comments on idle SSE connections; none when undefined. */
-  readonly keepAliveMs: number | undefined
-  /**
-   * The event log is shared with other instances: a session this instance
-   * lets go (`drop`, `closeAll`) keeps its streams there, for its
-   * client to resume elsewhere (they expire by themselves).
-   */
-  readonly sharedLog?: boolean | undefined
-  /** Told the id of every session with one (streamable, legacy) once it has ended. */
-  readonly onSessionEnd?: ((sessionId: string) => Effect.Effect<void>) | undefined
-  /** Whether principals are authenticated: handlers are then told theirs (`HandlerContext.principal`). */
-  readonly namesPrincipal?: boolean | undefined
-  /** What the ids of requests to clients start with (an instance of a fleet: `<instanceId>:`). */
-  readonly idPrefix?: string | undefined
-}
+export type { SessionsConfig } from "./SessionsConfig.ts"
 
 export interface Refused {
   readonly _tag: "Refused"
@@ -240,36 +195,6 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   }
   const newStream = (session: Session, resumable: boolean) => Effect.sync(() => openStream(session, resumable))
 
-  // Expiry never interrupts work: it only looks when nothing runs and no
-  // request or stream is open, and it closes from outside the session scope.
-  const expireWhenIdle = (session: Session, idleMs: number): Effect.Effect<void> =>
-    Effect.gen(function*() {
-      while (!session.closed) {
-        const now = yield* Clock.currentTimeMillis
-        const busy = session.active > 0 || (yield* session.server.inFlight) > 0 || (yield* FiberSet.size(session.work)) > 0
-        const idleFor = now - session.lastActive
-        if (!busy && idleFor >= idleMs) {
-          yield* Effect.forkIn(drop(session), parentScope)
-          return
-        }
-        yield* Effect.sleep(Duration.millis(busy ? idleMs : idleMs - idleFor))
-      }
-    })
-
-  // A client that never finishes the handshake has no use for its streams,
-  // so only running requests hold the session past the deadline.
-  const expireUnlessInitialized = (session: Session, timeoutMs: number): Effect.Effect<void> =>
-    Effect.gen(function*() {
-      yield* Effect.sleep(Duration.millis(timeoutMs))
-      while (!session.closed && !session.initialized) {
-        if (!runsWork(session) && (yield* session.server.inFlight) === 0) {
-          yield* Effect.forkIn(drop(session), parentScope)
-          return
-        }
-        yield* FiberSet.awaitEmpty(session.work)
-      }
-    })
-
   /**
    * Decides, evicts and reserves the slot in one synchronous step, so that
    * concurrent initializes neither pick the same victim nor pass the cap.
@@ -316,109 +241,9 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       }))
   }
 
-  /** For a streamable or legacy session, its slot was reserved by `admit`; `hold` takes it over. */
-  const build = (kind: SessionKind, principalId: string, knownId?: string): Effect.Effect<Session> => {
-    let slotReserved = kind !== "ephemeral"
-    const release = Effect.sync(() => {
-      if (slotReserved) reserve(principalId, -1)
-      slotReserved = false
-    })
-    return Effect.gen(function*() {
-      const scope = yield* Scope.fork(parentScope, "sequential")
-      const now = yield* Clock.currentTimeMillis
-      const id = kind === "ephemeral" ? undefined : knownId ?? randomUUID()
-      // With a shared store, every instance writes the one standalone stream of the session.
-      const tail = kind === "streamable" && id !== undefined ? config.store.tail : undefined
-      const standaloneId = tail !== undefined ? sharedStandaloneId(id!) : streamId(id)
-      const standalone = tail !== undefined
-        ? SharedStream.makeStandalone({ streamId: standaloneId, store: config.store, tail, keepAlive })
-        : yield* OutStream.make({
-          streamId: standaloneId,
-          store: kind === "streamable" ? config.store : undefined,
-          capacity: kind === "legacy" ? undefined : config.standaloneBuffer,
-          maxBufferedBytes: config.maxBufferedBytes,
-          onDropped,
-          keepAlive
-        })
-      const requestRoutes = new Map<JsonRpc.RequestId, RequestRoute>()
-      const closedError = () => new TransportClosed({ reason: "HTTP session closed" })
-      const send = (message: JsonRpc.JsonRpcMessage) =>
-        Effect.flatMap(standalone.offer(message), (accepted) => accepted ? Effect.void : Effect.fail(closedError()))
-      // Once a request's own stream has ended (or ends on this message: its reader fell
-      // behind), the standalone stream carries the rest.
-      const sendFor = (requestId: JsonRpc.RequestId) => (message: JsonRpc.JsonRpcMessage) =>
-        Effect.suspend(() => {
-          const route = requestRoutes.get(requestId)
-          if (route === undefined || !route.canStream || route.out.isEnded()) return send(message)
-          return Effect.flatMap(route.out.offer(message), (accepted) => accepted ? Effect.void : send(message))
-        })
-      const work = yield* FiberSet.make<unknown, unknown>().pipe(Scope.provide(scope))
-      // Assigned below; the handler contexts read it only once messages arrive.
-      let session: Session = undefined as unknown as Session
-      const server = yield* ServerSession.make({
-        handler: config.handler,
-        send,
-        sendFor,
-        sessionId: id,
-        ephemeral: kind === "ephemeral",
-        defaultRequestTimeoutMs: config.requestTimeoutMs,
-        // Separate POSTs race: a cancel may arrive before the request it cancels.
-        earlyCancels: {},
-        idPrefix: config.idPrefix,
-        identity: () => ({
-          principal: config.namesPrincipal === true ? principalId : undefined,
-          auth: session.auth
-        }),
-        onHandlerError: (message, cause) =>
-          Effect.logWarning(`MCP handler failed on ${message.method}`, Cause.pretty(cause)),
-        // Only a resumable stream may be cut short: elsewhere the client could not come back for the rest.
-        extendContext: kind === "streamable"
-          ? (requestId) => ({
-            closeSseStream: () => Effect.suspend(() => requestRoutes.get(requestId)?.out.closeConnection ?? Effect.void)
-          })
-          : undefined
-      }).pipe(
-        Scope.provide(scope),
-        // The handler runs with the transport's services, never with the request that happened to create the session.
-        Effect.updateContext((_: Context.Context<never>) => config.services)
-      )
-      session = {
-        id,
-        kind,
-        principalId,
-        server,
-        standalone,
-        work,
-        requestRoutes,
-        liveStreams: new Map(),
-        ownedStreams: new Set(),
-        finishedStreams: [],
-        protocolVersion: undefined,
-        // Held by the request that creates it (see `create`).
-        active: kind === "ephemeral" ? 0 : 1,
-        slots: 0,
-        lastActive: now,
-        createdAt: now,
-        initialized: false,
-        closed: false,
-        auth: undefined
-      }
-      scopes.set(session, scope)
-      if (kind === "streamable") {
-        session.ownedStreams.add(standaloneId)
-        session.liveStreams.set(standaloneId, standalone)
-      }
-      yield* release
-      hold(session)
-      if (kind === "streamable" && config.idleTimeoutMs !== undefined) {
-        yield* Effect.forkIn(expireWhenIdle(session, config.idleTimeoutMs), scope)
-      }
-      if (kind !== "ephemeral" && config.handshakeTimeoutMs !== undefined) {
-        yield* Effect.forkIn(expireUnlessInitialized(session, config.handshakeTimeoutMs), scope)
-      }
-      return session
-    }).pipe(Effect.ensuring(release))
-  }
+  const builder: SessionBuild.Builder = { config, parentScope, drop, keepAlive, onDropped, scopes, reserve, hold }
+  const build = (kind: SessionKind, principalId: string, knownId?: string) =>
+    SessionBuild.build(builder, kind, principalId, knownId)
 
   const adopting = new Map<string, Deferred.Deferred<Session | Refused>>()
   const adopt = (
@@ -448,37 +273,17 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   yield* Effect.addFinalizer(() => closeAll)
 
-  let statelessRequests = 0
-  const noStateless = Latch.makeUnsafe(true)
-  const requestStreamUnsafe = () =>
-    OutStream.makeUnsafe({
-      streamId: streamId(),
-      store: undefined,
-      keepAlive,
-      maxBufferedBytes: config.maxBufferedBytes,
-      onDropped
-    })
-  const runStateless = <A, E>(effect: Effect.Effect<A, E>) =>
-    Effect.uninterruptible(Effect.suspend(() => {
-      if (statelessRequests++ === 0) noStateless.closeUnsafe()
-      // Started at once, as a session's work is: scheduled instead, each request pays a scheduler round trip.
-      return Effect.forkScoped(Effect.ensuring(
-        Effect.interruptible(effect),
-        Effect.sync(() => {
-          if (--statelessRequests === 0) noStateless.openUnsafe()
-        })
-      ), { startImmediately: true })
-    }))
+  const stateless = StatelessRequests.make({ keepAlive, maxBufferedBytes: config.maxBufferedBytes, onDropped })
 
   const busy = Effect.gen(function*() {
-    if (statelessRequests > 0) return true
+    if (stateless.running() > 0) return true
     for (const s of all()) if ((yield* FiberSet.size(s.work)) > 0) return true
     return false
   })
   const awaitIdle: Effect.Effect<void> = Effect.gen(function*() {
     while (yield* busy) {
       yield* Effect.forEach(all(), (s) => FiberSet.awaitEmpty(s.work), { concurrency: "unbounded", discard: true })
-      yield* noStateless.await
+      yield* stateless.awaitNone
     }
   })
 
@@ -503,7 +308,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
       storedEvents: yield* config.store.size,
       bufferedBytes,
       streamsDropped,
-      statelessRequests
+      statelessRequests: stateless.running()
     }
   })
 
@@ -521,8 +326,8 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     enter,
     enterSlots,
     stats,
-    requestStreamUnsafe,
-    runStateless,
+    requestStreamUnsafe: stateless.requestStreamUnsafe,
+    runStateless: stateless.runStateless,
     list: all,
     awaitNoStreams: slots.awaitNoStreams,
     follow: (session, streamId, lastEventId) => {
