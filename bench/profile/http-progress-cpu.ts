@@ -12,7 +12,7 @@
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { createInterface } from "node:readline"
-import { Pool } from "undici"
+import { mcpPoster } from "./mcp-post.ts"
 
 const [progress = "1", totalText = "20000", concText = "8", profileDir] = process.argv.slice(2)
 const total = Number(totalText)
@@ -29,17 +29,7 @@ const url = await new Promise<string>((ok) =>
     if (found !== null) ok(found[0])
   })
 )
-const target = new URL(url)
-const pool = new Pool(target.origin, { connections: concurrency })
-const post = async (body: object, headers: Record<string, string>) => {
-  const res = await pool.request({
-    path: target.pathname,
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
-    body: JSON.stringify(body)
-  })
-  return { headers: res.headers, text: await res.body.text() }
-}
+const { close, post } = mcpPoster(url, concurrency)
 const init = await post({
   jsonrpc: "2.0",
   id: 0,
@@ -74,6 +64,6 @@ const seconds = (performance.now() - started) / 1000
 console.log(
   `progress ${progress} c${concurrency}: server CPU ${((serverCpuUs() - cpuBefore) / total).toFixed(0)} µs per call, ${(total / seconds).toFixed(0)} req/s`
 )
-await pool.close()
+await close()
 child.kill("SIGINT")
 await new Promise((exited) => child.on("exit", exited))

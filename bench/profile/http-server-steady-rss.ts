@@ -15,8 +15,8 @@
  * Each server runs alone, so the order does not matter.
  */
 import { resolve } from "node:path"
-import { Pool } from "undici"
 import { startListening, statusMiB } from "./listening-server.ts"
+import { mcpPoster } from "./mcp-post.ts"
 
 const [callsText = "100000", concurrencyText = "32", era = "stateless", ...servers] = process.argv.slice(2)
 const calls = Number(callsText)
@@ -33,17 +33,7 @@ const meta = {
 const measure = async (command: string): Promise<void> => {
   const [script, ...args] = command.split(" ")
   const server = await startListening(resolve(script!), args)
-  const target = new URL(server.url)
-  const pool = new Pool(target.origin, { connections: concurrency, pipelining: 1 })
-  const post = async (body: object, headers: Record<string, string>) => {
-    const res = await pool.request({
-      path: target.pathname,
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
-      body: JSON.stringify(body)
-    })
-    return { status: res.statusCode, headers: res.headers, text: await res.body.text() }
-  }
+  const { close, post } = mcpPoster(server.url, concurrency)
   let headers: Record<string, string> = { "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo" }
   if (era === "session") {
     const init = await post({
@@ -76,7 +66,7 @@ const measure = async (command: string): Promise<void> => {
       (plateau.reduce((a, b) => a + b, 0) / plateau.length).toFixed(1)
     }`
   )
-  await pool.close()
+  await close()
   server.process.kill("SIGTERM")
 }
 

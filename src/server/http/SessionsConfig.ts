@@ -8,19 +8,25 @@ import type * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
+import type { Resolved } from "./Config.ts"
 
-export interface SessionsConfig {
+/** The admission limits and timeouts, as the transport's configuration resolved them. */
+type Limits = Pick<
+  Resolved,
+  | "maxSessions"
+  | "maxSessionsPerPrincipal"
+  | "handshakeTimeoutMs"
+  | "maxStreams"
+  | "maxStreamsPerPrincipal"
+  | "maxStreamsPerSession"
+  | "idleTimeoutMs"
+>
+
+export interface SessionsConfig extends Limits {
   readonly handler: Handler<never>
   /** What the handler runs with (the services present when the transport was built). */
   readonly services: Context.Context<never>
   readonly store: EventStoreShape
-  readonly maxSessions: number
-  readonly maxSessionsPerPrincipal: number | undefined
-  readonly handshakeTimeoutMs: number | undefined
-  readonly maxStreams: number
-  readonly maxStreamsPerPrincipal: number | undefined
-  readonly maxStreamsPerSession: number
-  readonly idleTimeoutMs: number | undefined
   readonly standaloneBuffer: number
   /** Bytes any one stream holds for a slow reader before that reader is dropped. */
   readonly maxBufferedBytes: number
