@@ -6,6 +6,11 @@
  *
  *   npx node bench/profile/http-server-era-drive.ts [stateless|session] [requests=30000] [concurrency=32] [profileDir=/tmp/era-prof]
  *
+ * With `gc` in place of the profile directory the server runs under
+ * `--trace-gc-nvp` instead, and the driver adds what the measured requests
+ * cost the young generation: scavenges, and the bytes that survived them and
+ * were promoted to the old generation (per scavenge and per request).
+ *
  * `SERVER_ROOT=/other/checkout` profiles another checkout's server; era
  * `effect-min` profiles bench/http/server-effect-min.ts (one effect/http
  * route doing the same JSON work, no MCP) for comparison.
@@ -19,7 +24,9 @@ import { Pool } from "undici"
 const [era = "stateless", totalText = "30000", concText = "32", dir = "/tmp/era-prof"] = process.argv.slice(2)
 const total = Number(totalText), concurrency = Number(concText)
 const root = process.env.SERVER_ROOT ?? resolve(new URL(".", import.meta.url).pathname, "../..")
-const flags = dir === "none" ? [] : ["--cpu-prof", `--cpu-prof-dir=${dir}`]
+const traceGc = dir === "gc"
+const flags = dir === "none" ? [] : traceGc ? ["--trace-gc-nvp"] : ["--cpu-prof", `--cpu-prof-dir=${dir}`]
+const young = { measuring: false, scavenges: 0, promoted: 0, survived: 0 }
 const script = era === "effect-min"
   ? [resolve(root, "bench/http/server-effect-min.ts"), "--mode", "json"]
   : [resolve(root, "bench/stateless-server/server-ours.ts")]
@@ -28,7 +35,15 @@ const child = spawn(process.execPath, [...flags, ...script], {
 })
 const url = await new Promise<string>((ok) =>
   createInterface({ input: child.stdout! }).on("line", (line) => {
-    if (line.startsWith("listening ")) ok(line.slice("listening ".length).trim())
+    // A GC trace line may share the line the URL is printed on.
+    const at = line.indexOf("listening ")
+    if (at >= 0) ok(line.slice(at + "listening ".length).trim())
+    const scavenge = traceGc && young.measuring ? / gc=s .*? promoted=(\d+) new_space_survived=(\d+)/.exec(line) : null
+    if (scavenge !== null) {
+      young.scavenges++
+      young.promoted += Number(scavenge[1])
+      young.survived += Number(scavenge[2])
+    }
   })
 )
 const STATELESS = "2026-07-28"
@@ -79,8 +94,18 @@ const cpuOf = (pid: number): number => {
 }
 await drive(Math.min(total, 5000))
 const c0 = cpuOf(child.pid!)
+young.measuring = true
 await drive(total)
-console.log(JSON.stringify({ era, total, concurrency, serverCpuUsPerReq: +((cpuOf(child.pid!) - c0) / total).toFixed(1) }))
+young.measuring = false
+const gc = traceGc
+  ? {
+    scavenges: young.scavenges,
+    survivedKiBPerScavenge: Math.round(young.survived / young.scavenges / 1024),
+    promotedKiBPerScavenge: Math.round(young.promoted / young.scavenges / 1024),
+    promotedBytesPerReq: Math.round(young.promoted / total)
+  }
+  : {}
+console.log(JSON.stringify({ era, total, concurrency, serverCpuUsPerReq: +((cpuOf(child.pid!) - c0) / total).toFixed(1), ...gc }))
 await pool.close()
 child.kill("SIGINT")
 await new Promise((ok) => child.once("exit", ok))
