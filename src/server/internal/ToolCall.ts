@@ -12,6 +12,7 @@ import { RpcError } from "../../McpError.ts"
 import * as JsonSchema from "../JsonSchema.ts"
 import type { RequestContext } from "../McpServer.ts"
 import type * as Task from "../Task.ts"
+import { isRecord } from "./Records.ts"
 import * as TaskMethods2025 from "./TaskMethods2025.ts"
 import * as TaskRunner from "./TaskRunner.ts"
 import type { ToolResult } from "./ToolShape.ts"
@@ -27,8 +28,6 @@ export interface CallOptions {
   readonly taskSupport?: Task.TaskSupport | undefined
   readonly taskStart?: "call" | "escalate" | undefined
 }
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const asText = (encoded: unknown): string => (typeof encoded === "string" ? encoded : JSON.stringify(encoded))
 

@@ -9,8 +9,7 @@ import * as SchemaAST from "effect/SchemaAST"
 import * as RequestMeta from "../../RequestMeta.ts"
 import { DefinitionError } from "../DefinitionError.ts"
 import * as JsonSchema from "../JsonSchema.ts"
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+import { isRecord } from "./Records.ts"
 
 const isEmptyStruct = (ast: SchemaAST.AST) =>
   SchemaAST.isObjects(ast) && ast.encoding === undefined && ast.propertySignatures.length === 0 &&
