@@ -251,16 +251,12 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
     now: number
   ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
     const { inputResponses, requestState, ...own } = params
-    let digest: string | undefined
-    const binding: RequestState.Binding = {
-      method: request.method,
-      name: String((request.method === "resources/read" ? params.uri : params.name) ?? ""),
-      // Hashed only when a state is checked or issued: most calls carry none and ask nothing.
-      get digest() {
-        return digest ??= RequestState.digestParams(params)
-      },
-      principal: hctx.principal
-    }
+    const binding = new RequestState.LazyBinding(
+      request.method,
+      String((request.method === "resources/read" ? params.uri : params.name) ?? ""),
+      hctx.principal,
+      params
+    )
     let answers: Record<string, unknown> = {}
     if (requestState === undefined) {
       // No state: nothing was asked before, so every answer comes from this request (a client
