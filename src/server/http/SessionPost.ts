@@ -65,206 +65,206 @@ export const postToSession = Effect.fnUntraced(function*(
   decoded: Exclude<JsonRpc.Decoded, { readonly _tag: "ParseError" }>,
   messages: ReadonlyArray<JsonRpc.Classified>
 ) {
-    const { config, sessions } = env
-    const versionError = badVersion(env, request)
-    if (Option.isSome(versionError)) return versionError.value
+  const { config, sessions } = env
+  const versionError = badVersion(env, request)
+  if (Option.isSome(versionError)) return versionError.value
 
-    let session: Session | undefined
-    if (config.stateful) {
-      const found = yield* find(env, request, principal)
-      if (found._tag === "Unknown") return unknownSession()
-      if (found._tag === "Respond") return yield* found.response
-      if (found._tag === "Found") session = found.session
-    }
-    if (messages.length === 0) return Security.invalid(400, "Invalid Request: empty batch")
-    if (decoded._tag === "Batch" && messages.length > config.maxBatchSize) {
-      return batchTooLarge(config.maxBatchSize, messages.length)
-    }
-    const initialize = messages.some(isInitialize)
-    if (initialize && decoded._tag === "Batch") {
-      return Security.invalid(400, "Invalid Request: initialize must not be part of a batch")
-    }
-    const forbidden = env.authorize?.(principal, messages)
-    if (forbidden !== undefined) return forbidden
+  let session: Session | undefined
+  if (config.stateful) {
+    const found = yield* find(env, request, principal)
+    if (found._tag === "Unknown") return unknownSession()
+    if (found._tag === "Respond") return yield* found.response
+    if (found._tag === "Found") session = found.session
+  }
+  if (messages.length === 0) return Security.invalid(400, "Invalid Request: empty batch")
+  if (decoded._tag === "Batch" && messages.length > config.maxBatchSize) {
+    return batchTooLarge(config.maxBatchSize, messages.length)
+  }
+  const initialize = messages.some(isInitialize)
+  if (initialize && decoded._tag === "Batch") {
+    return Security.invalid(400, "Invalid Request: initialize must not be part of a batch")
+  }
+  const forbidden = env.authorize?.(principal, messages)
+  if (forbidden !== undefined) return forbidden
 
-    let ephemeral = false
-    if (session === undefined) {
-      if (config.stateful && initialize) {
-        const created = yield* sessions.create("streamable", principal.id)
-        if (isRefused(created)) return yield* SessionAdmission.refuse(created)
-        session = created
-        session.auth = principal.auth
-      } else if (config.stateful && config.sessionlessPost === "reject") {
-        return missingSession()
-      } else {
-        const created = yield* sessions.create("ephemeral", principal.id)
-        if (isRefused(created)) return yield* SessionAdmission.refuse(created)
-        session = created
-        session.auth = principal.auth
-        ephemeral = true
+  let ephemeral = false
+  if (session === undefined) {
+    if (config.stateful && initialize) {
+      const created = yield* sessions.create("streamable", principal.id)
+      if (isRefused(created)) return yield* SessionAdmission.refuse(created)
+      session = created
+      session.auth = principal.auth
+    } else if (config.stateful && config.sessionlessPost === "reject") {
+      return missingSession()
+    } else {
+      const created = yield* sessions.create("ephemeral", principal.id)
+      if (isRefused(created)) return yield* SessionAdmission.refuse(created)
+      session = created
+      session.auth = principal.auth
+      ephemeral = true
+    }
+  } else if (initialize) {
+    return Security.invalid(400, "Invalid Request: session already initialized")
+  }
+  const s = session
+  // An ephemeral session lives exactly as long as this HTTP exchange (the answer included).
+  if (ephemeral) yield* Effect.addFinalizer(() => sessions.close(s))
+
+  if (decoded._tag === "Batch") {
+    const version = ephemeral ? request.headers["mcp-protocol-version"] : s.protocolVersion
+    if (version !== undefined && version !== "2025-03-26") {
+      return Security.invalid(400, `Invalid Request: batches are not supported by protocol revision ${version}`)
+    }
+  }
+
+  const hasReplies = messages.some((m) => m._tag === "Request" || m._tag === "Invalid")
+  // Each request takes a slot, as it would in a POST of its own; the exchange takes one in any case.
+  const requests = messages.reduce((n, m) => m._tag === "Request" ? n + 1 : n, 0)
+  const wanted = hasReplies ? Math.max(1, requests) : 0
+  const grant = yield* sessions.enterSlots(principal.id, s, wanted)
+  if (wanted > 0 && grant.granted === 0) {
+    // A session made for this initialize must not outlive the refusal.
+    if (initialize) yield* sessions.close(s)
+    return yield* SlotRefusal.refuse(grant.short!)
+  }
+  const headers = sessionHeader(s)
+  if (!s.initialized && messages.some(completesHandshake)) s.initialized = true
+  const shared = ephemeral ? undefined : env.shared
+  // The fleet learns the handshake is over before the client does (the 202), so its next request may go anywhere.
+  if (shared !== undefined && messages.some(isInitializedNotification) && !(yield* SharedSessions.recordReady(shared, s))) {
+    return SharedSessions.unavailable(shared)
+  }
+  const handle = (m: JsonRpc.Classified) =>
+    shared === undefined ? s.server.handleMessage(m) : SharedSessions.handleMessage(shared, s, m)
+  // What the fleet must know before the client reads the answer: the new session, the level set.
+  const record = (m: JsonRpc.Classified, reply: JsonRpc.JsonRpcResponse | null) => {
+    if (shared === undefined || reply === null || m._tag !== "Request") return Effect.succeed(reply)
+    if (isInitialize(m)) {
+      s.protocolVersion = negotiatedVersion(reply)
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => SharedSessions.recordInitialize(shared, s, m.message, reply, now))
+    }
+    return m.message.method === "logging/setLevel"
+      ? Effect.as(SharedSessions.recordLevel(shared, s, m.message, reply), reply)
+      : Effect.succeed(reply)
+  }
+
+  if (!hasReplies) {
+    // Notifications and responses only: handled (a cancel has interrupted its target) before the 202.
+    yield* Effect.forEach(messages, handle, { discard: true })
+    return HttpServerResponse.empty({ status: 202, headers })
+  }
+
+  // A single message answered with JSON needs no response stream unless its handler sends the client
+  // something on the way (or cuts the stream): the stream opens then, and this exchange waits for that
+  // or for the answer, whichever comes first.
+  const lazy = decoded._tag === "Single" && !initialize && accepts.json && config.responseMode !== "sse"
+  // Named before it opens, so the in-flight registry can say where the answer goes.
+  const streamId = env.inFlight !== undefined && !ephemeral ? newStreamId(s.id) : undefined
+  const route = new PostRoute(accepts.sse, sessions, s, !ephemeral, streamId)
+  if (!lazy) route.open()
+  const claimed = new Set<JsonRpc.RequestId>()
+  // Requests past the slots granted, in batch order: answered with the refusal, never run.
+  const refused = new Set<JsonRpc.Classified>()
+  let slots = grant.granted
+  for (const m of messages) {
+    if (m._tag !== "Request") continue
+    if (slots === 0) refused.add(m)
+    else {
+      slots--
+      if (!s.requestRoutes.has(m.message.id)) {
+        s.requestRoutes.set(m.message.id, route)
+        claimed.add(m.message.id)
       }
-    } else if (initialize) {
-      return Security.invalid(400, "Invalid Request: session already initialized")
     }
-    const s = session
-    // An ephemeral session lives exactly as long as this HTTP exchange (the answer included).
-    if (ephemeral) yield* Effect.addFinalizer(() => sessions.close(s))
-
-    if (decoded._tag === "Batch") {
-      const version = ephemeral ? request.headers["mcp-protocol-version"] : s.protocolVersion
-      if (version !== undefined && version !== "2025-03-26") {
-        return Security.invalid(400, `Invalid Request: batches are not supported by protocol revision ${version}`)
-      }
+  }
+  const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
+    if (m._tag !== "Request") return handle(m)
+    if (refused.has(m)) return SlotRefusal.refuseEntry(m.message.id, grant.short!)
+    if (!claimed.has(m.message.id)) {
+      return Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
     }
-
-    const hasReplies = messages.some((m) => m._tag === "Request" || m._tag === "Invalid")
-    // Each request takes a slot, as it would in a POST of its own; the exchange takes one in any case.
-    const requests = messages.reduce((n, m) => m._tag === "Request" ? n + 1 : n, 0)
-    const wanted = hasReplies ? Math.max(1, requests) : 0
-    const grant = yield* sessions.enterSlots(principal.id, s, wanted)
-    if (wanted > 0 && grant.granted === 0) {
-      // A session made for this initialize must not outlive the refusal.
-      if (initialize) yield* sessions.close(s)
-      return yield* SlotRefusal.refuse(grant.short!)
+    return s.server.handleMessage(m)
+  }
+  // The answer of a lazy exchange whose stream never opened.
+  let direct: JsonRpc.JsonRpcResponse | undefined
+  const deliver = (reply: JsonRpc.JsonRpcResponse) => {
+    if (route.opened === undefined) {
+      direct = reply
+      return Effect.void
     }
-    const headers = sessionHeader(s)
-    if (!s.initialized && messages.some(completesHandshake)) s.initialized = true
-    const shared = ephemeral ? undefined : env.shared
-    // The fleet learns the handshake is over before the client does (the 202), so its next request may go anywhere.
-    if (shared !== undefined && messages.some(isInitializedNotification) && !(yield* SharedSessions.recordReady(shared, s))) {
-      return SharedSessions.unavailable(shared)
-    }
-    const handle = (m: JsonRpc.Classified) =>
-      shared === undefined ? s.server.handleMessage(m) : SharedSessions.handleMessage(shared, s, m)
-    // What the fleet must know before the client reads the answer: the new session, the level set.
-    const record = (m: JsonRpc.Classified, reply: JsonRpc.JsonRpcResponse | null) => {
-      if (shared === undefined || reply === null || m._tag !== "Request") return Effect.succeed(reply)
-      if (isInitialize(m)) {
-        s.protocolVersion = negotiatedVersion(reply)
-        return Effect.flatMap(Clock.currentTimeMillis, (now) => SharedSessions.recordInitialize(shared, s, m.message, reply, now))
-      }
-      return m.message.method === "logging/setLevel"
-        ? Effect.as(SharedSessions.recordLevel(shared, s, m.message, reply), reply)
-        : Effect.succeed(reply)
-    }
-
-    if (!hasReplies) {
-      // Notifications and responses only: handled (a cancel has interrupted its target) before the 202.
-      yield* Effect.forEach(messages, handle, { discard: true })
-      return HttpServerResponse.empty({ status: 202, headers })
-    }
-
-    // A single message answered with JSON needs no response stream unless its handler sends the client
-    // something on the way (or cuts the stream): the stream opens then, and this exchange waits for that
-    // or for the answer, whichever comes first.
-    const lazy = decoded._tag === "Single" && !initialize && accepts.json && config.responseMode !== "sse"
-    // Named before it opens, so the in-flight registry can say where the answer goes.
-    const streamId = env.inFlight !== undefined && !ephemeral ? newStreamId(s.id) : undefined
-    const route = new PostRoute(accepts.sse, sessions, s, !ephemeral, streamId)
-    if (!lazy) route.open()
-    const claimed = new Set<JsonRpc.RequestId>()
-    // Requests past the slots granted, in batch order: answered with the refusal, never run.
-    const refused = new Set<JsonRpc.Classified>()
-    let slots = grant.granted
-    for (const m of messages) {
-      if (m._tag !== "Request") continue
-      if (slots === 0) refused.add(m)
-      else {
-        slots--
-        if (!s.requestRoutes.has(m.message.id)) {
-          s.requestRoutes.set(m.message.id, route)
-          claimed.add(m.message.id)
+    return route.opened.offer(reply)
+  }
+  const answerOne = (m: JsonRpc.Classified) =>
+    answer(m).pipe(
+      Effect.flatMap((reply) => record(m, reply)),
+      Effect.flatMap((reply) => {
+        if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
+        if (reply === null) return Effect.void
+        return deliver(reply)
+      })
+    )
+  const answering = messages.length === 1
+    ? answerOne(messages[0])
+    : Effect.forEach(messages, answerOne, { concurrency: "unbounded", discard: true })
+  const work = InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver).pipe(
+      Effect.ensuring(Effect.suspend(() => {
+        for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
+        // No route left to open the stream through: a stream not open by now never will be.
+        if (route.opened === undefined) {
+          route.settle()
+          return Effect.void
         }
-      }
-    }
-    const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
-      if (m._tag !== "Request") return handle(m)
-      if (refused.has(m)) return SlotRefusal.refuseEntry(m.message.id, grant.short!)
-      if (!claimed.has(m.message.id)) {
-        return Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
-      }
-      return s.server.handleMessage(m)
-    }
-    // The answer of a lazy exchange whose stream never opened.
-    let direct: JsonRpc.JsonRpcResponse | undefined
-    const deliver = (reply: JsonRpc.JsonRpcResponse) => {
-      if (route.opened === undefined) {
-        direct = reply
-        return Effect.void
-      }
-      return route.opened.offer(reply)
-    }
-    const answerOne = (m: JsonRpc.Classified) =>
-      answer(m).pipe(
-        Effect.flatMap((reply) => record(m, reply)),
-        Effect.flatMap((reply) => {
-          if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
-          if (reply === null) return Effect.void
-          return deliver(reply)
-        })
-      )
-    const answering = messages.length === 1
-      ? answerOne(messages[0])
-      : Effect.forEach(messages, answerOne, { concurrency: "unbounded", discard: true })
-    const work = InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver).pipe(
-        Effect.ensuring(Effect.suspend(() => {
-          for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
-          // No route left to open the stream through: a stream not open by now never will be.
-          if (route.opened === undefined) {
-            route.settle()
-            return Effect.void
-          }
-          return route.opened.end
-        }))
-      )
-    // The work belongs to the session: a client that disconnects does not cancel it,
-    // and it keeps the slots taken until it ends.
-    yield* runHoldingSlots(s, grant, work)
+        return route.opened.end
+      }))
+    )
+  // The work belongs to the session: a client that disconnects does not cancel it,
+  // and it keeps the slots taken until it ends.
+  yield* runHoldingSlots(s, grant, work)
 
-    if (lazy) {
-      // A handler done by now (it started at once) answered without a stream: no wait.
-      if (!route.settled) yield* route.openedOrAnswered
-      if (route.opened === undefined) {
-        if (direct === undefined && env.drain?.draining() === true && messages[0]._tag === "Request") {
-          // Interrupted by shutdown past its grace period: an answer, so the client does not wait for one.
-          return jsonAnswer(JSON.stringify(interruptedByShutdown(messages[0].message.id)), headers)
-        }
-        return direct === undefined
-          ? HttpServerResponse.empty({ status: 202, headers })
-          : jsonAnswer(JSON.stringify(direct), headers)
+  if (lazy) {
+    // A handler done by now (it started at once) answered without a stream: no wait.
+    if (!route.settled) yield* route.openedOrAnswered
+    if (route.opened === undefined) {
+      if (direct === undefined && env.drain?.draining() === true && messages[0]._tag === "Request") {
+        // Interrupted by shutdown past its grace period: an answer, so the client does not wait for one.
+        return jsonAnswer(JSON.stringify(interruptedByShutdown(messages[0].message.id)), headers)
       }
+      return direct === undefined
+        ? HttpServerResponse.empty({ status: 202, headers })
+        : jsonAnswer(JSON.stringify(direct), headers)
     }
-    const out = route.opened!
+  }
+  const out = route.opened!
 
-    // Answered already (a quick handler) with responses only: the whole SSE body in one write.
-    const stream = Effect.suspend(() => {
-      const opening = {
-        priming: !ephemeral && primes(s.protocolVersion ?? request.headers["mcp-protocol-version"]),
-        retryMs: ephemeral ? undefined : config.retryMs,
-        lastEventId: undefined,
-        cut: SseWire.cutter(request)
-      }
-      return Effect.map(out.takeWhole(opening), (body) =>
-        body === undefined ? SseWire.response(out.attach(opening), headers) : SseWire.whole(body, headers))
-    })
-
-    if (config.responseMode === "sse" && accepts.sse) return yield* stream
-    // A JSON-only client waits for the end whatever the handler sends on the way.
-    const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
-    if (streams || (accepts.sse && out.isStreaming())) return yield* stream
-    if (!accepts.json) return yield* stream
-    const replies = yield* out.takeQueued
-    s.liveStreams.delete(out.streamId)
-    yield* env.store.removeStream(out.streamId)
-    s.ownedStreams.delete(out.streamId)
-    if (initialize && (replies.length === 0 || !("result" in replies[0].message))) {
-      // A failed initialize leaves no session behind.
-      yield* sessions.close(s)
-      return replies.length === 0 ? HttpServerResponse.empty({ status: 202 }) : jsonAnswer(replies[0].json, {})
+  // Answered already (a quick handler) with responses only: the whole SSE body in one write.
+  const stream = Effect.suspend(() => {
+    const opening = {
+      priming: !ephemeral && primes(s.protocolVersion ?? request.headers["mcp-protocol-version"]),
+      retryMs: ephemeral ? undefined : config.retryMs,
+      lastEventId: undefined,
+      cut: SseWire.cutter(request)
     }
-    if (replies.length === 0) return HttpServerResponse.empty({ status: 202, headers })
-    // The replies' JSON was computed when they were queued (to size them): not serialized again.
-    return jsonAnswer(decoded._tag === "Single" ? replies[0].json : `[${replies.map((r) => r.json).join(",")}]`, headers)
+    return Effect.map(out.takeWhole(opening), (body) =>
+      body === undefined ? SseWire.response(out.attach(opening), headers) : SseWire.whole(body, headers))
+  })
+
+  if (config.responseMode === "sse" && accepts.sse) return yield* stream
+  // A JSON-only client waits for the end whatever the handler sends on the way.
+  const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
+  if (streams || (accepts.sse && out.isStreaming())) return yield* stream
+  if (!accepts.json) return yield* stream
+  const replies = yield* out.takeQueued
+  s.liveStreams.delete(out.streamId)
+  yield* env.store.removeStream(out.streamId)
+  s.ownedStreams.delete(out.streamId)
+  if (initialize && (replies.length === 0 || !("result" in replies[0].message))) {
+    // A failed initialize leaves no session behind.
+    yield* sessions.close(s)
+    return replies.length === 0 ? HttpServerResponse.empty({ status: 202 }) : jsonAnswer(replies[0].json, {})
+  }
+  if (replies.length === 0) return HttpServerResponse.empty({ status: 202, headers })
+  // The replies' JSON was computed when they were queued (to size them): not serialized again.
+  return jsonAnswer(decoded._tag === "Single" ? replies[0].json : `[${replies.map((r) => r.json).join(",")}]`, headers)
 })
 
 /**
