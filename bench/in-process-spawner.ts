@@ -5,7 +5,11 @@
  * request one event-loop turn later, as a real server would: `initialize`
  * with a fixed result, `tools/call` with a small text result, anything else
  * with `{}`; with `progress` n, a `tools/call` carrying a progress token gets
- * n `notifications/progress` (1..n, total n) first, in the same chunk. For
+ * n `notifications/progress` (1..n, total n) first, in the same chunk. With
+ * `stateless`, a request whose `_meta` names a protocol version is answered as
+ * the 2026-07-28 revision answers (as bench/raw-responder.ts `--stateless`):
+ * `resultType` and the server's identity in `_meta`, and `server/discover`
+ * offering that revision. For
  * measuring a client's own cost without pipes or a second process
  * (`bench/in-process.ts`, `bench/profile/mcp-layer.ts`, `bench/profile/call-layer.ts`).
  */
@@ -21,9 +25,27 @@ const INIT_RESULT = {
   serverInfo: { name: "in-process", version: "1.0.0" }
 }
 const TOOL_RESULT = { content: [{ type: "text", text: "ok" }] }
+const MODERN_VERSION = "2026-07-28"
+const modern = <A extends object>(result: A) => ({
+  ...result,
+  resultType: "complete",
+  _meta: { "io.modelcontextprotocol/serverInfo": INIT_RESULT.serverInfo }
+})
+const MODERN_RESULTS: Record<string, unknown> = {
+  "server/discover": modern({ supportedVersions: [MODERN_VERSION], capabilities: { tools: {} }, ttlMs: 0, cacheScope: "private" }),
+  "tools/call": modern(TOOL_RESULT)
+}
 
-/** The responder's two ends: write requests to `stdin`, read answers from `stdout`. */
-export const makeLink = (progress = 0) => {
+/** Where a responder adds up the time its own work took (parsing requests, writing answers), in ms. */
+export interface ResponderTime {
+  ms: number
+}
+
+/**
+ * The responder's two ends: write requests to `stdin`, read answers from `stdout`;
+ * `time`, if given, adds up what the responder itself costs (see `ResponderTime`).
+ */
+export const makeLink = (progress = 0, stateless = false, time?: ResponderTime) => {
   const stdin = new PassThrough()
   const childStdout = new PassThrough()
   const stdout = new PassThrough()
@@ -31,6 +53,7 @@ export const makeLink = (progress = 0) => {
   let pending = ""
   stdin.setEncoding("utf8")
   stdin.on("data", (chunk: string) => {
+    const t0 = time === undefined ? 0 : performance.now()
     pending += chunk
     let out = ""
     let start = 0
@@ -39,19 +62,27 @@ export const makeLink = (progress = 0) => {
       const msg = JSON.parse(pending.slice(start, nl)) as {
         id?: number
         method?: string
-        params?: { _meta?: { progressToken?: unknown } }
+        params?: { _meta?: { progressToken?: unknown; "io.modelcontextprotocol/protocolVersion"?: string } }
       }
       start = nl + 1
       if (msg.id === undefined || msg.method === undefined) continue
-      const token = msg.params?._meta?.progressToken
+      const meta = msg.params?._meta
+      const token = meta?.progressToken
       if (progress > 0 && msg.method === "tools/call" && token !== undefined) {
         const head = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":${JSON.stringify(token)},"progress":`
         for (let i = 1; i <= progress; i++) out += `${head}${i},"total":${progress}}}\n`
       }
-      const result = msg.method === "initialize" ? INIT_RESULT : msg.method === "tools/call" ? TOOL_RESULT : {}
+      const result = stateless && meta?.["io.modelcontextprotocol/protocolVersion"] !== undefined
+        ? MODERN_RESULTS[msg.method] ?? modern({})
+        : msg.method === "initialize"
+        ? INIT_RESULT
+        : msg.method === "tools/call"
+        ? TOOL_RESULT
+        : {}
       out += JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }) + "\n"
     }
     pending = pending.slice(start)
+    if (time !== undefined) time.ms += performance.now() - t0
     if (out.length > 0) setImmediate(() => childStdout.write(out))
   })
   return { stdin, stdout, end: () => childStdout.end() }
@@ -60,9 +91,9 @@ export const makeLink = (progress = 0) => {
 const ended = () => NodeStream.fromReadable({ evaluate: () => new PassThrough().end(), onError: (e) => e as never })
 
 /** A spawner whose every "child" is a new in-process responder (see `makeLink`). */
-export const makeSpawner = (progress = 0) => ChildProcessSpawner.make(() =>
+export const makeSpawner = (progress = 0, stateless = false, time?: ResponderTime) => ChildProcessSpawner.make(() =>
   Effect.sync(() => {
-    const link = makeLink(progress)
+    const link = makeLink(progress, stateless, time)
     const exited = Latch.makeUnsafe(false)
     link.stdin.on("end", () => {
       link.end()

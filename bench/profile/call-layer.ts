@@ -13,6 +13,13 @@
  * progressSeen }; `ab` runs the cells in fresh processes, before and after
  * interleaved, and prints medians. Run the first form under `--cpu-prof`
  * and summarise with bench/profile/summarize.ts.
+ *
+ * BENCH_PROTOCOL pins `McpClient` to a revision (`2025-11-25`, or
+ * `2026-07-28`: no handshake, the revision in every request's `_meta`, the
+ * responder answering as that revision does); unset, the client's default.
+ * The `ab` form passes it on, e.g. both eras of one cell:
+ *
+ *   for p in 2025-11-25 2026-07-28; do BENCH_PROTOCOL=$p npx node bench/profile/call-layer.ts ab 5 /tmp/before/src plain:0:8:50000; done
  */
 import { execFileSync } from "node:child_process"
 import { resolve } from "node:path"
@@ -59,7 +66,8 @@ const srcDir = resolve(srcText ?? new URL("../../src", import.meta.url).pathname
 const StdioClientTransport = await import(`${srcDir}/client/StdioClientTransport.ts`)
 const McpClient = await import(`${srcDir}/client/McpClient.ts`)
 
-const spawner = makeSpawner(progress)
+const protocol = process.env.BENCH_PROTOCOL || undefined
+const spawner = makeSpawner(progress, protocol === "2026-07-28")
 
 let progressSeen = 0
 const params = { name: "echo", arguments: { text: "hi" } }
@@ -84,7 +92,10 @@ const program = Effect.scoped(
         Effect.suspend(() => t.request("tools/call", { ...params, _meta: { progressToken: `t${++token}` } }))
       )
     }
-    const client: any = yield* McpClient.fromTransport(t, { clientInfo: { name: "m", version: "1" } })
+    const client: any = yield* McpClient.fromTransport(t, {
+      clientInfo: { name: "m", version: "1" },
+      ...(protocol === undefined ? {} : { protocol })
+    })
     const onProgress = () =>
       Effect.sync(() => {
         progressSeen++
@@ -94,5 +105,7 @@ const program = Effect.scoped(
 ).pipe(Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, spawner)) as Effect.Effect<number, unknown, never>
 
 const cpuUs = await Effect.runPromise(program)
-process.stdout.write(JSON.stringify({ mode, progress, concurrency, cpuUs, progressSeen: progressSeen / total }) + "\n")
+process.stdout.write(
+  JSON.stringify({ mode, protocol, progress, concurrency, cpuUs, progressSeen: progressSeen / total }) + "\n"
+)
 process.exit(0)

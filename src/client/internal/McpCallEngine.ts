@@ -99,13 +99,17 @@ export type WireOptions = Pick<RequestOptions, "headers" | "onId">
 
 /** The calls of one client, and the progress routing that serves them. */
 export interface CallEngine {
-  /** One call, its result decoded by `decode`. */
+  /**
+   * One call, its result decoded by `decode`; `mapError` (if any) turns what
+   * the request failed with into the caller's error (not what `decode` fails with).
+   */
   readonly send: <A>(
     method: string,
     params: Readonly<Record<string, unknown>> | undefined,
     callOptions: CallOptions | undefined,
     decode: Decode<A>,
-    wire?: WireOptions
+    wire?: WireOptions,
+    mapError?: (error: FlatError) => FlatError
   ) => Effect.Effect<A, FlatError>
   /** Hands a progress notification to the call it belongs to, if that call is still in flight. */
   readonly routeProgress: (progress: Progress) => void
@@ -137,6 +141,17 @@ const asIdleTimeout = (e: FlatError): FlatError =>
 
 const failAsIdleTimeout = (cause: Cause.Cause<FlatError>): Effect.Effect<never, FlatError> =>
   Effect.failCause(Cause.map(cause, asIdleTimeout))
+
+/** What a request's failure becomes: the idle timeout named as such (when progress restarts it), then `mapError`. */
+const failureOf = (
+  restartOnProgress: boolean,
+  mapError: ((error: FlatError) => FlatError) | undefined
+): (cause: Cause.Cause<FlatError>) => Effect.Effect<never, FlatError> =>
+  mapError === undefined
+    ? restartOnProgress ? failAsIdleTimeout : Effect.failCause
+    : restartOnProgress
+    ? (cause) => Effect.failCause(Cause.map(cause, (e) => mapError(asIdleTimeout(e))))
+    : (cause) => Effect.failCause(Cause.map(cause, mapError))
 
 /** The result of `request()`: not decoded. */
 export const undecoded = (raw: unknown): Effect.Effect<unknown> => Exit.succeed(raw)
@@ -192,7 +207,8 @@ export const make = (
     params: Readonly<Record<string, unknown>> | undefined,
     callOptions: CallOptions | undefined,
     decode: Decode<A>,
-    wire?: WireOptions
+    wire?: WireOptions,
+    mapError?: (error: FlatError) => FlatError
   ): Effect.Effect<A, FlatError> =>
     Effect.withFiber((fiber) => {
       const sender = senderFor(fiber)
@@ -205,10 +221,10 @@ export const make = (
       const body = { ...params, _meta: meta }
       const onProgress = callOptions?.onProgress
       if (onProgress === undefined && callOptions?.maxTotalTimeout === undefined) {
-        return plain(sender, method, token, body, idle, restartOnProgress, decode, wire)
+        return plain(sender, method, token, body, idle, restartOnProgress, decode, wire, mapError)
       }
       return Effect.flatMap(
-        watched(sender, method, token, body, idle, restartOnProgress, onProgress, callOptions, wire),
+        watched(sender, method, token, body, idle, restartOnProgress, onProgress, callOptions, wire, mapError),
         decode
       )
     })
@@ -227,7 +243,8 @@ export const make = (
     idle: Duration.Duration,
     restartOnProgress: boolean,
     decode: Decode<A>,
-    wire: WireOptions | undefined
+    wire: WireOptions | undefined,
+    mapError: ((error: FlatError) => FlatError) | undefined
   ): Effect.Effect<A, FlatError> => {
     const watch: Watch = { last: undefined, restart: undefined, relay: undefined, body }
     watches.set(token, watch)
@@ -248,10 +265,7 @@ export const make = (
       return sender.request(method, taken, options)
     }
     const request = Effect.onExit(Effect.suspend(step), step)
-    return Effect.matchCauseEffect(request, {
-      onSuccess: decode,
-      onFailure: restartOnProgress ? failAsIdleTimeout : Effect.failCause
-    })
+    return Effect.matchCauseEffect(request, { onSuccess: decode, onFailure: failureOf(restartOnProgress, mapError) })
   }
 
   /** A call with `onProgress` or `maxTotalTimeout`: progress may go to `onProgress`, and a total timeout may race it. */
@@ -264,16 +278,17 @@ export const make = (
     restartOnProgress: boolean,
     onProgress: ((p: Progress) => Effect.Effect<void>) | undefined,
     callOptions: CallOptions | undefined,
-    wire: WireOptions | undefined
+    wire: WireOptions | undefined,
+    mapError: ((error: FlatError) => FlatError) | undefined
   ): Effect.Effect<unknown, FlatError> => {
     const watch: Watch = { last: undefined, restart: undefined, relay: undefined, body: undefined }
     watches.set(token, watch)
-    let effect: Effect.Effect<unknown, FlatError> = restartOnProgress
-      ? Effect.mapError(
-        sender.request(method, body, { ...wire, timeout: idle, onDeadline: (r) => void (watch.restart = r) }),
-        asIdleTimeout
-      )
+    const request: Effect.Effect<unknown, FlatError> = restartOnProgress
+      ? sender.request(method, body, { ...wire, timeout: idle, onDeadline: (r) => void (watch.restart = r) })
       : sender.request(method, body, { ...wire, timeout: idle })
+    let effect: Effect.Effect<unknown, FlatError> = restartOnProgress || mapError !== undefined
+      ? Effect.catchCause(request, failureOf(restartOnProgress, mapError))
+      : request
     if (onProgress !== undefined) effect = withProgress(effect, watch, onProgress)
     if (callOptions?.maxTotalTimeout !== undefined) {
       const max = Duration.fromInputUnsafe(callOptions.maxTotalTimeout)

@@ -9,7 +9,6 @@
  * do not match.
  */
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as JsonRpc from "../../JsonRpc.ts"
 import {
   type HeaderMismatch,
@@ -54,15 +53,11 @@ export interface ModernOptions {
   readonly refreshTools: Effect.Effect<void, FlatError>
 }
 
-/** An `input_required` result, as the decode step hands it to the round loop. */
+/** An `input_required` result's requests and state, as the server sent them. */
 interface InputRequired {
   readonly inputRequests: Readonly<Record<string, unknown>>
   readonly requestState: unknown
 }
-
-const INPUT = Symbol.for("effect-mcp-transport/ModernCalls/InputRequired")
-
-type Round<A> = { readonly [INPUT]: InputRequired } | { readonly value: A }
 
 /**
  * The typed error a JSON-RPC error of the stateless era stands for, whether
@@ -85,31 +80,6 @@ const aboutParamHeaders = (error: HeaderMismatch): boolean =>
 export const make = (options: ModernOptions) => {
   const { calls } = options
 
-  /** The decode step of one round: a complete result is decoded, an input request handed to the loop. */
-  const roundDecode = <A>(method: string, decode: Decode<A>): Decode<Round<A>> => (raw) => {
-    const resultType = typeof raw === "object" && raw !== null ? (raw as { resultType?: unknown }).resultType : undefined
-    // A task (the tasks extension) is the decoder's to accept or refuse: McpClient's know which methods allow one.
-    if (resultType === undefined || resultType === "complete" || resultType === "task") {
-      return Effect.map(decode(raw), (value) => ({ value }))
-    }
-    if (resultType === "input_required" && MULTI_ROUND.has(method)) {
-      const r = raw as { inputRequests?: unknown; requestState?: unknown }
-      const inputRequests = typeof r.inputRequests === "object" && r.inputRequests !== null
-        ? r.inputRequests as Record<string, unknown>
-        : {}
-      return Exit.succeed({ [INPUT]: { inputRequests, requestState: r.requestState } })
-    }
-    return Effect.fail(
-      new InvalidPayload({
-        method,
-        kind: "result",
-        reason: resultType === "input_required"
-          ? `input_required is not allowed on ${method}`
-          : `unknown resultType ${JSON.stringify(resultType)}`
-      })
-    )
-  }
-
   /** Runs the client's handlers on every input request; the answers keyed as the server keyed them. */
   const answerAll = (method: string, input: InputRequired) =>
     Effect.forEach(
@@ -127,52 +97,87 @@ export const make = (options: ModernOptions) => {
       { concurrency: "unbounded" }
     ).pipe(Effect.map((entries) => Object.fromEntries(entries)))
 
-  const mapError = (method: string) => (error: FlatError): Effect.Effect<never, FlatError | ModernError> =>
-    Effect.fail(typedError(method, error) ?? error)
-
+  /**
+   * One call: its rounds, each a request of the call engine. A round's
+   * decode step is where the call goes on: a complete result (or a task) is
+   * decoded there and is the call's value, an `input_required` result is
+   * answered there and the next round sent from there. The common call (one
+   * round, complete) thus adds nothing to the engine's request but this
+   * check of `resultType`: no frame of its own, no wrapper around its value.
+   * A round's request failure is given its typed error by the engine
+   * (`mapError`); what the decode steps fail with (`InvalidPayload`,
+   * `TooManyInputRounds`, a handler's refusal) has none.
+   */
   const send = <A>(
     method: string,
     params: Params | undefined,
     callOptions: CallOptions | undefined,
     decode: Decode<A>
   ): Effect.Effect<A, FlatError | ModernError> => {
-    const decodeRound = roundDecode(method, decode)
     const tool = method === "tools/call" && typeof params?.name === "string" ? params.name : undefined
-    // Suspended: the `Mcp-Param-*` headers are read when a round is sent, so a retry after a refresh sees the new list.
-    const once = (extra: Params | undefined): Effect.Effect<Round<A>, FlatError | ModernError> =>
-      Effect.suspend(() => onceNow(extra))
-    const onceNow = (extra: Params | undefined): Effect.Effect<Round<A>, FlatError | ModernError> => {
-      // Read when sent, so that a call effect run again later carries the level set since.
-      const meta = options.meta(options.logLevel())
-      const body: Params = {
-        ...params,
-        ...extra,
-        _meta: params?._meta === undefined ? meta : { ...(params._meta as Params), ...meta }
-      }
-      const headers = tool !== undefined && options.paramHeaders !== undefined
-        ? options.paramHeaders(tool, params?.arguments)
-        : undefined
-      return Effect.catch(
-        calls.send(method, body, callOptions, decodeRound, headers === undefined ? undefined : { headers }),
-        mapError(method)
-      )
-    }
-    const rounds = (round: number, extra: Params | undefined): Effect.Effect<A, FlatError | ModernError> =>
-      Effect.flatMap(once(extra), (result) => {
-        if (!(INPUT in result)) return Effect.succeed(result.value)
+    const typed = (error: FlatError): FlatError => typedError(method, error) ?? error
+    const multiRound = MULTI_ROUND.has(method)
+
+    /** The decode step of round `round` (the first is 0). */
+    const decodeRound = (round: number): Decode<A> => (raw) => {
+      const resultType = typeof raw === "object" && raw !== null ? (raw as { resultType?: unknown }).resultType : undefined
+      // A task (the tasks extension) is the decoder's to accept or refuse: McpClient's know which methods allow one.
+      if (resultType === undefined || resultType === "complete" || resultType === "task") return decode(raw)
+      if (resultType === "input_required" && multiRound) {
         if (round >= options.maxInputRounds) return Effect.fail(new TooManyInputRounds({ method, rounds: round }))
-        const input = result[INPUT]
+        const r = raw as { inputRequests?: unknown; requestState?: unknown }
+        const input: InputRequired = {
+          inputRequests: typeof r.inputRequests === "object" && r.inputRequests !== null
+            ? r.inputRequests as Record<string, unknown>
+            : {},
+          requestState: r.requestState
+        }
         return Effect.flatMap(answerAll(method, input), (inputResponses) =>
-          rounds(
+          roundOf(
             round + 1,
             input.requestState === undefined ? { inputResponses } : { inputResponses, requestState: input.requestState }
           ))
+      }
+      return Effect.fail(
+        new InvalidPayload({
+          method,
+          kind: "result",
+          reason: resultType === "input_required"
+            ? `input_required is not allowed on ${method}`
+            : `unknown resultType ${JSON.stringify(resultType)}`
+        })
+      )
+    }
+    const decodeFirst = decodeRound(0)
+
+    // Suspended: the `_meta` (its log level) and the `Mcp-Param-*` headers are read when a round is
+    // sent, so that a call effect run again later carries the level set since, and a retry after a
+    // refresh sees the new tool list.
+    const roundOf = (round: number, extra: Params | undefined): Effect.Effect<A, FlatError | ModernError> =>
+      Effect.suspend(() => {
+        const meta = options.meta(options.logLevel())
+        const body: Params = {
+          ...params,
+          ...extra,
+          _meta: params?._meta === undefined ? meta : { ...(params._meta as Params), ...meta }
+        }
+        const headers = tool !== undefined && options.paramHeaders !== undefined
+          ? options.paramHeaders(tool, params?.arguments)
+          : undefined
+        return calls.send(
+          method,
+          body,
+          callOptions,
+          round === 0 ? decodeFirst : decodeRound(round),
+          headers === undefined ? undefined : { headers },
+          typed
+        )
       })
-    const first = rounds(0, undefined)
+    const first = roundOf(0, undefined)
     if (tool === undefined || options.paramHeaders === undefined) return first
     return Effect.catchTag(first, "HeaderMismatch", (error) =>
       aboutParamHeaders(error)
-        ? Effect.andThen(options.refreshTools, rounds(0, undefined))
+        ? Effect.andThen(options.refreshTools, roundOf(0, undefined))
         : Effect.fail(error))
   }
 
