@@ -315,13 +315,16 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       ).pipe(Effect.asVoid)
       : Http.discard(response)
 
+  // Combinators, not `Effect.gen`: a generator function made per notification gets an
+  // old-generation hidden class that keeps what it reaches alive through scavenges.
   const notify: ClientTransportShape["notify"] = (method, params) =>
-    exchange(Effect.gen(function*() {
-      const response = yield* channel.post(JsonRpc.notification(method, params), channel.stateless(), undefined)
-      yield* markReady(false)
-      yield* consumeStray(response)
-      if (method === "notifications/initialized" && options.listen === true) yield* listen
-    }))
+    exchange(Effect.suspend(() =>
+      Effect.flatMap(channel.post(JsonRpc.notification(method, params), channel.stateless(), undefined), (response) =>
+        markReady(false).pipe(
+          Effect.andThen(consumeStray(response)),
+          Effect.andThen(method === "notifications/initialized" && options.listen === true ? listen : Effect.void)
+        ))
+    ))
 
   // ---------------------------------------------------------------------------
   // Standalone GET listener

@@ -24,49 +24,59 @@ export const send = <E>(
   serverUrl: string,
   attempt: (headers: Readonly<Record<string, string>>) => Effect.Effect<Response, E>,
   target: AuthRequest
-): Effect.Effect<Response, E | AuthError> => {
+): Effect.Effect<Response, E | AuthError> => sendWith(auth, serverUrl, attempt, target)
+
+/**
+ * One generator function for every exchange (`fnUntraced`), not one made per
+ * request: each made generator function gets an old-generation hidden class
+ * that keeps what it reaches alive through scavenges.
+ */
+const sendWith = Effect.fnUntraced(function*<E>(
+  auth: OAuthProviderShape,
+  serverUrl: string,
+  attempt: (headers: Readonly<Record<string, string>>) => Effect.Effect<Response, E>,
+  target: AuthRequest
+): Effect.fn.Return<Response, E | AuthError> {
   const rejected = (response: Response) =>
     Effect.andThen(
       Http.discard(response),
       Effect.fail(new TokenRejected({ serverUrl, status: response.status, challenge: response.headers["www-authenticate"] }))
     )
-  return Effect.gen(function*() {
-    // One recovery of each kind per exchange: a sign-in after a 401, a nonce after a
-    // 401 use_dpop_nonce, a step-up after a 403.
-    let signedIn = false
-    let nonceGiven = false
-    let steppedUp = false
-    while (true) {
-      const sent = yield* auth.headers(serverUrl, target)
-      const response = yield* attempt(sent)
-      const header = response.headers["www-authenticate"]
-      const nonce = response.headers["dpop-nonce"]
-      if (nonce !== undefined) yield* auth.nonce(target.url, nonce)
-      if (response.status === 401) {
-        const challenge = WwwAuthenticate.parse(header)
-        if (challenge.error === "use_dpop_nonce" && sent.dpop !== undefined) {
-          if (nonceGiven || nonce === undefined) {
-            yield* Http.discard(response)
-            return yield* new DpopNonceRejected({ url: target.url, by: "resource-server", nonceSent: nonceGiven })
-          }
-          nonceGiven = true
+  // One recovery of each kind per exchange: a sign-in after a 401, a nonce after a
+  // 401 use_dpop_nonce, a step-up after a 403.
+  let signedIn = false
+  let nonceGiven = false
+  let steppedUp = false
+  while (true) {
+    const sent = yield* auth.headers(serverUrl, target)
+    const response = yield* attempt(sent)
+    const header = response.headers["www-authenticate"]
+    const nonce = response.headers["dpop-nonce"]
+    if (nonce !== undefined) yield* auth.nonce(target.url, nonce)
+    if (response.status === 401) {
+      const challenge = WwwAuthenticate.parse(header)
+      if (challenge.error === "use_dpop_nonce" && sent.dpop !== undefined) {
+        if (nonceGiven || nonce === undefined) {
           yield* Http.discard(response)
-          continue
+          return yield* new DpopNonceRejected({ url: target.url, by: "resource-server", nonceSent: nonceGiven })
         }
-        if (signedIn) return yield* rejected(response)
-        signedIn = true
+        nonceGiven = true
         yield* Http.discard(response)
-        yield* auth.unauthorized(serverUrl, header, sent.authorization)
         continue
       }
-      if (response.status === 403 && WwwAuthenticate.parse(header).error === "insufficient_scope") {
-        if (steppedUp) return yield* rejected(response)
-        steppedUp = true
-        yield* Http.discard(response)
-        yield* auth.forbidden(serverUrl, header, sent.authorization)
-        continue
-      }
-      return response
+      if (signedIn) return yield* rejected(response)
+      signedIn = true
+      yield* Http.discard(response)
+      yield* auth.unauthorized(serverUrl, header, sent.authorization)
+      continue
     }
-  })
-}
+    if (response.status === 403 && WwwAuthenticate.parse(header).error === "insufficient_scope") {
+      if (steppedUp) return yield* rejected(response)
+      steppedUp = true
+      yield* Http.discard(response)
+      yield* auth.forbidden(serverUrl, header, sent.authorization)
+      continue
+    }
+    return response
+  }
+})

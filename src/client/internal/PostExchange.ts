@@ -258,28 +258,32 @@ const readSse = <E>(
     : readStream(reader, response, answering, cursor)
 }
 
-/** Every message of a body read whole, in order, the settling frame among them. */
-const readWhole = <E>(
+/**
+ * Every message of a body read whole, in order, the settling frame among
+ * them. One generator function for every body (`fnUntraced`), not one made
+ * per body: each made generator function gets an old-generation hidden
+ * class that keeps what it reaches alive through scavenges.
+ */
+const readWhole = Effect.fnUntraced(function*<E>(
   reader: typeof SseReader,
   response: Response,
   answering: Answering<E>,
   cursor: SseReader.Cursor
-): Effect.Effect<SseReader.Ending, E | MessageTooLarge> =>
-  Effect.gen(function*() {
-    const text = yield* Http.readText(response, answering.maxBytes).pipe(
-      Effect.map((text): string | SseReader.Ending => text),
-      // As when a streamed body breaks.
-      Effect.catchTag("TransportClosed", (cause) => Effect.succeed<SseReader.Ending>({ _tag: "Broken", cause }))
-    )
-    if (typeof text !== "string") return text
-    let settled = false
-    for (const event of reader.parseWhole(text, cursor)) {
-      if (!reader.isMessageEvent(event)) continue
-      if (settled) yield* answering.late(event.data)
-      else settled = yield* answering.frame(event.data)
-    }
-    return settled ? STOPPED : ENDED
-  })
+): Effect.fn.Return<SseReader.Ending, E | MessageTooLarge> {
+  const text = yield* Http.readText(response, answering.maxBytes).pipe(
+    Effect.map((text): string | SseReader.Ending => text),
+    // As when a streamed body breaks.
+    Effect.catchTag("TransportClosed", (cause) => Effect.succeed<SseReader.Ending>({ _tag: "Broken", cause }))
+  )
+  if (typeof text !== "string") return text
+  let settled = false
+  for (const event of reader.parseWhole(text, cursor)) {
+    if (!reader.isMessageEvent(event)) continue
+    if (settled) yield* answering.late(event.data)
+    else settled = yield* answering.frame(event.data)
+  }
+  return settled ? STOPPED : ENDED
+})
 
 /**
  * Reads a streamed body up to the frame that settles the request, which the

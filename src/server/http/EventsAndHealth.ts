@@ -17,7 +17,9 @@ import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 import * as Metrics from "../../observability/Metrics.ts"
@@ -134,18 +136,22 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
         }))
     }
 
+    // Combinators, not `Effect.gen`: a generator function made per event gets an old-generation
+    // hidden class that keeps what it reaches alive through scavenges.
     const broadcast = (event: string, data: unknown) =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         const text = JSON.stringify(data === undefined ? null : data)
-        const id = yield* store.append(streamId, text, event)
-        if (tail !== undefined) return id
-        if (bus === undefined) deliver(id, event, text)
-        else {
-          yield* bus.publish(BROADCAST_TOPIC, JSON.stringify({ id, event, text })).pipe(
-            Effect.catch((error) => Effect.logWarning(`broadcast ${event}: not published`, error))
+        return Effect.flatMap(store.append(streamId, text, event), (id) => {
+          if (tail !== undefined) return Effect.succeed(id)
+          if (bus === undefined) {
+            deliver(id, event, text)
+            return Effect.succeed(id)
+          }
+          return bus.publish(BROADCAST_TOPIC, JSON.stringify({ id, event, text })).pipe(
+            Effect.catch((error) => Effect.logWarning(`broadcast ${event}: not published`, error)),
+            Effect.as(id)
           )
-        }
-        return id
+        })
       })
 
     // Connections following the shared stream, by how each is ended.
@@ -242,17 +248,24 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
     } satisfies Broadcast
   })
 
-export const events = (env: Env, hub: Broadcast): Guarded => (request, principal) =>
-  Effect.gen(function*() {
-    if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
-      return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
-    }
-    const admission = yield* env.sessions.enter(principal.id, undefined, true)
-    if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
-    const stream = yield* hub.listen(request.headers["last-event-id"], SseWire.cutter(request))
-    if (Option.isNone(stream)) return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
-    return SseWire.response(stream.value, {})
-  })
+export const events = (env: Env, hub: Broadcast): Guarded => (request, principal) => listenTo(env, hub, request, principal)
+
+/** One generator function for every events GET (`fnUntraced`), none made per request. */
+const listenTo = Effect.fnUntraced(function*(
+  env: Env,
+  hub: Broadcast,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal
+): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
+  if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
+    return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
+  }
+  const admission = yield* env.sessions.enter(principal.id, undefined, true)
+  if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
+  const stream = yield* hub.listen(request.headers["last-event-id"], SseWire.cutter(request))
+  if (Option.isNone(stream)) return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
+  return SseWire.response(stream.value, {})
+})
 
 /**
  * The instance's health: `ok` (200), or 503 with `unavailable` while the

@@ -322,25 +322,28 @@ export const makeUnsafe = (options: OutStreamOptions): OutStream => {
   })
 
   // Moves `pending` into a new connection: framed items unless a replay already
-  // covered them, messages stored now, up to a close marker.
+  // covered them, messages stored now, up to a close marker. (Combinators, not
+  // a generator: a generator function made per call gets a hidden class of its
+  // own in the old generation, which keeps what it reaches alive through scavenges.)
   const drainPending = (connection: Connection, replayed: boolean): Effect.Effect<void> =>
-    Effect.gen(function*() {
+    Effect.suspend(() => {
       while (pending.length > 0) {
         const item = takeFirst()
         if (item === CLOSE) {
           release(connection, false)
-          return
+          return Effect.void
         }
         if (isFramed(item)) {
           if (!replayed) push(connection, item.bytes)
         } else {
-          yield* deliver(connection, item)
+          return Effect.andThen(deliver(connection, item), drainPending(connection, replayed))
         }
       }
       if (isEnded) {
         release(connection, false)
-        yield* markFinished
+        return markFinished
       }
+      return Effect.void
     })
 
   /** The priming event and `retry` field a connection starts with, appended to `into`. */
@@ -376,72 +379,94 @@ export const makeUnsafe = (options: OutStreamOptions): OutStream => {
       }
       clearPending()
       const parts: Array<string> = [...(attachOptions.preamble ?? [])]
-      return Effect.gen(function*() {
-        yield* opening(attachOptions, parts)
-        for (const text of data) {
-          parts.push(store === undefined ? SseWire.event(text) : SseWire.event(text, yield* store.append(options.streamId, text)))
-        }
-        yield* markFinished
-        return parts.join("")
-      })
+      const events = store === undefined
+        ? Effect.sync(() => {
+          for (const text of data) parts.push(SseWire.event(text))
+        })
+        : Effect.forEach(data, (text) => Effect.map(store.append(options.streamId, text), (id) => {
+          parts.push(SseWire.event(text, id))
+        }), { discard: true })
+      return opening(attachOptions, parts).pipe(
+        Effect.andThen(events),
+        Effect.andThen(markFinished),
+        Effect.map(() => parts.join(""))
+      )
     })).pipe(Effect.tap((body) => body === undefined ? Effect.void : signalDrained))
 
-  const attach = (attachOptions: AttachOptions): Stream.Stream<Uint8Array> =>
-    Stream.unwrap(Effect.gen(function*() {
-      if (closed) return Stream.empty
-      const queue = yield* Queue.unbounded<Uint8Array, Cause.Done>()
-      const connection: Connection = { queue, head: undefined, queued: 0, writing: 0, cut: attachOptions.cut }
-      yield* permit.withPermit(Effect.gen(function*() {
-        const previous = current
-        current = connection
-        attachedOnce = true
-        // The connection taken over gives back what it never took.
-        if (previous !== undefined) release(previous, true)
-        const head: Array<string> = [...(attachOptions.preamble ?? [])]
-        yield* opening(attachOptions, head)
-        let replayed = false
-        if (attachOptions.lastEventId !== undefined && store !== undefined) {
-          const replay = yield* store.replayAfter(attachOptions.lastEventId)
-          if (Option.isSome(replay) && replay.value.streamId === options.streamId) {
-            replayed = true
-            for (const e of replay.value.events) head.push(SseWire.event(e.data, e.id, e.event))
-            yield* Metrics.eventsReplayed(replay.value.events.length)
-          }
-        }
-        // Something on the wire at once, so the response headers go out now
-        // rather than with the first message (or keep-alive).
-        if (head.length === 0) head.push(": stream open\n\n")
-        connection.head = SseWire.encode(head.join(""))
-        push(connection, connection.head)
-        yield* drainPending(connection, replayed)
-      }))
-      // Only an idle connection needs one, and it never displaces a message.
-      const stopKeepAlive = yield* (options.keepAlive ?? KeepAlive.none).add(() => {
-        if (Queue.sizeUnsafe(queue) === 0) push(connection, keepAliveFrame)
-      })
-      yield* Effect.addFinalizer(() =>
-        permit.withPermit(Effect.suspend(() => {
-          stopKeepAlive()
-          const wasCurrent = current === connection
-          release(connection, wasCurrent)
-          return isEnded && pending.length === 0 ? signalDrained : Effect.void
-        }))
+  /** Makes `connection` the current one and queues its opening frames and what waits in `pending` (under the permit). */
+  const takeOver = (connection: Connection, attachOptions: AttachOptions): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const previous = current
+      current = connection
+      attachedOnce = true
+      // The connection taken over gives back what it never took.
+      if (previous !== undefined) release(previous, true)
+      const head: Array<string> = [...(attachOptions.preamble ?? [])]
+      const lastEventId = attachOptions.lastEventId
+      const replay: Effect.Effect<boolean> = lastEventId === undefined || store === undefined
+        ? Effect.succeed(false)
+        : Effect.flatMap(store.replayAfter(lastEventId), (found) => {
+          if (Option.isNone(found) || found.value.streamId !== options.streamId) return Effect.succeed(false)
+          for (const e of found.value.events) head.push(SseWire.event(e.data, e.id, e.event))
+          return Effect.as(Metrics.eventsReplayed(found.value.events.length), true)
+        })
+      return opening(attachOptions, head).pipe(
+        Effect.andThen(replay),
+        Effect.flatMap((replayed) => {
+          // Something on the wire at once, so the response headers go out now
+          // rather than with the first message (or keep-alive).
+          if (head.length === 0) head.push(": stream open\n\n")
+          connection.head = SseWire.encode(head.join(""))
+          push(connection, connection.head)
+          return drainPending(connection, replayed)
+        })
       )
-      // One frame per write, and a message that follows another message goes
-      // out in a later turn: some clients dispatch a chunk's events out of
-      // order (a response before the progress that preceded it on the wire).
-      let spaced = false
-      const take = Effect.map(Queue.take(queue), (bytes): readonly [Uint8Array] => {
-        spaced = bytes !== connection.head && bytes !== keepAliveFrame
-        connection.queued -= bytes.byteLength
-        connection.writing = bytes.byteLength
-        return [bytes]
-      })
-      return Stream.fromPull(Effect.succeed(Effect.suspend(() => {
-        // Asked for the next chunk: the writer's socket took the last one.
-        connection.writing = 0
-        return spaced && Queue.sizeUnsafe(queue) > 0 ? Effect.andThen(Effect.yieldNow, take) : take
-      })))
+    })
+
+  /** The frames of `connection` once it is current: ends it (and stops its keep-alive) with the scope. */
+  const connect = (connection: Connection, attachOptions: AttachOptions) =>
+    Effect.flatMap(permit.withPermit(takeOver(connection, attachOptions)), () =>
+      // Only an idle connection needs one, and it never displaces a message.
+      Effect.flatMap((options.keepAlive ?? KeepAlive.none).add(() => {
+        if (Queue.sizeUnsafe(connection.queue) === 0) push(connection, keepAliveFrame)
+      }), (stopKeepAlive) =>
+        Effect.as(
+          Effect.addFinalizer(() =>
+            permit.withPermit(Effect.suspend(() => {
+              stopKeepAlive()
+              const wasCurrent = current === connection
+              release(connection, wasCurrent)
+              return isEnded && pending.length === 0 ? signalDrained : Effect.void
+            }))
+          ),
+          frames(connection)
+        )))
+
+  /** The connection's frames as its writer asks for them. */
+  const frames = (connection: Connection): Stream.Stream<Uint8Array> => {
+    const queue = connection.queue
+    // One frame per write, and a message that follows another message goes
+    // out in a later turn: some clients dispatch a chunk's events out of
+    // order (a response before the progress that preceded it on the wire).
+    let spaced = false
+    const take = Effect.map(Queue.take(queue), (bytes): readonly [Uint8Array] => {
+      spaced = bytes !== connection.head && bytes !== keepAliveFrame
+      connection.queued -= bytes.byteLength
+      connection.writing = bytes.byteLength
+      return [bytes]
+    })
+    return Stream.fromPull(Effect.succeed(Effect.suspend(() => {
+      // Asked for the next chunk: the writer's socket took the last one.
+      connection.writing = 0
+      return spaced && Queue.sizeUnsafe(queue) > 0 ? Effect.andThen(Effect.yieldNow, take) : take
+    })))
+  }
+
+  const attach = (attachOptions: AttachOptions): Stream.Stream<Uint8Array> =>
+    Stream.unwrap(Effect.suspend(() => {
+      if (closed) return Effect.succeed(Stream.empty)
+      return Effect.flatMap(Queue.unbounded<Uint8Array, Cause.Done>(), (queue) =>
+        connect({ queue, head: undefined, queued: 0, writing: 0, cut: attachOptions.cut }, attachOptions))
     }))
 
   const detach = permit.withPermit(Effect.sync(() => {

@@ -124,6 +124,34 @@ export interface Sessions {
   readonly follow: (session: Session, streamId: string, lastEventId: string) => Stream.Stream<Uint8Array> | undefined
 }
 
+/**
+ * Ends a detached session: its streams, its scope, its stored streams unless
+ * kept, then the `onSessionEnd` hook. One generator function for every
+ * session (`fnUntraced`), not one made per teardown: each made generator
+ * function gets an old-generation hidden class that keeps what it reaches
+ * alive through scavenges (an ephemeral session ends with every sessionless POST).
+ */
+const endSession = Effect.fnUntraced(function*(
+  config: SessionsConfig,
+  session: Session,
+  scope: Scope.Closeable | undefined,
+  keepLog: boolean
+) {
+  // Streams first, so open connections end gracefully instead of being cut.
+  yield* session.standalone.close
+  for (const out of session.liveStreams.values()) yield* out.close
+  session.liveStreams.clear()
+  session.requestRoutes.clear()
+  if (scope !== undefined) yield* Scope.close(scope, Exit.void)
+  if (!keepLog) for (const id of session.ownedStreams) yield* config.store.removeStream(id)
+  session.ownedStreams.clear()
+  session.finishedStreams.length = 0
+  if (session.id !== undefined && config.onSessionEnd !== undefined) {
+    // The hook's defects are its own: the session is closed either way.
+    yield* Effect.exit(config.onSessionEnd(session.id))
+  }
+})
+
 export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.fn.Return<Sessions, never, Scope.Scope> {
   const parentScope = yield* Effect.scope
   const keepAlive = yield* KeepAlive.make(config.keepAliveMs)
@@ -150,24 +178,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     Effect.suspend(() => detach(session) ? teardown(session, keepsLog(session)) : Effect.void)
 
   const teardown = (session: Session, keepLog = false): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      const scope = scopes.get(session)
-      return Effect.gen(function*() {
-        // Streams first, so open connections end gracefully instead of being cut.
-        yield* session.standalone.close
-        for (const out of session.liveStreams.values()) yield* out.close
-        session.liveStreams.clear()
-        session.requestRoutes.clear()
-        if (scope !== undefined) yield* Scope.close(scope, Exit.void)
-        if (!keepLog) for (const id of session.ownedStreams) yield* config.store.removeStream(id)
-        session.ownedStreams.clear()
-        session.finishedStreams.length = 0
-        if (session.id !== undefined && config.onSessionEnd !== undefined) {
-          // The hook's defects are its own: the session is closed either way.
-          yield* Effect.exit(config.onSessionEnd(session.id))
-        }
-      })
-    })
+    Effect.suspend(() => endSession(config, session, scopes.get(session), keepLog))
 
   const openStream = (session: Session, resumable: boolean, preset?: string): OutStream.OutStream => {
     const id = preset ?? streamId(session.id)

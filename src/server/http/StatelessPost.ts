@@ -180,22 +180,26 @@ const streamed = (
   responseMode: Env["config"]["responseMode"],
   out: OutStream.OutStream
 ): Response =>
-  Effect.gen(function*() {
-    // A stream ends for good with its exchange (one finalizer only where there is a stream: each costs at close).
-    yield* Effect.addFinalizer(() => out.close)
-    const streams = yield* out.awaitStreamingOrEnd
-    if (streams) {
-      return SseWire.response(
-        out.attach({ priming: false, retryMs: undefined, lastEventId: undefined, cut: SseWire.cutter(request) }),
-        {}
-      )
-    }
-    const replies = yield* out.takeQueued
-    const reply = replies.find((q) => "id" in q.message && !("method" in q.message))
-    return reply === undefined
-      ? HttpServerResponse.empty({ status: 202 })
-      : jsonOrEvent(reply.message as JsonRpc.JsonRpcResponse, reply.json, accepts, responseMode)
-  })
+  // Combinators, not `Effect.gen`: a generator function made per request gets an old-generation
+  // hidden class that keeps the request alive through scavenges.
+  // A stream ends for good with its exchange (one finalizer only where there is a stream: each costs at close).
+  Effect.andThen(
+    Effect.addFinalizer(() => out.close),
+    Effect.flatMap(out.awaitStreamingOrEnd, (streams): Response => {
+      if (streams) {
+        return Effect.succeed(SseWire.response(
+          out.attach({ priming: false, retryMs: undefined, lastEventId: undefined, cut: SseWire.cutter(request) }),
+          {}
+        ))
+      }
+      return Effect.map(out.takeQueued, (replies) => {
+        const reply = replies.find((q) => "id" in q.message && !("method" in q.message))
+        return reply === undefined
+          ? HttpServerResponse.empty({ status: 202 })
+          : jsonOrEvent(reply.message as JsonRpc.JsonRpcResponse, reply.json, accepts, responseMode)
+      })
+    })
+  )
 
 const jsonOrEvent = (
   reply: JsonRpc.JsonRpcResponse,

@@ -81,80 +81,92 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
   })
 }
 
-export const get = (env: Env): Guarded => (request, principal) =>
-  Effect.gen(function*() {
-    const { config, sessions, store } = env
-    if (config.eras === "modern") return modernOnly()
-    if (!config.stateful || !config.standaloneStream) {
-      return Security.invalid(405, "Method Not Allowed: this server offers no standalone SSE stream", {
-        allow: config.stateful ? "POST, DELETE" : "POST"
-      })
-    }
-    if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
-      return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
-    }
-    const versionError = badVersion(env, request)
-    if (Option.isSome(versionError)) return versionError.value
-    const found = yield* find(env, request, principal)
-    if (found._tag === "Missing") return missingSession()
-    if (found._tag === "Unknown") return unknownSession()
-    if (found._tag === "Respond") return yield* found.response
-    const session = found.session
-    const headers = sessionHeader(session)
-    const lastEventId = request.headers["last-event-id"]
+export const get = (env: Env): Guarded => (request, principal) => getStandalone(env, request, principal)
 
-    if (lastEventId === undefined && session.standalone.hasReader()) {
-      return Security.invalid(409, "Conflict: this session already has a standalone SSE stream")
+/** One generator function for every GET (see `postToSession`): none made per request. */
+const getStandalone = Effect.fnUntraced(function*(
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal
+): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
+  const { config, sessions, store } = env
+  if (config.eras === "modern") return modernOnly()
+  if (!config.stateful || !config.standaloneStream) {
+    return Security.invalid(405, "Method Not Allowed: this server offers no standalone SSE stream", {
+      allow: config.stateful ? "POST, DELETE" : "POST"
+    })
+  }
+  if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
+    return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
+  }
+  const versionError = badVersion(env, request)
+  if (Option.isSome(versionError)) return versionError.value
+  const found = yield* find(env, request, principal)
+  if (found._tag === "Missing") return missingSession()
+  if (found._tag === "Unknown") return unknownSession()
+  if (found._tag === "Respond") return yield* found.response
+  const session = found.session
+  const headers = sessionHeader(session)
+  const lastEventId = request.headers["last-event-id"]
+
+  if (lastEventId === undefined && session.standalone.hasReader()) {
+    return Security.invalid(409, "Conflict: this session already has a standalone SSE stream")
+  }
+  let frames: Stream.Stream<Uint8Array>
+  if (lastEventId !== undefined) {
+    const streamId = yield* store.streamOf(lastEventId)
+    if (Option.isNone(streamId) || !mayResume(session, streamId.value, store)) {
+      return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
     }
-    let frames: Stream.Stream<Uint8Array>
-    if (lastEventId !== undefined) {
-      const streamId = yield* store.streamOf(lastEventId)
-      if (Option.isNone(streamId) || !mayResume(session, streamId.value, store)) {
-        return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
-      }
-      const live = session.liveStreams.get(streamId.value)
-      // Not live here, in a fleet: followed in the shared store until it ends.
-      const followed = live === undefined ? sessions.follow(session, streamId.value, lastEventId) : undefined
-      if (live !== undefined) {
-        frames = live.attach({ priming: false, retryMs: undefined, lastEventId, cut: SseWire.cutter(request) })
-      } else if (followed !== undefined) {
-        frames = followed
-      } else {
-        // The stream finished while the client was away: replay what it missed, then end.
-        const replay = yield* store.replayAfter(lastEventId)
-        if (Option.isSome(replay)) yield* Metrics.eventsReplayed(replay.value.events.length)
-        const text = Option.match(replay, {
-          onNone: () => "",
-          onSome: (r) => r.events.map((e) => SseWire.event(e.data, e.id, e.event)).join("")
-        })
-        frames = text === "" ? Stream.empty : Stream.make(SseWire.encode(text))
-      }
+    const live = session.liveStreams.get(streamId.value)
+    // Not live here, in a fleet: followed in the shared store until it ends.
+    const followed = live === undefined ? sessions.follow(session, streamId.value, lastEventId) : undefined
+    if (live !== undefined) {
+      frames = live.attach({ priming: false, retryMs: undefined, lastEventId, cut: SseWire.cutter(request) })
+    } else if (followed !== undefined) {
+      frames = followed
     } else {
-      frames = session.standalone.attach({
-        priming: primes(session.protocolVersion ?? request.headers["mcp-protocol-version"]),
-        retryMs: config.retryMs,
-        lastEventId: undefined,
-        cut: SseWire.cutter(request)
+      // The stream finished while the client was away: replay what it missed, then end.
+      const replay = yield* store.replayAfter(lastEventId)
+      if (Option.isSome(replay)) yield* Metrics.eventsReplayed(replay.value.events.length)
+      const text = Option.match(replay, {
+        onNone: () => "",
+        onSome: (r) => r.events.map((e) => SseWire.event(e.data, e.id, e.event)).join("")
       })
+      frames = text === "" ? Stream.empty : Stream.make(SseWire.encode(text))
     }
-    const admission = yield* sessions.enter(principal.id, session, true)
-    if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
-    return SseWire.response(frames, headers)
-  })
+  } else {
+    frames = session.standalone.attach({
+      priming: primes(session.protocolVersion ?? request.headers["mcp-protocol-version"]),
+      retryMs: config.retryMs,
+      lastEventId: undefined,
+      cut: SseWire.cutter(request)
+    })
+  }
+  const admission = yield* sessions.enter(principal.id, session, true)
+  if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
+  return SseWire.response(frames, headers)
+})
 
-export const del = (env: Env): Guarded => (request, principal) =>
-  Effect.gen(function*() {
-    if (env.config.eras === "modern") return modernOnly()
-    if (!env.config.stateful) {
-      return Security.invalid(405, "Method Not Allowed: stateless server has no sessions", { allow: "POST" })
-    }
-    const versionError = badVersion(env, request)
-    if (Option.isSome(versionError)) return versionError.value
-    const found = yield* find(env, request, principal)
-    if (found._tag === "Missing") return missingSession()
-    if (found._tag === "Unknown") return unknownSession()
-    if (found._tag === "Respond") return yield* found.response
-    if (env.shared === undefined) yield* env.sessions.close(found.session)
-    else if (!(yield* SharedSessions.end(env.shared, env.sessions, found.session))) return SharedSessions.unavailable(env.shared)
-    return HttpServerResponse.empty({ status: 204 })
-  })
+export const del = (env: Env): Guarded => (request, principal) => deleteSession(env, request, principal)
+
+/** One generator function for every DELETE (see `postToSession`). */
+const deleteSession = Effect.fnUntraced(function*(
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal
+): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
+  if (env.config.eras === "modern") return modernOnly()
+  if (!env.config.stateful) {
+    return Security.invalid(405, "Method Not Allowed: stateless server has no sessions", { allow: "POST" })
+  }
+  const versionError = badVersion(env, request)
+  if (Option.isSome(versionError)) return versionError.value
+  const found = yield* find(env, request, principal)
+  if (found._tag === "Missing") return missingSession()
+  if (found._tag === "Unknown") return unknownSession()
+  if (found._tag === "Respond") return yield* found.response
+  if (env.shared === undefined) yield* env.sessions.close(found.session)
+  else if (!(yield* SharedSessions.end(env.shared, env.sessions, found.session))) return SharedSessions.unavailable(env.shared)
+  return HttpServerResponse.empty({ status: 204 })
+})

@@ -54,6 +54,33 @@ type LaneItem =
   | { readonly _tag: "Start"; readonly request: JsonRpc.JsonRpcRequest }
   | { readonly _tag: "Batch"; readonly messages: ReadonlyArray<JsonRpc.Classified> }
 
+/**
+ * A batch's entries in array order: notifications awaited, requests started
+ * without waiting; `started` once every entry was handled or started, then
+ * the replies in one write. One generator function for every batch
+ * (`fnUntraced`), not one made per batch: each made generator function gets
+ * an old-generation hidden class that keeps what it reaches alive through scavenges.
+ */
+const runBatch = Effect.fnUntraced(function*(
+  session: ServerSession,
+  reply: ServerDispatchOptions["reply"],
+  messages: ReadonlyArray<JsonRpc.Classified>,
+  started: Deferred.Deferred<void>
+) {
+  const pending: Array<Effect.Effect<JsonRpc.JsonRpcResponse | null>> = []
+  for (const message of messages) {
+    if (message._tag === "Request") {
+      pending.push(Fiber.join(yield* Effect.forkChild(session.handleMessage(message), { startImmediately: true })))
+    } else {
+      pending.push(Effect.succeed(yield* session.handleMessage(message)))
+    }
+  }
+  yield* Deferred.succeed(started, undefined)
+  const replies = yield* Effect.all(pending)
+  const kept = replies.filter((r): r is JsonRpc.JsonRpcResponse => r !== null)
+  if (kept.length > 0) yield* reply(kept)
+})
+
 export const make = Effect.fnUntraced(function*(
   options: ServerDispatchOptions
 ): Effect.fn.Return<ServerDispatch, never, Scope.Scope> {
@@ -82,25 +109,11 @@ export const make = Effect.fnUntraced(function*(
    * The lane waits for `started`, i.e. until every entry was handled or started.
    */
   const startBatch = (messages: ReadonlyArray<JsonRpc.Classified>): Effect.Effect<void> =>
-    Effect.gen(function*() {
-      const started = yield* Deferred.make<void>()
-      const batch = Effect.gen(function*() {
-        const pending: Array<Effect.Effect<JsonRpc.JsonRpcResponse | null>> = []
-        for (const message of messages) {
-          if (message._tag === "Request") {
-            pending.push(Fiber.join(yield* Effect.forkChild(session.handleMessage(message), { startImmediately: true })))
-          } else {
-            pending.push(Effect.succeed(yield* session.handleMessage(message)))
-          }
-        }
-        yield* Deferred.succeed(started, undefined)
-        const replies = yield* Effect.all(pending)
-        const kept = replies.filter((r): r is JsonRpc.JsonRpcResponse => r !== null)
-        if (kept.length > 0) yield* options.reply(kept)
-      }).pipe(Effect.ensuring(Deferred.succeed(started, undefined)))
-      yield* FiberSet.run(work, batch)
-      yield* Deferred.await(started)
-    })
+    Effect.flatMap(Deferred.make<void>(), (started) =>
+      FiberSet.run(
+        work,
+        runBatch(session, options.reply, messages, started).pipe(Effect.ensuring(Deferred.succeed(started, undefined)))
+      ).pipe(Effect.andThen(Deferred.await(started))))
 
   const handleItem = (item: LaneItem): Effect.Effect<unknown> =>
     item._tag === "Notification"
