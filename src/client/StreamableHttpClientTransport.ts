@@ -315,8 +315,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       ).pipe(Effect.asVoid)
       : Http.discard(response)
 
-  // Combinators, not `Effect.gen`: a generator function made per notification gets an
-  // old-generation hidden class that keeps what it reaches alive through scavenges.
+  // Combinators, not `Effect.gen` (docs/design.md, "Per-request code and the old generation").
   const notify: ClientTransportShape["notify"] = (method, params) =>
     exchange(Effect.suspend(() =>
       Effect.flatMap(channel.post(JsonRpc.notification(method, params), channel.stateless(), undefined), (response) =>

@@ -28,8 +28,7 @@ export const send = <E>(
 
 /**
  * One generator function for every exchange (`fnUntraced`), not one made per
- * request: each made generator function gets an old-generation hidden class
- * that keeps what it reaches alive through scavenges.
+ * request: see docs/design.md, "Per-request code and the old generation".
  */
 const sendWith = Effect.fnUntraced(function*<E>(
   auth: OAuthProviderShape,

@@ -73,8 +73,7 @@ export const make = (options: ProtectedResource.Options, resource: string, endpo
     return Effect.succeed({ id: principalId(info), auth: info } satisfies Security.Principal)
   }
 
-  // Combinators, not `Effect.gen`: a generator function made per request gets a hidden class of its
-  // own in the old generation, which keeps the request alive through scavenges.
+  // Combinators, not `Effect.gen` (docs/design.md, "Per-request code and the old generation").
   const authenticate: Security.Authenticate = (request) =>
     Effect.suspend(() => {
       if (hasQueryToken(request.url)) {

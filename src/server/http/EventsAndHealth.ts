@@ -136,8 +136,7 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
         }))
     }
 
-    // Combinators, not `Effect.gen`: a generator function made per event gets an old-generation
-    // hidden class that keeps what it reaches alive through scavenges.
+    // Combinators, not `Effect.gen` (docs/design.md, "Per-request code and the old generation").
     const broadcast = (event: string, data: unknown) =>
       Effect.suspend(() => {
         const text = JSON.stringify(data === undefined ? null : data)

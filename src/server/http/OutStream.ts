@@ -246,8 +246,7 @@ export const makeUnsafe = (options: OutStreamOptions): OutStream => {
 
   // Moves `pending` into a new connection: framed items unless a replay already
   // covered them, messages stored now, up to a close marker. (Combinators, not
-  // a generator: a generator function made per call gets a hidden class of its
-  // own in the old generation, which keeps what it reaches alive through scavenges.)
+  // a generator: docs/design.md, "Per-request code and the old generation".)
   const drainPending = (connection: Connection, replayed: boolean): Effect.Effect<void> =>
     Effect.suspend(() => {
       while (pending.length > 0) {

@@ -51,11 +51,7 @@ const negotiatedVersion = (reply: JsonRpc.JsonRpcResponse): string | undefined =
  * A POST of the handshake era (a session's, or one without a session).
  *
  * One generator function for every POST (`fnUntraced`), not one made per
- * POST (`Effect.gen(function*() {…})` inside a function): V8 gives each
- * generator function its own prototype and hidden class, made in the old
- * generation on its first call and pointing back at the function, so every
- * scavenge until a full GC kept each POST's closure (its request and
- * response, body and messages) alive and promoted it, ~4.7 KB a POST.
+ * POST: see docs/design.md, "Per-request code and the old generation".
  */
 export const postToSession = Effect.fnUntraced(function*(
   env: Env,

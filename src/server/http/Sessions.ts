@@ -127,9 +127,8 @@ export interface Sessions {
 /**
  * Ends a detached session: its streams, its scope, its stored streams unless
  * kept, then the `onSessionEnd` hook. One generator function for every
- * session (`fnUntraced`), not one made per teardown: each made generator
- * function gets an old-generation hidden class that keeps what it reaches
- * alive through scavenges (an ephemeral session ends with every sessionless POST).
+ * session (`fnUntraced`), not one made per teardown (an ephemeral session
+ * ends with every sessionless POST): see docs/design.md, "Per-request code and the old generation".
  */
 const endSession = Effect.fnUntraced(function*(
   config: SessionsConfig,

@@ -180,8 +180,7 @@ const streamed = (
   responseMode: Env["config"]["responseMode"],
   out: OutStream.OutStream
 ): Response =>
-  // Combinators, not `Effect.gen`: a generator function made per request gets an old-generation
-  // hidden class that keeps the request alive through scavenges.
+  // Combinators, not `Effect.gen` (docs/design.md, "Per-request code and the old generation").
   // A stream ends for good with its exchange (one finalizer only where there is a stream: each costs at close).
   Effect.andThen(
     Effect.addFinalizer(() => out.close),

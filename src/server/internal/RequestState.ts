@@ -70,10 +70,7 @@ export const digestParams = (params: Readonly<Record<string, unknown>>): string 
 /**
  * A request's binding, its params hashed on first read of `digest` (most
  * calls carry no state and ask nothing, so never). A class, not an object
- * literal with a getter: such a literal gets a hidden class of its own,
- * made in the old generation and holding the getter, so every scavenge kept
- * the getter's closure (the request's params, context and rounds) alive and
- * promoted it, ~1.7 KB a request, until a full GC.
+ * literal with a getter: see docs/design.md, "Per-request code and the old generation".
  */
 export class LazyBinding implements Binding {
   readonly method: string

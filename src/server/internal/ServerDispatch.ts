@@ -58,8 +58,7 @@ type LaneItem =
  * A batch's entries in array order: notifications awaited, requests started
  * without waiting; `started` once every entry was handled or started, then
  * the replies in one write. One generator function for every batch
- * (`fnUntraced`), not one made per batch: each made generator function gets
- * an old-generation hidden class that keeps what it reaches alive through scavenges.
+ * (`fnUntraced`), not one made per batch: see docs/design.md, "Per-request code and the old generation".
  */
 const runBatch = Effect.fnUntraced(function*(
   session: ServerSession,
