@@ -15,7 +15,7 @@
  */
 import { spawn } from "node:child_process"
 import { createInterface } from "node:readline"
-import { mcpPoster } from "./mcp-post.ts"
+import { mcpPoster, openSession } from "./mcp-post.ts"
 
 const [era = "session", totalText = "20000", concText = "32", ...serverFlags] = process.argv.slice(2)
 const total = Number(totalText)
@@ -41,14 +41,7 @@ const { close, post } = mcpPoster(url, concurrency)
 const STATELESS = "2026-07-28"
 let headers: Record<string, string>
 if (era === "session") {
-  const init = await post({
-    jsonrpc: "2.0",
-    id: 0,
-    method: "initialize",
-    params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "answer-gc", version: "1.0.0" } }
-  }, {})
-  headers = { "mcp-session-id": String(init.headers["mcp-session-id"]), "mcp-protocol-version": "2025-11-25" }
-  await post({ jsonrpc: "2.0", method: "notifications/initialized" }, headers)
+  headers = await openSession(post, "answer-gc")
 } else {
   headers = { "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo" }
 }

@@ -12,7 +12,7 @@
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { createInterface } from "node:readline"
-import { mcpPoster } from "./mcp-post.ts"
+import { mcpPoster, openSession } from "./mcp-post.ts"
 
 const [progress = "1", totalText = "20000", concText = "8", profileDir] = process.argv.slice(2)
 const total = Number(totalText)
@@ -30,14 +30,7 @@ const url = await new Promise<string>((ok) =>
   })
 )
 const { close, post } = mcpPoster(url, concurrency)
-const init = await post({
-  jsonrpc: "2.0",
-  id: 0,
-  method: "initialize",
-  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "progress-cpu", version: "1.0.0" } }
-}, {})
-const session = { "mcp-session-id": String(init.headers["mcp-session-id"]), "mcp-protocol-version": "2025-11-25" }
-await post({ jsonrpc: "2.0", method: "notifications/initialized" }, session)
+const session = await openSession(post, "progress-cpu")
 
 let nextId = 0
 const drive = async (n: number) => {

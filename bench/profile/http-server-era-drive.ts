@@ -19,7 +19,7 @@ import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { createInterface } from "node:readline"
-import { Pool } from "undici"
+import { mcpPoster, openSession } from "./mcp-post.ts"
 
 const [era = "stateless", totalText = "30000", concText = "32", dir = "/tmp/era-prof"] = process.argv.slice(2)
 const total = Number(totalText), concurrency = Number(concText)
@@ -47,30 +47,15 @@ const url = await new Promise<string>((ok) =>
   })
 )
 const STATELESS = "2026-07-28"
-const SESSION = "2025-11-25"
-const base = { "content-type": "application/json", accept: "application/json, text/event-stream" }
 const meta = {
   "io.modelcontextprotocol/protocolVersion": STATELESS,
   "io.modelcontextprotocol/clientInfo": { name: "era-drive", version: "1.0.0" },
   "io.modelcontextprotocol/clientCapabilities": {}
 }
-const target = new URL(url)
-const pool = new Pool(target.origin, { connections: concurrency, pipelining: 1 })
-const post = async (body: object, headers: Record<string, string>) => {
-  const res = await pool.request({ path: target.pathname, method: "POST", headers: { ...base, ...headers }, body: JSON.stringify(body) })
-  return { status: res.statusCode, headers: res.headers, text: await res.body.text() }
-}
+const { close, post } = mcpPoster(url, concurrency)
 let headers: Record<string, string>
 if (era === "session") {
-  const init = await post({
-    jsonrpc: "2.0",
-    id: 0,
-    method: "initialize",
-    params: { protocolVersion: SESSION, capabilities: {}, clientInfo: { name: "era-drive", version: "1.0.0" } }
-  }, {})
-  const session = String(init.headers["mcp-session-id"])
-  headers = { "mcp-protocol-version": SESSION, "mcp-session-id": session }
-  await post({ jsonrpc: "2.0", method: "notifications/initialized" }, headers)
+  headers = await openSession(post, "era-drive")
 } else {
   headers = era === "effect-min" ? {} : { "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo" }
 }
@@ -106,6 +91,6 @@ const gc = traceGc
   }
   : {}
 console.log(JSON.stringify({ era, total, concurrency, serverCpuUsPerReq: +((cpuOf(child.pid!) - c0) / total).toFixed(1), ...gc }))
-await pool.close()
+await close()
 child.kill("SIGINT")
 await new Promise((ok) => child.once("exit", ok))

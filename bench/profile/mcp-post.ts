@@ -29,3 +29,16 @@ export const mcpPoster = (url: string, connections: number): McpPoster => {
     close: () => pool.close()
   }
 }
+
+/** Opens a 2025-11-25 session (initialize, then initialized); returns the headers its requests carry. */
+export const openSession = async (post: McpPoster["post"], clientName: string): Promise<Record<string, string>> => {
+  const init = await post({
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: clientName, version: "1.0.0" } }
+  }, {})
+  const headers = { "mcp-session-id": String(init.headers["mcp-session-id"]), "mcp-protocol-version": "2025-11-25" }
+  await post({ jsonrpc: "2.0", method: "notifications/initialized" }, headers)
+  return headers
+}
