@@ -18,7 +18,8 @@ export const loaders: Record<string, Loader> = {
   "effect-ai": () => import("./effect-ai.ts"),
   // Ladder steps between `raw` and `ours`, for "where time goes".
   "raw-passthrough": () => import("./raw-passthrough.ts"),
-  "raw-fiber": () => import("./raw-fiber.ts")
+  "raw-fiber": () => import("./raw-fiber.ts"),
+  "effect-floor": () => import("./effect-floor.ts")
 }
 
 /** A client name, or the path of a module with the same `make` (compares another build). */

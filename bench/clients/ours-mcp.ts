@@ -2,6 +2,8 @@
  * This project's protocol layer (`McpClient`: handshake, results decoded with
  * Schema) over its stdio transport: the like-for-like peer of the SDK's
  * `Client` and of `effect/ai`'s `McpClient`, which both decode results too.
+ * BENCH_STDIO_UNTRACKED=1 turns the server's descendant tracking off
+ * (`shutdown.descendantSampleInterval: false`), to weigh its share of teardown.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -25,7 +27,11 @@ export const make = async (
       // Pinned when asked: a pinned revision neither probes nor falls back.
       ...(options.protocol === undefined ? {} : { protocol: options.protocol })
     }).pipe(
-      Layer.provide(StdioClientTransport.layer({ command, args })),
+      Layer.provide(StdioClientTransport.layer({
+        command,
+        args,
+        ...(process.env.BENCH_STDIO_UNTRACKED === "1" ? { shutdown: { descendantSampleInterval: false } } : {})
+      })),
       Layer.provide(NodeSpawner.layer)
     )
   )
