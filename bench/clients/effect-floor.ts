@@ -26,6 +26,8 @@ const NodeSpawner = await loadNodeSpawner()
 interface Requester {
   readonly request: (method: string, params?: unknown) => Effect.Effect<unknown>
   readonly notify: (method: string) => Effect.Effect<void>
+  /** Lines that were no response: the server's notifications (`notifications/progress` in the sweep). */
+  readonly notificationsReceived: () => number
 }
 
 const requester = (command: string, args: ReadonlyArray<string>) =>
@@ -37,6 +39,7 @@ const requester = (command: string, args: ReadonlyArray<string>) =>
     const encoder = new TextEncoder()
     const decoder = new TextDecoder()
     let partial = ""
+    let notifications = 0
     yield* Stream.fromQueue(outgoing).pipe(
       Stream.mapArray((lines) => [encoder.encode(lines.join(""))]),
       Stream.run(handle.stdin),
@@ -51,7 +54,8 @@ const requester = (command: string, args: ReadonlyArray<string>) =>
           while (end !== -1) {
             const message = JSON.parse(text.slice(start, end)) as { id?: number; result?: unknown }
             const resume = message.id === undefined ? undefined : pending.get(message.id)
-            if (resume !== undefined) {
+            if (message.id === undefined) notifications++
+            else if (resume !== undefined) {
               pending.delete(message.id!)
               resume(Exit.succeed(message.result))
             }
@@ -72,7 +76,8 @@ const requester = (command: string, args: ReadonlyArray<string>) =>
           pending.set(id, resume)
           Queue.offerUnsafe(outgoing, JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n")
         }),
-      notify: (method) => Effect.sync(() => void Queue.offerUnsafe(outgoing, JSON.stringify({ jsonrpc: "2.0", method }) + "\n"))
+      notify: (method) => Effect.sync(() => void Queue.offerUnsafe(outgoing, JSON.stringify({ jsonrpc: "2.0", method }) + "\n")),
+      notificationsReceived: () => notifications
     }
     return result
   })
@@ -89,12 +94,22 @@ export const make = async (
   if (!stateless) {
     await runtime.runPromise(Effect.andThen(floor.request("initialize", INITIALIZE_PARAMS), floor.notify("notifications/initialized")))
   }
-  const callTool = floor.request("tools/call", stateless ? { ...TOOL_PARAMS, _meta: MODERN_META } : TOOL_PARAMS)
+  const meta = stateless ? MODERN_META : {}
+  const callTool = floor.request("tools/call", stateless ? { ...TOOL_PARAMS, _meta: meta } : TOOL_PARAMS)
+  let token = 0
+  const withProgress = Effect.suspend(() =>
+    floor.request("tools/call", { ...TOOL_PARAMS, _meta: { ...meta, progressToken: ++token } })
+  )
   const ping = floor.request("ping", stateless ? { _meta: MODERN_META } : undefined)
   return {
     callTool: () => runtime.runPromise(callTool),
+    callToolWithProgress: () => runtime.runPromise(withProgress),
+    progressReceived: floor.notificationsReceived,
     ping: () => runtime.runPromise(ping),
-    drive: (op, total, concurrency) => runtime.runPromise(driveEffect(op === "ping" ? ping : callTool, total, concurrency)),
+    drive: (op, total, concurrency) =>
+      runtime.runPromise(
+        driveEffect(op === "ping" ? ping : op === "callToolWithProgress" ? withProgress : callTool, total, concurrency)
+      ),
     holdAsFibers: (count) => runtime.runPromise(holdEffect(callTool, count)),
     close: async () => {
       await runtime.runPromise(Scope.close(scope, Exit.void))
