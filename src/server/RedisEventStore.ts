@@ -296,17 +296,31 @@ const fenced = (redis: Redis.Redis["Service"], lease: InstanceLeaseShape | undef
   if (lease === undefined || key === undefined) return undefined
   const run = redis.eval(fencedAppendScript)
   return (stream: string, index: string, data: string, event: string, maxLen: number, ttlMs: number, maxStreams: number) =>
-    Effect.gen(function*() {
-      // Work started under an older lease keeps its token, and the script refuses it.
-      const pinned = yield* WriterToken
-      const token = lease.token() === undefined ? undefined : pinned ?? lease.token()
-      const id = token === undefined
-        ? null
-        : yield* run(stream, index, key, data, event, maxLen, ttlMs, maxStreams, String(token))
-      if (id === null) return yield* Effect.die(new LeaseLost({ instanceId: lease.id }))
-      return id
-    })
+    fencedAppend(run, lease, key, stream, index, data, event, maxLen, ttlMs, maxStreams)
 }
+
+/** One fenced append; one generator function for every append (docs/design.md, "Per-request code and the old generation"). */
+const fencedAppend = Effect.fnUntraced(function*(
+  run: (...params: Parameters<typeof fencedAppendScript.params>) => Effect.Effect<string | null, Redis.RedisError>,
+  lease: InstanceLeaseShape,
+  key: string,
+  stream: string,
+  index: string,
+  data: string,
+  event: string,
+  maxLen: number,
+  ttlMs: number,
+  maxStreams: number
+) {
+  // Work started under an older lease keeps its token, and the script refuses it.
+  const pinned = yield* WriterToken
+  const token = lease.token() === undefined ? undefined : pinned ?? lease.token()
+  const id = token === undefined
+    ? null
+    : yield* run(stream, index, key, data, event, maxLen, ttlMs, maxStreams, String(token))
+  if (id === null) return yield* Effect.die(new LeaseLost({ instanceId: lease.id }))
+  return id
+})
 
 type Entries = ReadonlyArray<readonly [string, ReadonlyArray<string>]>
 

@@ -33,6 +33,7 @@
  * (the liveness check reads keys it is not given).
  */
 import { randomBytes } from "node:crypto"
+import type * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -47,7 +48,7 @@ import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as JsonRpc from "../JsonRpc.ts"
-import { isTerminal } from "../TaskWire.ts"
+import { isTerminal, type TaskStatus } from "../TaskWire.ts"
 import { InstanceLease } from "./InstanceLease.ts"
 import { type TaskRecord, TaskStore, TaskStoreError, type TaskStoreShape } from "./TaskStore.ts"
 import * as Wakers from "./internal/Wakers.ts"
@@ -176,6 +177,23 @@ interface Versioned {
 /** A conflicting compare-and-set is retried with the newer record; this many conflicts in a row is an error. */
 const MAX_CONFLICTS = 100
 
+interface Read {
+  readonly entries: ReadonlyArray<Versioned>
+  readonly alive: boolean
+}
+
+/** The round trips of one store, which its per-operation loops (below `make`) take as their first argument. */
+interface Ops {
+  readonly read: (operation: string, taskId: string, after: string) => Effect.Effect<Read | undefined, TaskStoreError>
+  /** Appends `next` if `version` is still the last: the new version, `"conflict"`, or `undefined` for a task gone. */
+  readonly append: (
+    operation: string,
+    taskId: string,
+    version: string,
+    next: TaskRecord
+  ) => Effect.Effect<string | "conflict" | undefined, TaskStoreError>
+}
+
 const fieldOf = (fields: ReadonlyArray<string>, name: string): string | undefined => {
   for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1]
   return undefined
@@ -242,10 +260,6 @@ export const make = (options?: Options): Effect.Effect<TaskStoreShape, never, Re
         catch: (cause) => new TaskStoreError({ operation, reason: "a stored task did not decode", cause })
       })
 
-    interface Read {
-      readonly entries: ReadonlyArray<Versioned>
-      readonly alive: boolean
-    }
     const read = (operation: string, taskId: string, after: string): Effect.Effect<Read | undefined, TaskStoreError> =>
       Effect.flatMap(bounded(operation, readEval(keyOf(taskId), after, prefix)), (reply) => {
         if (reply === null || reply === undefined) return Effect.succeed(undefined)
@@ -255,7 +269,6 @@ export const make = (options?: Options): Effect.Effect<TaskStoreShape, never, Re
         )
       })
 
-    /** Appends `next` if `version` is still the last: the new version, `"conflict"`, or `undefined` for a task gone. */
     const append = (operation: string, taskId: string, version: string, next: TaskRecord) =>
       Effect.map(
         bounded(
@@ -266,21 +279,7 @@ export const make = (options?: Options): Effect.Effect<TaskStoreShape, never, Re
           reply === null || reply === undefined ? undefined : typeof reply === "number" || reply === "0" ? "conflict" : reply
       )
 
-    /** The record now; a working task whose instance is gone is failed on the way (once, whoever reads it). */
-    const current = (operation: string, taskId: string): Effect.Effect<Versioned | undefined, TaskStoreError> =>
-      Effect.gen(function*() {
-        for (let conflicts = 0; conflicts < MAX_CONFLICTS; conflicts++) {
-          const found = yield* read(operation, taskId, "")
-          const last = found?.entries[found.entries.length - 1]
-          if (found === undefined || last === undefined) return undefined
-          if (found.alive) return last
-          const failed = ownerGone(last.record, yield* Clock.currentTimeMillis)
-          const version = yield* append(operation, taskId, last.version, failed)
-          if (version === undefined) return undefined
-          if (version !== "conflict") return { version, record: failed }
-        }
-        return yield* new TaskStoreError({ operation, reason: "too many concurrent changes of one task" })
-      })
+    const ops: Ops = { read, append }
 
     // Followers of a task on this instance, woken when a change of it is announced.
     const followers = Wakers.make()
@@ -308,48 +307,8 @@ export const make = (options?: Options): Effect.Effect<TaskStoreShape, never, Re
 
     const changes = (taskId: string): Stream.Stream<TaskRecord, TaskStoreError> =>
       Stream.callback<TaskRecord, TaskStoreError>((queue) =>
-        Effect.gen(function*() {
-          const latch = Latch.makeUnsafe(false)
-          yield* followers.register(taskId, () => latch.openUnsafe())
-          yield* whenSubscribed
-          let after = ""
-          let latest: TaskRecord | undefined
-          for (;;) {
-            latch.closeUnsafe()
-            const found = yield* read("changes", taskId, after)
-            if (found === undefined) return yield* Queue.end(queue)
-            for (const { version, record } of found.entries) {
-              after = version
-              latest = record
-              yield* Queue.offer(queue, record)
-              if (isTerminal(record.status)) return yield* Queue.end(queue)
-            }
-            if (!found.alive) {
-              // Failed here or by another reader: either way the next read shows it.
-              yield* current("changes", taskId)
-              continue
-            }
-            const now = yield* Clock.currentTimeMillis
-            const untilDeadline = latest === undefined || latest.ttlMs === null
-              ? recheckMs
-              : Math.max(1, latest.createdAt + latest.ttlMs - now + 1)
-            yield* Effect.raceFirst(latch.await, Effect.sleep(Math.min(recheckMs, untilDeadline)))
-          }
-        })
+        follow(ops, followers, whenSubscribed, recheckMs, taskId, queue)
       )
-
-    const compareAndSet: TaskStoreShape["compareAndSet"] = (taskId, expected, next) =>
-      Effect.gen(function*() {
-        for (let conflicts = 0; conflicts < MAX_CONFLICTS; conflicts++) {
-          const found = yield* current("compareAndSet", taskId)
-          if (found === undefined || !expected.includes(found.record.status)) return undefined
-          const updated = next(found.record)
-          const version = yield* append("compareAndSet", taskId, found.version, updated)
-          if (version === undefined) return undefined
-          if (version !== "conflict") return updated
-        }
-        return yield* new TaskStoreError({ operation: "compareAndSet", reason: "too many concurrent changes of one task" })
-      })
 
     // The liveness mark: set while at least one hold is open, renewed every third of the lease, removed after
     // the last. Holds and releases take turns, so that a removal never lands after the setting of a newer hold.
@@ -408,14 +367,89 @@ export const make = (options?: Options): Effect.Effect<TaskStoreShape, never, Re
               ? Effect.fail(new TaskStoreError({ operation: "create", reason: `task ${record.taskId} exists already` }))
               : Effect.void
         ),
-      get: (taskId) => Effect.map(current("get", taskId), (found) => found?.record),
-      compareAndSet,
+      get: (taskId) => Effect.map(current(ops, "get", taskId), (found) => found?.record),
+      compareAndSet: (taskId, expected, next) => compareAndSet(ops, taskId, expected, next),
       changes,
       remove: (taskId) => Effect.asVoid(bounded("remove", removeEval(keyOf(taskId), channel, taskId))),
       instance: { id: instanceId, hold }
     }
     return store
   })
+
+// One generator function for each loop below, not one per call (docs/design.md, "Per-request code and the old generation").
+
+/** The record now; a working task whose instance is gone is failed on the way (once, whoever reads it). */
+const current = Effect.fnUntraced(function*(
+  ops: Ops,
+  operation: string,
+  taskId: string
+): Effect.fn.Return<Versioned | undefined, TaskStoreError> {
+  for (let conflicts = 0; conflicts < MAX_CONFLICTS; conflicts++) {
+    const found = yield* ops.read(operation, taskId, "")
+    const last = found?.entries[found.entries.length - 1]
+    if (found === undefined || last === undefined) return undefined
+    if (found.alive) return last
+    const failed = ownerGone(last.record, yield* Clock.currentTimeMillis)
+    const version = yield* ops.append(operation, taskId, last.version, failed)
+    if (version === undefined) return undefined
+    if (version !== "conflict") return { version, record: failed }
+  }
+  return yield* new TaskStoreError({ operation, reason: "too many concurrent changes of one task" })
+})
+
+const compareAndSet = Effect.fnUntraced(function*(
+  ops: Ops,
+  taskId: string,
+  expected: ReadonlyArray<TaskStatus>,
+  next: (record: TaskRecord) => TaskRecord
+): Effect.fn.Return<TaskRecord | undefined, TaskStoreError> {
+  for (let conflicts = 0; conflicts < MAX_CONFLICTS; conflicts++) {
+    const found = yield* current(ops, "compareAndSet", taskId)
+    if (found === undefined || !expected.includes(found.record.status)) return undefined
+    const updated = next(found.record)
+    const version = yield* ops.append("compareAndSet", taskId, found.version, updated)
+    if (version === undefined) return undefined
+    if (version !== "conflict") return updated
+  }
+  return yield* new TaskStoreError({ operation: "compareAndSet", reason: "too many concurrent changes of one task" })
+})
+
+/** Offers each change of the task to `queue` as it is read, and ends it after a terminal one or once the task is gone. */
+const follow = Effect.fnUntraced(function*(
+  ops: Ops,
+  followers: Wakers.Wakers,
+  whenSubscribed: Effect.Effect<unknown>,
+  recheckMs: number,
+  taskId: string,
+  queue: Queue.Queue<TaskRecord, TaskStoreError | Cause.Done>
+): Effect.fn.Return<boolean, TaskStoreError, Scope.Scope> {
+  const latch = Latch.makeUnsafe(false)
+  yield* followers.register(taskId, () => latch.openUnsafe())
+  yield* whenSubscribed
+  let after = ""
+  let latest: TaskRecord | undefined
+  for (;;) {
+    latch.closeUnsafe()
+    const found = yield* ops.read("changes", taskId, after)
+    if (found === undefined) return yield* Queue.end(queue)
+    for (const { version, record } of found.entries) {
+      after = version
+      latest = record
+      yield* Queue.offer(queue, record)
+      if (isTerminal(record.status)) return yield* Queue.end(queue)
+    }
+    if (!found.alive) {
+      // Failed here or by another reader: either way the next read shows it.
+      yield* current(ops, "changes", taskId)
+      continue
+    }
+    const now = yield* Clock.currentTimeMillis
+    const untilDeadline = latest === undefined || latest.ttlMs === null
+      ? recheckMs
+      : Math.max(1, latest.createdAt + latest.ttlMs - now + 1)
+    yield* Effect.raceFirst(latch.await, Effect.sleep(Math.min(recheckMs, untilDeadline)))
+  }
+})
 
 /** The record of a working task whose instance stopped: failed, with an error that says so. */
 const ownerGone = (record: TaskRecord, now: number): TaskRecord => ({

@@ -155,12 +155,9 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
 
     // Connections following the shared stream, by how each is ended.
     const followers = new Set<() => void>()
-    const follow = (lastEventId: string | undefined, tail: Tail) =>
-      Effect.gen(function*() {
-        if (lastEventId !== undefined) {
-          const of = yield* store.streamOf(lastEventId)
-          if (Option.isNone(of) || of.value !== streamId) return Option.none()
-        }
+    // Combinators, not `Effect.gen` (docs/design.md, "Per-request code and the old generation").
+    const follow = (lastEventId: string | undefined, tail: Tail): Effect.Effect<Option.Option<Stream.Stream<Uint8Array>>> => {
+      const connect = () => {
         let mine: (() => void) | undefined
         return Option.some(SharedStream.follower({
           tail,
@@ -175,7 +172,10 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
             if (mine !== undefined) followers.delete(mine)
           }
         }))
-      })
+      }
+      if (lastEventId === undefined) return Effect.sync(connect)
+      return Effect.map(store.streamOf(lastEventId), (of) => Option.isNone(of) || of.value !== streamId ? Option.none() : connect())
+    }
 
     const listen = (lastEventId: string | undefined, cut: () => void) =>
       tail !== undefined ? follow(lastEventId, tail) : Effect.gen(function*() {

@@ -138,34 +138,34 @@ export type Resolution =
 /**
  * The session a request names, from the registry: the local copy brought
  * up to date, or one adopted now; unknown when it ended, expired or
- * belongs to another principal.
+ * belongs to another principal. One generator function for every request
+ * (docs/design.md, "Per-request code and the old generation").
  */
-export const resolve = (
+export const resolve = Effect.fnUntraced(function*(
   shared: Shared,
   sessions: Sessions,
   handler: Handler<never>,
   sessionId: string,
   principalId: string
-): Effect.Effect<Resolution, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const loaded = yield* Effect.result(shared.registry.load(sessionId, shared.ttlMs))
-    if (loaded._tag === "Failure") return { _tag: "Unavailable", response: unavailable(shared) } as const
-    const held = sessions.get(sessionId)
-    if (Option.isNone(loaded.success)) {
-      // Ended elsewhere, and the announcement has not come (or was missed).
-      if (held !== undefined) yield* sessions.close(held)
-      return { _tag: "Unknown" } as const
-    }
-    const record = loaded.success.value
-    if (record.principal !== principalId) return { _tag: "Unknown" } as const
-    if (held !== undefined && !held.closed) {
-      yield* catchUp(shared, handler, held, record)
-      return { _tag: "Found", session: held } as const
-    }
-    const adopted = yield* sessions.adopt(sessionId, principalId, (session) => catchUp(shared, handler, session, record))
-    if (isRefused(adopted)) return { _tag: "Refused", refused: adopted } as const
-    return { _tag: "Found", session: adopted } as const
-  })
+): Effect.fn.Return<Resolution, never, Scope.Scope> {
+  const loaded = yield* Effect.result(shared.registry.load(sessionId, shared.ttlMs))
+  if (loaded._tag === "Failure") return { _tag: "Unavailable", response: unavailable(shared) }
+  const held = sessions.get(sessionId)
+  if (Option.isNone(loaded.success)) {
+    // Ended elsewhere, and the announcement has not come (or was missed).
+    if (held !== undefined) yield* sessions.close(held)
+    return { _tag: "Unknown" }
+  }
+  const record = loaded.success.value
+  if (record.principal !== principalId) return { _tag: "Unknown" }
+  if (held !== undefined && !held.closed) {
+    yield* catchUp(shared, handler, held, record)
+    return { _tag: "Found", session: held }
+  }
+  const adopted = yield* sessions.adopt(sessionId, principalId, (session) => catchUp(shared, handler, session, record))
+  if (isRefused(adopted)) return { _tag: "Refused", refused: adopted }
+  return { _tag: "Found", session: adopted }
+})
 
 /** Tells the handler (and the session) what the record says that this instance did not know yet. */
 const catchUp = (shared: Shared, handler: Handler<never>, session: Session, record: SessionRecord): Effect.Effect<void> =>

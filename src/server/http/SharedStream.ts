@@ -23,6 +23,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { EventStoreShape, FollowFrom, Tail } from "../EventStore.ts"
@@ -51,43 +52,47 @@ export interface FollowOptions {
 }
 
 /** The frames of one connection following a stream of the store: its head, then the stream's events as they come. */
-export const follower = (options: FollowOptions): Stream.Stream<Uint8Array> =>
-  Stream.unwrap(Effect.gen(function*() {
-    const queue = yield* Queue.bounded<Uint8Array, Cause.Done>(READ_AHEAD)
-    const head = options.head ?? ""
-    // Something on the wire at once, so the response headers go out now.
-    const opening = SseWire.encode(head === "" ? ": stream open\n\n" : head)
-    const events = yield* options.tail.follow(options.streamId, options.from)
-    yield* Queue.offer(queue, opening)
-    yield* events.pipe(
-      Stream.runForEach((e) => Queue.offer(queue, SseWire.encode(SseWire.event(e.data, e.id, e.event)))),
-      Effect.andThen(Queue.end(queue)),
-      Effect.forkScoped
-    )
-    if (options.until !== undefined) yield* Effect.forkScoped(Effect.andThen(options.until, Queue.end(queue)))
-    // Only an idle connection needs one, and it never displaces an event.
-    const stopKeepAlive = yield* (options.keepAlive ?? KeepAlive.none).add(() => {
-      if (Queue.sizeUnsafe(queue) === 0) Queue.offerUnsafe(queue, keepAliveFrame)
+export const follower = (options: FollowOptions): Stream.Stream<Uint8Array> => Stream.unwrap(openFollower(options))
+
+/** One generator function for every connection (docs/design.md, "Per-request code and the old generation"). */
+const openFollower = Effect.fnUntraced(function*(
+  options: FollowOptions
+): Effect.fn.Return<Stream.Stream<Uint8Array>, never, Scope.Scope> {
+  const queue = yield* Queue.bounded<Uint8Array, Cause.Done>(READ_AHEAD)
+  const head = options.head ?? ""
+  // Something on the wire at once, so the response headers go out now.
+  const opening = SseWire.encode(head === "" ? ": stream open\n\n" : head)
+  const events = yield* options.tail.follow(options.streamId, options.from)
+  yield* Queue.offer(queue, opening)
+  yield* events.pipe(
+    Stream.runForEach((e) => Queue.offer(queue, SseWire.encode(SseWire.event(e.data, e.id, e.event)))),
+    Effect.andThen(Queue.end(queue)),
+    Effect.forkScoped
+  )
+  if (options.until !== undefined) yield* Effect.forkScoped(Effect.andThen(options.until, Queue.end(queue)))
+  // Only an idle connection needs one, and it never displaces an event.
+  const stopKeepAlive = yield* (options.keepAlive ?? KeepAlive.none).add(() => {
+    if (Queue.sizeUnsafe(queue) === 0) Queue.offerUnsafe(queue, keepAliveFrame)
+  })
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      stopKeepAlive()
+      options.onClose?.()
     })
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        stopKeepAlive()
-        options.onClose?.()
-      })
-    )
-    options.onOpen?.(() => {
-      Queue.endUnsafe(queue)
-    })
-    // One frame per write, and a message that follows another goes out in a later turn (see OutStream).
-    let spaced = false
-    const take = Effect.map(Queue.take(queue), (bytes): readonly [Uint8Array] => {
-      spaced = bytes !== opening && bytes !== keepAliveFrame
-      return [bytes]
-    })
-    return Stream.fromPull(Effect.succeed(Effect.suspend(() =>
-      spaced && Queue.sizeUnsafe(queue) > 0 ? Effect.andThen(Effect.yieldNow, take) : take
-    )))
-  }))
+  )
+  options.onOpen?.(() => {
+    Queue.endUnsafe(queue)
+  })
+  // One frame per write, and a message that follows another goes out in a later turn (see OutStream).
+  let spaced = false
+  const take = Effect.map(Queue.take(queue), (bytes): readonly [Uint8Array] => {
+    spaced = bytes !== opening && bytes !== keepAliveFrame
+    return [bytes]
+  })
+  return Stream.fromPull(Effect.succeed(Effect.suspend(() =>
+    spaced && Queue.sizeUnsafe(queue) > 0 ? Effect.andThen(Effect.yieldNow, take) : take
+  )))
+})
 
 export interface StandaloneOptions {
   readonly streamId: string
@@ -141,37 +146,28 @@ export const makeStandalone = (options: StandaloneOptions): OutStream => {
   })
 
   const attach = (attachOptions: AttachOptions): Stream.Stream<Uint8Array> =>
-    Stream.unwrap(Effect.gen(function*() {
-      if (closed || isEnded) return Stream.empty
-      const head: Array<string> = [...(attachOptions.preamble ?? [])]
-      let from: FollowFrom = attachedOnce ? "end" : "start"
+    Stream.unwrap(Effect.suspend(() => {
+      if (closed || isEnded) return Effect.succeed(Stream.empty)
+      const from: FollowFrom = attachedOnce ? "end" : "start"
       attachedOnce = true
-      if (attachOptions.priming) {
-        const id = yield* store.append(streamId, "")
-        head.push(SseWire.event("", id))
-        if (from === "end") from = { after: id }
-      }
-      if (attachOptions.retryMs !== undefined) head.push(SseWire.retry(attachOptions.retryMs))
-      if (attachOptions.lastEventId !== undefined) {
-        const of = yield* store.streamOf(attachOptions.lastEventId)
-        if (Option.isSome(of) && of.value === streamId) from = { after: attachOptions.lastEventId }
-      }
-      let mine: (() => void) | undefined
-      return follower({
-        tail,
-        streamId,
-        from,
-        head: head.join(""),
-        keepAlive: options.keepAlive,
-        onOpen: (endThis) => {
-          // Attaching takes the stream over from the connection before.
-          endCurrent()
-          mine = endThis
-          current = endThis
-        },
-        onClose: () => {
-          if (current === mine) current = undefined
-        }
+      return Effect.map(position(store, streamId, attachOptions, from), (at) => {
+        let mine: (() => void) | undefined
+        return follower({
+          tail,
+          streamId,
+          from: at.from,
+          head: at.head,
+          keepAlive: options.keepAlive,
+          onOpen: (endThis) => {
+            // Attaching takes the stream over from the connection before.
+            endCurrent()
+            mine = endThis
+            current = endThis
+          },
+          onClose: () => {
+            if (current === mine) current = undefined
+          }
+        })
       })
     }))
 
@@ -196,3 +192,29 @@ export const makeStandalone = (options: StandaloneOptions): OutStream => {
     })
   } satisfies OutStream
 }
+
+/**
+ * Where a connection attaching to a standalone stream starts (`from`, moved
+ * past its priming event or to the client's `Last-Event-ID`) and what it
+ * writes first. One generator function for every attach (docs/design.md,
+ * "Per-request code and the old generation").
+ */
+const position = Effect.fnUntraced(function*(
+  store: EventStoreShape,
+  streamId: string,
+  attachOptions: AttachOptions,
+  from: FollowFrom
+): Effect.fn.Return<{ readonly from: FollowFrom; readonly head: string }> {
+  const head: Array<string> = [...(attachOptions.preamble ?? [])]
+  if (attachOptions.priming) {
+    const id = yield* store.append(streamId, "")
+    head.push(SseWire.event("", id))
+    if (from === "end") from = { after: id }
+  }
+  if (attachOptions.retryMs !== undefined) head.push(SseWire.retry(attachOptions.retryMs))
+  if (attachOptions.lastEventId !== undefined) {
+    const of = yield* store.streamOf(attachOptions.lastEventId)
+    if (Option.isSome(of) && of.value === streamId) from = { after: attachOptions.lastEventId }
+  }
+  return { from, head: head.join("") }
+})

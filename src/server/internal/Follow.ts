@@ -31,45 +31,47 @@ export interface Options<C, A> {
 }
 
 /** Registered and positioned when this completes (an append that follows is delivered); ends with the scope. */
-export const make = <C, A>(options: Options<C, A>): Effect.Effect<Stream.Stream<A>, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    // Set by a wake-up that came while no read was waiting: the next wait returns at once.
-    let woken = false
-    let waiting: Deferred.Deferred<void> | undefined
-    yield* options.register(() => {
-      woken = true
-      if (waiting !== undefined) {
-        Deferred.doneUnsafe(waiting, Effect.void)
-        waiting = undefined
-      }
-    })
-    let cursor = yield* options.start
-    let finished = false
-    const poll = options.pollMs === undefined ? undefined : Duration.millis(options.pollMs)
-    const wait = Effect.suspend(() => {
-      if (woken) {
-        woken = false
-        return Effect.void
-      }
-      const signal = Deferred.makeUnsafe<void>()
-      waiting = signal
-      const woke = Deferred.await(signal)
-      return (poll === undefined ? woke : Effect.asVoid(Effect.timeoutOption(woke, poll))).pipe(
-        Effect.ensuring(Effect.sync(() => {
-          woken = false
-          if (waiting === signal) waiting = undefined
-        }))
-      )
-    })
-    const pull: Effect.Effect<readonly [A, ...Array<A>], Cause.Done> = Effect.suspend(() => {
-      if (finished) return Cause.done()
-      return Effect.flatMap(options.read(cursor), (found) => {
-        cursor = found.cursor
-        if (found.finished) finished = true
-        if (found.events.length > 0) return Effect.succeed(found.events as readonly [A, ...Array<A>])
-        if (finished) return Cause.done()
-        return Effect.andThen(wait, pull)
-      })
-    })
-    return Stream.fromPull(Effect.succeed(pull))
+export const make = <C, A>(options: Options<C, A>): Effect.Effect<Stream.Stream<A>, never, Scope.Scope> => follow(options)
+
+/** One generator function for every follower (docs/design.md, "Per-request code and the old generation"). */
+const follow = Effect.fnUntraced(function*<C, A>(options: Options<C, A>): Effect.fn.Return<Stream.Stream<A>, never, Scope.Scope> {
+  // Set by a wake-up that came while no read was waiting: the next wait returns at once.
+  let woken = false
+  let waiting: Deferred.Deferred<void> | undefined
+  yield* options.register(() => {
+    woken = true
+    if (waiting !== undefined) {
+      Deferred.doneUnsafe(waiting, Effect.void)
+      waiting = undefined
+    }
   })
+  let cursor = yield* options.start
+  let finished = false
+  const poll = options.pollMs === undefined ? undefined : Duration.millis(options.pollMs)
+  const wait = Effect.suspend(() => {
+    if (woken) {
+      woken = false
+      return Effect.void
+    }
+    const signal = Deferred.makeUnsafe<void>()
+    waiting = signal
+    const woke = Deferred.await(signal)
+    return (poll === undefined ? woke : Effect.asVoid(Effect.timeoutOption(woke, poll))).pipe(
+      Effect.ensuring(Effect.sync(() => {
+        woken = false
+        if (waiting === signal) waiting = undefined
+      }))
+    )
+  })
+  const pull: Effect.Effect<readonly [A, ...Array<A>], Cause.Done> = Effect.suspend(() => {
+    if (finished) return Cause.done()
+    return Effect.flatMap(options.read(cursor), (found) => {
+      cursor = found.cursor
+      if (found.finished) finished = true
+      if (found.events.length > 0) return Effect.succeed(found.events as readonly [A, ...Array<A>])
+      if (finished) return Cause.done()
+      return Effect.andThen(wait, pull)
+    })
+  })
+  return Stream.fromPull(Effect.succeed(pull))
+})
