@@ -43,15 +43,18 @@
  * one; ASCII `->` accepted), BENCH_SWEEP_CONCURRENCY (1,2,4,8,16,32,64: for
  * p0), BENCH_SWEEP_PROGRESS (0,1,20,100), BENCH_SWEEP_PROGRESS_CONCURRENCY
  * (8: where p > 0 is measured), BENCH_SWEEP_TOTAL (calls per p0 cell over
- * stdio, default 4 000) and BENCH_SWEEP_HTTP_TOTAL (over HTTP, default 400):
+ * stdio, default 20 000) and BENCH_SWEEP_HTTP_TOTAL (over HTTP, default 2 000):
  * a cell with p notifications per call makes total / (1 + p/10) calls (at
  * least 50), after a warm-up of a quarter of that at the same concurrency (and
  * each client first warms up with four such warm-ups at its highest concurrency).
+ * The totals are set so that a cell lasts long enough to measure a steady
+ * state: at 4 000 calls a stdio c8 cell lasted about 50 ms, and one GC pause or
+ * late compilation decided its figure (ours at 0.49× raw there, 0.93× in 20 000).
  * The full sweep at BENCH_RUNS=5 is 35 stdio and 45 HTTP client processes,
  * with 12 HTTP servers (a kind, era and progress count each) alive
- * throughout; the totals keep it to about 10 minutes on 2 idle cores
- * (estimated from its CPU time: c64 over HTTP at 400 calls is about six
- * rounds, raise BENCH_SWEEP_HTTP_TOTAL for steadier high-concurrency cells).
+ * throughout; the stdio half with raw, ours and sdk at p0 and p20 takes about
+ * 4 minutes on 2 idle cores, the HTTP half longer (c1 cells run at about
+ * 1 000 calls/s).
  * `BENCH_SMOKE=1`: c8 and c32, p0 and p20, 40 calls per cell.
  */
 import { envList, envNumber, interleave, mapLimited, parallelism, runJsonLines, Samples, script } from "../child.ts"
@@ -101,7 +104,7 @@ interface Plan {
 const plan = ({ smoke }: WorkloadOptions): Plan => {
   const concurrency = envList("BENCH_SWEEP_CONCURRENCY", smoke ? "8,32" : "1,2,4,8,16,32,64").map(Number)
   const progressConcurrency = envList("BENCH_SWEEP_PROGRESS_CONCURRENCY", "8").map(Number)
-  const base = { stdio: envNumber("BENCH_SWEEP_TOTAL", 4_000), http: envNumber("BENCH_SWEEP_HTTP_TOTAL", 400) }
+  const base = { stdio: envNumber("BENCH_SWEEP_TOTAL", 20_000), http: envNumber("BENCH_SWEEP_HTTP_TOTAL", 2_000) }
   return {
     eras: envList("BENCH_SWEEP_ERAS", `${SESSION},${STATELESS}`) as Array<Protocol>,
     impls: envList("BENCH_SWEEP_CLIENTS", "raw,ours,sdk,sdk2,ours→ours").map(parseImpl),
