@@ -89,4 +89,10 @@ process.stdin.on("data", (chunk: string) => {
   pending = pending.slice(start)
   if (out.length > 0) process.stdout.write(out)
 })
-process.stdin.on("end", () => process.exit(0))
+// For bench/profile/teardown-phases.ts: when stdin's end reached this process (monotonic µs).
+const eofFile = process.env.BENCH_EOF_FILE
+const writeEof = eofFile === undefined || eofFile === "" ? undefined : (await import("node:fs")).writeFileSync
+process.stdin.on("end", () => {
+  if (writeEof !== undefined) writeEof(eofFile!, String(process.hrtime.bigint() / 1000n))
+  process.exit(0)
+})
