@@ -12,6 +12,9 @@
  * by `tasks/update`. The task's fiber starts from the request's services
  * less what belongs to the request alone (`detachedContext`), so that a live task
  * keeps no HTTP request, response, request scope or span alive.
+ *
+ * What the server says of a task on the wire (its shapes, a failed task's
+ * error, the extension in the capabilities) is TaskAnswers'.
  */
 import { randomBytes } from "node:crypto"
 import * as Cause from "effect/Cause"
@@ -28,12 +31,15 @@ import * as ScopeModule from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Tracer from "effect/Tracer"
 import * as JsonRpc from "../../JsonRpc.ts"
-import { CapabilityNotSupported, RpcError } from "../../McpError.ts"
+import { RpcError } from "../../McpError.ts"
 import * as TaskWire from "../../TaskWire.ts"
 import type { RequestContext } from "../RequestContext.ts"
 import { makeMemory, type TaskRecord, TaskStore, type TaskStoreShape } from "../TaskStore.ts"
 import type { Catalogue } from "./Catalogue.ts"
 import { InputKey } from "./Rounds.ts"
+import { created, errorOf, missingExtension } from "./TaskAnswers.ts"
+
+export { created, detailed, missingExtension, withExtension, withoutExecution } from "./TaskAnswers.ts"
 
 type Json = Record<string, unknown>
 
@@ -64,58 +70,6 @@ export const newTaskId = (): string => randomBytes(18).toString("base64url")
  */
 export const ownerKey = (principal: string | undefined, sessionId: string | undefined): string | undefined =>
   principal !== undefined ? `principal:${principal}` : sessionId !== undefined ? `session:${sessionId}` : undefined
-
-const iso = (ms: number) => new Date(ms).toISOString()
-
-/** The task as `tasks/get` answers and `notifications/tasks` sends it (without `resultType`). */
-export const detailed = (r: TaskRecord): Json => {
-  const out: Json = {
-    taskId: r.taskId,
-    status: r.status,
-    ...(r.statusMessage === undefined ? {} : { statusMessage: r.statusMessage }),
-    createdAt: iso(r.createdAt),
-    lastUpdatedAt: iso(r.lastUpdatedAt),
-    ttlMs: r.ttlMs,
-    ...(r.pollIntervalMs === undefined ? {} : { pollIntervalMs: r.pollIntervalMs })
-  }
-  if (r.status === "input_required") out.inputRequests = r.inputRequests
-  // The tool's own result as the call would have answered it: a 2026-07-28 result names its resultType,
-  // and the official requester refuses a completed task whose result does not.
-  else if (r.status === "completed") out.result = { resultType: "complete", ...r.result }
-  else if (r.status === "failed") out.error = r.error ?? { code: JsonRpc.ErrorCode.InternalError, message: "Internal error" }
-  return out
-}
-
-/** The `CreateTaskResult` of a task just made. */
-export const created = (r: TaskRecord): Json => {
-  const { inputRequests: _i, result: _r, error: _e, ...task } = detailed(r)
-  return { resultType: "task", ...task }
-}
-
-/** The `-32021` for a client that did not declare the extension. */
-export const missingExtension = () =>
-  new RpcError({
-    code: JsonRpc.ErrorCode.MissingRequiredClientCapability,
-    rpcMessage: `Missing required client capability: extensions.${TaskWire.EXTENSION_ID}`,
-    data: TaskWire.missingCapabilityData
-  })
-
-/** The JSON-RPC error a failed task reports. */
-const errorOf = (cause: Cause.Cause<unknown>): { code: number; message: string; data?: unknown } => {
-  const reason = Cause.squash(cause)
-  if (reason instanceof RpcError) {
-    return reason.data === undefined
-      ? { code: reason.code, message: reason.rpcMessage }
-      : { code: reason.code, message: reason.rpcMessage, data: reason.data }
-  }
-  if (reason instanceof CapabilityNotSupported && reason.peer === "client") {
-    return {
-      code: JsonRpc.ErrorCode.MissingRequiredClientCapability,
-      message: `Missing required client capability: ${reason.capability}`
-    }
-  }
-  return { code: JsonRpc.ErrorCode.InternalError, message: "Internal error" }
-}
 
 export interface RunnerOptions {
   readonly ttlMs: number | null
@@ -474,22 +428,3 @@ export const forServer = (
       Effect.flatMap(found._tag === "Some" ? Effect.succeed(found.value) : makeMemory, (store) =>
         make(store, { ttlMs, pollIntervalMs })))
   })
-
-/** The capabilities with the extension declared under `extensions`. */
-export const withExtension = (declared: Record<string, unknown>): Record<string, unknown> => ({
-  ...declared,
-  extensions: { ...(isRecord(declared.extensions) ? declared.extensions : {}), [TaskWire.EXTENSION_ID]: {} }
-})
-
-/** A `tools/list` result of the stateless era: its `Tool` has no `execution` (the extension replaces it). */
-export const withoutExecution = (result: unknown): Record<string, unknown> => {
-  if (!isRecord(result) || !Array.isArray(result.tools)) return isRecord(result) ? result : {}
-  return {
-    ...result,
-    tools: result.tools.map((tool) => {
-      if (!isRecord(tool) || !("execution" in tool)) return tool
-      const { execution: _execution, ...rest } = tool
-      return rest
-    })
-  }
-}
