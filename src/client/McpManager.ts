@@ -324,17 +324,7 @@ export const make = <E = SpawnError, R = ChildProcessSpawner.ChildProcessSpawner
     const withClient = <A>(
       name: string,
       f: (client: McpClient.McpClientShape) => Effect.Effect<A, McpClient.McpClientError>
-    ): Effect.Effect<A, CallError> =>
-      Effect.gen(function*() {
-        const server = yield* serverOf(name)
-        const client = yield* ManagedServer.readyClient(server)
-        const generation = server.live?.generation ?? 0
-        return yield* f(client).pipe(
-          Effect.tapError((e) =>
-            e.reason._tag === "SessionExpired" ? ManagedServer.reportExpired(server, generation) : Effect.void
-          )
-        )
-      })
+    ): Effect.Effect<A, CallError> => Effect.flatMap(serverOf(name), (server) => ManagedServer.callWith(server, f))
 
     const shape: McpManagerShape = {
       servers: Array.from(servers.keys()),
