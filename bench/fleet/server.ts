@@ -22,6 +22,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type { RequestContext } from "../../src/server/RequestContext.ts"
 import { loadHttpServerTransport, loadMcpServer, loadRedisFleet } from "../our-modules.ts"
 import { announce, installControl } from "../stateless-server/control.ts"
 import { type Config, monotonicMs, PREFIX, REQUEST_STATE_KEY } from "./protocol.ts"
@@ -36,6 +37,35 @@ const text = (value: string) => ({ content: [{ type: "text" as const, text: valu
 
 let handle: { readonly notifyAll: (method: string, params?: unknown) => Effect.Effect<void> } | undefined
 
+// One generator function for every call (docs/design.md, "Per-request code and the old generation").
+const callTool = Effect.fnUntraced(function*(params: unknown, ctx: RequestContext) {
+  const p = params as { name: string; arguments?: Record<string, unknown> }
+  const args = p.arguments ?? {}
+  switch (p.name) {
+    case "wait": {
+      const ms = Number(args.ms ?? 0)
+      if (ms > 0) yield* Effect.sleep(ms)
+      return text(`waited ${ms}`)
+    }
+    case "progress": {
+      const n = Number(args.n ?? 1)
+      const gapMs = Number(args.gapMs ?? 0)
+      for (let i = 1; i <= n; i++) {
+        yield* ctx.progress(i, { total: n, message: String(monotonicMs()) })
+        if (gapMs > 0 && i < n) yield* Effect.sleep(gapMs)
+      }
+      return text(`sent ${n}`)
+    }
+    case "publish":
+      yield* handle!.notifyAll("notifications/resources/updated", {
+        uri: `bench://${String(args.seq)}/${monotonicMs()}`
+      })
+      return text(`published on ${config.name ?? "?"}`)
+    default:
+      return { ...text(`unknown tool ${p.name}`), isError: true }
+  }
+})
+
 const definition = McpServer.make({
   serverInfo: { name: "bench-fleet", version: "1.0.0" },
   capabilities: { tools: {}, resources: { subscribe: true } },
@@ -45,34 +75,7 @@ const definition = McpServer.make({
   McpServer.method("tools/list", {}, () => Effect.succeed({ tools: TOOLS, ttlMs: 0, cacheScope: "private" })),
   McpServer.method("resources/list", {}, () => Effect.succeed({ resources: [], ttlMs: 0, cacheScope: "private" })),
   McpServer.method("resources/subscribe", {}, () => Effect.succeed({})),
-  McpServer.method("tools/call", {}, (params, ctx) =>
-    Effect.gen(function*() {
-      const p = params as { name: string; arguments?: Record<string, unknown> }
-      const args = p.arguments ?? {}
-      switch (p.name) {
-        case "wait": {
-          const ms = Number(args.ms ?? 0)
-          if (ms > 0) yield* Effect.sleep(ms)
-          return text(`waited ${ms}`)
-        }
-        case "progress": {
-          const n = Number(args.n ?? 1)
-          const gapMs = Number(args.gapMs ?? 0)
-          for (let i = 1; i <= n; i++) {
-            yield* ctx.progress(i, { total: n, message: String(monotonicMs()) })
-            if (gapMs > 0 && i < n) yield* Effect.sleep(gapMs)
-          }
-          return text(`sent ${n}`)
-        }
-        case "publish":
-          yield* handle!.notifyAll("notifications/resources/updated", {
-            uri: `bench://${String(args.seq)}/${monotonicMs()}`
-          })
-          return text(`published on ${config.name ?? "?"}`)
-        default:
-          return { ...text(`unknown tool ${p.name}`), isError: true }
-      }
-    }))
+  McpServer.method("tools/call", {}, callTool)
 )
 
 const http = McpServer.layerHttp(definition, {

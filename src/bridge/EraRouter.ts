@@ -93,6 +93,39 @@ const refusesHandshake = (answer: JsonRpc.JsonRpcResponse | null): boolean => {
     (code === JsonRpc.ErrorCode.InvalidParams && /_meta|io\.modelcontextprotocol\//.test(`${message} ${JSON.stringify(data)}`))
 }
 
+/** Where an `initialize` goes: the pass-through bridge, or the handshake front once the upstream refused the handshake. */
+interface Conversion {
+  readonly passthrough: Passthrough
+  /** `undefined` when converting is off. */
+  readonly toHandshake: EraFront.EraFront | undefined
+  /** Sessions served by the handshake front (`undefined`: the one sessionless connection, stdio). */
+  readonly converted: Set<string | undefined>
+  /** Set once the upstream refused `initialize` and speaks 2026-07-28: every later session is converted. */
+  handshakeRefused: boolean
+}
+
+/** Serves an `initialize`; one generator function for every `initialize` (docs/design.md, "Per-request code and the old generation"). */
+const initializeHere = Effect.fnUntraced(function*(
+  conversion: Conversion,
+  request: JsonRpc.JsonRpcRequest,
+  ctx: HandlerContext
+): Effect.fn.Return<JsonRpc.JsonRpcResponse | null, unknown> {
+  const { passthrough, toHandshake } = conversion
+  if (toHandshake === undefined) return yield* passthrough.handler(request, ctx)
+  if (!conversion.handshakeRefused) {
+    const answer = yield* passthrough.handler(request, ctx)
+    if (!refusesHandshake(answer)) return answer
+    // Connecting the front pinned to 2026-07-28 tells whether the upstream speaks that era.
+    if (Exit.isFailure(yield* Effect.exit(toHandshake.upstream))) return answer
+    yield* Effect.logInfo("bridge: the upstream refused initialize and speaks 2026-07-28: converting the handshake era")
+    conversion.handshakeRefused = true
+    // The stdio front's shared upstream is the one it watches: it stays.
+    if (ctx.sessionId !== undefined) yield* passthrough.endSession(ctx.sessionId)
+  }
+  conversion.converted.add(ctx.sessionId)
+  return yield* toHandshake.handler(request, ctx)
+})
+
 /**
  * The router for the life of the scope, around `passthrough`.
  *
@@ -122,7 +155,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
     : undefined
   /** Sessions served by the handshake front (`undefined`: the one sessionless connection, stdio). */
   const converted = new Set<string | undefined>()
-  let handshakeRefused = false
+  const conversion: Conversion = { passthrough, toHandshake, converted, handshakeRefused: false }
   /** Requests of the stateless era in flight (no session), by the fiber serving each. */
   const statelessInFlight = new Map<Fiber.Fiber<unknown, unknown>, string>()
 
@@ -159,27 +192,10 @@ export const make = Effect.fnUntraced(function*<E, R>(
     // Over HTTP an `initialize` has a session, or is ephemeral: only a connection's (stdio) has neither.
     ctx.sessionId === undefined && ctx.ephemeral !== true
       ? Effect.map(
-        Effect.all([leaveStatelessEra, initializeHere(request, ctx)], { concurrency: "unbounded" }),
+        Effect.all([leaveStatelessEra, initializeHere(conversion, request, ctx)], { concurrency: "unbounded" }),
         ([, answer]) => answer
       )
-      : initializeHere(request, ctx)
-
-  const initializeHere = (request: JsonRpc.JsonRpcRequest, ctx: HandlerContext) =>
-    Effect.gen(function*() {
-      if (toHandshake === undefined) return yield* passthrough.handler(request, ctx)
-      if (!handshakeRefused) {
-        const answer = yield* passthrough.handler(request, ctx)
-        if (!refusesHandshake(answer)) return answer
-        // Connecting the front pinned to 2026-07-28 tells whether the upstream speaks that era.
-        if (Exit.isFailure(yield* Effect.exit(toHandshake.upstream))) return answer
-        yield* Effect.logInfo("bridge: the upstream refused initialize and speaks 2026-07-28: converting the handshake era")
-        handshakeRefused = true
-        // The stdio front's shared upstream is the one it watches: it stays.
-        if (ctx.sessionId !== undefined) yield* passthrough.endSession(ctx.sessionId)
-      }
-      converted.add(ctx.sessionId)
-      return yield* toHandshake.handler(request, ctx)
-    })
+      : initializeHere(conversion, request, ctx)
 
   const sessionEnded = (sessionId: string | undefined): Effect.Effect<void> =>
     Effect.suspend(() => {

@@ -115,6 +115,48 @@ export const resolveEndpoint = (data: string, base: string): URL | MalformedMess
   return url
 }
 
+/** What POSTing a client message takes: the connection's HTTP client and options, and the endpoint the server named. */
+interface Poster {
+  readonly client: HttpClient.HttpClient
+  readonly options: Options
+  readonly sseUrl: string
+  readonly maxBytes: number
+  /** `undefined` until the server named it. */
+  readonly endpoint: () => string | undefined
+}
+
+/** One message POSTed to the endpoint; one generator function for every message (docs/design.md, "Per-request code and the old generation"). */
+const postMessage = Effect.fnUntraced(function*(
+  poster: Poster,
+  message: JsonRpc.JsonRpcMessage
+): Effect.fn.Return<void, HttpError | RedirectRefused | TransportClosed | MessageTooLarge | AuthError> {
+  const target = poster.endpoint()
+  if (target === undefined) return yield* new TransportClosed({ reason: "no endpoint yet" })
+  const bytes = encoder.encode(JSON.stringify(message))
+  if (bytes.length > poster.maxBytes) {
+    return yield* new MessageTooLarge({ limit: poster.maxBytes, size: bytes.length, direction: "outgoing" })
+  }
+  const method = "method" in message ? message.method : undefined
+  // The endpoint is on the SSE URL's origin (resolveEndpoint makes sure): its tokens are the SSE URL's.
+  const response = yield* PostExchange.authorized(
+    poster.options.auth,
+    poster.sseUrl,
+    (auth) =>
+      Effect.flatMap(
+        Http.assemble(poster.options, { verb: "POST", url: target, message }, auth),
+        (headers) =>
+          Http.execute(
+            poster.client,
+            HttpClientRequest.post(target, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
+            method
+          )
+      ),
+    { method: "POST", url: target }
+  )
+  if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, method), Effect.fail)
+  yield* Http.discard(response)
+})
+
 /**
  * Opens the SSE stream and waits for its `endpoint` event; the connection lives as long as the scope.
  *
@@ -155,36 +197,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const reader = yield* FiberSet.make<void, never>()
   const endpoint = yield* Deferred.make<string, ConnectError>()
 
-  const post = (
-    message: JsonRpc.JsonRpcMessage
-  ): Effect.Effect<void, HttpError | RedirectRefused | TransportClosed | MessageTooLarge | AuthError> =>
-    Effect.gen(function*() {
-      const target = endpointUrl
-      if (target === undefined) return yield* new TransportClosed({ reason: "no endpoint yet" })
-      const bytes = encoder.encode(JSON.stringify(message))
-      if (bytes.length > maxBytes) {
-        return yield* new MessageTooLarge({ limit: maxBytes, size: bytes.length, direction: "outgoing" })
-      }
-      const method = "method" in message ? message.method : undefined
-      // The endpoint is on the SSE URL's origin (resolveEndpoint makes sure): its tokens are the SSE URL's.
-      const response = yield* PostExchange.authorized(
-        options.auth,
-        sseUrl,
-        (auth) =>
-          Effect.flatMap(
-            Http.assemble(options, { verb: "POST", url: target, message }, auth),
-            (headers) =>
-              Http.execute(
-                client,
-                HttpClientRequest.post(target, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
-                method
-              )
-          ),
-        { method: "POST", url: target }
-      )
-      if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, method), Effect.fail)
-      yield* Http.discard(response)
-    })
+  const poster: Poster = { client, options, sseUrl, maxBytes, endpoint: () => endpointUrl }
+  const post = (message: JsonRpc.JsonRpcMessage) => postMessage(poster, message)
 
   const core = yield* ClientCore.make({
     send: (message) =>

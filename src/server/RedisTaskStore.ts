@@ -206,9 +206,7 @@ const fieldOf = (fields: ReadonlyArray<string>, name: string): string | undefine
  * @example
  * ```ts
  * import * as NodeRedis from "@effect/platform-node/NodeRedis"
- * import * as Deferred from "effect/Deferred"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
+ * import * as Effect from "effect/Effect"
  * import * as RedisTaskStore from "effect-mcp-transport/server/RedisTaskStore"
  *
  * const program = Effect.gen(function*() {

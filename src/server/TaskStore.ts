@@ -193,19 +193,7 @@ export const makeMemory: Effect.Effect<TaskStoreShape, never, Scope.Scope> = Eff
         records.set(taskId, updated)
         return Effect.as(PubSub.publish(pubsub, { taskId, record: updated }), updated)
       }),
-    changes: (taskId) =>
-      Stream.unwrap(Effect.gen(function*() {
-        // Subscribed before the current record is read, so no change falls between them.
-        const subscription = yield* PubSub.subscribe(pubsub)
-        const current = read(taskId, yield* Clock.currentTimeMillis)
-        if (current === undefined) return Stream.empty
-        const later = Stream.fromSubscription(subscription).pipe(
-          Stream.filter((c) => c.taskId === taskId),
-          Stream.takeWhile((c) => c.record !== undefined),
-          Stream.map((c) => c.record!)
-        )
-        return Stream.concat(Stream.succeed(current), later).pipe(Stream.takeUntil((r) => isTerminal(r.status)))
-      })),
+    changes: (taskId) => Stream.unwrap(memoryChanges(pubsub, read, taskId)),
     remove: drop,
     list: () =>
       Effect.map(Clock.currentTimeMillis, (now) =>
@@ -215,6 +203,27 @@ export const makeMemory: Effect.Effect<TaskStoreShape, never, Scope.Scope> = Eff
         }))
   }
   return store
+})
+
+/**
+ * The changes of one task in a memory store, from its record now. One generator function for every
+ * follower (docs/design.md, "Per-request code and the old generation").
+ */
+const memoryChanges = Effect.fnUntraced(function*(
+  pubsub: PubSub.PubSub<Change>,
+  read: (taskId: string, now: number) => TaskRecord | undefined,
+  taskId: string
+): Effect.fn.Return<Stream.Stream<TaskRecord>, never, Scope.Scope> {
+  // Subscribed before the current record is read, so no change falls between them.
+  const subscription = yield* PubSub.subscribe(pubsub)
+  const current = read(taskId, yield* Clock.currentTimeMillis)
+  if (current === undefined) return Stream.empty
+  const later = Stream.fromSubscription(subscription).pipe(
+    Stream.filter((c) => c.taskId === taskId),
+    Stream.takeWhile((c) => c.record !== undefined),
+    Stream.map((c) => c.record!)
+  )
+  return Stream.concat(Stream.succeed(current), later).pipe(Stream.takeUntil((r) => isTerminal(r.status)))
 })
 
 /**

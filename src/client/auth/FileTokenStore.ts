@@ -38,37 +38,45 @@ const read = (file: string): Effect.Effect<Contents, TokenStoreFailed> =>
     if (handle === undefined) return empty
     return yield* Effect.acquireUseRelease(
       Effect.succeed(handle),
-      (h) =>
-        Effect.gen(function*() {
-          // The mode of the file actually opened, not of whatever the path names a moment later.
-          const stat = yield* Effect.tryPromise({ try: () => h.stat(), catch: ioError(file, "stat") })
-          if (process.platform !== "win32" && (stat.mode & 0o077) !== 0) {
-            return yield* new TokenStoreFailed({
-              path: file,
-              reason: "permissions",
-              detail: `the file has mode ${(stat.mode & 0o777).toString(8)}, readable or writable by others`
-            })
-          }
-          const text = yield* Effect.tryPromise({ try: () => h.readFile("utf8"), catch: ioError(file, "reading") })
-          let json: unknown
-          try {
-            json = JSON.parse(text)
-          } catch {
-            return yield* new TokenStoreFailed({ path: file, reason: "corrupt", detail: "the file is not JSON" })
-          }
-          const contents = decode(json)
-          if (contents === undefined) {
-            return yield* new TokenStoreFailed({
-              path: file,
-              reason: "corrupt",
-              detail: "the file is JSON but not a token store"
-            })
-          }
-          return contents
-        }),
+      (h) => readOpened(file, h),
       (h) => Effect.promise(() => h.close())
     )
   })
+
+/**
+ * The contents of the file opened as `handle`. One generator function for every read: a provider reads
+ * its store for each request (docs/design.md, "Per-request code and the old generation").
+ */
+const readOpened = Effect.fnUntraced(function*(
+  file: string,
+  handle: fs.FileHandle
+): Effect.fn.Return<Contents, TokenStoreFailed> {
+  // The mode of the file actually opened, not of whatever the path names a moment later.
+  const stat = yield* Effect.tryPromise({ try: () => handle.stat(), catch: ioError(file, "stat") })
+  if (process.platform !== "win32" && (stat.mode & 0o077) !== 0) {
+    return yield* new TokenStoreFailed({
+      path: file,
+      reason: "permissions",
+      detail: `the file has mode ${(stat.mode & 0o777).toString(8)}, readable or writable by others`
+    })
+  }
+  const text = yield* Effect.tryPromise({ try: () => handle.readFile("utf8"), catch: ioError(file, "reading") })
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return yield* new TokenStoreFailed({ path: file, reason: "corrupt", detail: "the file is not JSON" })
+  }
+  const contents = decode(json)
+  if (contents === undefined) {
+    return yield* new TokenStoreFailed({
+      path: file,
+      reason: "corrupt",
+      detail: "the file is JSON but not a token store"
+    })
+  }
+  return contents
+})
 
 /** Writes `contents` to a 0600 temporary file beside `file`, then renames it over `file`. */
 const write = (file: string, contents: Contents): Effect.Effect<void, TokenStoreFailed> => {

@@ -123,6 +123,39 @@ const scopeUnion = (...scopes: ReadonlyArray<string | undefined>): string | unde
   return all.size === 0 ? undefined : [...all].join(" ")
 }
 
+/** What choosing a request's tokens takes of the provider: its tokens, and its lock per server. */
+interface Access {
+  readonly tokens: Tokens.Tokens
+  readonly lockOf: (serverUrl: string) => Semaphore.Semaphore
+}
+
+// One generator function for every request, and one for every refresh (docs/design.md, "Per-request code and the old generation").
+
+/** The tokens a request to the server carries: the stored ones, refreshed first once they expire. */
+const authorizationOf = Effect.fnUntraced(function*(
+  access: Access,
+  serverUrl: string
+): Effect.fn.Return<TokenStore.Tokens | undefined, AuthError> {
+  const tokens = yield* access.tokens.current(serverUrl)
+  if (tokens === undefined) return undefined
+  if (tokens.refreshToken === undefined || !access.tokens.expired(tokens, yield* Clock.currentTimeMillis)) return tokens
+  return yield* access.lockOf(serverUrl).withPermit(refreshLocked(access.tokens, serverUrl))
+})
+
+/** Refreshes the server's tokens, with its lock held. */
+const refreshLocked = Effect.fnUntraced(function*(
+  tokens: Tokens.Tokens,
+  serverUrl: string
+): Effect.fn.Return<TokenStore.Tokens | undefined, AuthError> {
+  // Whoever held the lock before may have refreshed already.
+  const latest = yield* tokens.current(serverUrl)
+  if (latest === undefined) return undefined
+  if (latest.refreshToken === undefined || !tokens.expired(latest, yield* Clock.currentTimeMillis)) return latest
+  const found = yield* tokens.discover(serverUrl, {})
+  if (found.server.issuer !== latest.issuer) return undefined
+  return yield* tokens.refresh(found, latest)
+})
+
 /**
  * Makes a provider. It sends its own requests with the `HttpClient` in
  * context, and keeps tokens in the `TokenStore` in context, or in memory
@@ -135,7 +168,8 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
   const context = yield* ProviderContext.make(options)
   const { offersDpop, signer } = context
   const identity = ClientIdentity.make(context)
-  const { current, discover, expired, refresh, save } = Tokens.make(context, identity)
+  const stored = Tokens.make(context, identity)
+  const { current, discover, refresh, save } = stored
   const obtain = SignIn.make(context, identity, save)
 
   /** Per server: one lock that serializes its refreshes and grants. */
@@ -146,21 +180,8 @@ export const make = Effect.fnUntraced(function*(options: Options = {}) {
     return lock
   }
 
-  const authorization = (serverUrl: string) =>
-    Effect.gen(function*() {
-      const tokens = yield* current(serverUrl)
-      if (tokens === undefined) return undefined
-      if (tokens.refreshToken === undefined || !expired(tokens, yield* Clock.currentTimeMillis)) return tokens
-      return yield* lockOf(serverUrl).withPermit(Effect.gen(function*() {
-        // Whoever held the lock before may have refreshed already.
-        const latest = yield* current(serverUrl)
-        if (latest === undefined) return undefined
-        if (latest.refreshToken === undefined || !expired(latest, yield* Clock.currentTimeMillis)) return latest
-        const found = yield* discover(serverUrl, {})
-        if (found.server.issuer !== latest.issuer) return undefined
-        return yield* refresh(found, latest)
-      }))
-    })
+  const access: Access = { tokens: stored, lockOf }
+  const authorization = (serverUrl: string) => authorizationOf(access, serverUrl)
 
   const unauthorized: OAuthProviderShape["unauthorized"] = (serverUrl, header, sent) =>
     lockOf(serverUrl).withPermit(Effect.gen(function*() {

@@ -6,6 +6,7 @@
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { RpcError, UnsupportedProtocolVersion } from "../../McpError.ts"
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
@@ -34,50 +35,59 @@ export const call = (
   method: string,
   params: unknown,
   auto: boolean
-): Effect.Effect<unknown, ExchangeError | InitializeRefused> =>
-  Effect.scoped(Effect.gen(function*() {
-    let session: string | undefined
-    let versionHeader: string | undefined
-    // The token the call holds ends the session; a refusal is not worth a sign-in.
-    yield* Effect.addFinalizer(() =>
-      session === undefined ? Effect.void : PostExchange.deleteSession(context.endpoint, {
-        "mcp-session-id": session,
-        "mcp-protocol-version": versionHeader
-      }, context.closeTimeout)
-    )
+): Effect.Effect<unknown, ExchangeError | InitializeRefused> => Effect.scoped(callInSession(context, origin, requested, method, params, auto))
 
-    const initialize = nextRequest(context, "initialize", {
-      protocolVersion: requested,
-      capabilities: context.capabilities,
-      clientInfo: context.clientInfo
+/** One generator function for every call (docs/design.md, "Per-request code and the old generation"). */
+const callInSession = Effect.fnUntraced(function*(
+  context: CallContext,
+  origin: string,
+  requested: string,
+  method: string,
+  params: unknown,
+  auto: boolean
+): Effect.fn.Return<unknown, ExchangeError | InitializeRefused, Scope.Scope> {
+  let session: string | undefined
+  let versionHeader: string | undefined
+  // The token the call holds ends the session; a refusal is not worth a sign-in.
+  yield* Effect.addFinalizer(() =>
+    session === undefined ? Effect.void : PostExchange.deleteSession(context.endpoint, {
+      "mcp-session-id": session,
+      "mcp-protocol-version": versionHeader
+    }, context.closeTimeout)
+  )
+
+  const initialize = nextRequest(context, "initialize", {
+    protocolVersion: requested,
+    capabilities: context.capabilities,
+    clientInfo: context.clientInfo
+  })
+  const response = yield* post(context, initialize, {})
+  // Adopted before the body is read: a call interrupted while reading it still ends the session.
+  if (Http.isSuccess(response.status)) session = validSession(response.headers["mcp-session-id"])
+  const answer = yield* readAnswer(context, response, initialize)
+  if (answer._tag === "Refused") return yield* new InitializeRefused({ answer })
+  if ("error" in answer.response) return yield* RpcError.fromObject(answer.response.error, "initialize", initialize.id)
+  const negotiated = (answer.response.result as { protocolVersion?: unknown } | null)?.protocolVersion
+  if (!ProtocolVersion.isSupported(negotiated)) {
+    return yield* new UnsupportedProtocolVersion({
+      requested,
+      received: typeof negotiated === "string" ? negotiated : String(negotiated),
+      supported: ProtocolVersion.SUPPORTED
     })
-    const response = yield* post(context, initialize, {})
-    // Adopted before the body is read: a call interrupted while reading it still ends the session.
-    if (Http.isSuccess(response.status)) session = validSession(response.headers["mcp-session-id"])
-    const answer = yield* readAnswer(context, response, initialize)
-    if (answer._tag === "Refused") return yield* new InitializeRefused({ answer })
-    if ("error" in answer.response) return yield* RpcError.fromObject(answer.response.error, "initialize", initialize.id)
-    const negotiated = (answer.response.result as { protocolVersion?: unknown } | null)?.protocolVersion
-    if (!ProtocolVersion.isSupported(negotiated)) {
-      return yield* new UnsupportedProtocolVersion({
-        requested,
-        received: typeof negotiated === "string" ? negotiated : String(negotiated),
-        supported: ProtocolVersion.SUPPORTED
-      })
-    }
-    if (auto) Negotiation.set(context.eras, origin, { era: "legacy", version: negotiated })
-    versionHeader = negotiated >= FIRST_VERSION_WITH_HEADER ? negotiated : undefined
-    const own = { "mcp-session-id": session, "mcp-protocol-version": versionHeader }
+  }
+  if (auto) Negotiation.set(context.eras, origin, { era: "legacy", version: negotiated })
+  versionHeader = negotiated >= FIRST_VERSION_WITH_HEADER ? negotiated : undefined
+  const own = { "mcp-session-id": session, "mcp-protocol-version": versionHeader }
 
-    const initialized = yield* post(context, JsonRpc.notification("notifications/initialized"), own)
-    if (!Http.isSuccess(initialized.status)) {
-      return yield* Effect.flatMap(Http.httpError(initialized, "notifications/initialized"), Effect.fail)
-    }
-    yield* Http.discard(initialized)
+  const initialized = yield* post(context, JsonRpc.notification("notifications/initialized"), own)
+  if (!Http.isSuccess(initialized.status)) {
+    return yield* Effect.flatMap(Http.httpError(initialized, "notifications/initialized"), Effect.fail)
+  }
+  yield* Http.discard(initialized)
 
-    const request = nextRequest(context, method, params)
-    const reply = yield* readAnswer(context, yield* post(context, request, own), request)
-    if (reply._tag === "Refused") return yield* reply.error
-    if ("error" in reply.response) return yield* RpcError.fromObject(reply.response.error, method, request.id)
-    return reply.response.result
-  }))
+  const request = nextRequest(context, method, params)
+  const reply = yield* readAnswer(context, yield* post(context, request, own), request)
+  if (reply._tag === "Refused") return yield* reply.error
+  if ("error" in reply.response) return yield* RpcError.fromObject(reply.response.error, method, request.id)
+  return reply.response.result
+})

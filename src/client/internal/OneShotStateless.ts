@@ -126,33 +126,34 @@ const headersFromSchema = (
   return RequestMeta.paramHeaders(found.params, argumentsOf(params))
 }
 
+// One generator function for each loop below, not one per call (docs/design.md, "Per-request code and the old generation").
+
 /** Looks the tool up in `tools/list` (following pages) and returns its `inputSchema`, if listed. */
-const lookUpSchema = (
+const lookUpSchema = Effect.fnUntraced(function*(
   context: CallContext,
   version: string,
   name: string
-): Effect.Effect<unknown, ReadError | RedirectRefused | HttpError | RpcError | AuthError> =>
-  Effect.gen(function*() {
-    let cursor: string | undefined
-    for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const { answer, request } = yield* modernOnce(
-        context,
-        version,
-        "tools/list",
-        cursor === undefined ? {} : { cursor },
-        undefined
-      )
-      if (answer._tag === "Refused") return yield* answer.error
-      if ("error" in answer.response) return yield* RpcError.fromObject(answer.response.error, request.method, request.id)
-      const result = answer.response.result as { tools?: unknown; nextCursor?: unknown } | null
-      const tools = Array.isArray(result?.tools) ? result.tools as ReadonlyArray<{ name?: unknown; inputSchema?: unknown }> : []
-      const tool = tools.find((t) => typeof t === "object" && t !== null && t.name === name)
-      if (tool !== undefined) return tool.inputSchema
-      if (typeof result?.nextCursor !== "string") return undefined
-      cursor = result.nextCursor
-    }
-    return undefined
-  })
+): Effect.fn.Return<unknown, ReadError | RedirectRefused | HttpError | RpcError | AuthError> {
+  let cursor: string | undefined
+  for (let page = 0; page < MAX_LIST_PAGES; page++) {
+    const { answer, request } = yield* modernOnce(
+      context,
+      version,
+      "tools/list",
+      cursor === undefined ? {} : { cursor },
+      undefined
+    )
+    if (answer._tag === "Refused") return yield* answer.error
+    if ("error" in answer.response) return yield* RpcError.fromObject(answer.response.error, request.method, request.id)
+    const result = answer.response.result as { tools?: unknown; nextCursor?: unknown } | null
+    const tools = Array.isArray(result?.tools) ? result.tools as ReadonlyArray<{ name?: unknown; inputSchema?: unknown }> : []
+    const tool = tools.find((t) => typeof t === "object" && t !== null && t.name === name)
+    if (tool !== undefined) return tool.inputSchema
+    if (typeof result?.nextCursor !== "string") return undefined
+    cursor = result.nextCursor
+  }
+  return undefined
+})
 
 /**
  * A call on the stateless revision, with its one retry for each thing a
@@ -162,7 +163,7 @@ const lookUpSchema = (
  * The result is returned as the server sent it (its `resultType` is the
  * caller's to read).
  */
-export const call = (
+export const call = Effect.fnUntraced(function*(
   context: CallContext,
   origin: string,
   first: string,
@@ -171,56 +172,55 @@ export const call = (
   schema: unknown,
   auto: boolean,
   fallback: boolean
-): Effect.Effect<unknown, ExchangeError | FallBack> =>
-  Effect.gen(function*() {
-    let version = first
-    let retriedVersion = false
-    let paramHeaders: Record<string, string> | undefined
-    let retriedParams = method !== "tools/call"
-    if (!retriedParams && schema !== undefined) {
-      const built = headersFromSchema(schema, params)
-      if (built instanceof InvalidPayload) return yield* built
-      paramHeaders = built
-      retriedParams = true
+): Effect.fn.Return<unknown, ExchangeError | FallBack> {
+  let version = first
+  let retriedVersion = false
+  let paramHeaders: Record<string, string> | undefined
+  let retriedParams = method !== "tools/call"
+  if (!retriedParams && schema !== undefined) {
+    const built = headersFromSchema(schema, params)
+    if (built instanceof InvalidPayload) return yield* built
+    paramHeaders = built
+    retriedParams = true
+  }
+  while (true) {
+    const { answer, request } = yield* modernOnce(context, version, method, params, paramHeaders)
+    let error: JsonRpc.JsonRpcErrorObject
+    if (answer._tag === "Refused") {
+      const decision = decideFallback(answer, version)
+      if (decision._tag === "Fallback" && fallback) return yield* new FallBack({ error: answer.error })
+      if (decision._tag === "RetryWith" && !retriedVersion) {
+        retriedVersion = true
+        version = decision.version
+        continue
+      }
+      // Credentials and server failures stay HTTP errors, whatever their body: the status is what matters.
+      const status = answer.status
+      const inBody = status === 401 || status === 403 || status >= 500 ? undefined : rpcErrorIn(answer.body)
+      if (inBody === undefined) return yield* answer.error
+      error = inBody
+    } else if ("error" in answer.response) {
+      error = answer.response.error
+    } else {
+      if (auto && ProtocolVersion.isStateless(version)) Negotiation.set(context.eras, origin, { era: "modern", version })
+      return answer.response.result
     }
-    while (true) {
-      const { answer, request } = yield* modernOnce(context, version, method, params, paramHeaders)
-      let error: JsonRpc.JsonRpcErrorObject
-      if (answer._tag === "Refused") {
-        const decision = decideFallback(answer, version)
-        if (decision._tag === "Fallback" && fallback) return yield* new FallBack({ error: answer.error })
-        if (decision._tag === "RetryWith" && !retriedVersion) {
-          retriedVersion = true
-          version = decision.version
+    // A stateless server's JSON-RPC error: it speaks this era.
+    if (auto && ProtocolVersion.isStateless(version) && error.code !== JsonRpc.ErrorCode.UnsupportedProtocolVersion) {
+      Negotiation.set(context.eras, origin, { era: "modern", version })
+    }
+    if (error.code === JsonRpc.ErrorCode.HeaderMismatch && !retriedParams && mentionsParamHeader(error)) {
+      retriedParams = true
+      const name = toolNameOf(params)
+      const found = name === undefined ? undefined : yield* lookUpSchema(context, version, name)
+      if (found !== undefined) {
+        const built = headersFromSchema(found, params)
+        if (!(built instanceof InvalidPayload) && Object.keys(built).length > 0) {
+          paramHeaders = built
           continue
         }
-        // Credentials and server failures stay HTTP errors, whatever their body: the status is what matters.
-        const status = answer.status
-        const inBody = status === 401 || status === 403 || status >= 500 ? undefined : rpcErrorIn(answer.body)
-        if (inBody === undefined) return yield* answer.error
-        error = inBody
-      } else if ("error" in answer.response) {
-        error = answer.response.error
-      } else {
-        if (auto && ProtocolVersion.isStateless(version)) Negotiation.set(context.eras, origin, { era: "modern", version })
-        return answer.response.result
       }
-      // A stateless server's JSON-RPC error: it speaks this era.
-      if (auto && ProtocolVersion.isStateless(version) && error.code !== JsonRpc.ErrorCode.UnsupportedProtocolVersion) {
-        Negotiation.set(context.eras, origin, { era: "modern", version })
-      }
-      if (error.code === JsonRpc.ErrorCode.HeaderMismatch && !retriedParams && mentionsParamHeader(error)) {
-        retriedParams = true
-        const name = toolNameOf(params)
-        const found = name === undefined ? undefined : yield* lookUpSchema(context, version, name)
-        if (found !== undefined) {
-          const built = headersFromSchema(found, params)
-          if (!(built instanceof InvalidPayload) && Object.keys(built).length > 0) {
-            paramHeaders = built
-            continue
-          }
-        }
-      }
-      return yield* rpcFailure(error, request, version)
     }
-  })
+    return yield* rpcFailure(error, request, version)
+  }
+})

@@ -81,7 +81,7 @@ export type ReadSseAnswer = (
 
 /** The reader of one transport's SSE answers. */
 export const make = (context: SseAnswerContext): ReadSseAnswer => {
-  const { background, core, maxBytes, openGet, schedule } = context
+  const { background, core, maxBytes } = context
 
   /**
    * Reads a request's SSE answer until its response (the first body through
@@ -105,60 +105,64 @@ export const make = (context: SseAnswerContext): ReadSseAnswer => {
       unexpectedBytes: UNEXPECTED_BODY_LIMIT
     }, cursor)
     return Effect.flatMap(first, (ending) =>
-      ending._tag === "Stopped" ? Effect.void : resume(request, ending, cursor, idleMs, resumable))
+      ending._tag === "Stopped" ? Effect.void : resume(context, request, ending, cursor, idleMs, resumable))
   }
-
-  /** After the first body stopped short of the response: GET + `Last-Event-ID` while the schedule allows. */
-  const resume = (
-    request: JsonRpc.JsonRpcRequest,
-    first: SseReader.Ending,
-    cursor: SseReader.Cursor,
-    idleMs: number | undefined,
-    resumable: boolean
-  ): Effect.Effect<void, SseAnswerError> =>
-    Effect.gen(function*() {
-      let ending = first
-      let backoff: SseReconnect.Backoff | undefined
-      const readOptions: SseReader.ReadOptions<MalformedMessage, never> = {
-        maxEventBytes: maxBytes,
-        idleTimeoutMs: idleMs,
-        onEvent: (event) =>
-          SseReader.isMessageEvent(event)
-            ? dispatchFor(core, request, event.data)
-            : Effect.succeed(false)
-      }
-      while (ending._tag !== "Stopped" && core.correlation.isPending(request.id)) {
-        if (!resumable || cursor.lastEventId === undefined) {
-          if (ending._tag === "Idle") {
-            return yield* new RequestTimeout({
-              method: request.method,
-              id: request.id,
-              timeoutMs: ending.idleMs,
-              phase: "SSE stream silent"
-            })
-          }
-          return yield* noResponse(request)
-        }
-        backoff ??= yield* SseReconnect.make(schedule)
-        if (cursor.bytes > 0) yield* backoff.reset
-        const delay = yield* backoff.next(ending, cursor.retryMs)
-        if (delay === undefined) return yield* noResponse(request)
-        yield* Effect.sleep(Duration.millis(delay))
-        cursor.bytes = 0
-        const opened = yield* Effect.result(openGet(cursor.lastEventId))
-        if (Result.isFailure(opened)) {
-          const error = opened.failure
-          // The connection itself failed: worth another attempt. An answer is final.
-          if (error._tag === "TransportClosed") {
-            ending = { _tag: "Broken", cause: error }
-            continue
-          }
-          if (error._tag === "HttpError" && error.status === 405) return yield* noResponse(request)
-          return yield* error
-        }
-        ending = yield* SseReader.read(opened.success.stream, cursor, readOptions)
-      }
-    })
 
   return readStreamAnswer
 }
+
+/**
+ * After the first body stopped short of the response: GET + `Last-Event-ID` while the schedule allows.
+ * One generator function for every resumed answer (docs/design.md, "Per-request code and the old generation").
+ */
+const resume = Effect.fnUntraced(function*(
+  context: SseAnswerContext,
+  request: JsonRpc.JsonRpcRequest,
+  first: SseReader.Ending,
+  cursor: SseReader.Cursor,
+  idleMs: number | undefined,
+  resumable: boolean
+): Effect.fn.Return<void, SseAnswerError> {
+  const { core, maxBytes, openGet, schedule } = context
+  let ending = first
+  let backoff: SseReconnect.Backoff | undefined
+  const readOptions: SseReader.ReadOptions<MalformedMessage, never> = {
+    maxEventBytes: maxBytes,
+    idleTimeoutMs: idleMs,
+    onEvent: (event) =>
+      SseReader.isMessageEvent(event)
+        ? dispatchFor(core, request, event.data)
+        : Effect.succeed(false)
+  }
+  while (ending._tag !== "Stopped" && core.correlation.isPending(request.id)) {
+    if (!resumable || cursor.lastEventId === undefined) {
+      if (ending._tag === "Idle") {
+        return yield* new RequestTimeout({
+          method: request.method,
+          id: request.id,
+          timeoutMs: ending.idleMs,
+          phase: "SSE stream silent"
+        })
+      }
+      return yield* noResponse(request)
+    }
+    backoff ??= yield* SseReconnect.make(schedule)
+    if (cursor.bytes > 0) yield* backoff.reset
+    const delay = yield* backoff.next(ending, cursor.retryMs)
+    if (delay === undefined) return yield* noResponse(request)
+    yield* Effect.sleep(Duration.millis(delay))
+    cursor.bytes = 0
+    const opened = yield* Effect.result(openGet(cursor.lastEventId))
+    if (Result.isFailure(opened)) {
+      const error = opened.failure
+      // The connection itself failed: worth another attempt. An answer is final.
+      if (error._tag === "TransportClosed") {
+        ending = { _tag: "Broken", cause: error }
+        continue
+      }
+      if (error._tag === "HttpError" && error.status === 405) return yield* noResponse(request)
+      return yield* error
+    }
+    ending = yield* SseReader.read(opened.success.stream, cursor, readOptions)
+  }
+})

@@ -73,58 +73,64 @@ export const read = <EB, E, R>(
   body: Stream.Stream<Uint8Array, EB>,
   cursor: Cursor,
   options: ReadOptions<E, R>
-): Effect.Effect<Ending, E | MessageTooLarge, R> =>
-  Effect.scoped(Effect.gen(function*() {
-    const pull = yield* Stream.toPull(body)
-    const decoder = new TextDecoder()
-    const limit = options.maxEventBytes
-    // Parsed but not yet handled, in order; `OVERSIZED` marks an event dropped for its size.
-    const events: Array<Sse.Event | typeof OVERSIZED> = []
-    const parser = Sse.makeParser((parsed) => {
-      const event = advance(cursor, parsed)
-      if (event === undefined) return
-      // The parser bounds only what is pending between chunks; a whole event inside one chunk is checked here.
-      events.push(event.data.length > limit ? OVERSIZED : event)
-    }, { maxEventSize: limit })
+): Effect.Effect<Ending, E | MessageTooLarge, R> => Effect.scoped(readBody(body, cursor, options))
 
-    const tooLarge = () => {
-      if (options.onOversized === undefined) {
-        return Effect.fail(new MessageTooLarge({ limit, size: limit + 1, direction: "incoming" }))
-      }
-      options.onOversized(limit)
-      return Effect.void
+/** One generator function for every body read (docs/design.md, "Per-request code and the old generation"). */
+const readBody = Effect.fnUntraced(function*<EB, E, R>(
+  body: Stream.Stream<Uint8Array, EB>,
+  cursor: Cursor,
+  options: ReadOptions<E, R>
+): Effect.fn.Return<Ending, E | MessageTooLarge, R | Scope.Scope> {
+  const pull = yield* Stream.toPull(body)
+  const decoder = new TextDecoder()
+  const limit = options.maxEventBytes
+  // Parsed but not yet handled, in order; `OVERSIZED` marks an event dropped for its size.
+  const events: Array<Sse.Event | typeof OVERSIZED> = []
+  const parser = Sse.makeParser((parsed) => {
+    const event = advance(cursor, parsed)
+    if (event === undefined) return
+    // The parser bounds only what is pending between chunks; a whole event inside one chunk is checked here.
+    events.push(event.data.length > limit ? OVERSIZED : event)
+  }, { maxEventSize: limit })
+
+  const tooLarge = () => {
+    if (options.onOversized === undefined) {
+      return Effect.fail(new MessageTooLarge({ limit, size: limit + 1, direction: "incoming" }))
     }
+    options.onOversized(limit)
+    return Effect.void
+  }
 
-    let next: Effect.Effect<Step, never, Scope.Scope> = pull.pipe(
-      Effect.map((chunks): Step => ({ _tag: "Chunks", chunks })),
-      Pull.catchDone(() => Effect.succeed(ENDED)),
-      Effect.catch((cause) => Effect.succeed<Step>({ _tag: "Broken", cause }))
-    )
-    const idleMs = options.idleTimeoutMs
-    if (idleMs !== undefined && idleMs > 0 && Number.isFinite(idleMs)) {
-      const idle: Step = { _tag: "Idle", idleMs }
-      next = Effect.timeoutOrElse(next, { duration: Duration.millis(idleMs), orElse: () => Effect.succeed(idle) })
-    }
+  let next: Effect.Effect<Step, never, Scope.Scope> = pull.pipe(
+    Effect.map((chunks): Step => ({ _tag: "Chunks", chunks })),
+    Pull.catchDone(() => Effect.succeed(ENDED)),
+    Effect.catch((cause) => Effect.succeed<Step>({ _tag: "Broken", cause }))
+  )
+  const idleMs = options.idleTimeoutMs
+  if (idleMs !== undefined && idleMs > 0 && Number.isFinite(idleMs)) {
+    const idle: Step = { _tag: "Idle", idleMs }
+    next = Effect.timeoutOrElse(next, { duration: Duration.millis(idleMs), orElse: () => Effect.succeed(idle) })
+  }
 
-    while (true) {
-      const step = yield* next
-      if (step._tag !== "Chunks") return step
-      for (const chunk of step.chunks) {
-        cursor.bytes += chunk.length
-        const error = parser.feed(decoder.decode(chunk, { stream: true }))
-        while (events.length > 0) {
-          const event = events.shift()!
-          if (event === OVERSIZED) {
-            yield* tooLarge()
-            continue
-          }
-          if (event.data.length === 0) continue
-          if (yield* options.onEvent(event)) return STOPPED
+  while (true) {
+    const step = yield* next
+    if (step._tag !== "Chunks") return step
+    for (const chunk of step.chunks) {
+      cursor.bytes += chunk.length
+      const error = parser.feed(decoder.decode(chunk, { stream: true }))
+      while (events.length > 0) {
+        const event = events.shift()!
+        if (event === OVERSIZED) {
+          yield* tooLarge()
+          continue
         }
-        if (error !== undefined) yield* tooLarge()
+        if (event.data.length === 0) continue
+        if (yield* options.onEvent(event)) return STOPPED
       }
+      if (error !== undefined) yield* tooLarge()
     }
-  }))
+  }
+})
 
 const OVERSIZED = Symbol("OVERSIZED")
 

@@ -110,44 +110,44 @@ const fingerprint = (state: State): string => `${state.status}\u0000${state.stat
  * Follows the task from `initial` (or from a first `tasks/get` without one) to
  * a terminal state, which it returns; `onState` sees each state that differs
  * from the one before, the terminal one included. An `input_required`
- * task's requests are answered once each, across polls.
+ * task's requests are answered once each, across polls. One generator
+ * function for every task followed (docs/design.md, "Per-request code and the old generation").
  */
-export const follow = (
+export const follow = Effect.fnUntraced(function*(
   deps: Deps,
   taskId: string,
   initial: State | undefined,
   options: CallOptions | undefined,
   onState: (state: State) => Effect.Effect<void>
-): Effect.Effect<TaskWire.DetailedTask, FollowError> =>
-  Effect.gen(function*() {
-    const answered = new Set<string>()
-    // The state as created carries no status payload: a task created already terminal is read once for its result or error.
-    let state: State = initial === undefined || TaskWire.isTerminal(initial.status)
-      ? yield* get(deps, taskId, options)
-      : initial
-    let interval = state.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS
-    let seen: string | undefined
-    for (;;) {
-      const print = fingerprint(state)
-      if (print !== seen) {
-        seen = print
-        yield* onState(state)
-      }
-      if (TaskWire.isTerminal(state.status)) return state as TaskWire.DetailedTask
-      if (state.status === "input_required" && "inputRequests" in state) {
-        const fresh = Object.entries(state.inputRequests).filter(([key]) => !answered.has(key))
-        if (fresh.length > 0) {
-          for (const [key] of fresh) answered.add(key)
-          const inputResponses = yield* answerAll(deps, fresh)
-          yield* update(deps, taskId, inputResponses, options)
-        }
-      }
-      // The interval may change over the task's life: the latest one the server gave holds.
-      interval = state.pollIntervalMs ?? interval
-      yield* Effect.sleep(Duration.millis(Math.max(0, interval)))
-      state = yield* get(deps, taskId, options)
+): Effect.fn.Return<TaskWire.DetailedTask, FollowError> {
+  const answered = new Set<string>()
+  // The state as created carries no status payload: a task created already terminal is read once for its result or error.
+  let state: State = initial === undefined || TaskWire.isTerminal(initial.status)
+    ? yield* get(deps, taskId, options)
+    : initial
+  let interval = state.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS
+  let seen: string | undefined
+  for (;;) {
+    const print = fingerprint(state)
+    if (print !== seen) {
+      seen = print
+      yield* onState(state)
     }
-  })
+    if (TaskWire.isTerminal(state.status)) return state as TaskWire.DetailedTask
+    if (state.status === "input_required" && "inputRequests" in state) {
+      const fresh = Object.entries(state.inputRequests).filter(([key]) => !answered.has(key))
+      if (fresh.length > 0) {
+        for (const [key] of fresh) answered.add(key)
+        const inputResponses = yield* answerAll(deps, fresh)
+        yield* update(deps, taskId, inputResponses, options)
+      }
+    }
+    // The interval may change over the task's life: the latest one the server gave holds.
+    interval = state.pollIntervalMs ?? interval
+    yield* Effect.sleep(Duration.millis(Math.max(0, interval)))
+    state = yield* get(deps, taskId, options)
+  }
+})
 
 /** A terminal state as the outcome of the `tools/call` it ran. */
 export const outcome = (

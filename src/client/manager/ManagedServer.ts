@@ -109,31 +109,53 @@ export const setStatus = (server: ManagedServer, status: ServerStatus): Effect.E
 /**
  * The server's client now, or once it is ready if it is on its way (up to
  * `callWaitMs`); `ServerUnavailable` when it is down, when its next attempt
- * is further off than the wait, or when the wait runs out.
+ * is further off than the wait, or when the wait runs out. One generator
+ * function for every call (docs/design.md, "Per-request code and the old generation").
  *
  * @since 0.1.0
  * @category utils
  */
-export const readyClient = (server: ManagedServer): Effect.Effect<McpClient.McpClientShape, ServerUnavailable> =>
-  Effect.gen(function*() {
-    const now = yield* SubscriptionRef.get(server.status)
-    if (now._tag === "Ready" && server.live !== undefined) return server.live.client
-    const waitMs = server.callWaitMs
-    // Waiting helps only when the server is on its way: not when it is down, nor when the next attempt is far off.
-    const worthWaiting = now._tag === "Ready" || (isTransient(now) && !(now._tag === "Reconnecting" && now.delayMs > waitMs))
-    if (!worthWaiting) return yield* new ServerUnavailable({ server: server.name, status: now })
-    const settled = yield* SubscriptionRef.changes(server.status).pipe(
-      Stream.filter((s) => !isTransient(s) && !(s._tag === "Ready" && server.live === undefined)),
-      Stream.runHead,
-      Effect.timeoutOption(Duration.millis(waitMs))
-    )
-    const status = Option.flatten(settled)
-    if (Option.isSome(status) && status.value._tag === "Ready" && server.live !== undefined) return server.live.client
-    return yield* new ServerUnavailable({
-      server: server.name,
-      status: Option.getOrElse(status, () => now)
-    })
+export const readyClient = Effect.fnUntraced(function*(
+  server: ManagedServer
+): Effect.fn.Return<McpClient.McpClientShape, ServerUnavailable> {
+  const now = yield* SubscriptionRef.get(server.status)
+  if (now._tag === "Ready" && server.live !== undefined) return server.live.client
+  const waitMs = server.callWaitMs
+  // Waiting helps only when the server is on its way: not when it is down, nor when the next attempt is far off.
+  const worthWaiting = now._tag === "Ready" || (isTransient(now) && !(now._tag === "Reconnecting" && now.delayMs > waitMs))
+  if (!worthWaiting) return yield* new ServerUnavailable({ server: server.name, status: now })
+  const settled = yield* SubscriptionRef.changes(server.status).pipe(
+    Stream.filter((s) => !isTransient(s) && !(s._tag === "Ready" && server.live === undefined)),
+    Stream.runHead,
+    Effect.timeoutOption(Duration.millis(waitMs))
+  )
+  const status = Option.flatten(settled)
+  if (Option.isSome(status) && status.value._tag === "Ready" && server.live !== undefined) return server.live.client
+  return yield* new ServerUnavailable({
+    server: server.name,
+    status: Option.getOrElse(status, () => now)
   })
+})
+
+/**
+ * Runs a call on the server's client once it is ready (see `readyClient`);
+ * a session the server forgot wakes the supervisor (the call itself is not
+ * replayed). One generator function for every call (docs/design.md,
+ * "Per-request code and the old generation").
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const callWith = Effect.fnUntraced(function*<A>(
+  server: ManagedServer,
+  f: (client: McpClient.McpClientShape) => Effect.Effect<A, McpClient.McpClientError>
+): Effect.fn.Return<A, McpClient.McpClientError | ServerUnavailable> {
+  const client = yield* readyClient(server)
+  const generation = server.live?.generation ?? 0
+  return yield* f(client).pipe(
+    Effect.tapError((e) => e.reason._tag === "SessionExpired" ? reportExpired(server, generation) : Effect.void)
+  )
+})
 
 /**
  * Asks the supervisor to drop the connection and connect again now.

@@ -96,8 +96,8 @@ export const make = (options: Options): TokenVerifierShape => {
   }
 
   // Keyed by the token's digest: the cache holds no token.
-  const cache = new Map<string, { readonly info: AuthInfo; readonly until: number; readonly resource: string }>()
-  const remember = (key: string, entry: { readonly info: AuthInfo; readonly until: number; readonly resource: string }) => {
+  const cache = new Map<string, CacheEntry>()
+  const remember = (key: string, entry: CacheEntry) => {
     cache.delete(key)
     while (cache.size >= maxEntries) {
       const oldest = cache.keys().next()
@@ -120,34 +120,66 @@ export const make = (options: Options): TokenVerifierShape => {
       )
     )
 
-  const verify = (token: string, resource: string): Effect.Effect<AuthInfo, InvalidToken | VerifierUnavailable> =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const key = createHash("sha256").update(token).digest("base64url")
-      const hit = cache.get(key)
-      if (hit !== undefined) {
-        if (hit.until > now && hit.resource === resource) return hit.info
-        cache.delete(key)
-      }
-      const answer = yield* introspect(token)
-      if (answer["active"] !== true) return yield* new InvalidToken({ reason: "token is not active" })
-      if (options.issuer !== undefined && answer["iss"] !== options.issuer) {
-        return yield* new InvalidToken({ reason: "token from another issuer" })
-      }
-      const aud = answer["aud"]
-      if (aud === undefined ? requireAudience : !TokenClaims.audienceMatches(aud, audiences ?? [resource])) {
-        return yield* new InvalidToken({ reason: "token not issued for this resource (aud)" })
-      }
-      const problem = TokenClaims.timeProblem(answer, now / 1000, leewaySeconds, false)
-      if (problem !== undefined) return yield* new InvalidToken({ reason: problem })
-      const info = TokenClaims.authInfo(answer)
-      const until = Math.min(now + ttlMs, info.expiresAt === undefined ? Infinity : info.expiresAt * 1000)
-      if (until > now) remember(key, { info, until, resource })
-      return info
-    })
-
-  return { verify }
+  const checks: Checks = {
+    issuer: options.issuer,
+    audiences,
+    requireAudience,
+    leewaySeconds,
+    ttlMs,
+    cache,
+    remember,
+    introspect
+  }
+  return { verify: (token, resource) => verify(checks, token, resource) }
 }
+
+interface CacheEntry {
+  readonly info: AuthInfo
+  readonly until: number
+  readonly resource: string
+}
+
+/** What a token is checked against, and where its answers are kept. */
+interface Checks {
+  readonly issuer: string | undefined
+  readonly audiences: ReadonlyArray<string> | undefined
+  readonly requireAudience: boolean
+  readonly leewaySeconds: number
+  readonly ttlMs: number
+  readonly cache: Map<string, CacheEntry>
+  readonly remember: (key: string, entry: CacheEntry) => void
+  readonly introspect: (token: string) => Effect.Effect<Readonly<Record<string, unknown>>, VerifierUnavailable>
+}
+
+/** One generator function for every request (docs/design.md, "Per-request code and the old generation"). */
+const verify = Effect.fnUntraced(function*(
+  checks: Checks,
+  token: string,
+  resource: string
+): Effect.fn.Return<AuthInfo, InvalidToken | VerifierUnavailable> {
+  const now = yield* Clock.currentTimeMillis
+  const key = createHash("sha256").update(token).digest("base64url")
+  const hit = checks.cache.get(key)
+  if (hit !== undefined) {
+    if (hit.until > now && hit.resource === resource) return hit.info
+    checks.cache.delete(key)
+  }
+  const answer = yield* checks.introspect(token)
+  if (answer["active"] !== true) return yield* new InvalidToken({ reason: "token is not active" })
+  if (checks.issuer !== undefined && answer["iss"] !== checks.issuer) {
+    return yield* new InvalidToken({ reason: "token from another issuer" })
+  }
+  const aud = answer["aud"]
+  if (aud === undefined ? checks.requireAudience : !TokenClaims.audienceMatches(aud, checks.audiences ?? [resource])) {
+    return yield* new InvalidToken({ reason: "token not issued for this resource (aud)" })
+  }
+  const problem = TokenClaims.timeProblem(answer, now / 1000, checks.leewaySeconds, false)
+  if (problem !== undefined) return yield* new InvalidToken({ reason: problem })
+  const info = TokenClaims.authInfo(answer)
+  const until = Math.min(now + checks.ttlMs, info.expiresAt === undefined ? Infinity : info.expiresAt * 1000)
+  if (until > now) checks.remember(key, { info, until, resource })
+  return info
+})
 
 /**
  * `make` as the `TokenVerifier` service.

@@ -107,9 +107,6 @@ export const make = (options: Options): TokenVerifierShape => {
     ? [options.audience]
     : options.audience
 
-  let keys: ReadonlyArray<CachedKey> | undefined
-  let fetchedAt = 0
-  let lastForcedAt = Number.NEGATIVE_INFINITY
   const loading = Semaphore.makeUnsafe(1)
 
   const load = fetchJson(options.jwksUri, { headers: { accept: "application/json" } }, timeoutMs).pipe(
@@ -129,72 +126,108 @@ export const make = (options: Options): TokenVerifierShape => {
     })
   )
 
+  const cache: KeyCache = {
+    keys: undefined,
+    fetchedAt: 0,
+    lastForcedAt: Number.NEGATIVE_INFINITY,
+    load,
+    ttlMs,
+    cooldownMs,
+    keySet: (force) => loading.withPermits(1)(currentKeys(cache, force))
+  }
+  const checks: Checks = { issuer: options.issuer, algorithms, audiences, leewaySeconds, cache }
+
+  return { verify: (token, resource) => verify(checks, token, resource) }
+}
+
+/** The issuer's key set as last fetched, and when. */
+interface KeyCache {
+  keys: ReadonlyArray<CachedKey> | undefined
+  fetchedAt: number
+  lastForcedAt: number
+  readonly load: Effect.Effect<ReadonlyArray<CachedKey>, VerifierUnavailable>
+  readonly ttlMs: number
+  readonly cooldownMs: number
   /**
    * The key set, fetched when missing or stale, or (`force`) when a token
-   * names a key it lacks; `fresh` when this call fetched it.
+   * names a key it lacks; `fresh` when this call fetched it. One fetch at a time.
    */
-  const keySet = (
-    force: boolean
-  ): Effect.Effect<{ readonly keys: ReadonlyArray<CachedKey>; readonly fresh: boolean }, VerifierUnavailable> =>
-    loading.withPermits(1)(Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const stale = keys === undefined || now - fetchedAt >= ttlMs
-      if (!stale && !(force && now - lastForcedAt >= cooldownMs)) return { keys: keys!, fresh: false }
-      if (!stale) lastForcedAt = now
-      const loaded = yield* Effect.result(load)
-      if (loaded._tag === "Failure") {
-        // A stale set still verifies while the issuer is unreachable.
-        if (keys !== undefined) return { keys, fresh: false }
-        return yield* Effect.fail(loaded.failure)
-      }
-      keys = loaded.success
-      fetchedAt = now
-      return { keys, fresh: true }
-    }))
-
-  const candidates = (set: ReadonlyArray<CachedKey>, alg: string, kid: string | undefined) =>
-    set.filter((k) => (kid === undefined || k.jwk.kid === kid) && Jws.keyFits(k.jwk, alg))
-
-  const verify = (token: string, resource: string): Effect.Effect<AuthInfo, InvalidToken | VerifierUnavailable> =>
-    Effect.gen(function*() {
-      const decoded = Jws.decode(token)
-      if (typeof decoded === "string") return yield* new InvalidToken({ reason: decoded })
-      const { header, claims } = decoded
-      const alg = header["alg"]
-      if (typeof alg !== "string" || !algorithms.has(alg)) {
-        return yield* new InvalidToken({ reason: `signature algorithm ${JSON.stringify(alg)} not accepted` })
-      }
-      if (header["crit"] !== undefined) return yield* new InvalidToken({ reason: "unsupported critical header" })
-      const typ = header["typ"]
-      if (typ !== undefined && !(typeof typ === "string" && /^(application\/)?(at\+)?jwt$/i.test(typ))) {
-        return yield* new InvalidToken({ reason: `token type ${JSON.stringify(typ)} is not an access token` })
-      }
-      const kidRaw = header["kid"]
-      if (kidRaw !== undefined && typeof kidRaw !== "string") return yield* new InvalidToken({ reason: "malformed kid" })
-      const kid = kidRaw
-
-      const first = yield* keySet(false)
-      let set = first.keys
-      // A set fetched just now is as new as it gets; otherwise the issuer may have rotated keys in.
-      if (kid !== undefined && !first.fresh && !set.some((k) => k.jwk.kid === kid)) set = (yield* keySet(true)).keys
-      const found = candidates(set, alg, kid)
-      if (found.length === 0) return yield* new InvalidToken({ reason: "no key of the issuer verifies this token" })
-      if (!found.some((k) => Jws.verifySignature(alg, k.key, decoded.signingInput, decoded.signature))) {
-        return yield* new InvalidToken({ reason: "bad signature" })
-      }
-
-      if (claims["iss"] !== options.issuer) return yield* new InvalidToken({ reason: "token from another issuer" })
-      if (!TokenClaims.audienceMatches(claims["aud"], audiences ?? [resource])) {
-        return yield* new InvalidToken({ reason: "token not issued for this resource (aud)" })
-      }
-      const now = (yield* Clock.currentTimeMillis) / 1000
-      const problem = TokenClaims.timeProblem(claims, now, leewaySeconds, true)
-      if (problem !== undefined) return yield* new InvalidToken({ reason: problem })
-      return TokenClaims.authInfo(claims)
-    })
-
-  return { verify }
+  readonly keySet: (force: boolean) => Effect.Effect<{ readonly keys: ReadonlyArray<CachedKey>; readonly fresh: boolean }, VerifierUnavailable>
 }
+
+/** What a token is checked against. */
+interface Checks {
+  readonly issuer: string
+  readonly algorithms: ReadonlySet<string>
+  readonly audiences: ReadonlyArray<string> | undefined
+  readonly leewaySeconds: number
+  readonly cache: KeyCache
+}
+
+// One generator function for each step, not one per request (docs/design.md, "Per-request code and the old generation").
+
+const currentKeys = Effect.fnUntraced(function*(
+  cache: KeyCache,
+  force: boolean
+): Effect.fn.Return<{ readonly keys: ReadonlyArray<CachedKey>; readonly fresh: boolean }, VerifierUnavailable> {
+  const now = yield* Clock.currentTimeMillis
+  const stale = cache.keys === undefined || now - cache.fetchedAt >= cache.ttlMs
+  if (!stale && !(force && now - cache.lastForcedAt >= cache.cooldownMs)) return { keys: cache.keys!, fresh: false }
+  if (!stale) cache.lastForcedAt = now
+  const loaded = yield* Effect.result(cache.load)
+  if (loaded._tag === "Failure") {
+    // A stale set still verifies while the issuer is unreachable.
+    if (cache.keys !== undefined) return { keys: cache.keys, fresh: false }
+    return yield* Effect.fail(loaded.failure)
+  }
+  cache.keys = loaded.success
+  cache.fetchedAt = now
+  return { keys: cache.keys, fresh: true }
+})
+
+const candidates = (set: ReadonlyArray<CachedKey>, alg: string, kid: string | undefined) =>
+  set.filter((k) => (kid === undefined || k.jwk.kid === kid) && Jws.keyFits(k.jwk, alg))
+
+const verify = Effect.fnUntraced(function*(
+  checks: Checks,
+  token: string,
+  resource: string
+): Effect.fn.Return<AuthInfo, InvalidToken | VerifierUnavailable> {
+  const decoded = Jws.decode(token)
+  if (typeof decoded === "string") return yield* new InvalidToken({ reason: decoded })
+  const { header, claims } = decoded
+  const alg = header["alg"]
+  if (typeof alg !== "string" || !checks.algorithms.has(alg)) {
+    return yield* new InvalidToken({ reason: `signature algorithm ${JSON.stringify(alg)} not accepted` })
+  }
+  if (header["crit"] !== undefined) return yield* new InvalidToken({ reason: "unsupported critical header" })
+  const typ = header["typ"]
+  if (typ !== undefined && !(typeof typ === "string" && /^(application\/)?(at\+)?jwt$/i.test(typ))) {
+    return yield* new InvalidToken({ reason: `token type ${JSON.stringify(typ)} is not an access token` })
+  }
+  const kidRaw = header["kid"]
+  if (kidRaw !== undefined && typeof kidRaw !== "string") return yield* new InvalidToken({ reason: "malformed kid" })
+  const kid = kidRaw
+
+  const first = yield* checks.cache.keySet(false)
+  let set = first.keys
+  // A set fetched just now is as new as it gets; otherwise the issuer may have rotated keys in.
+  if (kid !== undefined && !first.fresh && !set.some((k) => k.jwk.kid === kid)) set = (yield* checks.cache.keySet(true)).keys
+  const found = candidates(set, alg, kid)
+  if (found.length === 0) return yield* new InvalidToken({ reason: "no key of the issuer verifies this token" })
+  if (!found.some((k) => Jws.verifySignature(alg, k.key, decoded.signingInput, decoded.signature))) {
+    return yield* new InvalidToken({ reason: "bad signature" })
+  }
+
+  if (claims["iss"] !== checks.issuer) return yield* new InvalidToken({ reason: "token from another issuer" })
+  if (!TokenClaims.audienceMatches(claims["aud"], checks.audiences ?? [resource])) {
+    return yield* new InvalidToken({ reason: "token not issued for this resource (aud)" })
+  }
+  const now = (yield* Clock.currentTimeMillis) / 1000
+  const problem = TokenClaims.timeProblem(claims, now, checks.leewaySeconds, true)
+  if (problem !== undefined) return yield* new InvalidToken({ reason: problem })
+  return TokenClaims.authInfo(claims)
+})
 
 /**
  * `make` as the `TokenVerifier` service.

@@ -61,6 +61,12 @@ const decodeCarried = (message: string): { id: string; event: string; text: stri
 
 const keepAliveItem: Item = { id: "", bytes: SseWire.encode(": keepalive\n\n") }
 
+const offerTo = (listener: Listener, item: Item): boolean => {
+  if (!Queue.offerUnsafe(listener.queue, item)) return false
+  listener.queued += item.bytes.byteLength
+  return true
+}
+
 export interface BroadcastOptions {
   /** Events a listener may fall behind by before it is dropped. */
   readonly buffer: number
@@ -99,12 +105,6 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
     const keepAlive = yield* KeepAlive.make(options.keepAliveMs)
     const listeners = new Set<Listener>()
     let dropped = 0
-
-    const offerTo = (listener: Listener, item: Item): boolean => {
-      if (!Queue.offerUnsafe(listener.queue, item)) return false
-      listener.queued += item.bytes.byteLength
-      return true
-    }
 
     // Its connection is cut, so what it buffered goes now rather than when (if ever) the client reads again.
     const drop = (listener: Listener) => {
@@ -177,57 +177,10 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
       return Effect.map(store.streamOf(lastEventId), (of) => Option.isNone(of) || of.value !== streamId ? Option.none() : connect())
     }
 
+    // The listeners of this instance, when there is no shared stream to follow.
+    const local: Local = { store, streamId, buffer: options.buffer, keepAlive, listeners }
     const listen = (lastEventId: string | undefined, cut: () => void) =>
-      tail !== undefined ? follow(lastEventId, tail) : Effect.gen(function*() {
-        const queue = yield* Queue.bounded<Item, Cause.Done>(options.buffer)
-        const listener: Listener = { queue, queued: 0, writing: 0, cut }
-        let replayed: ReadonlySet<string> = new Set()
-        let head = ""
-        if (lastEventId !== undefined) {
-          // Listen before reading the store, so nothing between the two is missed.
-          listeners.add(listener)
-          const replay = yield* store.replayAfter(lastEventId)
-          if (Option.isNone(replay) || replay.value.streamId !== streamId) {
-            listeners.delete(listener)
-            return Option.none()
-          }
-          replayed = new Set(replay.value.events.map((e) => e.id))
-          yield* Metrics.eventsReplayed(replay.value.events.length)
-          head = replay.value.events.map((e) => SseWire.event(e.data, e.id, e.event)).join("")
-        } else {
-          listeners.add(listener)
-        }
-        // Something on the wire at once, so the response headers go out now.
-        let opening: Uint8Array | undefined = SseWire.encode(head === "" ? ": stream open\n\n" : head)
-        const next: Effect.Effect<readonly [Uint8Array], Cause.Done> = Effect.flatMap(Queue.take(queue), (item) => {
-          listener.queued -= item.bytes.byteLength
-          if (replayed.has(item.id)) return next
-          listener.writing = item.bytes.byteLength
-          return Effect.succeed([item.bytes] as const)
-        })
-        const pull = Effect.suspend((): Effect.Effect<readonly [Uint8Array], Cause.Done> => {
-          // Asked for the next chunk: the writer's socket took the last one.
-          listener.writing = 0
-          if (opening === undefined) return next
-          const first = opening
-          opening = undefined
-          return Effect.succeed([first] as const)
-        })
-        const frames = Stream.unwrap(Effect.gen(function*() {
-          // Only an idle listener needs one; it never displaces an event.
-          const stopKeepAlive = yield* keepAlive.add(() => {
-            if (Queue.sizeUnsafe(queue) === 0) offerTo(listener, keepAliveItem)
-          })
-          yield* Effect.addFinalizer(() =>
-            Effect.sync(() => {
-              stopKeepAlive()
-              listeners.delete(listener)
-            })
-          )
-          return Stream.fromPull(Effect.succeed(pull))
-        }))
-        return Option.some(frames)
-      })
+      tail !== undefined ? follow(lastEventId, tail) : listenHere(local, lastEventId, cut)
 
     const closeAll = Effect.sync(() => {
       for (const listener of listeners) Queue.endUnsafe(listener.queue)
@@ -246,6 +199,81 @@ export const makeBroadcast = (store: EventStoreShape, options: BroadcastOptions)
       closeAll
     } satisfies Broadcast
   })
+
+/** What a listener of an instance's own broadcast stream is added to. */
+interface Local {
+  readonly store: EventStoreShape
+  readonly streamId: string
+  /** Events a listener may fall behind by before it is dropped. */
+  readonly buffer: number
+  readonly keepAlive: KeepAlive.Ticker
+  readonly listeners: Set<Listener>
+}
+
+// One generator function for every events GET (docs/design.md, "Per-request code and the old generation").
+
+/** A listener of the instance's own stream: replays what followed `lastEventId`, then what is broadcast. */
+const listenHere = Effect.fnUntraced(function*(
+  local: Local,
+  lastEventId: string | undefined,
+  cut: () => void
+): Effect.fn.Return<Option.Option<Stream.Stream<Uint8Array>>> {
+  const { listeners, store, streamId } = local
+  const queue = yield* Queue.bounded<Item, Cause.Done>(local.buffer)
+  const listener: Listener = { queue, queued: 0, writing: 0, cut }
+  let replayed: ReadonlySet<string> = new Set()
+  let head = ""
+  if (lastEventId !== undefined) {
+    // Listen before reading the store, so nothing between the two is missed.
+    listeners.add(listener)
+    const replay = yield* store.replayAfter(lastEventId)
+    if (Option.isNone(replay) || replay.value.streamId !== streamId) {
+      listeners.delete(listener)
+      return Option.none()
+    }
+    replayed = new Set(replay.value.events.map((e) => e.id))
+    yield* Metrics.eventsReplayed(replay.value.events.length)
+    head = replay.value.events.map((e) => SseWire.event(e.data, e.id, e.event)).join("")
+  } else {
+    listeners.add(listener)
+  }
+  // Something on the wire at once, so the response headers go out now.
+  let opening: Uint8Array | undefined = SseWire.encode(head === "" ? ": stream open\n\n" : head)
+  const next: Effect.Effect<readonly [Uint8Array], Cause.Done> = Effect.flatMap(Queue.take(queue), (item) => {
+    listener.queued -= item.bytes.byteLength
+    if (replayed.has(item.id)) return next
+    listener.writing = item.bytes.byteLength
+    return Effect.succeed([item.bytes] as const)
+  })
+  const pull = Effect.suspend((): Effect.Effect<readonly [Uint8Array], Cause.Done> => {
+    // Asked for the next chunk: the writer's socket took the last one.
+    listener.writing = 0
+    if (opening === undefined) return next
+    const first = opening
+    opening = undefined
+    return Effect.succeed([first] as const)
+  })
+  return Option.some(Stream.unwrap(openFrames(local, listener, pull)))
+})
+
+/** The listener's frames, from when its response is written; it is let go when that ends. */
+const openFrames = Effect.fnUntraced(function*(
+  local: Local,
+  listener: Listener,
+  pull: Effect.Effect<readonly [Uint8Array], Cause.Done>
+): Effect.fn.Return<Stream.Stream<Uint8Array>, never, Scope.Scope> {
+  // Only an idle listener needs one; it never displaces an event.
+  const stopKeepAlive = yield* local.keepAlive.add(() => {
+    if (Queue.sizeUnsafe(listener.queue) === 0) offerTo(listener, keepAliveItem)
+  })
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      stopKeepAlive()
+      local.listeners.delete(listener)
+    })
+  )
+  return Stream.fromPull(Effect.succeed(pull))
+})
 
 export const events = (env: Env, hub: Broadcast): Guarded => (request, principal) => listenTo(env, hub, request, principal)
 

@@ -17,6 +17,7 @@
  * connection is cut and the session ends.
  */
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
@@ -30,31 +31,38 @@ import { completesHandshake, isRefused, runHoldingSlots } from "./Sessions.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 
-export const open = (env: Env): Guarded => (request, principal) =>
-  Effect.gen(function*() {
-    if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
-      return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
-    }
-    const created = yield* env.sessions.create("legacy", principal.id)
-    if (isRefused(created)) return yield* SessionAdmission.refuse(created)
-    const session = created
-    session.auth = principal.auth
-    // The session ends with this connection, however it ends.
-    yield* Effect.addFinalizer(() => env.sessions.close(session))
-    const admission = yield* env.sessions.enter(principal.id, session, true)
-    if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
-    const endpoint = `${env.config.legacyMessagesPath}?sessionId=${encodeURIComponent(session.id!)}`
-    return SseWire.response(
-      session.standalone.attach({
-        priming: false,
-        retryMs: undefined,
-        lastEventId: undefined,
-        preamble: [SseWire.event(endpoint, undefined, "endpoint")],
-        cut: SseWire.cutter(request)
-      }),
-      {}
-    )
-  })
+export const open = (env: Env): Guarded => (request, principal) => openOf(env, request, principal)
+
+// One generator function for every legacy GET and POST (docs/design.md, "Per-request code and the old generation").
+
+const openOf = Effect.fnUntraced(function*(
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal
+): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
+  if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
+    return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
+  }
+  const created = yield* env.sessions.create("legacy", principal.id)
+  if (isRefused(created)) return yield* SessionAdmission.refuse(created)
+  const session = created
+  session.auth = principal.auth
+  // The session ends with this connection, however it ends.
+  yield* Effect.addFinalizer(() => env.sessions.close(session))
+  const admission = yield* env.sessions.enter(principal.id, session, true)
+  if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
+  const endpoint = `${env.config.legacyMessagesPath}?sessionId=${encodeURIComponent(session.id!)}`
+  return SseWire.response(
+    session.standalone.attach({
+      priming: false,
+      retryMs: undefined,
+      lastEventId: undefined,
+      preamble: [SseWire.event(endpoint, undefined, "endpoint")],
+      cut: SseWire.cutter(request)
+    }),
+    {}
+  )
+})
 
 const sessionIdOf = (url: string): string | undefined => {
   const query = url.indexOf("?")
@@ -65,53 +73,56 @@ const sessionIdOf = (url: string): string | undefined => {
 export const message = (env: Env): Guarded => (request, principal) =>
   ServerSpans.withHttpPeer(request, messageOf(env, request, principal))
 
-const messageOf = (env: Env, request: HttpServerRequest.HttpServerRequest, principal: Security.Principal) =>
-  Effect.gen(function*() {
-    const id = sessionIdOf(request.url)
-    if (id === undefined) return Security.invalid(400, "Bad Request: sessionId query parameter is required")
-    const session = env.sessions.getLegacy(id)
-    // A stream that ended (its reader was dropped) is a session on its way out.
-    if (session === undefined || session.closed || session.standalone.isEnded() || session.principalId !== principal.id) {
-      return Security.invalid(404, "Session not found")
-    }
-    if (!RequestBody.isJsonContent(request.headers["content-type"])) {
-      return Security.invalid(415, "Unsupported Media Type: Content-Type must be application/json")
-    }
-    yield* env.sessions.enter(principal.id, session, false)
-    const body = yield* Effect.result(RequestBody.read(request, env.config.maxBodyBytes))
-    if (body._tag === "Failure") {
-      return body.failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(body.failure) : RequestBody.unreadable()
-    }
-    const decoded = JsonRpc.decode(body.success)
-    if (decoded._tag === "ParseError") {
-      return Security.errorResponse(400, JsonRpc.ErrorCode.ParseError, "Parse error", decoded.reason)
-    }
-    if (decoded._tag === "Batch") {
-      return Security.invalid(400, "Invalid Request: protocol revision 2024-11-05 has no batches")
-    }
-    const message = decoded.message
-    const mismatch = EraRouting.checkSessionOnly(env, request.headers, [message])
-    if (mismatch !== undefined) return mismatch
-    const forbidden = env.authorize?.(principal, [message])
-    if (forbidden !== undefined) return forbidden
-    if (principal.auth !== undefined) session.auth = principal.auth
-    const replies = message._tag === "Request" || message._tag === "Invalid"
-    if (replies && session.standalone.bufferedBytes() > env.config.maxBufferedBytesPerStream / 2) {
-      return Security.invalid(503, "Service unavailable: the SSE stream is not being read", { "retry-after": "1" })
-    }
-    const work = session.server.handleMessage(message).pipe(
-      Effect.flatMap((reply) => reply === null ? Effect.void : Effect.asVoid(session.standalone.offer(reply)))
-    )
-    if (message._tag !== "Request") {
-      // Notifications and responses are handled before the 202, so they keep the order the client sent them in.
-      if (completesHandshake(message)) session.initialized = true
-      yield* work
-      return HttpServerResponse.text("Accepted", { status: 202 })
-    }
-    const grant = yield* env.sessions.enterSlots(principal.id, session, 1)
-    if (grant.granted === 0) return yield* SlotRefusal.refuse(grant.short!)
+const messageOf = Effect.fnUntraced(function*(
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal
+): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
+  const id = sessionIdOf(request.url)
+  if (id === undefined) return Security.invalid(400, "Bad Request: sessionId query parameter is required")
+  const session = env.sessions.getLegacy(id)
+  // A stream that ended (its reader was dropped) is a session on its way out.
+  if (session === undefined || session.closed || session.standalone.isEnded() || session.principalId !== principal.id) {
+    return Security.invalid(404, "Session not found")
+  }
+  if (!RequestBody.isJsonContent(request.headers["content-type"])) {
+    return Security.invalid(415, "Unsupported Media Type: Content-Type must be application/json")
+  }
+  yield* env.sessions.enter(principal.id, session, false)
+  const body = yield* Effect.result(RequestBody.read(request, env.config.maxBodyBytes))
+  if (body._tag === "Failure") {
+    return body.failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(body.failure) : RequestBody.unreadable()
+  }
+  const decoded = JsonRpc.decode(body.success)
+  if (decoded._tag === "ParseError") {
+    return Security.errorResponse(400, JsonRpc.ErrorCode.ParseError, "Parse error", decoded.reason)
+  }
+  if (decoded._tag === "Batch") {
+    return Security.invalid(400, "Invalid Request: protocol revision 2024-11-05 has no batches")
+  }
+  const message = decoded.message
+  const mismatch = EraRouting.checkSessionOnly(env, request.headers, [message])
+  if (mismatch !== undefined) return mismatch
+  const forbidden = env.authorize?.(principal, [message])
+  if (forbidden !== undefined) return forbidden
+  if (principal.auth !== undefined) session.auth = principal.auth
+  const replies = message._tag === "Request" || message._tag === "Invalid"
+  if (replies && session.standalone.bufferedBytes() > env.config.maxBufferedBytesPerStream / 2) {
+    return Security.invalid(503, "Service unavailable: the SSE stream is not being read", { "retry-after": "1" })
+  }
+  const work = session.server.handleMessage(message).pipe(
+    Effect.flatMap((reply) => reply === null ? Effect.void : Effect.asVoid(session.standalone.offer(reply)))
+  )
+  if (message._tag !== "Request") {
+    // Notifications and responses are handled before the 202, so they keep the order the client sent them in.
     if (completesHandshake(message)) session.initialized = true
-    // Requests run in the background (their replies go to the stream).
-    yield* runHoldingSlots(session, grant, work)
+    yield* work
     return HttpServerResponse.text("Accepted", { status: 202 })
-  })
+  }
+  const grant = yield* env.sessions.enterSlots(principal.id, session, 1)
+  if (grant.granted === 0) return yield* SlotRefusal.refuse(grant.short!)
+  if (completesHandshake(message)) session.initialized = true
+  // Requests run in the background (their replies go to the stream).
+  yield* runHoldingSlots(session, grant, work)
+  return HttpServerResponse.text("Accepted", { status: 202 })
+})

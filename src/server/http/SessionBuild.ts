@@ -38,105 +38,117 @@ export interface Builder extends SessionExpiry.Expiry {
 
 /** For a streamable or legacy session, its slot was reserved by admission; `hold` takes it over. */
 export const build = (builder: Builder, kind: SessionKind, principalId: string, knownId?: string): Effect.Effect<Session> => {
-  const { config, keepAlive, onDropped, parentScope } = builder
   let slotReserved = kind !== "ephemeral"
   const release = Effect.sync(() => {
     if (slotReserved) builder.reserve(principalId, -1)
     slotReserved = false
   })
-  return Effect.gen(function*() {
-    const scope = yield* Scope.fork(parentScope, "sequential")
-    const now = yield* Clock.currentTimeMillis
-    const id = kind === "ephemeral" ? undefined : knownId ?? randomUUID()
-    // With a shared store, every instance writes the one standalone stream of the session.
-    const tail = kind === "streamable" && id !== undefined ? config.store.tail : undefined
-    const standaloneId = tail !== undefined ? sharedStandaloneId(id!) : streamId(id)
-    const standalone = tail !== undefined
-      ? SharedStream.makeStandalone({ streamId: standaloneId, store: config.store, tail, keepAlive })
-      : yield* OutStream.make({
-        streamId: standaloneId,
-        store: kind === "streamable" ? config.store : undefined,
-        capacity: kind === "legacy" ? undefined : config.standaloneBuffer,
-        maxBufferedBytes: config.maxBufferedBytes,
-        onDropped,
-        keepAlive
-      })
-    const requestRoutes = new Map<JsonRpc.RequestId, RequestRoute>()
-    const closedError = () => new TransportClosed({ reason: "HTTP session closed" })
-    const send = (message: JsonRpc.JsonRpcMessage) =>
-      Effect.flatMap(standalone.offer(message), (accepted) => accepted ? Effect.void : Effect.fail(closedError()))
-    // Once a request's own stream has ended (or ends on this message: its reader fell
-    // behind), the standalone stream carries the rest.
-    const sendFor = (requestId: JsonRpc.RequestId) => (message: JsonRpc.JsonRpcMessage) =>
-      Effect.suspend(() => {
-        const route = requestRoutes.get(requestId)
-        if (route === undefined || !route.canStream || route.out.isEnded()) return send(message)
-        return Effect.flatMap(route.out.offer(message), (accepted) => accepted ? Effect.void : send(message))
-      })
-    const work = yield* FiberSet.make<unknown, unknown>().pipe(Scope.provide(scope))
-    // Assigned below; the handler contexts read it only once messages arrive.
-    let session: Session = undefined as unknown as Session
-    const server = yield* ServerSession.make({
-      handler: config.handler,
-      send,
-      sendFor,
-      sessionId: id,
-      ephemeral: kind === "ephemeral",
-      defaultRequestTimeoutMs: config.requestTimeoutMs,
-      // Separate POSTs race: a cancel may arrive before the request it cancels.
-      earlyCancels: {},
-      idPrefix: config.idPrefix,
-      identity: () => ({
-        principal: config.namesPrincipal === true ? principalId : undefined,
-        auth: session.auth
-      }),
-      onHandlerError: (message, cause) =>
-        Effect.logWarning(`MCP handler failed on ${message.method}`, Cause.pretty(cause)),
-      // Only a resumable stream may be cut short: elsewhere the client could not come back for the rest.
-      extendContext: kind === "streamable"
-        ? (requestId) => ({
-          closeSseStream: () => Effect.suspend(() => requestRoutes.get(requestId)?.out.closeConnection ?? Effect.void)
-        })
-        : undefined
-    }).pipe(
-      Scope.provide(scope),
-      // The handler runs with the transport's services, never with the request that happened to create the session.
-      Effect.updateContext((_: Context.Context<never>) => config.services)
-    )
-    session = {
-      id,
-      kind,
-      principalId,
-      server,
-      standalone,
-      work,
-      requestRoutes,
-      liveStreams: new Map(),
-      ownedStreams: new Set(),
-      finishedStreams: [],
-      protocolVersion: undefined,
-      // Held by the request that creates it (see `Sessions.create`).
-      active: kind === "ephemeral" ? 0 : 1,
-      slots: 0,
-      lastActive: now,
-      createdAt: now,
-      initialized: false,
-      closed: false,
-      auth: undefined
-    }
-    builder.scopes.set(session, scope)
-    if (kind === "streamable") {
-      session.ownedStreams.add(standaloneId)
-      session.liveStreams.set(standaloneId, standalone)
-    }
-    yield* release
-    builder.hold(session)
-    if (kind === "streamable" && config.idleTimeoutMs !== undefined) {
-      yield* Effect.forkIn(SessionExpiry.expireWhenIdle(builder, session, config.idleTimeoutMs), scope)
-    }
-    if (kind !== "ephemeral" && config.handshakeTimeoutMs !== undefined) {
-      yield* Effect.forkIn(SessionExpiry.expireUnlessInitialized(builder, session, config.handshakeTimeoutMs), scope)
-    }
-    return session
-  }).pipe(Effect.ensuring(release))
+  return Effect.ensuring(make(builder, kind, principalId, knownId, release), release)
 }
+
+/**
+ * The session's parts, put together; `release` gives its reserved slot back. One generator function for
+ * every session, an ephemeral one per sessionless POST included (docs/design.md, "Per-request code and the old generation").
+ */
+const make = Effect.fnUntraced(function*(
+  builder: Builder,
+  kind: SessionKind,
+  principalId: string,
+  knownId: string | undefined,
+  release: Effect.Effect<void>
+): Effect.fn.Return<Session> {
+  const { config, keepAlive, onDropped, parentScope } = builder
+  const scope = yield* Scope.fork(parentScope, "sequential")
+  const now = yield* Clock.currentTimeMillis
+  const id = kind === "ephemeral" ? undefined : knownId ?? randomUUID()
+  // With a shared store, every instance writes the one standalone stream of the session.
+  const tail = kind === "streamable" && id !== undefined ? config.store.tail : undefined
+  const standaloneId = tail !== undefined ? sharedStandaloneId(id!) : streamId(id)
+  const standalone = tail !== undefined
+    ? SharedStream.makeStandalone({ streamId: standaloneId, store: config.store, tail, keepAlive })
+    : yield* OutStream.make({
+      streamId: standaloneId,
+      store: kind === "streamable" ? config.store : undefined,
+      capacity: kind === "legacy" ? undefined : config.standaloneBuffer,
+      maxBufferedBytes: config.maxBufferedBytes,
+      onDropped,
+      keepAlive
+    })
+  const requestRoutes = new Map<JsonRpc.RequestId, RequestRoute>()
+  const closedError = () => new TransportClosed({ reason: "HTTP session closed" })
+  const send = (message: JsonRpc.JsonRpcMessage) =>
+    Effect.flatMap(standalone.offer(message), (accepted) => accepted ? Effect.void : Effect.fail(closedError()))
+  // Once a request's own stream has ended (or ends on this message: its reader fell
+  // behind), the standalone stream carries the rest.
+  const sendFor = (requestId: JsonRpc.RequestId) => (message: JsonRpc.JsonRpcMessage) =>
+    Effect.suspend(() => {
+      const route = requestRoutes.get(requestId)
+      if (route === undefined || !route.canStream || route.out.isEnded()) return send(message)
+      return Effect.flatMap(route.out.offer(message), (accepted) => accepted ? Effect.void : send(message))
+    })
+  const work = yield* FiberSet.make<unknown, unknown>().pipe(Scope.provide(scope))
+  // Assigned below; the handler contexts read it only once messages arrive.
+  let session: Session = undefined as unknown as Session
+  const server = yield* ServerSession.make({
+    handler: config.handler,
+    send,
+    sendFor,
+    sessionId: id,
+    ephemeral: kind === "ephemeral",
+    defaultRequestTimeoutMs: config.requestTimeoutMs,
+    // Separate POSTs race: a cancel may arrive before the request it cancels.
+    earlyCancels: {},
+    idPrefix: config.idPrefix,
+    identity: () => ({
+      principal: config.namesPrincipal === true ? principalId : undefined,
+      auth: session.auth
+    }),
+    onHandlerError: (message, cause) =>
+      Effect.logWarning(`MCP handler failed on ${message.method}`, Cause.pretty(cause)),
+    // Only a resumable stream may be cut short: elsewhere the client could not come back for the rest.
+    extendContext: kind === "streamable"
+      ? (requestId) => ({
+        closeSseStream: () => Effect.suspend(() => requestRoutes.get(requestId)?.out.closeConnection ?? Effect.void)
+      })
+      : undefined
+  }).pipe(
+    Scope.provide(scope),
+    // The handler runs with the transport's services, never with the request that happened to create the session.
+    Effect.updateContext((_: Context.Context<never>) => config.services)
+  )
+  session = {
+    id,
+    kind,
+    principalId,
+    server,
+    standalone,
+    work,
+    requestRoutes,
+    liveStreams: new Map(),
+    ownedStreams: new Set(),
+    finishedStreams: [],
+    protocolVersion: undefined,
+    // Held by the request that creates it (see `Sessions.create`).
+    active: kind === "ephemeral" ? 0 : 1,
+    slots: 0,
+    lastActive: now,
+    createdAt: now,
+    initialized: false,
+    closed: false,
+    auth: undefined
+  }
+  builder.scopes.set(session, scope)
+  if (kind === "streamable") {
+    session.ownedStreams.add(standaloneId)
+    session.liveStreams.set(standaloneId, standalone)
+  }
+  yield* release
+  builder.hold(session)
+  if (kind === "streamable" && config.idleTimeoutMs !== undefined) {
+    yield* Effect.forkIn(SessionExpiry.expireWhenIdle(builder, session, config.idleTimeoutMs), scope)
+  }
+  if (kind !== "ephemeral" && config.handshakeTimeoutMs !== undefined) {
+    yield* Effect.forkIn(SessionExpiry.expireUnlessInitialized(builder, session, config.handshakeTimeoutMs), scope)
+  }
+  return session
+})

@@ -20,30 +20,38 @@ export interface Expiry {
   readonly parentScope: Scope.Scope
 }
 
-export const expireWhenIdle = (expiry: Expiry, session: Session, idleMs: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    while (!session.closed) {
-      const now = yield* Clock.currentTimeMillis
-      const busy = session.active > 0 || (yield* session.server.inFlight) > 0 || (yield* FiberSet.size(session.work)) > 0
-      const idleFor = now - session.lastActive
-      if (!busy && idleFor >= idleMs) {
-        yield* Effect.forkIn(expiry.drop(session), expiry.parentScope)
-        return
-      }
-      yield* Effect.sleep(Duration.millis(busy ? idleMs : idleMs - idleFor))
+// One generator function for each watch, not one per session (docs/design.md, "Per-request code and the old generation").
+
+export const expireWhenIdle = Effect.fnUntraced(function*(
+  expiry: Expiry,
+  session: Session,
+  idleMs: number
+): Effect.fn.Return<void> {
+  while (!session.closed) {
+    const now = yield* Clock.currentTimeMillis
+    const busy = session.active > 0 || (yield* session.server.inFlight) > 0 || (yield* FiberSet.size(session.work)) > 0
+    const idleFor = now - session.lastActive
+    if (!busy && idleFor >= idleMs) {
+      yield* Effect.forkIn(expiry.drop(session), expiry.parentScope)
+      return
     }
-  })
+    yield* Effect.sleep(Duration.millis(busy ? idleMs : idleMs - idleFor))
+  }
+})
 
 // A client that never finishes the handshake has no use for its streams,
 // so only running requests hold the session past the deadline.
-export const expireUnlessInitialized = (expiry: Expiry, session: Session, timeoutMs: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    yield* Effect.sleep(Duration.millis(timeoutMs))
-    while (!session.closed && !session.initialized) {
-      if (!runsWork(session) && (yield* session.server.inFlight) === 0) {
-        yield* Effect.forkIn(expiry.drop(session), expiry.parentScope)
-        return
-      }
-      yield* FiberSet.awaitEmpty(session.work)
+export const expireUnlessInitialized = Effect.fnUntraced(function*(
+  expiry: Expiry,
+  session: Session,
+  timeoutMs: number
+): Effect.fn.Return<void> {
+  yield* Effect.sleep(Duration.millis(timeoutMs))
+  while (!session.closed && !session.initialized) {
+    if (!runsWork(session) && (yield* session.server.inFlight) === 0) {
+      yield* Effect.forkIn(expiry.drop(session), expiry.parentScope)
+      return
     }
-  })
+    yield* FiberSet.awaitEmpty(session.work)
+  }
+})

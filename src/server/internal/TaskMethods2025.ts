@@ -15,6 +15,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { RpcError } from "../../McpError.ts"
@@ -220,25 +221,32 @@ const result = (
   id: JsonRpc.RequestId,
   taskId: string,
   hctx: HandlerContext
-): Effect.Effect<JsonRpc.JsonRpcResponse> =>
-  Effect.scoped(Effect.gen(function*() {
-    const last = yield* runner.store.changes(taskId).pipe(
-      Stream.tap((r) => r.status === "input_required" ? forwardAsks(runner, r, hctx) : Effect.void),
-      Stream.runLast,
-      Effect.orDie
-    )
-    if (Option.isNone(last) || !TaskWire.isTerminal(last.value.status)) return notFound(id)
-    const r = last.value
-    if (r.status === "completed") {
-      const value = r.result ?? {}
-      return JsonRpc.success(id, { ...value, _meta: { ...(isRecord(value._meta) ? value._meta : {}), ...related(taskId) } })
-    }
-    if (r.status === "failed") {
-      const error = r.error ?? { code: JsonRpc.ErrorCode.InternalError, message: "Internal error" }
-      return JsonRpc.failure(id, error.code, error.message, error.data)
-    }
-    return JsonRpc.failure(id, JsonRpc.ErrorCode.InvalidParams, "Task was cancelled", { taskId, status: r.status })
-  }))
+): Effect.Effect<JsonRpc.JsonRpcResponse> => Effect.scoped(awaitResult(runner, id, taskId, hctx))
+
+/** One generator function for every `tasks/result` (docs/design.md, "Per-request code and the old generation"). */
+const awaitResult = Effect.fnUntraced(function*(
+  runner: Runner,
+  id: JsonRpc.RequestId,
+  taskId: string,
+  hctx: HandlerContext
+): Effect.fn.Return<JsonRpc.JsonRpcResponse, never, Scope.Scope> {
+  const last = yield* runner.store.changes(taskId).pipe(
+    Stream.tap((r) => r.status === "input_required" ? forwardAsks(runner, r, hctx) : Effect.void),
+    Stream.runLast,
+    Effect.orDie
+  )
+  if (Option.isNone(last) || !TaskWire.isTerminal(last.value.status)) return notFound(id)
+  const r = last.value
+  if (r.status === "completed") {
+    const value = r.result ?? {}
+    return JsonRpc.success(id, { ...value, _meta: { ...(isRecord(value._meta) ? value._meta : {}), ...related(taskId) } })
+  }
+  if (r.status === "failed") {
+    const error = r.error ?? { code: JsonRpc.ErrorCode.InternalError, message: "Internal error" }
+    return JsonRpc.failure(id, error.code, error.message, error.data)
+  }
+  return JsonRpc.failure(id, JsonRpc.ErrorCode.InvalidParams, "Task was cancelled", { taskId, status: r.status })
+})
 
 /**
  * Sends each outstanding ask of the task to the client (once, while this

@@ -12,6 +12,9 @@
  * by `tasks/update`. The task's fiber starts from the request's services
  * less what belongs to the request alone (`detachedContext`), so that a live task
  * keeps no HTTP request, response, request scope or span alive.
+ *
+ * What the server says of a task on the wire (its shapes, a failed task's
+ * error, the extension in the capabilities) is TaskAnswers'.
  */
 import { randomBytes } from "node:crypto"
 import * as Cause from "effect/Cause"
@@ -28,12 +31,15 @@ import * as ScopeModule from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Tracer from "effect/Tracer"
 import * as JsonRpc from "../../JsonRpc.ts"
-import { CapabilityNotSupported, RpcError } from "../../McpError.ts"
+import { RpcError } from "../../McpError.ts"
 import * as TaskWire from "../../TaskWire.ts"
 import type { RequestContext } from "../RequestContext.ts"
 import { makeMemory, type TaskRecord, TaskStore, type TaskStoreShape } from "../TaskStore.ts"
 import type { Catalogue } from "./Catalogue.ts"
 import { InputKey } from "./Rounds.ts"
+import { created, errorOf, missingExtension } from "./TaskAnswers.ts"
+
+export { created, detailed, missingExtension, withExtension, withoutExecution } from "./TaskAnswers.ts"
 
 type Json = Record<string, unknown>
 
@@ -64,58 +70,6 @@ export const newTaskId = (): string => randomBytes(18).toString("base64url")
  */
 export const ownerKey = (principal: string | undefined, sessionId: string | undefined): string | undefined =>
   principal !== undefined ? `principal:${principal}` : sessionId !== undefined ? `session:${sessionId}` : undefined
-
-const iso = (ms: number) => new Date(ms).toISOString()
-
-/** The task as `tasks/get` answers and `notifications/tasks` sends it (without `resultType`). */
-export const detailed = (r: TaskRecord): Json => {
-  const out: Json = {
-    taskId: r.taskId,
-    status: r.status,
-    ...(r.statusMessage === undefined ? {} : { statusMessage: r.statusMessage }),
-    createdAt: iso(r.createdAt),
-    lastUpdatedAt: iso(r.lastUpdatedAt),
-    ttlMs: r.ttlMs,
-    ...(r.pollIntervalMs === undefined ? {} : { pollIntervalMs: r.pollIntervalMs })
-  }
-  if (r.status === "input_required") out.inputRequests = r.inputRequests
-  // The tool's own result as the call would have answered it: a 2026-07-28 result names its resultType,
-  // and the official requester refuses a completed task whose result does not.
-  else if (r.status === "completed") out.result = { resultType: "complete", ...r.result }
-  else if (r.status === "failed") out.error = r.error ?? { code: JsonRpc.ErrorCode.InternalError, message: "Internal error" }
-  return out
-}
-
-/** The `CreateTaskResult` of a task just made. */
-export const created = (r: TaskRecord): Json => {
-  const { inputRequests: _i, result: _r, error: _e, ...task } = detailed(r)
-  return { resultType: "task", ...task }
-}
-
-/** The `-32021` for a client that did not declare the extension. */
-export const missingExtension = () =>
-  new RpcError({
-    code: JsonRpc.ErrorCode.MissingRequiredClientCapability,
-    rpcMessage: `Missing required client capability: extensions.${TaskWire.EXTENSION_ID}`,
-    data: TaskWire.missingCapabilityData
-  })
-
-/** The JSON-RPC error a failed task reports. */
-const errorOf = (cause: Cause.Cause<unknown>): { code: number; message: string; data?: unknown } => {
-  const reason = Cause.squash(cause)
-  if (reason instanceof RpcError) {
-    return reason.data === undefined
-      ? { code: reason.code, message: reason.rpcMessage }
-      : { code: reason.code, message: reason.rpcMessage, data: reason.data }
-  }
-  if (reason instanceof CapabilityNotSupported && reason.peer === "client") {
-    return {
-      code: JsonRpc.ErrorCode.MissingRequiredClientCapability,
-      message: `Missing required client capability: ${reason.capability}`
-    }
-  }
-  return { code: JsonRpc.ErrorCode.InternalError, message: "Internal error" }
-}
 
 export interface RunnerOptions {
   readonly ttlMs: number | null
@@ -204,52 +158,6 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
       })))
     }
 
-    const asker = (taskId: string): Asker => {
-      const used = new Set<string>()
-      return {
-        ask: <A>(method: string, params: unknown, decode: (raw: unknown) => Effect.Effect<A, { readonly message: string }>) =>
-          Effect.flatMap(InputKey, (named: string | undefined) =>
-            Effect.gen(function*() {
-              let key = ""
-              const asked = yield* transition(taskId, (r) => {
-                // A key names one request for the task's whole life.
-                key = named !== undefined && !used.has(named) ? named : `input-${r.inputCount + 1}`
-                return {
-                  ...r,
-                  status: "input_required",
-                  inputRequests: { ...r.inputRequests, [key]: { method, params: params ?? {} } },
-                  inputCount: r.inputCount + 1
-                }
-              })
-              // The task ended (cancelled, expired) while the handler ran: it stops here.
-              if (asked === undefined) return yield* Effect.interrupt
-              used.add(key)
-              const answered = yield* store.changes(taskId).pipe(
-                Stream.filter((r) => Object.hasOwn(r.inputResponses, key)),
-                Stream.runHead,
-                orDie
-              )
-              if (answered._tag === "None") return yield* Effect.interrupt
-              const raw = answered.value.inputResponses[key]
-              yield* orDie(store.compareAndSet(taskId, NON_TERMINAL, (r) => {
-                const { [key]: _taken, ...rest } = r.inputResponses
-                return { ...r, inputResponses: rest }
-              }))
-              return yield* Effect.catch(decode(raw), (e) =>
-                Effect.die(
-                  new RpcError({
-                    code: JsonRpc.ErrorCode.InvalidParams,
-                    rpcMessage: `Invalid inputResponses: the answer to "${key}" is not a ${method} result`,
-                    data: { key, reason: e.message }
-                  })
-                ))
-            }))
-      }
-    }
-
-    const status = (taskId: string) => (message: string) =>
-      Effect.asVoid(transition(taskId, (r) => ({ ...r, statusMessage: message })))
-
     const runnerScope = scope
 
     // In a store shared by a fleet, the task's record may end on another instance (a cancel made there, the
@@ -321,39 +229,8 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
         return Deferred.succeed(signal, undefined).pipe(Effect.asVoid)
       })
 
-    const start: Runner["start"] = (owner, body, ctx, requestedTtlMs) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const ttlMs = requestedTtlMs === undefined || requestedTtlMs < 1
-          ? options.ttlMs
-          : options.ttlMs === null
-          ? requestedTtlMs
-          : Math.min(requestedTtlMs, options.ttlMs)
-        const instance = store.instance
-        const record: TaskRecord = {
-          taskId: newTaskId(),
-          owner,
-          status: "working",
-          createdAt: now,
-          lastUpdatedAt: now,
-          ttlMs,
-          pollIntervalMs: options.pollIntervalMs,
-          inputRequests: {},
-          inputResponses: {},
-          inputCount: 0,
-          ...(instance === undefined ? {} : { instance: instance.id })
-        }
-        // This instance's liveness mark is held from before the record exists until the handler has settled.
-        const held = instance === undefined ? undefined : yield* ScopeModule.make()
-        const stored = held === undefined
-          ? store.create(record)
-          : Effect.andThen(ScopeModule.provide(held)(instance!.hold), store.create(record)).pipe(
-            Effect.onError(() => ScopeModule.close(held, Exit.void))
-          )
-        yield* orDie(stored)
-        yield* launch(record.taskId, body, (ctx as TaskableContext).forTask(asker(record.taskId), status(record.taskId)), ttlMs, held)
-        return created(record)
-      })
+    const starts: Starts = { store, options, transition, launch }
+    const start: Runner["start"] = (owner, body, ctx, requestedTtlMs) => startTask(starts, owner, body, ctx, requestedTtlMs)
 
     const cancel = (taskId: string) =>
       Effect.andThen(
@@ -365,6 +242,136 @@ export const make = (store: TaskStoreShape, options: RunnerOptions): Effect.Effe
 
     return { store, start, detach, cancel, running: FiberMap.size(fibers) }
   })
+
+/** Changes a task's record, unless it is terminal: the new record, or `undefined`. */
+type Transition = (taskId: string, next: (r: TaskRecord, now: number) => TaskRecord) => Effect.Effect<TaskRecord | undefined>
+
+/** What a task's asks and status messages change: the runner's store, through its `transition`. */
+interface Records {
+  readonly store: TaskStoreShape
+  readonly transition: Transition
+}
+
+/** What starting a task takes of its runner, which `startTask` takes as its first argument. */
+interface Starts extends Records {
+  readonly options: RunnerOptions
+  /** Forks the task's handler and sets its deadline. */
+  readonly launch: <R>(
+    taskId: string,
+    body: (ctx: RequestContext) => Effect.Effect<Json, unknown, R>,
+    taskCtx: RequestContext,
+    ttlMs: number | null,
+    held: ScopeModule.Closeable | undefined
+  ) => Effect.Effect<void, never, R>
+}
+
+// One generator function for every task, and one for every ask (docs/design.md, "Per-request code and the old generation").
+
+/** Stores a new task (holding the instance's liveness mark first, in a fleet), launches it and answers its `CreateTaskResult`. */
+const startTask = Effect.fnUntraced(function*<R>(
+  starts: Starts,
+  owner: string | undefined,
+  body: (ctx: RequestContext) => Effect.Effect<Json, unknown, R>,
+  ctx: RequestContext,
+  requestedTtlMs: number | undefined
+): Effect.fn.Return<Json, never, R> {
+  const { options, store } = starts
+  const now = yield* Clock.currentTimeMillis
+  const ttlMs = requestedTtlMs === undefined || requestedTtlMs < 1
+    ? options.ttlMs
+    : options.ttlMs === null
+    ? requestedTtlMs
+    : Math.min(requestedTtlMs, options.ttlMs)
+  const instance = store.instance
+  const record: TaskRecord = {
+    taskId: newTaskId(),
+    owner,
+    status: "working",
+    createdAt: now,
+    lastUpdatedAt: now,
+    ttlMs,
+    pollIntervalMs: options.pollIntervalMs,
+    inputRequests: {},
+    inputResponses: {},
+    inputCount: 0,
+    ...(instance === undefined ? {} : { instance: instance.id })
+  }
+  // This instance's liveness mark is held from before the record exists until the handler has settled.
+  const held = instance === undefined ? undefined : yield* ScopeModule.make()
+  const stored = held === undefined
+    ? store.create(record)
+    : Effect.andThen(ScopeModule.provide(held)(instance!.hold), store.create(record)).pipe(
+      Effect.onError(() => ScopeModule.close(held, Exit.void))
+    )
+  yield* Effect.orDie(stored)
+  yield* starts.launch(
+    record.taskId,
+    body,
+    (ctx as TaskableContext).forTask(asker(starts, record.taskId), status(starts, record.taskId)),
+    ttlMs,
+    held
+  )
+  return created(record)
+})
+
+/** Asks of the client made inside the task become its `inputRequests`; each key names one ask for the task's whole life. */
+const asker = (records: Records, taskId: string): Asker => {
+  const used = new Set<string>()
+  return {
+    ask: <A>(method: string, params: unknown, decode: (raw: unknown) => Effect.Effect<A, { readonly message: string }>) =>
+      Effect.flatMap(InputKey, (named: string | undefined) => askInput(records, taskId, used, named, method, params, decode))
+  }
+}
+
+/** Sets the task `input_required` with the ask, waits for its answer (`tasks/update`), takes it and decodes it. */
+const askInput = Effect.fnUntraced(function*<A>(
+  records: Records,
+  taskId: string,
+  used: Set<string>,
+  named: string | undefined,
+  method: string,
+  params: unknown,
+  decode: (raw: unknown) => Effect.Effect<A, { readonly message: string }>
+): Effect.fn.Return<A> {
+  const { store } = records
+  let key = ""
+  const asked = yield* records.transition(taskId, (r) => {
+    // A key names one request for the task's whole life.
+    key = named !== undefined && !used.has(named) ? named : `input-${r.inputCount + 1}`
+    return {
+      ...r,
+      status: "input_required",
+      inputRequests: { ...r.inputRequests, [key]: { method, params: params ?? {} } },
+      inputCount: r.inputCount + 1
+    }
+  })
+  // The task ended (cancelled, expired) while the handler ran: it stops here.
+  if (asked === undefined) return yield* Effect.interrupt
+  used.add(key)
+  const answered = yield* store.changes(taskId).pipe(
+    Stream.filter((r) => Object.hasOwn(r.inputResponses, key)),
+    Stream.runHead,
+    Effect.orDie
+  )
+  if (answered._tag === "None") return yield* Effect.interrupt
+  const raw = answered.value.inputResponses[key]
+  yield* Effect.orDie(store.compareAndSet(taskId, NON_TERMINAL, (r) => {
+    const { [key]: _taken, ...rest } = r.inputResponses
+    return { ...r, inputResponses: rest }
+  }))
+  return yield* Effect.catch(decode(raw), (e) =>
+    Effect.die(
+      new RpcError({
+        code: JsonRpc.ErrorCode.InvalidParams,
+        rpcMessage: `Invalid inputResponses: the answer to "${key}" is not a ${method} result`,
+        data: { key, reason: e.message }
+      })
+    ))
+})
+
+/** The task's progress, as its `statusMessage`. */
+const status = (records: Records, taskId: string) => (message: string) =>
+  Effect.asVoid(records.transition(taskId, (r) => ({ ...r, statusMessage: message })))
 
 /** Whether the client of this request declared the extension (on the request, or at its `initialize`). */
 export const declaresTasks = (ctx: RequestContext): boolean => TaskWire.declares(ctx.session.clientCapabilities)
@@ -474,22 +481,3 @@ export const forServer = (
       Effect.flatMap(found._tag === "Some" ? Effect.succeed(found.value) : makeMemory, (store) =>
         make(store, { ttlMs, pollIntervalMs })))
   })
-
-/** The capabilities with the extension declared under `extensions`. */
-export const withExtension = (declared: Record<string, unknown>): Record<string, unknown> => ({
-  ...declared,
-  extensions: { ...(isRecord(declared.extensions) ? declared.extensions : {}), [TaskWire.EXTENSION_ID]: {} }
-})
-
-/** A `tools/list` result of the stateless era: its `Tool` has no `execution` (the extension replaces it). */
-export const withoutExecution = (result: unknown): Record<string, unknown> => {
-  if (!isRecord(result) || !Array.isArray(result.tools)) return isRecord(result) ? result : {}
-  return {
-    ...result,
-    tools: result.tools.map((tool) => {
-      if (!isRecord(tool) || !("execution" in tool)) return tool
-      const { execution: _execution, ...rest } = tool
-      return rest
-    })
-  }
-}
