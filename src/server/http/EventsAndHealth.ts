@@ -284,9 +284,8 @@ const listenTo = Effect.fnUntraced(function*(
   request: HttpServerRequest.HttpServerRequest,
   principal: Security.Principal
 ): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
-  if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
-    return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
-  }
+  const refusal = RequestBody.eventStreamRefusal(request)
+  if (refusal !== undefined) return refusal
   const admission = yield* env.sessions.enter(principal.id, undefined, true)
   if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
   const stream = yield* hub.listen(request.headers["last-event-id"], SseWire.cutter(request))

@@ -40,9 +40,8 @@ const openOf = Effect.fnUntraced(function*(
   request: HttpServerRequest.HttpServerRequest,
   principal: Security.Principal
 ): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
-  if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
-    return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
-  }
+  const refusal = RequestBody.eventStreamRefusal(request)
+  if (refusal !== undefined) return refusal
   const created = yield* env.sessions.create("legacy", principal.id)
   if (isRefused(created)) return yield* SessionAdmission.refuse(created)
   const session = created

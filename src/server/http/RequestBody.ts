@@ -7,9 +7,9 @@
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import type { HttpServerRequest } from "effect/http"
+import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as JsonRpc from "../../JsonRpc.ts"
-import { errorResponse } from "./Security.ts"
+import { errorResponse, invalid } from "./Security.ts"
 
 export class BodyTooLarge extends Data.TaggedError("BodyTooLarge")<{ readonly limit: number; readonly seen: number }> {}
 export class BodyUnreadable extends Data.TaggedError("BodyUnreadable")<{ readonly cause: unknown }> {}
@@ -101,3 +101,11 @@ export const acceptsEventStream = (header: string | undefined): boolean => {
   const types = mediaTypes(header)
   return types.length === 0 || types.includes("text/event-stream") || types.includes("text/*") || types.includes("*/*")
 }
+
+/** The 406 for a GET whose `Accept` leaves out `text/event-stream`; `undefined` when the stream may be sent. */
+export const eventStreamRefusal = (
+  request: HttpServerRequest.HttpServerRequest
+): HttpServerResponse.HttpServerResponse | undefined =>
+  acceptsEventStream(request.headers["accept"])
+    ? undefined
+    : invalid(406, "Not Acceptable: Accept must include text/event-stream")

@@ -96,9 +96,8 @@ const getStandalone = Effect.fnUntraced(function*(
       allow: config.stateful ? "POST, DELETE" : "POST"
     })
   }
-  if (!RequestBody.acceptsEventStream(request.headers["accept"])) {
-    return Security.invalid(406, "Not Acceptable: Accept must include text/event-stream")
-  }
+  const refusal = RequestBody.eventStreamRefusal(request)
+  if (refusal !== undefined) return refusal
   const versionError = badVersion(env, request)
   if (Option.isSome(versionError)) return versionError.value
   const found = yield* find(env, request, principal)
