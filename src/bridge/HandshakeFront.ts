@@ -123,6 +123,44 @@ const LIST_CHANGED: Record<string, string> = {
   ResourceListChanged: "notifications/resources/list_changed"
 }
 
+/** The one request in flight, if there is exactly one. */
+const sole = (running: ReadonlySet<RequestContext>): RequestContext | undefined => {
+  if (running.size !== 1) return undefined
+  for (const ctx of running) return ctx
+  return undefined
+}
+
+/**
+ * Asks the downstream client what the upstream asked, through the request being served (`running`: the requests in
+ * flight); one generator function for every ask (docs/design.md, "Per-request code and the old generation").
+ */
+const askDownstream = Effect.fnUntraced(function*(
+  running: ReadonlySet<RequestContext>,
+  method: string,
+  params: unknown
+): Effect.fn.Return<unknown, RpcError> {
+  // Stateless era: the input request comes inside the call's own fiber; handshake era: on the transport's.
+  const ctx = (yield* CurrentRequest) ?? sole(running)
+  if (ctx === undefined) return yield* refused(method, "nothing says which client request asks")
+  const capability = askCapability(method, params)
+  if (capability !== undefined && !declares(ctx.session.clientCapabilities, capability)) {
+    return yield* new RpcError({
+      code: JsonRpc.ErrorCode.MissingRequiredClientCapability,
+      rpcMessage: `Missing required client capability: ${capability.join(".")}`,
+      data: { requiredCapabilities: { [capability[0]!]: capability.length > 1 ? { [capability[1]!]: {} } : {} } }
+    })
+  }
+  return yield* ctx.request(method, params).pipe(
+    Effect.catchCause((cause) => {
+      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+      const error = Cause.squash(cause)
+      return Effect.fail(
+        error instanceof RpcError ? error : refused(method, firstLine(error instanceof Error ? error.message : String(error)))
+      )
+    })
+  )
+})
+
 /**
  * Connects the upstream client over `transport` and builds the front.
  *
@@ -134,36 +172,7 @@ export const make = Effect.fnUntraced(function*(
   options: HandshakeFrontOptions = {}
 ): Effect.fn.Return<HandshakeFront, McpClient.HandshakeError, import("effect/Scope").Scope> {
   const running = new Set<RequestContext>()
-  const sole = (): RequestContext | undefined => {
-    if (running.size !== 1) return undefined
-    for (const ctx of running) return ctx
-    return undefined
-  }
-
-  /** Asks the downstream client what the upstream asked, through the request being served. */
-  const ask = (method: string, params: unknown): Effect.Effect<unknown, RpcError> =>
-    Effect.gen(function*() {
-      // Stateless era: the input request comes inside the call's own fiber; handshake era: on the transport's.
-      const ctx = (yield* CurrentRequest) ?? sole()
-      if (ctx === undefined) return yield* refused(method, "nothing says which client request asks")
-      const capability = askCapability(method, params)
-      if (capability !== undefined && !declares(ctx.session.clientCapabilities, capability)) {
-        return yield* new RpcError({
-          code: JsonRpc.ErrorCode.MissingRequiredClientCapability,
-          rpcMessage: `Missing required client capability: ${capability.join(".")}`,
-          data: { requiredCapabilities: { [capability[0]!]: capability.length > 1 ? { [capability[1]!]: {} } : {} } }
-        })
-      }
-      return yield* ctx.request(method, params).pipe(
-        Effect.catchCause((cause) => {
-          if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-          const error = Cause.squash(cause)
-          return Effect.fail(
-            error instanceof RpcError ? error : refused(method, firstLine(error instanceof Error ? error.message : String(error)))
-          )
-        })
-      )
-    })
+  const ask = (method: string, params: unknown) => askDownstream(running, method, params)
 
   const client = yield* McpClient.fromTransport(transport, {
     protocol: options.protocol ?? "auto",
@@ -210,7 +219,7 @@ export const make = Effect.fnUntraced(function*(
   yield* client.notifications.pipe(
     Stream.runForEach((n) => {
       if (n._tag === "LoggingMessage") {
-        const ctx = sole()
+        const ctx = sole(running)
         return ctx === undefined ? Effect.void : ctx.log(n.level, n.data, n.logger)
       }
       const method = LIST_CHANGED[n._tag]

@@ -155,60 +155,85 @@ const MULTI_ROUND: ReadonlySet<string> = new Set(["tools/call", "resources/read"
 const askFailed = (method: string, reason: string) =>
   new RpcError({ code: JsonRpc.ErrorCode.InternalError, rpcMessage: `The client cannot answer ${method}: ${reason}` })
 
+/** The request an ask of the upstream comes in: what `askClient` takes as its first argument. */
+interface Asked {
+  readonly ctx: RequestContext
+  /** The forwarded request's method. */
+  readonly method: string
+  readonly modern: boolean
+  /** Completed by an ask that ends this run: interrupted for an input round, failed otherwise. */
+  readonly stop: Deferred.Deferred<never, unknown>
+}
+
+// One generator function for every request, and one for every ask (docs/design.md, "Per-request code and the old generation").
+
+/** Asks the client what the upstream asked while serving `asked`, as the request's era allows. */
+const askClient = Effect.fnUntraced(function*(
+  asked: Asked,
+  askMethod: string,
+  askParams: unknown
+): Effect.fn.Return<unknown, RpcError> {
+  const { ctx, method, modern, stop } = asked
+  const capability = askCapability(askMethod, askParams)
+  if (capability !== undefined && !declares(ctx.session.clientCapabilities, capability)) {
+    const missing = new CapabilityNotSupported({ method: askMethod, capability: capability.join("."), peer: "client" })
+    // Stateless era: the client learns which capability to declare (-32021). Handshake era: the upstream decides.
+    if (modern) yield* Deferred.fail(stop, missing)
+    return yield* askFailed(askMethod, `it did not declare ${missing.capability}`)
+  }
+  if (modern && !MULTI_ROUND.has(method)) {
+    const error = askFailed(askMethod, `${method} cannot answer input_required in the stateless era`)
+    yield* Deferred.fail(stop, error)
+    return yield* error
+  }
+  const exit = yield* Effect.exit(ctx.request(askMethod, askParams))
+  if (Exit.isSuccess(exit)) return exit.value
+  if (Cause.hasInterruptsOnly(exit.cause)) {
+    // An input round: the ask is recorded; ending this run answers input_required.
+    yield* Deferred.failCause(stop, exit.cause as Cause.Cause<never>)
+    return yield* askFailed(askMethod, "the client is asked in an input_required round")
+  }
+  const error = Cause.squash(exit.cause)
+  return yield* (error instanceof RpcError
+    ? error
+    : askFailed(askMethod, firstLine(error instanceof Error ? error.message : String(error))))
+})
+
 /**
  * Forwards one request to the pool on behalf of `ctx`, turning the
  * upstream's asks into what the request's era allows.
  */
-const forwardFor = (pool: UpstreamPool.UpstreamPool, method: string) =>
-(params: unknown, ctx: RequestContext): Effect.Effect<unknown, unknown> =>
-  Effect.gen(function*() {
-    // Completed by an ask that ends this run: interrupted for an input round, failed otherwise.
-    const stop = yield* Deferred.make<never, unknown>()
-    const modern = ctx.session.era === "modern"
-    const downstream: UpstreamPool.Downstream = {
-      progress: (p) =>
-        typeof p.progress === "number"
-          ? ctx.progress(p.progress, {
-            total: typeof p.total === "number" ? p.total : undefined,
-            message: typeof p.message === "string" ? p.message : undefined
-          })
-          : Effect.void,
-      log: (p) =>
-        typeof p.level === "string"
-          ? ctx.log(p.level as Parameters<RequestContext["log"]>[0], p.data, typeof p.logger === "string" ? p.logger : undefined)
-          : Effect.void,
-      ask: (askMethod, askParams) =>
-        Effect.gen(function*() {
-          const capability = askCapability(askMethod, askParams)
-          if (capability !== undefined && !declares(ctx.session.clientCapabilities, capability)) {
-            const missing = new CapabilityNotSupported({ method: askMethod, capability: capability.join("."), peer: "client" })
-            // Stateless era: the client learns which capability to declare (-32021). Handshake era: the upstream decides.
-            if (modern) yield* Deferred.fail(stop, missing)
-            return yield* askFailed(askMethod, `it did not declare ${missing.capability}`)
-          }
-          if (modern && !MULTI_ROUND.has(method)) {
-            const error = askFailed(askMethod, `${method} cannot answer input_required in the stateless era`)
-            yield* Deferred.fail(stop, error)
-            return yield* error
-          }
-          const exit = yield* Effect.exit(ctx.request(askMethod, askParams))
-          if (Exit.isSuccess(exit)) return exit.value
-          if (Cause.hasInterruptsOnly(exit.cause)) {
-            // An input round: the ask is recorded; ending this run answers input_required.
-            yield* Deferred.failCause(stop, exit.cause as Cause.Cause<never>)
-            return yield* askFailed(askMethod, "the client is asked in an input_required round")
-          }
-          const error = Cause.squash(exit.cause)
-          return yield* (error instanceof RpcError
-            ? error
-            : askFailed(askMethod, firstLine(error instanceof Error ? error.message : String(error))))
+const forward = Effect.fnUntraced(function*(
+  pool: UpstreamPool.UpstreamPool,
+  method: string,
+  params: unknown,
+  ctx: RequestContext
+): Effect.fn.Return<unknown, unknown> {
+  const stop = yield* Deferred.make<never, unknown>()
+  const asked: Asked = { ctx, method, modern: ctx.session.era === "modern", stop }
+  const downstream: UpstreamPool.Downstream = {
+    progress: (p) =>
+      typeof p.progress === "number"
+        ? ctx.progress(p.progress, {
+          total: typeof p.total === "number" ? p.total : undefined,
+          message: typeof p.message === "string" ? p.message : undefined
         })
-    }
-    return yield* pool.forward(method, withoutEraMeta(params), downstream).pipe(
-      Effect.mapError(toRpcError),
-      Effect.raceFirst(Deferred.await(stop))
-    )
-  })
+        : Effect.void,
+    log: (p) =>
+      typeof p.level === "string"
+        ? ctx.log(p.level as Parameters<RequestContext["log"]>[0], p.data, typeof p.logger === "string" ? p.logger : undefined)
+        : Effect.void,
+    ask: (askMethod, askParams) => askClient(asked, askMethod, askParams)
+  }
+  return yield* pool.forward(method, withoutEraMeta(params), downstream).pipe(
+    Effect.mapError(toRpcError),
+    Effect.raceFirst(Deferred.await(stop))
+  )
+})
+
+/** The handler of `method`: forwards each request to the pool. */
+const forwardFor = (pool: UpstreamPool.UpstreamPool, method: string) =>
+(params: unknown, ctx: RequestContext): Effect.Effect<unknown, unknown> => forward(pool, method, params, ctx)
 
 /**
  * The front's `McpServer` handle over a pool: build it once the pool is

@@ -38,7 +38,7 @@ import type { ClientTransportShape } from "../client/ClientTransport.ts"
 import * as Negotiation from "../client/Negotiation.ts"
 import type { Implementation } from "../Implementation.ts"
 import * as JsonRpc from "../JsonRpc.ts"
-import { RpcError } from "../McpError.ts"
+import { type RequestError, RpcError } from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import type { HandlerContext } from "../server/Handler.ts"
@@ -127,6 +127,46 @@ const metaOf = (params: unknown): Record<string, unknown> | undefined =>
   isRecord(params) && isRecord(params._meta) ? params._meta : undefined
 
 const keyOf = (id: unknown): string => `${typeof id}:${String(id)}`
+
+/** Records the `Mcp-Param-*` parameters of the tools in a `tools/list` result (HTTP only). */
+const learnTools = (c: Connection, result: unknown): void => {
+  if (c.headerParams === undefined || !isRecord(result) || !Array.isArray(result.tools)) return
+  for (const tool of result.tools) {
+    if (!isRecord(tool) || typeof tool.name !== "string") continue
+    const found = RequestMeta.headerParams(tool.inputSchema)
+    c.headerParams.set(tool.name, found._tag === "Valid" ? found.params : [])
+  }
+}
+
+/**
+ * The `Mcp-Param-*` headers of a `tools/call` (listing the tools, with the caller's `_meta`, for one not seen yet);
+ * one generator function for every forwarded request (docs/design.md, "Per-request code and the old generation").
+ */
+const paramHeadersOf = Effect.fnUntraced(function*(
+  c: Connection,
+  request: JsonRpc.JsonRpcRequest,
+  requestTimeout: Duration.Input
+): Effect.fn.Return<Record<string, string> | undefined, RequestError> {
+  const known = c.headerParams
+  const params = isRecord(request.params) ? request.params : {}
+  if (known === undefined || request.method !== "tools/call" || typeof params.name !== "string") return undefined
+  if (!known.has(params.name)) {
+    const meta = metaOf(params) ?? {}
+    let cursor: unknown = undefined
+    for (let page = 0; page < 100; page++) {
+      const listed = yield* c.transport.request(
+        "tools/list",
+        { ...(typeof cursor === "string" ? { cursor } : {}), _meta: meta },
+        { timeout: requestTimeout }
+      )
+      learnTools(c, listed)
+      cursor = isRecord(listed) ? listed.nextCursor : undefined
+      if (typeof cursor !== "string") break
+    }
+  }
+  const found = known.get(params.name)
+  return found === undefined || found.length === 0 ? undefined : RequestMeta.paramHeaders(found, params.arguments)
+})
 
 /**
  * The forwarder for the life of the scope; closing it closes the connection.
@@ -302,39 +342,6 @@ export const make = Effect.fnUntraced(function*(
     }
   })
 
-  const learnTools = (c: Connection, result: unknown): void => {
-    if (c.headerParams === undefined || !isRecord(result) || !Array.isArray(result.tools)) return
-    for (const tool of result.tools) {
-      if (!isRecord(tool) || typeof tool.name !== "string") continue
-      const found = RequestMeta.headerParams(tool.inputSchema)
-      c.headerParams.set(tool.name, found._tag === "Valid" ? found.params : [])
-    }
-  }
-
-  /** The `Mcp-Param-*` headers of a `tools/call` (listing the tools, with the caller's `_meta`, for one not seen yet). */
-  const paramHeadersOf = (c: Connection, request: JsonRpc.JsonRpcRequest) =>
-    Effect.gen(function*() {
-      const known = c.headerParams
-      const params = isRecord(request.params) ? request.params : {}
-      if (known === undefined || request.method !== "tools/call" || typeof params.name !== "string") return undefined
-      if (!known.has(params.name)) {
-        const meta = metaOf(params) ?? {}
-        let cursor: unknown = undefined
-        for (let page = 0; page < 100; page++) {
-          const listed = yield* c.transport.request(
-            "tools/list",
-            { ...(typeof cursor === "string" ? { cursor } : {}), _meta: meta },
-            { timeout: requestTimeout }
-          )
-          learnTools(c, listed)
-          cursor = isRecord(listed) ? listed.nextCursor : undefined
-          if (typeof cursor !== "string") break
-        }
-      }
-      const found = known.get(params.name)
-      return found === undefined || found.length === 0 ? undefined : RequestMeta.paramHeaders(found, params.arguments)
-    })
-
   const send = (c: Connection, request: JsonRpc.JsonRpcRequest, ctx: HandlerContext) =>
     Effect.suspend(() => {
       const meta = metaOf(request.params)
@@ -348,7 +355,7 @@ export const make = Effect.fnUntraced(function*(
       }
       let listen: string | undefined
       c.running.add(ctx)
-      return paramHeadersOf(c, request).pipe(
+      return paramHeadersOf(c, request, requestTimeout).pipe(
         Effect.flatMap((headers) =>
           c.transport.request(request.method, params, {
             timeout: requestTimeout,

@@ -160,6 +160,43 @@ const sole = (member: Member): Downstream | undefined => {
   return undefined
 }
 
+/** What connecting a slot takes of its pool, which `connectSlot` takes as its first argument. */
+interface Pool {
+  readonly slots: Array<Slot>
+  readonly scope: Scope.Scope
+  /** Opens a connection and runs the handshake on it, in `scope`. */
+  readonly open: (scope: Scope.Closeable) => Effect.Effect<Member, UpstreamUnavailable>
+}
+
+/**
+ * Connects slot `index` (once, whoever asks first), in a fiber of the pool's own; one generator function for every
+ * request that finds a slot not open (docs/design.md, "Per-request code and the old generation").
+ */
+const connectSlot = Effect.fnUntraced(function*(
+  pool: Pool,
+  index: number
+): Effect.fn.Return<Deferred.Deferred<Member, UpstreamUnavailable>> {
+  const { slots } = pool
+  const current = slots[index]!
+  if (current._tag === "Connecting") return current.ready
+  if (current._tag === "Ready") yield* Scope.close(current.member.scope, Exit.void)
+  const ready = yield* Deferred.make<Member, UpstreamUnavailable>()
+  slots[index] = { _tag: "Connecting", ready }
+  const scope = yield* Scope.fork(pool.scope, "sequential")
+  yield* pool.open(scope).pipe(
+    Effect.onExit((exit) => {
+      if (Exit.isSuccess(exit)) {
+        slots[index] = { _tag: "Ready", member: exit.value }
+        return Deferred.succeed(ready, exit.value)
+      }
+      slots[index] = EMPTY
+      return failConnecting(ready, scope, exit.cause)
+    }),
+    Effect.forkIn(pool.scope, { startImmediately: true })
+  )
+  return ready
+})
+
 /**
  * The pool for the life of the scope: opens every connection and runs the
  * handshake on each, all at once, before it returns (failing with
@@ -262,28 +299,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
       return m
     })
 
-  /** Connects slot `index` (once, whoever asks first), in a fiber of the pool's own. */
-  const connectSlot = (index: number): Effect.Effect<Deferred.Deferred<Member, UpstreamUnavailable>> =>
-    Effect.gen(function*() {
-      const current = slots[index]!
-      if (current._tag === "Connecting") return current.ready
-      if (current._tag === "Ready") yield* Scope.close(current.member.scope, Exit.void)
-      const ready = yield* Deferred.make<Member, UpstreamUnavailable>()
-      slots[index] = { _tag: "Connecting", ready }
-      const scope = yield* Scope.fork(poolScope, "sequential")
-      yield* open(scope).pipe(
-        Effect.onExit((exit) => {
-          if (Exit.isSuccess(exit)) {
-            slots[index] = { _tag: "Ready", member: exit.value }
-            return Deferred.succeed(ready, exit.value)
-          }
-          slots[index] = EMPTY
-          return failConnecting(ready, scope, exit.cause)
-        }),
-        Effect.forkIn(poolScope, { startImmediately: true })
-      )
-      return ready
-    })
+  const pool: Pool = { slots, scope: poolScope, open }
 
   /** The least busy open connection; closed ones are reconnected on the way. */
   const acquire: Effect.Effect<Member, UpstreamUnavailable> = Effect.gen(function*() {
@@ -297,7 +313,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
       if (slot._tag === "Ready" && !slot.member.closed) {
         if (best === undefined || slot.member.running.size < best.running.size) best = slot.member
       } else {
-        waiting.push(yield* connectSlot(index))
+        waiting.push(yield* connectSlot(pool, index))
       }
     }
     if (best !== undefined) return best
@@ -327,7 +343,7 @@ export const make = Effect.fnUntraced(function*<E, R>(
       }))
 
   // The first connection's answer describes the server; the others open alongside.
-  const opening = yield* Effect.forEach(slots, (_, index) => connectSlot(index))
+  const opening = yield* Effect.forEach(slots, (_, index) => connectSlot(pool, index))
   const first = yield* Deferred.await(opening[0]!)
   // The others too (a failure there is retried when a request needs the connection).
   yield* Effect.forEach(opening.slice(1), (ready) => Effect.exit(Deferred.await(ready)), { discard: true })
