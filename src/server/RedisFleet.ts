@@ -15,7 +15,8 @@
  * instead of waiting), a bound on every command sent through the `Redis`
  * service (`commandTimeoutMs`: a Redis that stops answering without closing
  * its connection fails the command instead of holding the request; node-redis's
- * own command timeout stops counting once the command is written) and a
+ * own command timeout, which stops counting once the command is written, is
+ * off) and a
  * reconnect strategy that never gives up once connected (the default one
  * stops on a socket timeout). The first connection must succeed: building
  * the layer fails with a `RedisError` otherwise.
@@ -120,8 +121,12 @@ export const layerConnection = (options: Options): Layer.Layer<Redis.Redis | Nod
     const client = NodeRedis.layer({
       url: options.url,
       disableOfflineQueue: true,
-      // Bounds the wait to be written only; `bounded` bounds the wait for the answer.
-      commandOptions: { timeout: timeoutMs },
+      // node-redis's own command timeout is off (its default is 5 s): it is an
+      // `AbortSignal.timeout` per command, whose timer cannot be cancelled and
+      // stays pending for the whole timeout after the answer, so every command
+      // left about 1 KB to be promoted to the old generation. It bounded the wait
+      // to be written only; `bounded` bounds the whole wait, written or not.
+      commandOptions: { timeout: 0 },
       socket: {
         connectTimeout: options.connectTimeoutMs ?? defaults.connectTimeoutMs,
         reconnectStrategy: (retries: number, cause: Error) => connected ? backoff(retries) : cause
@@ -144,7 +149,8 @@ class CommandTimeout extends Error {
 
 /**
  * The `Redis` service with a bound on every answer. A command given up on
- * stays in node-redis's queue, and its late answer (if any) is dropped
+ * stays in node-redis's queue (one not yet written is still written, and may
+ * run, once the socket drains), and its late answer (if any) is dropped
  * there: the answers after it still reach their own commands.
  */
 const bounded = (redis: Redis.Redis["Service"], ms: number): Redis.Redis["Service"] => {
