@@ -27,18 +27,10 @@ const validSession = (id: string | undefined): string | undefined =>
  * `initialize`, `notifications/initialized`, the request, in a scope whose
  * close ends the session with a DELETE (bounded by `closeTimeout`), however
  * the call ends: with its answer, an error, a timeout or an interruption.
+ * One generator function for every call (docs/design.md, "Per-request code
+ * and the old generation").
  */
-export const call = (
-  context: CallContext,
-  origin: string,
-  requested: string,
-  method: string,
-  params: unknown,
-  auto: boolean
-): Effect.Effect<unknown, ExchangeError | InitializeRefused> => Effect.scoped(callInSession(context, origin, requested, method, params, auto))
-
-/** One generator function for every call (docs/design.md, "Per-request code and the old generation"). */
-const callInSession = Effect.fnUntraced(function*(
+export const call = Effect.fnUntraced(function*(
   context: CallContext,
   origin: string,
   requested: string,
@@ -90,4 +82,4 @@ const callInSession = Effect.fnUntraced(function*(
   if (reply._tag === "Refused") return yield* reply.error
   if ("error" in reply.response) return yield* RpcError.fromObject(reply.response.error, method, request.id)
   return reply.response.result
-})
+}, Effect.scoped)
