@@ -67,16 +67,11 @@ type Step =
 
 /**
  * Consumes `body` until it ends, breaks, goes silent or the handler stops it.
- * Events with empty data (priming events) only move the cursor.
+ * Events with empty data (priming events) only move the cursor. One
+ * generator function for every body read (docs/design.md, "Per-request code
+ * and the old generation").
  */
-export const read = <EB, E, R>(
-  body: Stream.Stream<Uint8Array, EB>,
-  cursor: Cursor,
-  options: ReadOptions<E, R>
-): Effect.Effect<Ending, E | MessageTooLarge, R> => Effect.scoped(readBody(body, cursor, options))
-
-/** One generator function for every body read (docs/design.md, "Per-request code and the old generation"). */
-const readBody = Effect.fnUntraced(function*<EB, E, R>(
+export const read = Effect.fnUntraced(function*<EB, E, R>(
   body: Stream.Stream<Uint8Array, EB>,
   cursor: Cursor,
   options: ReadOptions<E, R>
@@ -130,7 +125,7 @@ const readBody = Effect.fnUntraced(function*<EB, E, R>(
       if (error !== undefined) yield* tooLarge()
     }
   }
-})
+}, Effect.scoped)
 
 const OVERSIZED = Symbol("OVERSIZED")
 

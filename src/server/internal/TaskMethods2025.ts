@@ -214,17 +214,11 @@ export const serve = (
 /**
  * `tasks/result`: waits until the task is terminal, sending the client the
  * task's asks meanwhile, and answers the tool's result (with the task tied
- * in `_meta`) or the JSON-RPC error it failed with.
+ * in `_meta`) or the JSON-RPC error it failed with. One generator function
+ * for every `tasks/result` (docs/design.md, "Per-request code and the old
+ * generation").
  */
-const result = (
-  runner: Runner,
-  id: JsonRpc.RequestId,
-  taskId: string,
-  hctx: HandlerContext
-): Effect.Effect<JsonRpc.JsonRpcResponse> => Effect.scoped(awaitResult(runner, id, taskId, hctx))
-
-/** One generator function for every `tasks/result` (docs/design.md, "Per-request code and the old generation"). */
-const awaitResult = Effect.fnUntraced(function*(
+const result = Effect.fnUntraced(function*(
   runner: Runner,
   id: JsonRpc.RequestId,
   taskId: string,
@@ -246,7 +240,7 @@ const awaitResult = Effect.fnUntraced(function*(
     return JsonRpc.failure(id, error.code, error.message, error.data)
   }
   return JsonRpc.failure(id, JsonRpc.ErrorCode.InvalidParams, "Task was cancelled", { taskId, status: r.status })
-})
+}, Effect.scoped)
 
 /**
  * Sends each outstanding ask of the task to the client (once, while this
