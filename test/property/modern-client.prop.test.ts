@@ -290,7 +290,11 @@ describe("McpClient stateless era: settlement (in memory, TestClock)", () => {
 // of those the call's events allow)
 
 const serverPath = fileURLToPath(new URL("../fixtures/modern-stdio-server.ts", import.meta.url))
-const REAL_TIMEOUT_MS = 400
+/**
+ * Long enough that three concurrent 1 MiB `requestState` round trips finish on a loaded
+ * machine (about 250 ms idle), short enough that silent calls keep a run brief.
+ */
+const REAL_TIMEOUT_MS = 1_500
 
 const realPlanArb = Arbitrary.all({
   calls: Arbitrary.array(
