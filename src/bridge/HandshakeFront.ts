@@ -39,6 +39,7 @@ import * as McpServer from "../server/McpServer.ts"
 import type { RequestContext } from "../server/McpServer.ts"
 import { askCapability, declares, forwardedMethods, frontCapabilities } from "./StatelessFront.ts"
 import { firstLine, toRpcError } from "./UpstreamErrors.ts"
+import { isRecord } from "../internal/Records.ts"
 
 /**
  * How the front's upstream client speaks.
@@ -71,8 +72,6 @@ class CurrentRequest extends Context.Reference<RequestContext | undefined>(
   "effect-mcp-transport/bridge/HandshakeFront/CurrentRequest",
   { defaultValue: () => undefined }
 ) {}
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const refused = (method: string, reason: string) =>
   new RpcError({ code: JsonRpc.ErrorCode.InternalError, rpcMessage: `The client cannot answer ${method}: ${reason}` })

@@ -37,6 +37,7 @@ import * as McpServer from "../server/McpServer.ts"
 import type { RequestContext } from "../server/McpServer.ts"
 import { firstLine, toRpcError } from "./UpstreamErrors.ts"
 import type * as UpstreamPool from "./UpstreamPool.ts"
+import { isRecord } from "../internal/Records.ts"
 
 /**
  * The front's own settings (the stateless era's server options).
@@ -60,8 +61,6 @@ export interface StatelessFrontOptions {
   /** Cache hints of list results and `resources/read`. Default `{ ttlMs: 0, cacheScope: "private" }`. */
   readonly resultCache?: McpServer.McpServerOptions["resultCache"]
 }
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** The methods of each server feature a front forwards. */
 const FEATURE_METHODS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [

@@ -43,6 +43,7 @@ import * as ProtocolVersion from "../ProtocolVersion.ts"
 import * as RequestMeta from "../RequestMeta.ts"
 import type { HandlerContext } from "../server/Handler.ts"
 import { failConnecting, firstLine, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
+import { isRecord } from "../internal/Records.ts"
 
 /**
  * How to open and probe the connection.
@@ -120,8 +121,6 @@ type State =
   | { readonly _tag: "Legacy"; readonly era: Legacy }
 
 const MODERN: UpstreamEra = { _tag: "Modern" }
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const metaOf = (params: unknown): Record<string, unknown> | undefined =>
   isRecord(params) && isRecord(params._meta) ? params._meta : undefined

@@ -32,6 +32,7 @@ import * as JsonRpc from "../JsonRpc.ts"
 import { type RequestError, RpcError } from "../McpError.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
 import { failConnecting, firstLine, UpstreamUnavailable } from "./UpstreamErrors.ts"
+import { isRecord } from "../internal/Records.ts"
 
 /**
  * How to open and greet the upstream connections.
@@ -138,8 +139,6 @@ type Slot =
   | { readonly _tag: "Ready"; readonly member: Member }
 
 const EMPTY: Slot = { _tag: "Empty" }
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const decodeInit = (raw: unknown): UpstreamInit | undefined => {
   if (!isRecord(raw) || typeof raw.protocolVersion !== "string" || !isRecord(raw.serverInfo)) return undefined

@@ -12,6 +12,7 @@
  */
 import type * as McpSchema from "effect/ai/McpSchema"
 import * as RequestMeta from "../RequestMeta.ts"
+import { isRecord } from "../internal/Records.ts"
 
 export interface Problem {
   readonly tool: string
@@ -44,7 +45,6 @@ const NUMBERS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "
 const STRINGS = ["title", "description", "format", "$id", "$anchor", "$dynamicAnchor", "$comment", "$ref", "$dynamicRef", "$schema", "contentEncoding", "contentMediaType"]
 const BOOLEANS = ["uniqueItems", "readOnly", "writeOnly", "deprecated"]
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const kindOf = (u: unknown): string => (u === null ? "null" : Array.isArray(u) ? "an array" : `a ${typeof u}`)
 
 /** The node a local JSON pointer (`#/$defs/x`) names, or undefined. */

@@ -16,6 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
 import type { ElicitParams, ElicitResult, ServerRequestHandlers } from "../client/McpClient.ts"
 import * as Output from "./Output.ts"
+import { isRecord } from "../internal/Records.ts"
 
 // ---------------------------------------------------------------------------
 // Fields of a form
@@ -30,8 +31,6 @@ export interface Field {
   readonly required: boolean
   readonly default?: unknown
 }
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const optionsOf = (schema: Record<string, unknown>): Field["options"] | undefined => {
   if (Array.isArray(schema.enum)) {

@@ -20,6 +20,7 @@ import * as Option from "effect/Option"
 import * as References from "effect/References"
 import * as Tracer from "effect/Tracer"
 import * as RequestMeta from "../RequestMeta.ts"
+import { isRecord } from "./Records.ts"
 
 /** Whether spans made here would go anywhere: tracing on, and a tracer other than Effect's in-memory default. */
 export const enabled = (fiber: Fiber.Fiber<unknown, unknown>): boolean =>
@@ -33,8 +34,6 @@ export const enabled = (fiber: Fiber.Fiber<unknown, unknown>): boolean =>
 export const RecordToolContent = Context.Reference<boolean>("effect-mcp-transport/Telemetry/RecordToolContent", {
   defaultValue: () => false
 })
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** The tool or prompt a request names (a low-cardinality span name target), or undefined. */
 export const targetOf = (method: string, params: unknown): string | undefined => {

@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Catalogue from "./internal/Catalogue.ts"
 import * as McpServer from "./McpServer.ts"
+import { isRecord } from "../internal/Records.ts"
 
 /**
  * The kinds of entries that change, named as `DefinitionError` names them; a
@@ -40,8 +41,6 @@ export type Definitions<R> = McpServer.Definitions<R>
  * @category models
  */
 export type LiveServerHandle<R> = McpServer.ServerHandle<R>
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * Builds the handler of `server` as `McpServer.toHandler` does, with

@@ -29,6 +29,7 @@ import { type InboxShape, instanceOf } from "../Inbox.ts"
 import { DEFAULT_IDLE_TIMEOUT_MS, type SessionRecord, type SessionRegistryShape } from "../SessionRegistry.ts"
 import * as Security from "./Security.ts"
 import { isRefused, type Refused, type Session, type Sessions } from "./Sessions.ts"
+import { isRecord } from "../../internal/Records.ts"
 
 /**
  * The Bus topic a cancel made on one instance travels on (payload: JSON
@@ -307,4 +308,3 @@ export const end = (shared: Shared, sessions: Sessions, session: Session): Effec
     : Effect.flatMap(Effect.result(shared.registry.end(session.id)), (ended) =>
       Effect.as(sessions.close(session), ended._tag === "Success"))
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)

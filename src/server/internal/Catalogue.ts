@@ -14,6 +14,7 @@ import { RpcError } from "../../McpError.ts"
 import { DefinitionError, duplicate } from "../DefinitionError.ts"
 import type * as Router from "../Router.ts"
 import type { UriTemplate } from "./UriTemplate.ts"
+import { isRecord } from "../../internal/Records.ts"
 
 type Json = Record<string, unknown>
 
@@ -110,8 +111,6 @@ const invalidParams = (message: string, data?: unknown) =>
 
 /** -32002, the code MCP gives an unknown resource. */
 export const RESOURCE_NOT_FOUND = -32002
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const identity = (u: unknown) => Effect.succeed(u)
 

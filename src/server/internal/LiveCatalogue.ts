@@ -12,6 +12,7 @@ import { RpcError } from "../../McpError.ts"
 import { DefinitionError } from "../DefinitionError.ts"
 import * as Router from "../Router.ts"
 import * as Catalogue from "./Catalogue.ts"
+import { isRecord } from "../../internal/Records.ts"
 
 /** The kinds of entries, named as `DefinitionError` names them. */
 export type Kind = keyof typeof Catalogue.TABLES
@@ -49,8 +50,6 @@ export interface Live<S> {
 export type Change =
   | { readonly _tag: "Add"; readonly step: (server: any) => Catalogue.Definable }
   | { readonly _tag: "Remove" | "Enable" | "Disable"; readonly kind: Kind; readonly name: string }
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const NONE: ReadonlySet<string> = new Set()
 const NOTHING_DISABLED: Disabled = { tools: NONE, resources: NONE, templates: NONE, prompts: NONE }

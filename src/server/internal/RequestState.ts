@@ -15,6 +15,7 @@
  * Pure: the clock reading is an argument.
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto"
+import { isRecord } from "../../internal/Records.ts"
 
 /** What a state is bound to: a state issued for one binding is refused for any other. */
 export interface Binding {
@@ -107,8 +108,6 @@ export const issue = (config: Config, binding: Binding, state: State, nowMs: num
 }
 
 const invalid = (reason: string): Verified => ({ _tag: "Invalid", reason })
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** Checks size, signature, binding and expiry, in that order, and reads the state. */
 export const verify = (config: Config, binding: Binding, token: unknown, nowMs: number): Verified => {

@@ -10,10 +10,9 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import { CapabilityNotSupported, RpcError } from "../../McpError.ts"
 import * as TaskWire from "../../TaskWire.ts"
 import type { TaskRecord } from "../TaskStore.ts"
+import { isRecord } from "../../internal/Records.ts"
 
 type Json = Record<string, unknown>
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const iso = (ms: number) => new Date(ms).toISOString()
 

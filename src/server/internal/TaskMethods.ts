@@ -14,8 +14,7 @@ import { withSubscriptionId } from "../../RequestMeta.ts"
 import * as TaskWire from "../../TaskWire.ts"
 import type { TaskRecord } from "../TaskStore.ts"
 import { detailed, missingExtension, type Runner } from "./TaskRunner.ts"
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+import { isRecord } from "../../internal/Records.ts"
 
 const METHODS: ReadonlySet<string> = new Set([TaskWire.Method.get, TaskWire.Method.update, TaskWire.Method.cancel])
 

@@ -38,6 +38,7 @@ import { makeMemory, type TaskRecord, TaskStore, type TaskStoreShape } from "../
 import type { Catalogue } from "./Catalogue.ts"
 import { InputKey } from "./Rounds.ts"
 import { created, errorOf, missingExtension } from "./TaskAnswers.ts"
+import { isRecord } from "../../internal/Records.ts"
 
 export { created, detailed, missingExtension, withExtension, withoutExecution } from "./TaskAnswers.ts"
 
@@ -445,8 +446,6 @@ export const catchEscalation = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect
 
 export const DEFAULT_TTL_MS = 600_000
 export const DEFAULT_POLL_INTERVAL_MS = 1_000
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** What a server's options say of tasks (`McpServerOptions.tasks`). */
 export interface TasksOption {

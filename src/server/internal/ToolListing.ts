@@ -9,7 +9,7 @@ import * as SchemaAST from "effect/SchemaAST"
 import * as RequestMeta from "../../RequestMeta.ts"
 import { DefinitionError } from "../DefinitionError.ts"
 import * as JsonSchema from "../JsonSchema.ts"
-import { isRecord } from "./Records.ts"
+import { isRecord } from "../../internal/Records.ts"
 
 const isEmptyStruct = (ast: SchemaAST.AST) =>
   SchemaAST.isObjects(ast) && ast.encoding === undefined && ast.propertySignatures.length === 0 &&

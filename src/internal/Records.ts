@@ -1,6 +1,6 @@
 /**
- * The check the server's JSON handling shares: a value that is a JSON
- * object (not null, not an array).
+ * The one test every side applies to parsed JSON before reading members: a
+ * JSON object (not null, not an array).
  */
 export const isRecord = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
