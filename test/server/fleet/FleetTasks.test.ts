@@ -5,7 +5,8 @@
  * C, which interrupts A's handler; the answer to a task's elicitation given
  * on B reaches A's handler; a client whose every request goes to the next
  * instance follows tasks to their results; a task whose instance is SIGKILLed is seen
- * `failed` on B within the liveness lease plus 2 s, and B goes on serving;
+ * `failed` on B once the liveness lease ran out (within the lease plus 10 s,
+ * far short of the task's TTL), and B goes on serving;
  * a task's TTL ends it on its instance and removes it everywhere. After
  * each, once the instances have stopped, Redis holds the records of the
  * tasks whose TTL has not passed and nothing else.
@@ -23,6 +24,9 @@ import * as RedisServer from "../../fixtures/RedisServer.ts"
 const FIXTURE = fileURLToPath(new URL("../../fixtures/fleet-task-server.ts", import.meta.url))
 const PREFIX = "ft:"
 const LEASE_MS = 2000
+// The owner's mark lapses at most LEASE_MS after its last renewal and B's next poll sees it (about
+// 2 s in all); the rest is room for a loaded machine. The task's TTL (10 minutes) is far beyond.
+const FAILED_WITHIN_MS = LEASE_MS + 10_000
 
 const Env = Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici)
 
@@ -106,7 +110,7 @@ describe.skipIf(!RedisServer.present)("tasks in a fleet (3 instances, one Redis)
       expect(yield* keysLeft(redis.url)).toEqual([taskKey(taskId)])
     }).pipe(Effect.scoped, Effect.provide(Env)), 90_000)
 
-  it.live("A is SIGKILLed while its task runs: polls on B see it failed within the lease + 2 s, and B goes on", () =>
+  it.live("A is SIGKILLed while its task runs: polls on B see it failed once its lease ran out, and B goes on", () =>
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
       const taskIds = yield* Effect.scoped(Effect.gen(function*() {
@@ -128,7 +132,7 @@ describe.skipIf(!RedisServer.present)("tasks in a fleet (3 instances, one Redis)
           statusMessage: RedisTaskStore.OWNER_GONE_MESSAGE,
           error: { code: -32603, message: RedisTaskStore.OWNER_GONE_MESSAGE }
         })
-        expect(waited).toBeLessThan(LEASE_MS + 2000)
+        expect(waited).toBeLessThan(FAILED_WITHIN_MS)
         expect((yield* onC.task(taskId).get).status).toBe("failed")
         const after = taskIdOf(yield* onB.callToolTask("whoami"))
         expect(textOf(yield* onC.task(after).result)).toBe("B")

@@ -187,7 +187,9 @@ describe.skipIf(!RedisServer.present)("an instance while its Redis is away", () 
   it.live("a Redis that hangs (SIGSTOP): the request under way ends within the command timeout, then 503 at once until it answers again", () =>
     Effect.gen(function*() {
       const redis = yield* RedisServer.make()
-      const { health: healthUrl, url } = yield* instance(redis.url, { commandTimeoutMs: 300, probeIntervalMs: 100 })
+      // Every command of the test's own requests must be answered within the command timeout too:
+      // long enough for that on a loaded machine, short enough that the paused Redis's is soon over.
+      const { health: healthUrl, url } = yield* instance(redis.url, { commandTimeoutMs: 1000, probeIntervalMs: 100 })
       const session = yield* Effect.promise(() => openSession(url, HANDSHAKE))
       // Answered over SSE, so its reply goes through the Redis log.
       const sse = { ...headers(session), accept: "text/event-stream" }

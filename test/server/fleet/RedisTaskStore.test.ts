@@ -125,7 +125,8 @@ describe.skipIf(!RedisServer.present)("RedisTaskStore", () => {
       const redis = yield* RedisServer.make()
       const a = yield* storeOn(redis.url)
       const b = yield* storeOn(redis.url)
-      yield* a.create(yield* record("short", { ttlMs: 400 }))
+      // Long enough for the create, the read and the follower's first read below on a loaded machine.
+      yield* a.create(yield* record("short", { ttlMs: 1500 }))
       yield* a.create(yield* record("forever", { ttlMs: null }))
       expect((yield* b.get("short"))?.taskId).toBe("short")
       // The follower ends when the task does: at its deadline, though nothing announced it.
