@@ -153,22 +153,27 @@ const serve = (
           ? Effect.failCause(cause)
           : Effect.as(
             Effect.logWarning(`MCP handler failed on ${rpc.method}`, Cause.pretty(cause)),
-            JsonRpc.failure(rpc.id, JsonRpc.ErrorCode.InternalError, "Internal error")
+            internalError(rpc.id)
           )
       ),
-      Effect.flatMap((reply) => reply === null ? Effect.void : route.deliver(reply)),
+      // A handler owes a request its reply: without one the client would wait, or get a 202 that means none is coming.
+      Effect.flatMap((reply) =>
+        reply === null
+          ? Effect.andThen(Effect.logWarning(`MCP handler gave no reply to ${rpc.method}`), route.deliver(internalError(rpc.id)))
+          : route.deliver(reply)
+      ),
       Effect.ensuring(Effect.suspend(() => route.finish()))
     )
     return Effect.flatMap(sessions.runStateless(withServices(env, work)), (): Response => {
       // A handler done by now (it started at once) with no stream opened: its answer goes as it is.
       if (route.finished && route.opened === undefined) {
-        return Effect.succeed(directAnswer(route.direct, accepts, config.responseMode))
+        return Effect.succeed(directAnswer(rpc.id, route.direct, accepts, config.responseMode))
       }
       // The exchange gone first: no stream opens any more, and one that opened ends for good.
       return Effect.flatMap(Effect.onInterrupt(route.openedOrAnswered, () => route.close), () => {
         const out = route.opened
-        if (out === undefined) return Effect.succeed(directAnswer(route.direct, accepts, config.responseMode))
-        return streamed(request, accepts, config.responseMode, out)
+        if (out === undefined) return Effect.succeed(directAnswer(rpc.id, route.direct, accepts, config.responseMode))
+        return streamed(request, rpc.id, accepts, config.responseMode, out)
       })
     })
   })
@@ -176,6 +181,7 @@ const serve = (
 /** The answer of a request whose handler opened a stream: that stream, or (nothing streamed) what it holds. */
 const streamed = (
   request: HttpServerRequest.HttpServerRequest,
+  id: JsonRpc.RequestId,
   accepts: RequestBody.Accepts,
   responseMode: Env["config"]["responseMode"],
   out: OutStream.OutStream
@@ -194,7 +200,7 @@ const streamed = (
       return Effect.map(out.takeQueued, (replies) => {
         const reply = replies.find((q) => "id" in q.message && !("method" in q.message))
         return reply === undefined
-          ? HttpServerResponse.empty({ status: 202 })
+          ? directAnswer(id, undefined, accepts, responseMode)
           : jsonOrEvent(reply.message as JsonRpc.JsonRpcResponse, reply.json, accepts, responseMode)
       })
     })
@@ -214,14 +220,18 @@ const jsonOrEvent = (
   return HttpServerResponse.text(json, { status, contentType: "application/json" })
 }
 
+/** The answer without a stream; a request the work left without a reply (it was cut short) gets -32603, never a bare 202. */
 const directAnswer = (
+  id: JsonRpc.RequestId,
   reply: JsonRpc.JsonRpcResponse | undefined,
   accepts: RequestBody.Accepts,
   responseMode: Env["config"]["responseMode"]
-) =>
-  reply === undefined
-    ? HttpServerResponse.empty({ status: 202 })
-    : jsonOrEvent(reply, JSON.stringify(reply), accepts, responseMode)
+) => {
+  const answer = reply ?? internalError(id)
+  return jsonOrEvent(answer, JSON.stringify(answer), accepts, responseMode)
+}
+
+const internalError = (id: JsonRpc.RequestId) => JsonRpc.failure(id, JsonRpc.ErrorCode.InternalError, "Internal error")
 
 /**
  * Where a stateless request's answer goes: straight to the exchange, unless
