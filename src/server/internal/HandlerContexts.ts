@@ -17,8 +17,7 @@ import type { HandlerContext } from "../Handler.ts"
 import type { ClientCallError, RequestContext, SessionContext, SessionInfo } from "../RequestContext.ts"
 import type { Rounds } from "./Rounds.ts"
 import * as SessionStore from "./SessionStore.ts"
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+import { isRecord } from "../../internal/Records.ts"
 
 export const LEVELS = [
   "debug",

@@ -33,6 +33,7 @@ import type { McpServerOptions } from "./ServerOptions.ts"
 import * as Subscriptions from "./Subscriptions.ts"
 import * as TaskMethods from "./TaskMethods.ts"
 import * as TaskRunner from "./TaskRunner.ts"
+import { isRecord } from "../../internal/Records.ts"
 
 /** The default `requestStateTtl`: 10 minutes. */
 export const DEFAULT_REQUEST_STATE_TTL_MS = 600_000
@@ -82,8 +83,6 @@ const snapshot = (schema: unknown): unknown => {
     return schema
   }
 }
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const withoutRoundFields = (params: Record<string, unknown>): Record<string, unknown> => {
   const { inputResponses: _answers, requestState: _state, ...own } = params
