@@ -11,6 +11,12 @@
  * cost the young generation: scavenges, and the bytes that survived them and
  * were promoted to the old generation (per scavenge and per request).
  *
+ * `SERVER_FLAGS` replaces the server's Node flags (the profile directory's then names
+ * nothing), e.g. `SERVER_FLAGS="--import=./bench/profile/alloc-prof.ts"` for where
+ * the server allocates (see alloc-prof.ts), or `--trace-gc-nvp
+ * --min-semi-space-size=16 --max-semi-space-size=16` with `gc` for scavenges
+ * that count bytes allocated (a young generation of one size throughout).
+ *
  * `SERVER_ROOT=/other/checkout` profiles another checkout's server; era
  * `effect-min` profiles bench/http/server-effect-min.ts (one effect/http
  * route doing the same JSON work, no MCP) for comparison.
@@ -25,7 +31,13 @@ const [era = "stateless", totalText = "30000", concText = "32", dir = "/tmp/era-
 const total = Number(totalText), concurrency = Number(concText)
 const root = process.env.SERVER_ROOT ?? resolve(new URL(".", import.meta.url).pathname, "../..")
 const traceGc = dir === "gc"
-const flags = dir === "none" ? [] : traceGc ? ["--trace-gc-nvp"] : ["--cpu-prof", `--cpu-prof-dir=${dir}`]
+const flags = process.env.SERVER_FLAGS !== undefined
+  ? process.env.SERVER_FLAGS.split(" ")
+  : dir === "none"
+  ? []
+  : traceGc
+  ? ["--trace-gc-nvp"]
+  : ["--cpu-prof", `--cpu-prof-dir=${dir}`]
 const young = { measuring: false, scavenges: 0, promoted: 0, survived: 0 }
 const script = era === "effect-min"
   ? [resolve(root, "bench/http/server-effect-min.ts"), "--mode", "json"]

@@ -69,7 +69,6 @@ export const withHeaders = (response: HttpServerResponse.HttpServerResponse, hea
 export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded): Route => (request) => {
   const origin = request.headers["origin"]
   const originAllowed = Security.isOriginAllowed(env.lists, origin)
-  const cors = Security.corsHeaders(origin, originAllowed)
   const authenticate = options.auth ? env.config.authenticate : undefined
   const unavailable = options.auth
     ? Drain.refusal(env.drain, env.availability?.retryAfterSeconds ?? 1) ??
@@ -105,9 +104,19 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
           Security.errorResponse(500, JsonRpc.ErrorCode.InternalError, "Internal error")
         )
     ),
-    Effect.map((response) => withHeaders(response, cors))
+    Effect.map((response) => withCors(response, origin, originAllowed))
   )
 }
+
+/**
+ * `Security.corsHeaders` on an answer. Most clients send no `Origin`: their
+ * answers get the one header it then holds, set alone (one copy of the
+ * response's headers, where a record merged in makes three).
+ */
+const withCors = (response: HttpServerResponse.HttpServerResponse, origin: string | undefined, allowed: boolean) =>
+  origin === undefined || !allowed
+    ? HttpServerResponse.setHeader(response, "vary", "Origin")
+    : withHeaders(response, Security.corsHeaders(origin, allowed))
 
 /** Preflight: 204 with the CORS grants for an allowed origin, 403 for another. */
 export const preflight = (env: Env): Route => (request) =>

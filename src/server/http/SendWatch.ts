@@ -60,7 +60,7 @@ interface ResponseLike {
   readonly socket: SocketLike | null
   readonly writableFinished: boolean
   readonly destroyed: boolean
-  once(event: "finish" | "close", listener: () => void): void
+  on(event: "finish" | "close", listener: (this: ResponseLike) => void): void
 }
 
 interface Watched {
@@ -84,7 +84,7 @@ const nodeResponse = (request: HttpServerRequest.HttpServerRequest): ResponseLik
   const r = response as Partial<ResponseLike>
   // An HTTP/2 response's socket is its session's, shared by every stream on it: not this response's to cut.
   if ("stream" in r) return undefined
-  return typeof r.once === "function" && "socket" in r ? response as ResponseLike : undefined
+  return typeof r.on === "function" && "socket" in r ? response as ResponseLike : undefined
 }
 
 const isSocket = (socket: SocketLike | null | undefined): socket is SocketLike =>
@@ -98,7 +98,12 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
     const intervalMs = intervalOf(timeoutMs)
     const ticksToCut = Math.max(2, Math.ceil(timeoutMs / intervalMs))
     const ticksToCutOverBound = Math.max(2, Math.ceil(timeoutMs / 4 / intervalMs))
-    const watched = new Set<Watched>()
+    const watched = new Map<ResponseLike, Watched>()
+    // One listener for every response (it reads the response it is called on), not one made per
+    // response; `on`, not `once`, which wraps each: a response is done with after both events anyway.
+    const unwatch = function(this: ResponseLike) {
+      watched.delete(this)
+    }
     let running = false
     let cut = 0
 
@@ -118,7 +123,7 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
       entry.stalledTicks++
       const limit = waiting > options.maxBufferedBytes ? ticksToCutOverBound : ticksToCut
       if (entry.stalledTicks < limit) return
-      watched.delete(entry)
+      watched.delete(entry.response)
       cut++
       // A reset drops what the kernel still holds for the peer; a plain close would keep it until the peer reads.
       if (typeof socket.resetAndDestroy === "function") socket.resetAndDestroy()
@@ -130,7 +135,7 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
         running = false
         return Effect.void
       }
-      for (const entry of watched) check(entry)
+      for (const entry of watched.values()) check(entry)
       return tick
     })
 
@@ -141,12 +146,9 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
         const entry: Watched = { response, completed: 0, queued: 0, stalledTicks: 0 }
         const socket = response.socket
         if (isSocket(socket)) entry.completed = socket.bytesWritten - socket.writableLength
-        watched.add(entry)
-        const unwatch = () => {
-          watched.delete(entry)
-        }
-        response.once("finish", unwatch)
-        response.once("close", unwatch)
+        watched.set(response, entry)
+        response.on("finish", unwatch)
+        response.on("close", unwatch)
         if (running) return Effect.void
         running = true
         return Effect.asVoid(Effect.forkIn(tick, scope))
@@ -157,7 +159,7 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
       cut: () => cut,
       unsentBytes: () => {
         let bytes = 0
-        for (const entry of watched) {
+        for (const entry of watched.values()) {
           const socket = entry.response.socket
           if (isSocket(socket) && !socket.destroyed) bytes += socket.writableLength
         }

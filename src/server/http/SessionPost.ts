@@ -164,12 +164,12 @@ export const postToSession = Effect.fnUntraced(function*(
   const route = new PostRoute(accepts.sse, sessions, s, !ephemeral, streamId)
   if (!lazy) route.open()
   const claimed = new Set<JsonRpc.RequestId>()
-  // Requests past the slots granted, in batch order: answered with the refusal, never run.
-  const refused = new Set<JsonRpc.Classified>()
+  // Requests past the slots granted, in batch order: answered with the refusal, never run (made only for those).
+  let refused: Set<JsonRpc.Classified> | undefined
   let slots = grant.granted
   for (const m of messages) {
     if (m._tag !== "Request") continue
-    if (slots === 0) refused.add(m)
+    if (slots === 0) (refused ??= new Set()).add(m)
     else {
       slots--
       if (!s.requestRoutes.has(m.message.id)) {
@@ -180,7 +180,7 @@ export const postToSession = Effect.fnUntraced(function*(
   }
   const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
     if (m._tag !== "Request") return handle(m)
-    if (refused.has(m)) return SlotRefusal.refuseEntry(m.message.id, grant.short!)
+    if (refused?.has(m) === true) return SlotRefusal.refuseEntry(m.message.id, grant.short!)
     if (!claimed.has(m.message.id)) {
       return Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
     }
@@ -195,27 +195,26 @@ export const postToSession = Effect.fnUntraced(function*(
     }
     return route.opened.offer(reply)
   }
+  const delivered = (m: JsonRpc.Classified, reply: JsonRpc.JsonRpcResponse | null) => {
+    if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
+    if (reply === null) return Effect.void
+    return deliver(reply)
+  }
+  // Without a fleet there is nothing to record: the reply goes straight on.
   const answerOne = (m: JsonRpc.Classified) =>
-    answer(m).pipe(
-      Effect.flatMap((reply) => record(m, reply)),
-      Effect.flatMap((reply) => {
-        if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
-        if (reply === null) return Effect.void
-        return deliver(reply)
-      })
-    )
+    shared === undefined
+      ? Effect.flatMap(answer(m), (reply) => delivered(m, reply))
+      : Effect.flatMap(Effect.flatMap(answer(m), (reply) => record(m, reply)), (reply) => delivered(m, reply))
   const answering = messages.length === 1 ? answerOne(messages[0]) : answerEach(messages, answerOne)
-  const work = InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver).pipe(
-      Effect.ensuring(Effect.suspend(() => {
-        for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
-        // No route left to open the stream through: a stream not open by now never will be.
-        if (route.opened === undefined) {
-          route.settle()
-          return Effect.void
-        }
-        return route.opened.end
-      }))
-    )
+  const work = Effect.onExit(InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver), () => {
+    for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
+    // No route left to open the stream through: a stream not open by now never will be.
+    if (route.opened === undefined) {
+      route.settle()
+      return Effect.void
+    }
+    return route.opened.end
+  })
   // The work belongs to the session: a client that disconnects does not cancel it,
   // and it keeps the slots taken until it ends.
   const fiber = yield* runHoldingSlots(s, grant, work)

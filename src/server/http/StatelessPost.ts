@@ -42,6 +42,11 @@ const invalid = (id: JsonRpc.RequestId | null, message: string) =>
 const unavailable = (method: string) =>
   new ClientRequestUnavailable({ method, reason: "the request being served is of the stateless era (2026-07-28)" })
 
+/** What a handler asks of a client of this era: nothing can answer it. */
+const refuseAsk: HandlerContext["request"] = (method) => Effect.fail(unavailable(method))
+
+const notifyNobody: HandlerContext["notify"] = () => Effect.void
+
 type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
 
 export const post = (
@@ -80,8 +85,8 @@ export const post = (
       requestId: undefined,
       principal: principalId,
       auth: principal.auth,
-      notify: () => Effect.void,
-      request: (method) => Effect.fail(unavailable(method))
+      notify: notifyNobody,
+      request: refuseAsk
     }
     return Effect.as(Effect.ignore(withServices(env, Effect.suspend(() => env.handler(classified.message, hctx)))), ACCEPTED)
   }
@@ -144,25 +149,26 @@ const serve = (
               ? Effect.void
               : Effect.asVoid(out.offer(params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }))
           })
-        : () => Effect.void,
-      request: (method) => Effect.fail(unavailable(method))
+        : notifyNobody,
+      request: refuseAsk
     }
-    const work = Effect.suspend(() => env.handler(rpc, hctx)).pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause)
-          : Effect.as(
-            Effect.logWarning(`MCP handler failed on ${rpc.method}`, Cause.pretty(cause)),
-            internalError(rpc.id)
-          )
-      ),
-      // A handler owes a request its reply: without one the client would wait, or get a 202 that means none is coming.
-      Effect.flatMap((reply) =>
-        reply === null
-          ? Effect.andThen(Effect.logWarning(`MCP handler gave no reply to ${rpc.method}`), route.deliver(internalError(rpc.id)))
-          : route.deliver(reply)
-      ),
-      Effect.ensuring(Effect.suspend(() => route.finish()))
+    // One step for the outcome and one for the end: every request of the era runs them.
+    const work = Effect.onExit(
+      Effect.matchCauseEffect(Effect.suspend(() => env.handler(rpc, hctx)), {
+        onFailure: (cause) =>
+          Cause.hasInterruptsOnly(cause)
+            ? Effect.failCause(cause)
+            : Effect.andThen(
+              Effect.logWarning(`MCP handler failed on ${rpc.method}`, Cause.pretty(cause)),
+              () => route.deliver(internalError(rpc.id))
+            ),
+        // A handler owes a request its reply: without one the client would wait, or get a 202 that means none is coming.
+        onSuccess: (reply) =>
+          reply === null
+            ? Effect.andThen(Effect.logWarning(`MCP handler gave no reply to ${rpc.method}`), () => route.deliver(internalError(rpc.id)))
+            : route.deliver(reply)
+      }),
+      () => route.finish()
     )
     return Effect.flatMap(sessions.runStateless(withServices(env, work)), (): Response => {
       // A handler done by now (it started at once) with no stream opened: its answer goes as it is.

@@ -17,8 +17,7 @@ import type { HandlerContext } from "../Handler.ts"
 import type { ClientCallError, RequestContext, SessionContext, SessionInfo } from "../RequestContext.ts"
 import type { Rounds } from "./Rounds.ts"
 import * as SessionStore from "./SessionStore.ts"
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+import { isRecord } from "../../internal/Records.ts"
 
 export const LEVELS = [
   "debug",
@@ -127,7 +126,7 @@ export class LiveSessionContext implements SessionContext {
   }
   /** Ends the message's own slots (if it made any) with it. */
   releasing<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    return this.hasSession ? effect : Effect.ensuring(effect, Effect.suspend(() => this.#scratch?.close ?? Effect.void))
+    return this.hasSession ? effect : Effect.onExit(effect, () => this.#scratch?.close ?? Effect.void)
   }
   // Read when used: the transport's context makes it on first use too.
   get notify(): HandlerContext["notify"] {

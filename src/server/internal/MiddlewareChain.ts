@@ -108,11 +108,15 @@ export const compose = <R>(
       })
   }
   const outer = app
+  // No middleware: the description is read only by metrics and spans, so a request served
+  // without either (the default) is not described at all (it would read `_meta` once more).
+  const bare = middleware.length === 0
   return (message, context) =>
     Effect.withFiber((fiber) => {
+      const recorded = fiber.getRef(MetricsEnabled) || McpSpan.enabled(fiber)
+      if (bare && !recorded) return serve(message, context)
       const request = describeRequest(message, context, stateless)
-      // Neither metrics nor a tracer (the default): nothing to record around the request.
-      if (!fiber.getRef(MetricsEnabled) && !McpSpan.enabled(fiber)) return outer(request)
+      if (!recorded) return outer(request)
       return Metrics.serverOperation(request.method, request.name, versionOf(request, sessionVersion), requestSpan(request, outer(request)))
     })
 }

@@ -27,17 +27,29 @@ export interface InvalidAnswer {
   readonly reason: string
 }
 
+type Pending = ReadonlyMap<string, { readonly method: string; readonly params: unknown }>
+
+const NONE_PENDING: Pending = new Map()
+const NONE_USED: ReadonlySet<string> = new Set()
+
+/** Its collections are made on the first ask: most runs ask nothing. */
 export class Rounds {
   #next = 0
-  readonly #keys = new Set<string>()
-  /** The asks of this run that found no answer: they go out in the `input_required` result. */
-  readonly pending = new Map<string, { readonly method: string; readonly params: unknown }>()
-  /** The keys whose recorded answer this run used. */
-  readonly used = new Set<string>()
+  #keys: Set<string> | undefined
+  #pending: Map<string, { readonly method: string; readonly params: unknown }> | undefined
+  #used: Set<string> | undefined
   invalid: InvalidAnswer | undefined
   readonly answers: Readonly<Record<string, unknown>>
   constructor(answers: Readonly<Record<string, unknown>>) {
     this.answers = answers
+  }
+  /** The asks of this run that found no answer: they go out in the `input_required` result. */
+  get pending(): Pending {
+    return this.#pending ?? NONE_PENDING
+  }
+  /** The keys whose recorded answer this run used. */
+  get used(): ReadonlySet<string> {
+    return this.#used ?? NONE_USED
   }
 
   ask<A>(
@@ -49,13 +61,16 @@ export class Rounds {
       Effect.suspend(() => {
         const key = named ?? `ask-${this.#next++}`
         // One key, one ask: a second ask under it would be handed the first one's answer.
-        if (this.#keys.has(key)) return Effect.die(new Error(`Two asks of one request share the input key "${key}"`))
-        this.#keys.add(key)
+        const keys = this.#keys ??= new Set()
+        if (keys.has(key)) return Effect.die(new Error(`Two asks of one request share the input key "${key}"`))
+        keys.add(key)
         if (!Object.hasOwn(this.answers, key)) {
-          this.pending.set(key, { method, params: params ?? {} })
+          const pending = this.#pending ??= new Map()
+          pending.set(key, { method, params: params ?? {} })
           return Effect.andThen(Effect.yieldNow, Effect.interrupt)
         }
-        this.used.add(key)
+        const used = this.#used ??= new Set()
+        used.add(key)
         return decode(this.answers[key]).pipe(
           Effect.catch((e) => {
             this.invalid ??= { key, method, reason: e.message }

@@ -27,6 +27,10 @@ import * as NetworkPeer from "../../internal/NetworkPeer.ts"
 /** What a frame produces: one reply, a batch of replies, or nothing. */
 export type Reply = JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse> | null
 
+/** An interrupted handler (the client cancelled) gets no reply. */
+const replyOf = (exit: Exit.Exit<JsonRpc.JsonRpcResponse | null>): JsonRpc.JsonRpcResponse | null =>
+  exit._tag === "Success" ? exit.value : null
+
 export interface ServerSessionOptions<R> {
   readonly handler: Handler<R>
   /** Writes a server-initiated message (notification, request) to the client. */
@@ -365,19 +369,18 @@ export const make = Effect.fnUntraced(function*<R>(
         observe(request)
         // Started at once: the handler runs now, not on the scheduler's next turn.
         // A second request with the id of one still running gets no reply.
-        const run = serving.run(request.id, runHandler(request, requestContext(request))).pipe(
+        const run = Effect.flatMap(serving.run(request.id, runHandler(request, requestContext(request))), (fiber) => {
+          if (fiber === undefined) return Effect.succeed(null)
           // A handler that answered while it started is read at once, not awaited.
-          Effect.flatMap((fiber) => {
-            if (fiber === undefined) return Effect.succeed(null)
-            const done = fiber.pollUnsafe()
-            return done === undefined ? Fiber.await(fiber) : Effect.succeed(done)
-          }),
-          Effect.map((exit: Exit.Exit<JsonRpc.JsonRpcResponse | null> | null) =>
-            // An interrupted handler (the client cancelled) gets no reply.
-            exit !== null && exit._tag === "Success" ? exit.value : null
-          )
+          const done = fiber.pollUnsafe()
+          return done === undefined ? Effect.map(Fiber.await(fiber), replyOf) : Effect.succeed(replyOf(done))
+        })
+        // Most sessions have no early cancel on record: nothing to consult first.
+        return Effect.suspend(() =>
+          earlyCancels.size === 0
+            ? run
+            : Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.succeed(null) : run)
         )
-        return Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.succeed(null) : run)
       }
       case "Notification": {
         const n = classified.message

@@ -26,6 +26,7 @@ import * as NetworkPeer from "../../internal/NetworkPeer.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import type { Handler, HandlerContext } from "../Handler.ts"
 import type { SessionRecord } from "../SessionRegistry.ts"
+import { isRecord } from "../../internal/Records.ts"
 
 /** Who the transport serves (also what the server's metrics read). */
 export type Peer = NetworkPeer.Peer
@@ -81,8 +82,6 @@ export interface ServedRequest {
   readonly principal: string | undefined
   readonly era: "modern" | "legacy"
 }
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * Serves `request` (with `effect`) in its server span. A reply of `null`

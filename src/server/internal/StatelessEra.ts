@@ -33,6 +33,7 @@ import type { McpServerOptions } from "./ServerOptions.ts"
 import * as Subscriptions from "./Subscriptions.ts"
 import * as TaskMethods from "./TaskMethods.ts"
 import * as TaskRunner from "./TaskRunner.ts"
+import { isRecord } from "../../internal/Records.ts"
 
 /** The default `requestStateTtl`: 10 minutes. */
 export const DEFAULT_REQUEST_STATE_TTL_MS = 600_000
@@ -83,7 +84,18 @@ const snapshot = (schema: unknown): unknown => {
   }
 }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+const withoutRoundFields = (params: Record<string, unknown>): Record<string, unknown> => {
+  const { inputResponses: _answers, requestState: _state, ...own } = params
+  return own
+}
+
+const invalidAnswer = (id: JsonRpc.RequestId, invalid: NonNullable<Rounds["invalid"]>) =>
+  Effect.succeed(JsonRpc.failure(
+    id,
+    JsonRpc.ErrorCode.InvalidParams,
+    `Invalid inputResponses: the answer to "${invalid.key}" is not a ${invalid.method} result`,
+    { key: invalid.key, reason: invalid.reason }
+  ))
 
 const UNKNOWN_CLIENT: Implementation = { name: "unknown", version: "unknown" }
 
@@ -250,7 +262,8 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
     session: Session,
     now: number
   ): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
-    const { inputResponses, requestState, ...own } = params
+    const inputResponses = params.inputResponses
+    const requestState = params.requestState
     const binding = new RequestState.LazyBinding(
       request.method,
       String((request.method === "resources/read" ? params.uri : params.name) ?? ""),
@@ -275,54 +288,62 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
       }
     }
     const rounds = new Rounds(answers)
-    // The handler sees the request as the client first sent it.
-    const ownRequest = JsonRpc.request(request.id, request.method, own) as JsonRpc.JsonRpcRequest
+    // The handler sees the request as the client first sent it: most first sends carry neither field,
+    // and are served as they came.
+    const ownRequest = Object.hasOwn(params, "inputResponses") || Object.hasOwn(params, "requestState")
+      ? JsonRpc.request(request.id, request.method, withoutRoundFields(params)) as JsonRpc.JsonRpcRequest
+      : request
     const ctx = new LiveRequestContext(ownRequest, hctx, session, stores, timeoutMs, rounds)
+    const stated = requestState !== undefined
+    return ctx.releasing(Router.dispatch(router, ownRequest, ctx, missingCapability)).pipe(
+      Effect.matchCauseEffect({
+        onFailure: (cause) =>
+          rounds.invalid !== undefined
+            ? invalidAnswer(request.id, rounds.invalid)
+            : rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause)
+            ? inputRequired(request.id, binding, rounds, answers, stated)
+            : Effect.failCause(cause),
+        // A handler that caught its ask's interruption still lacks the answer.
+        onSuccess: (response) =>
+          rounds.invalid !== undefined
+            ? invalidAnswer(request.id, rounds.invalid)
+            : rounds.pending.size > 0
+            ? inputRequired(request.id, binding, rounds, answers, stated)
+            : Effect.succeed(completeResponse(request.method, response))
+      })
+    )
+  }
+
+  /**
+   * The `input_required` answer of a run that asked what it has no answer
+   * to. Made when a run asks (most never do); `stated`: the request brought
+   * a state back.
+   */
+  const inputRequired = (
+    id: JsonRpc.RequestId,
+    binding: RequestState.Binding,
+    rounds: Rounds,
+    answers: Record<string, unknown>,
+    stated: boolean
+  ) =>
     // Read the clock again: the state's lifetime starts when it is issued, however long the handler ran.
-    const inputRequired = Effect.map(Clock.currentTimeMillis, (issuedAt): JsonRpc.JsonRpcResponse => {
-      const carried = requestState === undefined
-        ? Object.fromEntries(Object.entries(answers).filter(([key]) => rounds.used.has(key)))
-        : answers
+    Effect.map(Clock.currentTimeMillis, (issuedAt): JsonRpc.JsonRpcResponse => {
+      const carried = stated ? answers : Object.fromEntries(Object.entries(answers).filter(([key]) => rounds.used.has(key)))
       const token = RequestState.issue(stateConfig, binding, { answers: carried, asked: Array.from(rounds.pending.keys()) }, issuedAt)
       if (token === undefined) {
         return JsonRpc.failure(
-          request.id,
+          id,
           JsonRpc.ErrorCode.InternalError,
           `The answers of this request outgrew the requestState bound (${stateConfig.maxBytes} bytes)`
         )
       }
-      return JsonRpc.success(request.id, {
+      return JsonRpc.success(id, {
         resultType: "input_required",
         inputRequests: Object.fromEntries(rounds.pending),
         requestState: token,
         _meta: serverInfoMeta
       })
     })
-    const invalidAnswer = (invalid: NonNullable<Rounds["invalid"]>) =>
-      Effect.succeed(JsonRpc.failure(
-        request.id,
-        JsonRpc.ErrorCode.InvalidParams,
-        `Invalid inputResponses: the answer to "${invalid.key}" is not a ${invalid.method} result`,
-        { key: invalid.key, reason: invalid.reason }
-      ))
-    return ctx.releasing(Router.dispatch(router, ownRequest, ctx, missingCapability)).pipe(
-      Effect.matchCauseEffect({
-        onFailure: (cause) =>
-          rounds.invalid !== undefined
-            ? invalidAnswer(rounds.invalid)
-            : rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause)
-            ? inputRequired
-            : Effect.failCause(cause),
-        // A handler that caught its ask's interruption still lacks the answer.
-        onSuccess: (response) =>
-          rounds.invalid !== undefined
-            ? invalidAnswer(rounds.invalid)
-            : rounds.pending.size > 0
-            ? inputRequired
-            : Effect.succeed(completeResponse(request.method, response))
-      })
-    )
-  }
 
   /**
    * `resultType` (unless the handler chose one), the server's identity in
