@@ -318,8 +318,6 @@ class PostRoute implements RequestRoute {
 const interruptedByShutdown = (id: JsonRpc.RequestId | null) =>
   JsonRpc.failure(id, JsonRpc.ErrorCode.InternalError, "The server shut down before the request finished")
 
-const internalError = (id: JsonRpc.RequestId | null) => JsonRpc.failure(id, JsonRpc.ErrorCode.InternalError, "Internal error")
-
 const toQueued = (reply: JsonRpc.JsonRpcResponse): Queued => ({ message: reply, json: JSON.stringify(reply) })
 
 /**
@@ -392,7 +390,7 @@ const owedReplies = Effect.fnUntraced(function*(
     return SharedUnavailable.lost(env.availability)
   }
   yield* Effect.logWarning("HTTP server transport: a POST's work failed before it answered", Cause.pretty(exit.cause))
-  return missing.map(internalError)
+  return missing.map((id) => JsonRpc.internalError(id))
 })
 
 const jsonAnswer = (json: string, headers: Record<string, string>) =>

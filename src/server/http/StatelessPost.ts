@@ -160,12 +160,12 @@ const serve = (
             ? Effect.failCause(cause)
             : Effect.andThen(
               Effect.logWarning(`MCP handler failed on ${rpc.method}`, Cause.pretty(cause)),
-              () => route.deliver(internalError(rpc.id))
+              () => route.deliver(JsonRpc.internalError(rpc.id))
             ),
         // A handler owes a request its reply: without one the client would wait, or get a 202 that means none is coming.
         onSuccess: (reply) =>
           reply === null
-            ? Effect.andThen(Effect.logWarning(`MCP handler gave no reply to ${rpc.method}`), () => route.deliver(internalError(rpc.id)))
+            ? Effect.andThen(Effect.logWarning(`MCP handler gave no reply to ${rpc.method}`), () => route.deliver(JsonRpc.internalError(rpc.id)))
             : route.deliver(reply)
       }),
       () => route.finish()
@@ -233,11 +233,9 @@ const directAnswer = (
   accepts: RequestBody.Accepts,
   responseMode: Env["config"]["responseMode"]
 ) => {
-  const answer = reply ?? internalError(id)
+  const answer = reply ?? JsonRpc.internalError(id)
   return jsonOrEvent(answer, JSON.stringify(answer), accepts, responseMode)
 }
-
-const internalError = (id: JsonRpc.RequestId) => JsonRpc.failure(id, JsonRpc.ErrorCode.InternalError, "Internal error")
 
 /**
  * Where a stateless request's answer goes: straight to the exchange, unless
