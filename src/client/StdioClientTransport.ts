@@ -340,7 +340,9 @@ export const make = Effect.fnUntraced(function*(
   const readStdout = (stdout: Stream.Stream<Uint8Array, PlatformError.PlatformError>) =>
     stdout.pipe(
       Stream.runForEachArray((chunks) => {
-        for (const chunk of chunks) framer.push(chunk, onFrame)
+        core.correlation.routingRead(() => {
+          for (const chunk of chunks) framer.push(chunk, onFrame)
+        })
         return runQueued()
       }),
       Effect.andThen(Effect.suspend(() => {

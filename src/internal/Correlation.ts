@@ -161,6 +161,12 @@ export interface Correlation {
   readonly isPending: (id: JsonRpc.RequestId) => boolean
   /** A copy of the ids still waiting, for diagnostics (`isPending` asks about one). */
   readonly pendingIds: () => ReadonlyArray<JsonRpc.RequestId>
+  /**
+   * Runs `f`, the routing of what one read brought, with the clock read once:
+   * the deadlines its progress restarts count from the read. Without a clock
+   * of its own (`CorrelationOptions.clock`), just runs `f`.
+   */
+  readonly routingRead: <T>(f: () => T) => T
 }
 
 export interface CorrelationOptions {
@@ -456,7 +462,8 @@ export const make = (options: CorrelationOptions): Correlation => {
     pending: () => entries.size,
     unknownResponses: () => unknown,
     isPending: (id) => entries.has(id),
-    pendingIds: () => Array.from(entries.keys())
+    pendingIds: () => Array.from(entries.keys()),
+    routingRead: fixedClock === undefined ? (f) => f() : (f) => deadlines.atOneTime(fixedClock, f)
   }
 }
 

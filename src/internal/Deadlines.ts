@@ -33,6 +33,11 @@ export interface Deadlines<A extends Timed> {
   readonly add: (clock: Clock.Clock, item: A, timeoutMs: number) => Effect.Effect<void>
   /** Moves the item's deadline to its timeout from now; a no-op when it has none. */
   readonly restart: (clock: Clock.Clock, item: A) => void
+  /**
+   * Runs `f` with the time read once, now: the restarts it makes count from
+   * that moment instead of reading the clock each (see `restart`).
+   */
+  readonly atOneTime: <T>(clock: Clock.Clock, f: () => T) => T
   /** Drops the item's deadline, if any. */
   readonly remove: (item: A) => void
   /** Drops every deadline and stops the timer. */
@@ -61,6 +66,8 @@ export const make = <A extends Timed>(expire: (item: A, timeoutMs: number) => vo
   const lists = new Map<number, List<A>>()
   let sweeper: Fiber.Fiber<void> | undefined
   let wakeAt = Number.POSITIVE_INFINITY
+  /** The time `atOneTime` read, while its function runs. */
+  let heldNow: number | undefined
 
   const append = (item: A, timeoutMs: number, at: number, list: List<A>): void => {
     const node: Node<A> = { item, timeoutMs, at, list, prev: list.tail, next: undefined }
@@ -131,11 +138,15 @@ export const make = <A extends Timed>(expire: (item: A, timeoutMs: number) => vo
   // To the tail of its list, which keeps the list ordered. The timer needs no
   // change: while any deadline exists a sweep is due at or before the earliest
   // one, and a sweep that wakes early only re-arms for the new head. The node
-  // moves as it is: progress restarts a deadline many times per request.
+  // moves as it is: progress restarts a deadline many times per request, often
+  // many times in one read (`atOneTime`), where all but the first find the
+  // deadline already where it would go.
   const restart = (clock: Clock.Clock, item: A): void => {
     const node = item.deadline as Node<A> | undefined
     if (node === undefined) return
-    node.at = clock.currentTimeMillisUnsafe() + node.timeoutMs
+    const at = (heldNow ?? clock.currentTimeMillisUnsafe()) + node.timeoutMs
+    if (at === node.at) return
+    node.at = at
     const list = node.list
     if (list.tail === node) return
     if (node.prev === undefined) list.head = node.next
@@ -145,6 +156,19 @@ export const make = <A extends Timed>(expire: (item: A, timeoutMs: number) => vo
     node.next = undefined
     list.tail!.next = node
     list.tail = node
+  }
+
+  // A message read is routed within microseconds of the read: one clock
+  // reading serves every progress in it, where one per progress was a
+  // measurable part of routing it.
+  const atOneTime = <T>(clock: Clock.Clock, f: () => T): T => {
+    const outer = heldNow
+    heldNow = clock.currentTimeMillisUnsafe()
+    try {
+      return f()
+    } finally {
+      heldNow = outer
+    }
   }
 
   // The timer is not stopped when the last deadline goes: restarting it for
@@ -164,5 +188,5 @@ export const make = <A extends Timed>(expire: (item: A, timeoutMs: number) => vo
     stop()
   }
 
-  return { add, restart, remove, clear }
+  return { add, restart, atOneTime, remove, clear }
 }

@@ -102,6 +102,30 @@ describe("progress routing", { timeout: 60_000 }, () => {
       expect(heard[0]!.progressToken).toBe("nobody")
       expect(heard[2]!.progressToken).toBe(12345)
     }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
+
+  it.live("progress read from the child, one write at a time, restarts the idle timeout; silence past it fails the call", () =>
+    Effect.gen(function*() {
+      const client = yield* connect
+      // Eight progress 150 ms apart: the call lasts about 1.35 s, past its 1 s idle timeout, and lives.
+      const seen: Array<number> = []
+      const result = yield* client.callTool({ name: "spaced", arguments: { steps: 8, everyMs: 150 } }, {
+        timeout: "1 second",
+        onProgress: (p) => Effect.sync(() => void seen.push(p.progress))
+      })
+      expect(result.content).toEqual([{ type: "text", text: "done" }])
+      expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+      // Without a callback too (the restart rides the transport's read).
+      const plain = yield* client.callTool({ name: "spaced", arguments: { steps: 8, everyMs: 150 } }, { timeout: "1 second" })
+      expect(plain.content).toEqual([{ type: "text", text: "done" }])
+      // Progress 1.5 s apart: the idle timeout runs out before the first.
+      const silent = yield* Effect.flip(
+        client.callTool({ name: "spaced", arguments: { steps: 2, everyMs: 1500 } }, { timeout: "1 second" })
+      )
+      expect(silent).toMatchObject({
+        _tag: "McpTransportError",
+        reason: { _tag: "RequestTimeout", method: "tools/call", timeoutMs: 1000, phase: "No response or progress" }
+      })
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
 })
 
 describe("notification listeners", () => {

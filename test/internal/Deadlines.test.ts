@@ -153,6 +153,48 @@ describe("Deadlines", () => {
       expect(expired).toEqual(["b@1000", "c@1000"])
     }))
 
+  it.effect("restarts inside atOneTime count from the one time it read, and expire as such", () =>
+    Effect.gen(function*() {
+      const { add, clock, expired, wheel } = yield* setup
+      const [a, b] = [item("a"), item("b")]
+      yield* add(a, 1000)
+      yield* add(b, 1000)
+      yield* TestClock.adjust(600)
+      // A clock that moves on each reading: only the reading atOneTime takes may count.
+      let readings = 0
+      const moving: Clock.Clock = { ...clock, currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe() + 50 * readings++ }
+      const result = wheel.atOneTime(moving, () => {
+        wheel.restart(moving, a)
+        wheel.restart(moving, b)
+        wheel.restart(moving, a)
+        return "routed"
+      })
+      expect(result).toBe("routed")
+      expect(readings).toBe(1)
+      expect(a.deadline).toMatchObject({ at: 1600 })
+      expect(b.deadline).toMatchObject({ at: 1600 })
+      // Outside it, a restart reads the clock again.
+      wheel.restart(moving, b)
+      expect(b.deadline).toMatchObject({ at: 1650 })
+      yield* TestClock.adjust(999)
+      expect(expired).toEqual([])
+      yield* TestClock.adjust(1)
+      expect(expired).toEqual(["a@1000"])
+      yield* TestClock.adjust(50)
+      expect(expired).toEqual(["a@1000", "b@1000"])
+    }))
+
+  it.effect("atOneTime lets go of its time when its function throws", () =>
+    Effect.gen(function*() {
+      const { add, clock, wheel } = yield* setup
+      const a = item("a")
+      yield* add(a, 1000)
+      expect(() => wheel.atOneTime(clock, () => { throw new Error("boom") })).toThrow("boom")
+      yield* TestClock.adjust(300)
+      wheel.restart(clock, a)
+      expect(a.deadline).toMatchObject({ at: 1300 })
+    }))
+
   it.effect("restarting an item without a deadline does nothing", () =>
     Effect.gen(function*() {
       const { clock, expired, wheel } = yield* setup
