@@ -5,11 +5,8 @@
  * and its answer, JSON or an SSE stream. The stream is opened up front or,
  * for a single message answered with JSON, on first use (PostRoute).
  */
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -18,6 +15,7 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import type { Env } from "./Guard.ts"
 import * as InFlightWork from "./InFlightWork.ts"
 import type { OutStream } from "./OutStream.ts"
+import * as OwedReplies from "./OwedReplies.ts"
 import type { Queued } from "./OutStreamShape.ts"
 import type * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
@@ -33,7 +31,6 @@ import {
   type Sessions
 } from "./Sessions.ts"
 import * as SharedSessions from "./SharedSessions.ts"
-import * as SharedUnavailable from "./SharedUnavailable.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 import { WakeOnce } from "./WakeOnce.ts"
@@ -205,7 +202,7 @@ export const postToSession = Effect.fnUntraced(function*(
     shared === undefined
       ? Effect.flatMap(answer(m), (reply) => delivered(m, reply))
       : Effect.flatMap(Effect.flatMap(answer(m), (reply) => record(m, reply)), (reply) => delivered(m, reply))
-  const answering = messages.length === 1 ? answerOne(messages[0]) : answerEach(messages, answerOne)
+  const answering = messages.length === 1 ? answerOne(messages[0]) : OwedReplies.answerEach(messages, answerOne)
   const work = Effect.onExit(InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver), () => {
     for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
     // No route left to open the stream through: a stream not open by now never will be.
@@ -225,7 +222,7 @@ export const postToSession = Effect.fnUntraced(function*(
     if (route.opened === undefined) {
       if (direct !== undefined) return jsonAnswer(JSON.stringify(direct), headers)
       // The work is over (the stream can no longer open): what it left unanswered is owed now.
-      const owed = yield* owedReplies(env, fiber, messages, [])
+      const owed = yield* OwedReplies.owedReplies(env, fiber, messages, [])
       if (!Array.isArray(owed)) return owed
       return owed.length === 0
         ? HttpServerResponse.empty({ status: 202, headers })
@@ -255,7 +252,7 @@ export const postToSession = Effect.fnUntraced(function*(
   s.liveStreams.delete(out.streamId)
   yield* env.store.removeStream(out.streamId)
   s.ownedStreams.delete(out.streamId)
-  const owed = yield* owedReplies(env, fiber, messages, queued)
+  const owed = yield* OwedReplies.owedReplies(env, fiber, messages, queued)
   if (!Array.isArray(owed)) {
     if (initialize) yield* sessions.close(s)
     return owed
@@ -315,83 +312,7 @@ class PostRoute implements RequestRoute {
   }
 }
 
-const interruptedByShutdown = (id: JsonRpc.RequestId | null) =>
-  JsonRpc.failure(id, JsonRpc.ErrorCode.InternalError, "The server shut down before the request finished")
-
 const toQueued = (reply: JsonRpc.JsonRpcResponse): Queued => ({ message: reply, json: JSON.stringify(reply) })
-
-/**
- * Runs each message's answer to its end whatever becomes of the others', so
- * that one whose answer fails does not take its siblings' replies with it;
- * fails afterwards with what failed.
- */
-const answerEach = (
-  messages: ReadonlyArray<JsonRpc.Classified>,
-  answerOne: (m: JsonRpc.Classified) => Effect.Effect<void>
-): Effect.Effect<void> =>
-  Effect.flatMap(Effect.forEach(messages, (m) => Effect.exit(answerOne(m)), { concurrency: "unbounded" }), (exits) => {
-    let failed: Cause.Cause<never> | undefined
-    for (const exit of exits) {
-      if (Exit.isFailure(exit)) failed = failed === undefined ? exit.cause : Cause.combine(failed, exit.cause)
-    }
-    return failed === undefined ? Effect.void : Effect.failCause(failed)
-  })
-
-const owedId = (m: JsonRpc.Classified): JsonRpc.RequestId | null | undefined =>
-  m._tag === "Request" ? m.message.id : m._tag === "Invalid" ? m.id : undefined
-
-/** The ids of the messages owed a reply that none of `replies` answers, in the POST's order. */
-const unansweredIds = (
-  messages: ReadonlyArray<JsonRpc.Classified>,
-  replies: ReadonlyArray<Queued>
-): Array<JsonRpc.RequestId | null> => {
-  // Each message gets at most one reply through its POST: as many replies as owed means none is missing.
-  let owing = 0
-  for (const m of messages) if (owedId(m) !== undefined) owing++
-  let responses = 0
-  for (const r of replies) if (JsonRpc.isResponse(r.message)) responses++
-  if (responses >= owing) return []
-  const answered = new Map<JsonRpc.RequestId | null, number>()
-  for (const r of replies) {
-    if (JsonRpc.isResponse(r.message)) answered.set(r.message.id, (answered.get(r.message.id) ?? 0) + 1)
-  }
-  const missing: Array<JsonRpc.RequestId | null> = []
-  for (const m of messages) {
-    const id = owedId(m)
-    if (id === undefined) continue
-    const n = answered.get(id) ?? 0
-    if (n > 0) answered.set(id, n - 1)
-    else missing.push(id)
-  }
-  return missing
-}
-
-/**
- * What a POST still owes the requests its finished work left unanswered (a
- * client waits for each): nothing when the work ended as the session meant
- * it to (a cancelled request gets no reply, nor does work a closing session
- * interrupted); the shutdown's error past the grace period; 503 when the
- * shared store failed under the work before any reply was written, since a
- * retry may succeed (a batch with replies keeps them: a retry would run
- * their requests again); else -32603 for each.
- */
-const owedReplies = Effect.fnUntraced(function*(
-  env: Env,
-  fiber: Fiber.Fiber<void>,
-  messages: ReadonlyArray<JsonRpc.Classified>,
-  replies: ReadonlyArray<Queued>
-): Effect.fn.Return<HttpServerResponse.HttpServerResponse | Array<JsonRpc.JsonRpcResponse>> {
-  const missing = unansweredIds(messages, replies)
-  if (missing.length === 0) return []
-  if (env.drain?.draining() === true) return missing.map(interruptedByShutdown)
-  const exit = yield* Fiber.await(fiber)
-  if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return []
-  if (replies.length === 0 && env.availability !== undefined && SharedUnavailable.isStoreFailure(exit.cause)) {
-    return SharedUnavailable.lost(env.availability)
-  }
-  yield* Effect.logWarning("HTTP server transport: a POST's work failed before it answered", Cause.pretty(exit.cause))
-  return missing.map((id) => JsonRpc.internalError(id))
-})
 
 const jsonAnswer = (json: string, headers: Record<string, string>) =>
   HttpServerResponse.text(json, { contentType: "application/json", headers })
