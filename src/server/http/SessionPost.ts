@@ -5,8 +5,10 @@
  * and its answer, JSON or an SSE stream. The stream is opened up front or,
  * for a single message answered with JSON, on first use (PostRoute).
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -190,6 +192,7 @@ export const postToSession = Effect.fnUntraced(function*(
       direct = reply
       return Effect.void
     }
+    route.replied(reply.id)
     return route.opened.offer(reply)
   }
   const delivered = (m: JsonRpc.Classified, reply: JsonRpc.JsonRpcResponse | null) => {
@@ -203,14 +206,24 @@ export const postToSession = Effect.fnUntraced(function*(
       ? Effect.flatMap(answer(m), (reply) => delivered(m, reply))
       : Effect.flatMap(Effect.flatMap(answer(m), (reply) => record(m, reply)), (reply) => delivered(m, reply))
   const answering = messages.length === 1 ? answerOne(messages[0]) : OwedReplies.answerEach(messages, answerOne)
-  const work = Effect.onExit(InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver), () => {
+  const work = Effect.onExit(InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver), (exit) => {
     for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
+    const out = route.opened
     // No route left to open the stream through: a stream not open by now never will be.
-    if (route.opened === undefined) {
+    if (out === undefined) {
       route.settle()
       return Effect.void
     }
-    return route.opened.end
+    // A client that reads this stream itself (the answer is SSE) is owed its missing replies before the stream
+    // ends; a JSON answer, made from the stream once it ended, after (`owedReplies`). Work only interrupted
+    // owes nothing: a cancelled request, a DELETE, a closing session get no reply.
+    if (
+      Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) && accepts.sse &&
+      (config.responseMode === "sse" || !accepts.json || out.isStreaming())
+    ) {
+      return OwedReplies.onStream(env, out, route.unanswered(messages), exit.cause)
+    }
+    return out.end
   })
   // The work belongs to the session: a client that disconnects does not cancel it,
   // and it keeps the slots taken until it ends.
@@ -282,6 +295,11 @@ class PostRoute implements RequestRoute {
   readonly #session: Session
   readonly #resumable: boolean
   readonly #streamId: string | undefined
+  // The ids of the replies offered to the stream, which a failed work reads to know what it still owes:
+  // the first apart, so that a POST of one request pays for no array.
+  #replies = 0
+  #firstReply: JsonRpc.RequestId | null = null
+  #moreReplies: Array<JsonRpc.RequestId | null> | undefined = undefined
   constructor(canStream: boolean, sessions: Sessions, session: Session, resumable: boolean, streamId?: string) {
     this.canStream = canStream
     this.#sessions = sessions
@@ -298,6 +316,16 @@ class PostRoute implements RequestRoute {
       this.settle()
     }
     return this.opened
+  }
+  /** A reply with this id went into the stream. */
+  replied(id: JsonRpc.RequestId | null): void {
+    if (this.#replies++ === 0) this.#firstReply = id
+    else (this.#moreReplies ??= []).push(id)
+  }
+  /** The ids of `messages` owed a reply that the stream got none for, in the POST's order. */
+  unanswered(messages: ReadonlyArray<JsonRpc.Classified>): Array<JsonRpc.RequestId | null> {
+    const ids = this.#replies === 0 ? [] : [this.#firstReply, ...(this.#moreReplies ?? [])]
+    return OwedReplies.unansweredOnStream(messages, ids)
   }
   /** Wakes `openedOrAnswered`: the stream opened, or the work ended without it. */
   settle(): void {
