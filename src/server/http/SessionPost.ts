@@ -9,7 +9,6 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -18,6 +17,7 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import type { Env } from "./Guard.ts"
 import * as InFlightWork from "./InFlightWork.ts"
 import type { OutStream } from "./OutStream.ts"
+import * as OwedReplies from "./OwedReplies.ts"
 import type { Queued } from "./OutStreamShape.ts"
 import type * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
@@ -33,7 +33,6 @@ import {
   type Sessions
 } from "./Sessions.ts"
 import * as SharedSessions from "./SharedSessions.ts"
-import * as SharedUnavailable from "./SharedUnavailable.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 import { WakeOnce } from "./WakeOnce.ts"
@@ -193,6 +192,7 @@ export const postToSession = Effect.fnUntraced(function*(
       direct = reply
       return Effect.void
     }
+    route.replied(reply.id)
     return route.opened.offer(reply)
   }
   const delivered = (m: JsonRpc.Classified, reply: JsonRpc.JsonRpcResponse | null) => {
@@ -205,15 +205,25 @@ export const postToSession = Effect.fnUntraced(function*(
     shared === undefined
       ? Effect.flatMap(answer(m), (reply) => delivered(m, reply))
       : Effect.flatMap(Effect.flatMap(answer(m), (reply) => record(m, reply)), (reply) => delivered(m, reply))
-  const answering = messages.length === 1 ? answerOne(messages[0]) : answerEach(messages, answerOne)
-  const work = Effect.onExit(InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver), () => {
+  const answering = messages.length === 1 ? answerOne(messages[0]) : OwedReplies.answerEach(messages, answerOne)
+  const work = Effect.onExit(InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver), (exit) => {
     for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
+    const out = route.opened
     // No route left to open the stream through: a stream not open by now never will be.
-    if (route.opened === undefined) {
+    if (out === undefined) {
       route.settle()
       return Effect.void
     }
-    return route.opened.end
+    // A client that reads this stream itself (the answer is SSE) is owed its missing replies before the stream
+    // ends; a JSON answer, made from the stream once it ended, after (`owedReplies`). Work only interrupted
+    // owes nothing: a cancelled request, a DELETE, a closing session get no reply.
+    if (
+      Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) && accepts.sse &&
+      (config.responseMode === "sse" || !accepts.json || out.isStreaming())
+    ) {
+      return OwedReplies.onStream(env, out, route.unanswered(messages), exit.cause)
+    }
+    return out.end
   })
   // The work belongs to the session: a client that disconnects does not cancel it,
   // and it keeps the slots taken until it ends.
@@ -225,7 +235,7 @@ export const postToSession = Effect.fnUntraced(function*(
     if (route.opened === undefined) {
       if (direct !== undefined) return jsonAnswer(JSON.stringify(direct), headers)
       // The work is over (the stream can no longer open): what it left unanswered is owed now.
-      const owed = yield* owedReplies(env, fiber, messages, [])
+      const owed = yield* OwedReplies.owedReplies(env, fiber, messages, [])
       if (!Array.isArray(owed)) return owed
       return owed.length === 0
         ? HttpServerResponse.empty({ status: 202, headers })
@@ -255,7 +265,7 @@ export const postToSession = Effect.fnUntraced(function*(
   s.liveStreams.delete(out.streamId)
   yield* env.store.removeStream(out.streamId)
   s.ownedStreams.delete(out.streamId)
-  const owed = yield* owedReplies(env, fiber, messages, queued)
+  const owed = yield* OwedReplies.owedReplies(env, fiber, messages, queued)
   if (!Array.isArray(owed)) {
     if (initialize) yield* sessions.close(s)
     return owed
@@ -285,6 +295,11 @@ class PostRoute implements RequestRoute {
   readonly #session: Session
   readonly #resumable: boolean
   readonly #streamId: string | undefined
+  // The ids of the replies offered to the stream, which a failed work reads to know what it still owes:
+  // the first apart, so that a POST of one request pays for no array.
+  #replies = 0
+  #firstReply: JsonRpc.RequestId | null = null
+  #moreReplies: Array<JsonRpc.RequestId | null> | undefined = undefined
   constructor(canStream: boolean, sessions: Sessions, session: Session, resumable: boolean, streamId?: string) {
     this.canStream = canStream
     this.#sessions = sessions
@@ -302,6 +317,16 @@ class PostRoute implements RequestRoute {
     }
     return this.opened
   }
+  /** A reply with this id went into the stream. */
+  replied(id: JsonRpc.RequestId | null): void {
+    if (this.#replies++ === 0) this.#firstReply = id
+    else (this.#moreReplies ??= []).push(id)
+  }
+  /** The ids of `messages` owed a reply that the stream got none for, in the POST's order. */
+  unanswered(messages: ReadonlyArray<JsonRpc.Classified>): Array<JsonRpc.RequestId | null> {
+    const ids = this.#replies === 0 ? [] : [this.#firstReply, ...(this.#moreReplies ?? [])]
+    return OwedReplies.unansweredOnStream(messages, ids)
+  }
   /** Wakes `openedOrAnswered`: the stream opened, or the work ended without it. */
   settle(): void {
     this.#settled.wake()
@@ -315,83 +340,7 @@ class PostRoute implements RequestRoute {
   }
 }
 
-const interruptedByShutdown = (id: JsonRpc.RequestId | null) =>
-  JsonRpc.failure(id, JsonRpc.ErrorCode.InternalError, "The server shut down before the request finished")
-
 const toQueued = (reply: JsonRpc.JsonRpcResponse): Queued => ({ message: reply, json: JSON.stringify(reply) })
-
-/**
- * Runs each message's answer to its end whatever becomes of the others', so
- * that one whose answer fails does not take its siblings' replies with it;
- * fails afterwards with what failed.
- */
-const answerEach = (
-  messages: ReadonlyArray<JsonRpc.Classified>,
-  answerOne: (m: JsonRpc.Classified) => Effect.Effect<void>
-): Effect.Effect<void> =>
-  Effect.flatMap(Effect.forEach(messages, (m) => Effect.exit(answerOne(m)), { concurrency: "unbounded" }), (exits) => {
-    let failed: Cause.Cause<never> | undefined
-    for (const exit of exits) {
-      if (Exit.isFailure(exit)) failed = failed === undefined ? exit.cause : Cause.combine(failed, exit.cause)
-    }
-    return failed === undefined ? Effect.void : Effect.failCause(failed)
-  })
-
-const owedId = (m: JsonRpc.Classified): JsonRpc.RequestId | null | undefined =>
-  m._tag === "Request" ? m.message.id : m._tag === "Invalid" ? m.id : undefined
-
-/** The ids of the messages owed a reply that none of `replies` answers, in the POST's order. */
-const unansweredIds = (
-  messages: ReadonlyArray<JsonRpc.Classified>,
-  replies: ReadonlyArray<Queued>
-): Array<JsonRpc.RequestId | null> => {
-  // Each message gets at most one reply through its POST: as many replies as owed means none is missing.
-  let owing = 0
-  for (const m of messages) if (owedId(m) !== undefined) owing++
-  let responses = 0
-  for (const r of replies) if (JsonRpc.isResponse(r.message)) responses++
-  if (responses >= owing) return []
-  const answered = new Map<JsonRpc.RequestId | null, number>()
-  for (const r of replies) {
-    if (JsonRpc.isResponse(r.message)) answered.set(r.message.id, (answered.get(r.message.id) ?? 0) + 1)
-  }
-  const missing: Array<JsonRpc.RequestId | null> = []
-  for (const m of messages) {
-    const id = owedId(m)
-    if (id === undefined) continue
-    const n = answered.get(id) ?? 0
-    if (n > 0) answered.set(id, n - 1)
-    else missing.push(id)
-  }
-  return missing
-}
-
-/**
- * What a POST still owes the requests its finished work left unanswered (a
- * client waits for each): nothing when the work ended as the session meant
- * it to (a cancelled request gets no reply, nor does work a closing session
- * interrupted); the shutdown's error past the grace period; 503 when the
- * shared store failed under the work before any reply was written, since a
- * retry may succeed (a batch with replies keeps them: a retry would run
- * their requests again); else -32603 for each.
- */
-const owedReplies = Effect.fnUntraced(function*(
-  env: Env,
-  fiber: Fiber.Fiber<void>,
-  messages: ReadonlyArray<JsonRpc.Classified>,
-  replies: ReadonlyArray<Queued>
-): Effect.fn.Return<HttpServerResponse.HttpServerResponse | Array<JsonRpc.JsonRpcResponse>> {
-  const missing = unansweredIds(messages, replies)
-  if (missing.length === 0) return []
-  if (env.drain?.draining() === true) return missing.map(interruptedByShutdown)
-  const exit = yield* Fiber.await(fiber)
-  if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return []
-  if (replies.length === 0 && env.availability !== undefined && SharedUnavailable.isStoreFailure(exit.cause)) {
-    return SharedUnavailable.lost(env.availability)
-  }
-  yield* Effect.logWarning("HTTP server transport: a POST's work failed before it answered", Cause.pretty(exit.cause))
-  return missing.map((id) => JsonRpc.internalError(id))
-})
 
 const jsonAnswer = (json: string, headers: Record<string, string>) =>
   HttpServerResponse.text(json, { contentType: "application/json", headers })
