@@ -5,6 +5,7 @@
  * receives it once. Without one, delivery stays the direct local call.
  * Each publication carries an id: a session with copies on several
  * instances gets it from the one that claims it (`SessionRegistry.claimDelivery`).
+ * A publication the bus refuses is delivered by this instance alone.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -52,8 +53,18 @@ export const carry = (local: Deliver, options: { readonly randomKey: boolean }):
       if (message === undefined) return Effect.void
       return local(message.method, message.params, typeof message.id === "string" ? message.id : undefined)
     })
-    return (method, params) =>
-      bus.publish(NOTIFY_TOPIC, JSON.stringify({ method, ...(params === undefined ? {} : { params }), id: crypto.randomUUID() })).pipe(
-        Effect.catch((error) => Effect.logWarning(`notifyAll ${method}: not published`, error))
+    return (method, params) => {
+      const id = crypto.randomUUID()
+      // The bus down: this instance's sessions still hear of it (the others cannot, and the warning says so).
+      // A publication given up on that went out after all comes back with the same id: a session copy's
+      // claim on it keeps it from being delivered twice while the registry answers.
+      return bus.publish(NOTIFY_TOPIC, JSON.stringify({ method, ...(params === undefined ? {} : { params }), id })).pipe(
+        Effect.catch((error) =>
+          Effect.andThen(
+            Effect.logWarning(`notifyAll ${method}: the bus is unavailable; delivered by this instance only`, error),
+            local(method, params, id)
+          )
+        )
       )
+    }
   })
