@@ -8,7 +8,7 @@
  * says why and the check is skipped.
  */
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Scope, Stream, SubscriptionRef } from "effect"
 import type * as ClientTransport from "../../src/client/ClientTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
@@ -98,6 +98,25 @@ interface Connected {
   readonly pid: number | undefined
 }
 
+/**
+ * The HTTP peers, one process per fixture and mode for the whole file: each row connects a client
+ * of its own (its own session or none), and loading a peer costs up to a second and a half of CPU.
+ * A stdio peer is the connection, so each stdio row starts its own.
+ */
+const httpPeers = new Map<string, Promise<string>>()
+const httpPeerScope = Effect.runSync(Scope.make())
+afterAll(() => Effect.runPromise(Scope.close(httpPeerScope, Exit.void)))
+const httpPeerUrl = (row: Row) =>
+  Effect.promise(() => {
+    const key = `${row.file} ${row.mode}`
+    let url = httpPeers.get(key)
+    if (url === undefined) {
+      url = Effect.runPromise(Effect.map(startHttp(row.file, ["--mode", row.mode]), (peer) => peer.url).pipe(Scope.provide(httpPeerScope)))
+      httpPeers.set(key, url)
+    }
+    return url
+  })
+
 const connectRow = (row: Row) =>
   Effect.gen(function*() {
     const sent: Array<string> = []
@@ -107,7 +126,7 @@ const connectRow = (row: Row) =>
       unknown,
       Scope.Scope | Layer.Success<typeof Env>
     > = row.transport === "http"
-      ? StreamableHttpClientTransport.make({ url: (yield* startHttp(row.file, ["--mode", row.mode])).url, listen: true })
+      ? StreamableHttpClientTransport.make({ url: yield* httpPeerUrl(row), listen: true })
       : Effect.tap(
         StdioClientTransport.make({
           command: process.execPath,
