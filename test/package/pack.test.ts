@@ -132,7 +132,9 @@ const server = fileURLToPath(new URL("./server.ts", import.meta.url))
 const program = Effect.gen(function*() {
   const client = yield* McpClient.connect(
     StdioClientTransport.make({ command: process.execPath, args: [server], stderr: { log: false } }),
-    { clientInfo: { name: "packed-consumer", version: "1.0.0" } }
+    // The server loads the whole package first: on a busy machine that can outlast the default 5 s probe,
+    // and the client would then settle for the handshake era.
+    { clientInfo: { name: "packed-consumer", version: "1.0.0" }, probeTimeout: "60 seconds" }
   )
   const tools = yield* client.listAllTools()
   const result = yield* client.callTool({ name: "add", arguments: { a: 2, b: 3 } })
