@@ -5,7 +5,9 @@
  * meanwhile), each request is answered with the same error a reaper would
  * give it; where that answer cannot be written either (the fence refuses
  * this instance's appends), the stream ends without it, and a reaper's
- * answer is what a client resuming the stream gets.
+ * answer is what a client resuming the stream gets. The POST's other
+ * messages, which the registry does not record (a batch's invalid entries,
+ * its refusals, a notification), are then answered by `others`.
  */
 import * as Effect from "effect/Effect"
 import type * as JsonRpc from "../../JsonRpc.ts"
@@ -17,14 +19,17 @@ export const tracked = (
   streamId: string | undefined,
   ids: ReadonlySet<JsonRpc.RequestId>,
   work: Effect.Effect<void>,
-  answer: (reply: JsonRpc.JsonRpcResponse) => Effect.Effect<unknown>
+  answer: (reply: JsonRpc.JsonRpcResponse) => Effect.Effect<unknown>,
+  others?: () => Effect.Effect<void>
 ): Effect.Effect<void> => {
   if (inFlight === undefined || session === undefined || streamId === undefined || ids.size === 0) return work
   const entries = [...ids].map((requestId) => ({ session, requestId, streamId }))
   return inFlight.run(entries, work).pipe(
-    Effect.catchTag("LeaseLost", () =>
-      Effect.forEach(ids, (id) => answer(stoppedResponse(id)).pipe(Effect.catchDefect(() => Effect.void)), {
+    Effect.catchTag("LeaseLost", () => {
+      const refused = Effect.forEach(ids, (id) => answer(stoppedResponse(id)).pipe(Effect.catchDefect(() => Effect.void)), {
         discard: true
-      }))
+      })
+      return others === undefined ? refused : Effect.andThen(refused, Effect.suspend(others))
+    })
   )
 }

@@ -206,7 +206,20 @@ export const postToSession = Effect.fnUntraced(function*(
       ? Effect.flatMap(answer(m), (reply) => delivered(m, reply))
       : Effect.flatMap(Effect.flatMap(answer(m), (reply) => record(m, reply)), (reply) => delivered(m, reply))
   const answering = messages.length === 1 ? answerOne(messages[0]) : OwedReplies.answerEach(messages, answerOne)
-  const work = Effect.onExit(InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver), (exit) => {
+  // Refused by the in-flight registry, the requests recorded there get its refusal; the rest are answered as usual.
+  const others = env.inFlight === undefined ? undefined : () => {
+    const recorded = new Set<JsonRpc.RequestId>()
+    const rest = messages.filter((m) => {
+      if (m._tag !== "Request" || refused?.has(m) === true || !claimed.has(m.message.id) || recorded.has(m.message.id)) {
+        return true
+      }
+      recorded.add(m.message.id)
+      return false
+    })
+    return rest.length === 0 ? Effect.void : OwedReplies.answerEach(rest, answerOne)
+  }
+  const tracked = InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver, others)
+  const work = Effect.onExit(tracked, (exit) => {
     for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
     const out = route.opened
     // No route left to open the stream through: a stream not open by now never will be.

@@ -18,7 +18,8 @@ import * as JsonRpc from "../../../src/JsonRpc.ts"
 import { Availability } from "../../../src/server/Availability.ts"
 import type { Handler } from "../../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
-import { InFlight, type InFlightShape } from "../../../src/server/InFlight.ts"
+import { InFlight, type InFlightShape, stoppedResponse } from "../../../src/server/InFlight.ts"
+import { LeaseLost } from "../../../src/server/InstanceLease.ts"
 import { type SessionRecord, SessionRegistry, type SessionRegistryShape } from "../../../src/server/SessionRegistry.ts"
 import { eventually, initializeBody, openSession, openSse, post } from "../http/helpers.ts"
 
@@ -67,10 +68,12 @@ interface Faults {
   update: unknown
   /** `logging/setLevel` waits for the gate's `release`. */
   holdLevel: boolean
+  /** The in-flight registry refuses the work: this instance lost its lease. */
+  leaseLost: boolean
 }
 
 const serve = (options: HttpServerTransport.Options = {}) => Effect.gen(function*() {
-  const faults: Faults = { inFlight: undefined, create: undefined, update: undefined, holdLevel: false }
+  const faults: Faults = { inFlight: undefined, create: undefined, update: undefined, holdLevel: false, leaseLost: false }
   const gate: Gate = { slowStarted: yield* Deferred.make<void>(), release: yield* Deferred.make<void>() }
   const records = new Map<string, SessionRecord>()
   const registry: SessionRegistryShape = {
@@ -84,7 +87,14 @@ const serve = (options: HttpServerTransport.Options = {}) => Effect.gen(function
     end: (id) => Effect.sync(() => records.delete(id)),
     ended: () => Effect.void
   }
-  const inFlight: InFlightShape = { run: (_entries, work) => faults.inFlight !== undefined ? Effect.die(faults.inFlight) : work }
+  const inFlight: InFlightShape = {
+    run: (_entries, work) =>
+      faults.leaseLost
+        ? Effect.fail(new LeaseLost({ instanceId: "lost" }))
+        : faults.inFlight !== undefined
+        ? Effect.die(faults.inFlight)
+        : work
+  }
   const context = yield* Layer.build(
     HttpServerTransport.layer(handler(gate, faults), { port: 0, ...options }).pipe(
       Layer.provide(Layer.mergeAll(
@@ -139,7 +149,7 @@ describe("a POST whose work fails before it replies", () => {
       expect(JSON.parse(later.body)).toEqual({ jsonrpc: "2.0", id: 6, result: {} })
     }).pipe(Effect.scoped), 30_000)
 
-  it.live("another defect: -32603 with the request's id, the batch's other replies intact; notifications alone still 202", () =>
+  it.live("another defect: -32603 with the request's id, the batch's other replies intact; a lost lease answers the batch's unrecorded entries too; notifications alone still 202", () =>
     Effect.gen(function*() {
       const { faults, transport, url } = yield* serve()
       const session = yield* Effect.promise(() => openSession(url, "2025-03-26"))
@@ -160,6 +170,21 @@ describe("a POST whose work fails before it replies", () => {
       expect(replies).toHaveLength(2)
       expect(replies.find((r) => r.id === 11)).toEqual({ jsonrpc: "2.0", id: 11, result: {} })
       expect(replies.find((r) => r.id === 10)).toMatchObject({ error: { code: JsonRpc.ErrorCode.InternalError } })
+
+      // The instance's lease lost: the recorded request gets the refusal, the batch's invalid entry its own answer.
+      faults.update = undefined
+      faults.leaseLost = true
+      const refused = yield* read(post(url, [
+        { jsonrpc: "2.0", id: 20, method: "tools/call", params: { name: "x" } },
+        { jsonrpc: "2.0", id: 21 },
+        { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } }
+      ], headers))
+      faults.leaseLost = false
+      expect(refused.status).toBe(200)
+      const answers = JSON.parse(refused.body) as Array<JsonRpc.JsonRpcResponse>
+      expect(answers).toHaveLength(2)
+      expect(answers.find((r) => r.id === 20)).toEqual(stoppedResponse(20))
+      expect(answers.find((r) => r.id === 21)).toMatchObject({ error: { code: JsonRpc.ErrorCode.InvalidRequest } })
 
       // The session's record failing otherwise than with the store: the initialize's error, and no session.
       faults.create = new Error("the record broke")
