@@ -214,6 +214,15 @@ const streamed = (url: string, body: unknown, headers: Record<string, string>) =
 
 const internalError = (id: JsonRpc.RequestId) => ({ jsonrpc: "2.0", id, error: { code: JsonRpc.ErrorCode.InternalError, message: "Internal error" } })
 
+const toolCall = (id: JsonRpc.RequestId) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "x" } })
+
+/** A stream that carried nothing but the -32603 owed request `id`. */
+const expectOwedOnStream = (answer: { status: number; contentType: string | null; messages: Array<unknown> }, id: JsonRpc.RequestId) => {
+  expect(answer.status).toBe(200)
+  expect(answer.contentType).toContain("text/event-stream")
+  expect(answer.messages).toEqual([internalError(id)])
+}
+
 describe("a POST answered on an SSE stream whose work fails before it replies", () => {
   it.live("responseMode sse: a defect under the work and the store's failure are each -32603 on the stream, not 503", () =>
     Effect.gen(function*() {
@@ -222,19 +231,13 @@ describe("a POST answered on an SSE stream whose work fails before it replies", 
       const headers = { ...both, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" }
 
       faults.inFlight = new Error("the registry broke")
-      const defect = yield* streamed(url, { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "x" } }, headers)
-      expect(defect.status).toBe(200)
-      expect(defect.contentType).toContain("text/event-stream")
-      expect(defect.messages).toEqual([internalError(3)])
+      expectOwedOnStream(yield* streamed(url, toolCall(3), headers), 3)
 
       faults.inFlight = storeDown()
-      const lost = yield* streamed(url, { jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "x" } }, headers)
-      expect(lost.status).toBe(200)
-      expect(lost.contentType).toContain("text/event-stream")
-      expect(lost.messages).toEqual([internalError(4)])
+      expectOwedOnStream(yield* streamed(url, toolCall(4), headers), 4)
 
       faults.inFlight = undefined
-      const later = yield* streamed(url, { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "x" } }, headers)
+      const later = yield* streamed(url, toolCall(5), headers)
       expect(later.messages).toEqual([{ jsonrpc: "2.0", id: 5, result: {} }])
     }).pipe(Effect.scoped), 30_000)
 
@@ -245,10 +248,7 @@ describe("a POST answered on an SSE stream whose work fails before it replies", 
       const headers = { ...sseOnly, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" }
 
       faults.inFlight = storeDown()
-      const lost = yield* streamed(url, { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "x" } }, headers)
-      expect(lost.status).toBe(200)
-      expect(lost.contentType).toContain("text/event-stream")
-      expect(lost.messages).toEqual([internalError(3)])
+      expectOwedOnStream(yield* streamed(url, toolCall(3), headers), 3)
 
       faults.inFlight = undefined
       faults.update = new Error("the level's record broke")
