@@ -165,6 +165,8 @@ export const postToSession = Effect.fnUntraced(function*(
   const claimed = new Set<JsonRpc.RequestId>()
   // Requests past the slots granted, in batch order: answered with the refusal, never run (made only for those).
   let refused: Set<JsonRpc.Classified> | undefined
+  // Requests whose id an earlier entry of this batch claimed: never run, since the session would drop them unanswered.
+  let repeated: Set<JsonRpc.Classified> | undefined
   let slots = grant.granted
   for (const m of messages) {
     if (m._tag !== "Request") continue
@@ -174,7 +176,7 @@ export const postToSession = Effect.fnUntraced(function*(
       if (!s.requestRoutes.has(m.message.id)) {
         s.requestRoutes.set(m.message.id, route)
         claimed.add(m.message.id)
-      }
+      } else if (claimed.has(m.message.id)) (repeated ??= new Set()).add(m)
     }
   }
   const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
@@ -182,6 +184,9 @@ export const postToSession = Effect.fnUntraced(function*(
     if (refused?.has(m) === true) return SlotRefusal.refuseEntry(m.message.id, grant.short!)
     if (!claimed.has(m.message.id)) {
       return Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
+    }
+    if (repeated?.has(m) === true) {
+      return Effect.succeed(JsonRpc.invalidRequest(m.message.id, "another request of this batch has this id"))
     }
     return s.server.handleMessage(m)
   }
@@ -208,14 +213,9 @@ export const postToSession = Effect.fnUntraced(function*(
   const answering = messages.length === 1 ? answerOne(messages[0]) : OwedReplies.answerEach(messages, answerOne)
   // Refused by the in-flight registry, the requests recorded there get its refusal; the rest are answered as usual.
   const others = env.inFlight === undefined ? undefined : () => {
-    const recorded = new Set<JsonRpc.RequestId>()
-    const rest = messages.filter((m) => {
-      if (m._tag !== "Request" || refused?.has(m) === true || !claimed.has(m.message.id) || recorded.has(m.message.id)) {
-        return true
-      }
-      recorded.add(m.message.id)
-      return false
-    })
+    const rest = messages.filter((m) =>
+      m._tag !== "Request" || refused?.has(m) === true || !claimed.has(m.message.id) || repeated?.has(m) === true
+    )
     return rest.length === 0 ? Effect.void : OwedReplies.answerEach(rest, answerOne)
   }
   const tracked = InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver, others)

@@ -373,4 +373,18 @@ describe("Streamable HTTP server", () => {
       await post(url, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 20 } }, h)
       expect((await first).status).toBe(202)
     }))
+
+  it.live("a batch with two requests of one id: the later one is refused with -32600, the others run", () =>
+    withServer(undefined, async ({ url, probe }) => {
+      const sessionId = await openSession(url, "2025-03-26")
+      const h = { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-03-26" }
+      const answer = post(url, [call(30, "slow"), call(30, "echo", { text: "x" }), call(31, "echo", { text: "y" })], h)
+      expect(await run(Deferred.await(probe.slowStarted))).toBe(30)
+      await post(url, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 30 } }, h)
+      // The cancelled request gets nothing; its namesake is refused rather than dropped unanswered.
+      expect(await (await answer).json()).toEqual([
+        { jsonrpc: "2.0", id: 30, error: expect.objectContaining({ code: -32600, data: "another request of this batch has this id" }) },
+        { jsonrpc: "2.0", id: 31, result: expect.objectContaining({ content: [{ type: "text", text: "y" }] }) }
+      ])
+    }))
 })
