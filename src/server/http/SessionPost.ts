@@ -200,8 +200,13 @@ export const postToSession = Effect.fnUntraced(function*(
     route.replied(reply.id)
     return route.opened.offer(reply)
   }
+  // Whether an initialize got its result: until then, no answer may carry the session's id.
+  let initialized = false
   const delivered = (m: JsonRpc.Classified, reply: JsonRpc.JsonRpcResponse | null) => {
-    if (reply !== null && isInitialize(m)) s.protocolVersion = negotiatedVersion(reply)
+    if (reply !== null && isInitialize(m)) {
+      s.protocolVersion = negotiatedVersion(reply)
+      initialized = "result" in reply
+    }
     if (reply === null) return Effect.void
     return deliver(reply)
   }
@@ -269,11 +274,16 @@ export const postToSession = Effect.fnUntraced(function*(
       body === undefined ? SseWire.response(out.attach(opening), headers) : SseWire.whole(body, headers))
   })
 
-  if (config.responseMode === "sse" && accepts.sse) return yield* stream
-  // A JSON-only client waits for the end whatever the handler sends on the way.
-  const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
-  if (streams || (accepts.sse && out.isStreaming())) return yield* stream
-  if (!accepts.json) return yield* stream
+  // An initialize is answered once its reply is known, whatever the wire: a failed one hands out no session
+  // (below, with the JSON answer's own cleanup).
+  if (initialize) yield* out.awaitEnded
+  if (!initialize || initialized) {
+    if (config.responseMode === "sse" && accepts.sse) return yield* stream
+    // A JSON-only client waits for the end whatever the handler sends on the way.
+    const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
+    if (streams || (accepts.sse && out.isStreaming())) return yield* stream
+    if (!accepts.json) return yield* stream
+  }
   const queued = yield* out.takeQueued
   s.liveStreams.delete(out.streamId)
   yield* env.store.removeStream(out.streamId)
@@ -284,10 +294,14 @@ export const postToSession = Effect.fnUntraced(function*(
     return owed
   }
   const replies = owed.length === 0 ? queued : [...queued, ...owed.map(toQueued)]
-  if (initialize && (replies.length === 0 || !("result" in replies[0].message))) {
-    // A failed initialize leaves no session behind.
+  const initializeReply = initialize ? replies.find((r) => JsonRpc.isResponse(r.message)) : undefined
+  if (initialize && (initializeReply === undefined || !("result" in initializeReply.message))) {
+    // A failed initialize leaves no session behind. What its handler sent on the way goes only on SSE.
     yield* sessions.close(s)
-    return replies.length === 0 ? HttpServerResponse.empty({ status: 202 }) : jsonAnswer(replies[0].json, {})
+    if (initializeReply === undefined) return HttpServerResponse.empty({ status: 202 })
+    return accepts.json
+      ? jsonAnswer(initializeReply.json, {})
+      : SseWire.whole(replies.map((r) => SseWire.event(r.json)).join(""), {})
   }
   if (replies.length === 0) return HttpServerResponse.empty({ status: 202, headers })
   // The replies' JSON was computed when they were queued (to size them): not serialized again.

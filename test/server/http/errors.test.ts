@@ -6,6 +6,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as net from "node:net"
 import { Effect } from "effect"
+import * as JsonRpc from "../../../src/JsonRpc.ts"
+import type { Handler } from "../../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import { initializeBody, isClean, openSession, post, raw, run, withServer } from "./helpers.ts"
 
@@ -217,6 +219,45 @@ describe("HTTP server transport: error paths", () => {
       expect(text).not.toContain("secret")
       expect(text).not.toContain("at ")
     }))
+
+  it.live("a failed initialize hands out no session id and leaves no session, answered with JSON or SSE", () => {
+    // Refuses every initialize; a client named `notify-first` gets a log message on the way first.
+    const refusing = (): Handler => (message, context) => {
+      if (!("id" in message)) return Effect.succeed(null)
+      const refusal = Effect.succeed(JsonRpc.failure(message.id, -32602, "Unsupported protocol version"))
+      const name = (message.params as { clientInfo?: { name?: string } } | undefined)?.clientInfo?.name
+      return name === "notify-first"
+        ? Effect.andThen(context.notify("notifications/message", { level: "info", data: "checking" }), refusal)
+        : refusal
+    }
+    const refused = { jsonrpc: "2.0", id: 1, error: { code: -32602, message: "Unsupported protocol version" } }
+    const initializeAs = (name: string) => ({ ...initializeBody(1), params: { ...initializeBody(1).params, clientInfo: { name, version: "1" } } })
+    const check = async (url: string, transport: HttpServerTransport.HttpServerTransportShape, body: unknown, accept: string, wire: "json" | "sse") => {
+      const res = await post(url, body, { accept })
+      expect(res.headers.get("mcp-session-id")).toBeNull()
+      const text = await res.text()
+      const messages = wire === "json"
+        ? [JSON.parse(text)]
+        : text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)))
+      expect(res.headers.get("content-type")).toContain(wire === "json" ? "application/json" : "text/event-stream")
+      expect(messages.at(-1)).toEqual(refused)
+      expect(await run(transport.sessionIds)).toEqual([])
+      return messages
+    }
+    const both = "application/json, text/event-stream"
+    return Effect.andThen(
+      withServer(undefined, async ({ transport, url }) => {
+        await check(url, transport, initializeBody(1), both, "json")
+        await check(url, transport, initializeBody(1), "text/event-stream", "sse")
+        await check(url, transport, initializeAs("notify-first"), both, "json")
+      }, refusing),
+      withServer({ responseMode: "sse" }, async ({ transport, url }) => {
+        await check(url, transport, initializeBody(1), both, "json")
+        const streamed = await check(url, transport, initializeAs("notify-first"), "text/event-stream", "sse")
+        expect(streamed[0]).toEqual({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "checking" } })
+      }, refusing)
+    )
+  })
 
   it.live("batches: refused in a 2025-11-25 session and in a batch with initialize; accepted in a 2025-03-26 session", () =>
     withServer(undefined, async ({ url }) => {
