@@ -9,6 +9,8 @@
  *   `mcp`: `McpClient.callTool` with an `onProgress` callback, as users write it;
  *   `mcp-plain`: `McpClient.callTool` without one (progress still restarts its timeout).
  * - op `callTool` or `ping` (`ping` carries no progress).
+ * - PROTOCOL: pin `McpClient` to this revision; `2026-07-28` also starts the responder
+ *   `--stateless` (the default is the session era, negotiated by `initialize`).
  * - SRC_ROOT: where this project's sources load from (default this tree's `src/`),
  *   so that a copy of another commit's `src/` can be measured by the same driver.
  *
@@ -35,7 +37,8 @@ const load = <M>(module: string): Promise<M> => import(new URL(`${module}.ts`, s
 
 const responder = new URL("../raw-responder.ts", import.meta.url).pathname
 const env = { ...process.env }
-const args = [responder, "--progress", String(progress)]
+const protocol = process.env.PROTOCOL
+const args = [responder, "--progress", String(progress), ...(protocol === "2026-07-28" ? ["--stateless"] : [])]
 const toolParams = { name: "echo", arguments: { text: "hi" } }
 let progressSeen = 0
 
@@ -84,7 +87,10 @@ const makeMcp = async (withCallback: boolean): Promise<Driven> => {
   )
   const NodeSpawner = await load<typeof import("../../src/client/NodeSpawner.ts")>("client/NodeSpawner")
   const runtime = ManagedRuntime.make(
-    McpClient.layer({ clientInfo: { name: "progress-profile", version: "1.0.0" } }).pipe(
+    McpClient.layer({
+      clientInfo: { name: "progress-profile", version: "1.0.0" },
+      ...(protocol === undefined ? {} : { protocol: protocol as "2025-11-25" })
+    }).pipe(
       Layer.provide(StdioClientTransport.layer({ command: process.execPath, args, env })),
       Layer.provide(NodeSpawner.layer)
     )

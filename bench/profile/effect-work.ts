@@ -1,0 +1,159 @@
+/**
+ * The Effect work per request of the hot paths, counted exactly
+ * (test/fixtures/EffectWork.ts: steps the runtime evaluates, fibers started),
+ * one request at a time after a warm-up:
+ * - the HTTP server: `tools/call` on this project's server (McpServer, Schema
+ *   params) in 2026-07-28 and in a 2025-11-25 session, and on one bare
+ *   `effect/http` route doing the same JSON work (the floor);
+ * - the stdio client: `McpClient.callTool` against bench/raw-responder.ts in
+ *   both eras, with 0 and 20 progress notifications per call, with and
+ *   without an `onProgress` callback (`Effect.void`, one step of its own each).
+ *
+ *   npx node bench/profile/effect-work.ts [calls=200]
+ *
+ * The counts do not depend on the machine or its load.
+ */
+import { createServer } from "node:http"
+import { NodeHttpServer, NodeServices } from "@effect/platform-node"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as EffectWork from "../../test/fixtures/EffectWork.ts"
+import { loadHttpServerTransport, loadMcpClient, loadMcpServer, loadStdioClientTransport } from "../our-modules.ts"
+
+const calls = Number(process.argv[2] ?? "200")
+const warm = Math.max(20, calls / 4)
+const McpServer = await loadMcpServer()
+const HttpServerTransport = await loadHttpServerTransport()
+const McpClient = await loadMcpClient()
+const StdioClientTransport = await loadStdioClientTransport()
+
+const rows: Array<{ path: string; steps: number; fibers: number }> = []
+const report = (path: string, work: EffectWork.EffectWork) => rows.push({ path, ...work })
+
+const measure = async (counter: EffectWork.WorkCounter, once: () => Promise<unknown>) => {
+  for (let i = 0; i < warm; i++) await once()
+  const before = counter.read()
+  for (let i = 0; i < calls; i++) await once()
+  return EffectWork.per(before, counter.read(), calls)
+}
+
+const postJson = (url: string, body: object, headers: Record<string, string> = {}) =>
+  fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify(body)
+  })
+
+// --- the HTTP server ----------------------------------------------------------
+const CallParams = Schema.Struct({
+  name: Schema.String,
+  arguments: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
+})
+const definition = McpServer.make({ serverInfo: { name: "work", version: "1.0.0" }, capabilities: { tools: {} } }).pipe(
+  McpServer.method("tools/call", { params: CallParams }, ({ arguments: args }) =>
+    Effect.succeed({ content: [{ type: "text" as const, text: `echo: ${String(args?.text)}` }] }))
+)
+const META = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: "work", version: "1.0.0" },
+  "io.modelcontextprotocol/clientCapabilities": {}
+}
+let nextId = 0
+const toolCall = (params: object) => ({ jsonrpc: "2.0", id: ++nextId, method: "tools/call", params })
+
+await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+  const counter = EffectWork.make()
+  const handle = yield* McpServer.toHandler(definition)
+  const context = yield* Layer.build(HttpServerTransport.layer(handle.handler, { port: 0 }).pipe(Layer.provide(counter.layer)))
+  const url = Option.getOrThrow(Context.get(context, HttpServerTransport.HttpServerTransport).url)
+  yield* Effect.promise(async () => {
+    const stateless = { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo" }
+    report("HTTP server, 2026-07-28", await measure(counter, async () => {
+      await (await postJson(url, toolCall({ name: "echo", arguments: { text: "hi" }, _meta: META }), stateless)).text()
+    }))
+    const init = await postJson(url, {
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "work", version: "1.0.0" } }
+    })
+    await init.text()
+    const session = { "mcp-protocol-version": "2025-11-25", "mcp-session-id": init.headers.get("mcp-session-id")! }
+    await (await postJson(url, { jsonrpc: "2.0", method: "notifications/initialized" }, session)).text()
+    report("HTTP server, 2025-11-25 session", await measure(counter, async () => {
+      await (await postJson(url, toolCall({ name: "echo", arguments: { text: "hi" } }), session)).text()
+    }))
+  })
+})))
+
+// The floor: one effect/http route doing the same JSON work (as bench/http/server-effect-min.ts).
+await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+  const counter = EffectWork.make()
+  const route = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const msg = JSON.parse(yield* Effect.orDie(request.text)) as { id: number }
+    const result = { content: [{ type: "text", text: "echo: hi" }] }
+    return HttpServerResponse.text(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }), { contentType: "application/json" })
+  })
+  const served = HttpRouter.serve(HttpRouter.add("POST", "/mcp", route), { disableLogger: true, disableListenLog: true })
+  const context = yield* Layer.build(
+    Layer.provideMerge(served, NodeHttpServer.layer(() => createServer(), { host: "127.0.0.1", port: 0 })).pipe(
+      Layer.provide(counter.layer)
+    )
+  )
+  const address = Context.get(context, HttpServer.HttpServer).address
+  const url = `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}/mcp`
+  yield* Effect.promise(async () => {
+    report("HTTP, effect/http route alone", await measure(counter, async () => {
+      await (await postJson(url, toolCall({ name: "echo", arguments: { text: "hi" } }))).text()
+    }))
+  })
+})))
+
+// --- the stdio client ---------------------------------------------------------
+const responder = new URL("../raw-responder.ts", import.meta.url).pathname
+for (const era of ["2025-11-25", "2026-07-28"] as const) {
+  for (const progress of [0, 20]) {
+    const counter = EffectWork.make()
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const client = yield* McpClient.connect(StdioClientTransport.make({
+        command: process.execPath,
+        args: [responder, "--progress", String(progress), ...(era === "2026-07-28" ? ["--stateless"] : [])]
+      }), { clientInfo: { name: "work", version: "1.0.0" }, protocol: era })
+      const params = { name: "echo", arguments: { text: "hi" } }
+      const ways = progress === 0
+        ? [["", client.callTool(params)] as const]
+        : [
+          [", no onProgress", client.callTool(params)] as const,
+          [", onProgress", client.callTool(params, { onProgress: () => Effect.void })] as const
+        ]
+      for (const [label, call] of ways) {
+        // Run in a counted fiber of its own; the loop's own steps are taken out.
+        const loop = (n: number, effect: Effect.Effect<unknown, unknown>) =>
+          Effect.gen(function*() {
+            for (let i = 0; i < n; i++) yield* effect
+          })
+        yield* loop(warm, call)
+        const idle = counter.read()
+        yield* loop(calls, Effect.void)
+        const before = counter.read()
+        yield* loop(calls, call)
+        const after = counter.read()
+        const own = EffectWork.per(idle, before, calls)
+        const total = EffectWork.per(before, after, calls)
+        report(`stdio client, ${era}, ${progress} progress${label}`, {
+          steps: total.steps - own.steps,
+          fibers: total.fibers - own.fibers
+        })
+      }
+    })).pipe(Effect.provide(NodeServices.layer), Effect.provide(counter.layer)))
+  }
+}
+
+process.stdout.write("| path | steps per call | fibers per call |\n|---|---:|---:|\n")
+for (const row of rows) process.stdout.write(`| ${row.path} | ${+row.steps.toFixed(2)} | ${+row.fibers.toFixed(2)} |\n`)
+process.exit(0)

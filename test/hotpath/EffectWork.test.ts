@@ -1,0 +1,108 @@
+/**
+ * The Effect work of the hot paths, counted exactly (test/fixtures/EffectWork.ts):
+ * the steps `effect`'s runtime evaluates and the fibers it starts for one
+ * `tools/call` on the HTTP server in each era, and for one `McpClient.callTool`
+ * over stdio, with and without progress. Each path has a budget, the count
+ * it has today: a change that adds work to every request or notification fails
+ * here, while timing stays the benchmarks' business. A change that lowers a
+ * count lowers its budget with it.
+ */
+import { NodeServices } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import * as McpClient from "../../src/client/McpClient.ts"
+import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
+import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
+import * as McpServer from "../../src/server/McpServer.ts"
+import * as EffectWork from "../fixtures/EffectWork.ts"
+import { openSession, post } from "../server/http/helpers.ts"
+
+const WARM = 30
+const MEASURED = 100
+
+/** The work of `MEASURED` runs of `once`, per run, after `WARM` runs that are not counted. */
+const perRun = (counter: EffectWork.WorkCounter, once: () => Promise<unknown>) =>
+  Effect.promise(async () => {
+    for (let i = 0; i < WARM; i++) await once()
+    const before = counter.read()
+    for (let i = 0; i < MEASURED; i++) await once()
+    return EffectWork.per(before, counter.read(), MEASURED)
+  })
+
+/** `perRun` for an effect run in the counted fiber itself (its loop's own steps taken out). */
+const perEffect = (counter: EffectWork.WorkCounter, once: Effect.Effect<unknown, unknown>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < WARM; i++) yield* once
+    const idle = counter.read()
+    for (let i = 0; i < MEASURED; i++) yield* Effect.void
+    const before = counter.read()
+    for (let i = 0; i < MEASURED; i++) yield* once
+    const after = counter.read()
+    const loop = EffectWork.per(idle, before, MEASURED)
+    const total = EffectWork.per(before, after, MEASURED)
+    return { steps: total.steps - loop.steps, fibers: total.fibers - loop.fibers }
+  })
+
+const CallParams = Schema.Struct({
+  name: Schema.String,
+  arguments: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
+})
+const server = McpServer.make({ serverInfo: { name: "work", version: "1.0.0" }, capabilities: { tools: {} } }).pipe(
+  McpServer.method("tools/call", { params: CallParams }, ({ arguments: args }) =>
+    Effect.succeed({ content: [{ type: "text" as const, text: `echo: ${String(args?.text)}` }] }))
+)
+const STATELESS_META = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: "work", version: "1.0.0" },
+  "io.modelcontextprotocol/clientCapabilities": {}
+}
+
+describe("Effect work on the hot paths", () => {
+  it.live("HTTP server: a tools/call costs at most 71 steps and 3 fibers (2026-07-28), 68 and 4 (2025-11-25 session)", () =>
+    Effect.gen(function*() {
+      const counter = EffectWork.make()
+      const handle = yield* McpServer.toHandler(server)
+      const context = yield* Layer.build(
+        HttpServerTransport.layer(handle.handler, { port: 0 }).pipe(Layer.provide(counter.layer))
+      )
+      const url = Option.getOrThrow(Context.get(context, HttpServerTransport.HttpServerTransport).url)
+      let id = 0
+      const call = (params: object, headers: Record<string, string>) => async () => {
+        const res = await post(url, { jsonrpc: "2.0", id: ++id, method: "tools/call", params }, headers)
+        expect(await res.json()).toMatchObject({ result: { content: [{ text: "echo: hi" }] } })
+      }
+      const stateless = yield* perRun(counter, call(
+        { name: "echo", arguments: { text: "hi" }, _meta: STATELESS_META },
+        { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo" }
+      ))
+      const session = yield* Effect.promise(() => openSession(url))
+      const inSession = yield* perRun(counter, call(
+        { name: "echo", arguments: { text: "hi" } },
+        { "mcp-protocol-version": "2025-11-25", "mcp-session-id": session }
+      ))
+      expect(stateless.steps).toBeLessThanOrEqual(71)
+      expect(stateless.fibers).toBeLessThanOrEqual(3)
+      expect(inSession.steps).toBeLessThanOrEqual(68)
+      expect(inSession.fibers).toBeLessThanOrEqual(4)
+    }).pipe(Effect.scoped))
+
+  it.live("stdio client: a callTool costs at most 26 steps and no fiber; 20 progress add none, or 14 beside onProgress's own", () => {
+    const counter = EffectWork.make()
+    const fixture = new URL("../fixtures/progress-stdio-server.ts", import.meta.url).pathname
+    return Effect.gen(function*() {
+      const client = yield* McpClient.connect(StdioClientTransport.make({ command: process.execPath, args: [fixture] }))
+      const calls = (steps: number, onProgress?: () => Effect.Effect<void>) =>
+        client.callTool({ name: "steps", arguments: { steps } }, onProgress === undefined ? undefined : { onProgress })
+      const plain = yield* perEffect(counter, calls(0))
+      const progressed = yield* perEffect(counter, calls(20))
+      // The callback's own work is one step per notification (`Effect.void`).
+      const withCallback = yield* perEffect(counter, calls(20, () => Effect.void))
+      expect(plain).toEqual({ steps: expect.any(Number), fibers: 0 })
+      expect(plain.steps).toBeLessThanOrEqual(26)
+      expect(progressed.steps).toBeLessThanOrEqual(plain.steps)
+      expect(progressed.fibers).toBe(0)
+      expect(withCallback.steps - plain.steps - 20).toBeLessThanOrEqual(14)
+      expect(withCallback.fibers).toBe(0)
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer), Effect.provide(counter.layer))
+  })
+})
