@@ -1,19 +1,21 @@
 /**
  * The Effect work of the hot paths, counted exactly (test/fixtures/EffectWork.ts):
  * the steps `effect`'s runtime evaluates and the fibers it starts for one
- * `tools/call` on the HTTP server in each era, and for one `McpClient.callTool`
- * over stdio, with and without progress. Each path has a budget, the count
+ * `tools/call` on the HTTP server in each era and on the stdio server (its
+ * stdin and stdout in memory, their own steps included), and for one
+ * `McpClient.callTool` over stdio, with and without progress. Each path has a budget, the count
  * it has today: a change that adds work to every request or notification fails
  * here, while timing stays the benchmarks' business. A change that lowers a
  * count lowers its budget with it.
  */
 import { NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option, Queue, Schema, Scope, Sink, Stdio, Stream } from "effect"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
+import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
 import * as EffectWork from "../fixtures/EffectWork.ts"
 import { openSession, post } from "../server/http/helpers.ts"
 
@@ -84,6 +86,56 @@ describe("Effect work on the hot paths", () => {
       expect(stateless.fibers).toBeLessThanOrEqual(3)
       expect(inSession.steps).toBeLessThanOrEqual(68)
       expect(inSession.fibers).toBeLessThanOrEqual(4)
+    }).pipe(Effect.scoped))
+
+  it.live("stdio server: a tools/call costs at most 32 steps and 1 fiber (2025-11-25 session), its stdin and stdout in memory", () =>
+    Effect.gen(function*() {
+      const counter = EffectWork.make()
+      const handle = yield* McpServer.toHandler(server)
+      const input = yield* Queue.unbounded<Uint8Array, Cause.Done>()
+      const replies = yield* Queue.unbounded<string>()
+      const encoder = new TextEncoder()
+      const decoder = new TextDecoder()
+      let pending = ""
+      const stdout = () =>
+        Sink.forEach((chunk: string | Uint8Array) =>
+          Effect.sync(() => {
+            pending += typeof chunk === "string" ? chunk : decoder.decode(chunk)
+            let nl: number
+            while ((nl = pending.indexOf("\n")) !== -1) {
+              Queue.offerUnsafe(replies, pending.slice(0, nl))
+              pending = pending.slice(nl + 1)
+            }
+          })
+        )
+      const scope = yield* Scope.make()
+      yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+      yield* StdioServerTransport.make(handle.handler, { redirectConsole: false }).pipe(
+        Effect.provide(Stdio.layerTest({ stdin: Stream.fromQueue(input), stdout })),
+        Effect.provide(counter.layer),
+        Scope.provide(scope)
+      )
+      const run = yield* Effect.context<never>()
+      const exchange = (message: object) =>
+        Effect.runPromiseWith(run)(
+          Effect.andThen(Queue.offer(input, encoder.encode(JSON.stringify(message) + "\n")), Queue.take(replies))
+        )
+      yield* Effect.promise(() =>
+        exchange({
+          jsonrpc: "2.0",
+          id: 0,
+          method: "initialize",
+          params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "work", version: "1.0.0" } }
+        })
+      )
+      yield* Queue.offer(input, encoder.encode(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n"))
+      let id = 0
+      const call = yield* perRun(counter, async () => {
+        const reply = await exchange({ jsonrpc: "2.0", id: ++id, method: "tools/call", params: { name: "echo", arguments: { text: "hi" } } })
+        expect(JSON.parse(reply)).toMatchObject({ result: { content: [{ text: "echo: hi" }] } })
+      })
+      expect(call.steps).toBeLessThanOrEqual(32)
+      expect(call.fibers).toBeLessThanOrEqual(1)
     }).pipe(Effect.scoped))
 
   it.live("stdio client: a callTool costs at most 26 steps and no fiber; 20 progress add none, or 14 beside onProgress's own", () => {
