@@ -14,8 +14,11 @@
  * library's. Exit code 0 when the client saw no error; the suite judges the
  * rest from what it observed on the wire.
  */
-import { NodeHttpClient, NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as OAuthProvider from "../src/client/auth/OAuthProvider.ts"
 import * as McpClient from "../src/client/McpClient.ts"
 import * as StreamableHttpClientTransport from "../src/client/StreamableHttpClientTransport.ts"

@@ -14,8 +14,14 @@
  * `notifications/resources/updated`.
  */
 import { fileURLToPath } from "node:url"
-import { NodeRuntime } from "@effect/platform-node"
-import { Context, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import type * as McpSchema from "effect/ai/McpSchema"
 import { CapabilityNotSupported, ClientRequestUnavailable, RpcError } from "../src/McpError.ts"
 import * as HttpServerTransport from "../src/server/HttpServerTransport.ts"
