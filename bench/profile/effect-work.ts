@@ -19,14 +19,14 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { echoCallServer as definition, STATELESS_META as META } from "../../test/fixtures/echo-call-server.ts"
 import * as EffectWork from "../../test/fixtures/EffectWork.ts"
-import { loadHttpServerTransport, loadMcpClient, loadMcpServer, loadStdioClientTransport } from "../our-modules.ts"
+import * as McpServer from "../../src/server/McpServer.ts"
+import { loadHttpServerTransport, loadMcpClient, loadStdioClientTransport } from "../our-modules.ts"
 
 const calls = Number(process.argv[2] ?? "200")
 const warm = Math.max(20, calls / 4)
-const McpServer = await loadMcpServer()
 const HttpServerTransport = await loadHttpServerTransport()
 const McpClient = await loadMcpClient()
 const StdioClientTransport = await loadStdioClientTransport()
@@ -49,19 +49,6 @@ const postJson = (url: string, body: object, headers: Record<string, string> = {
   })
 
 // --- the HTTP server ----------------------------------------------------------
-const CallParams = Schema.Struct({
-  name: Schema.String,
-  arguments: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
-})
-const definition = McpServer.make({ serverInfo: { name: "work", version: "1.0.0" }, capabilities: { tools: {} } }).pipe(
-  McpServer.method("tools/call", { params: CallParams }, ({ arguments: args }) =>
-    Effect.succeed({ content: [{ type: "text" as const, text: `echo: ${String(args?.text)}` }] }))
-)
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "work", version: "1.0.0" },
-  "io.modelcontextprotocol/clientCapabilities": {}
-}
 let nextId = 0
 const toolCall = (params: object) => ({ jsonrpc: "2.0", id: ++nextId, method: "tools/call", params })
 
