@@ -34,12 +34,9 @@ const StdioClientTransport = await loadStdioClientTransport()
 const rows: Array<{ path: string; steps: number; fibers: number }> = []
 const report = (path: string, work: EffectWork.EffectWork) => rows.push({ path, ...work })
 
-const measure = async (counter: EffectWork.WorkCounter, once: () => Promise<unknown>) => {
-  for (let i = 0; i < warm; i++) await once()
-  const before = counter.read()
-  for (let i = 0; i < calls; i++) await once()
-  return EffectWork.per(before, counter.read(), calls)
-}
+const runs: EffectWork.Runs = { warm, calls }
+const measure = (counter: EffectWork.WorkCounter, once: () => Promise<unknown>) =>
+  Effect.runPromise(EffectWork.perRun(counter, once, runs))
 
 const postJson = (url: string, body: object, headers: Record<string, string> = {}) =>
   fetch(url, {
@@ -119,23 +116,7 @@ for (const era of ["2025-11-25", "2026-07-28"] as const) {
           [", onProgress", client.callTool(params, { onProgress: () => Effect.void })] as const
         ]
       for (const [label, call] of ways) {
-        // Run in a counted fiber of its own; the loop's own steps are taken out.
-        const loop = (n: number, effect: Effect.Effect<unknown, unknown>) =>
-          Effect.gen(function*() {
-            for (let i = 0; i < n; i++) yield* effect
-          })
-        yield* loop(warm, call)
-        const idle = counter.read()
-        yield* loop(calls, Effect.void)
-        const before = counter.read()
-        yield* loop(calls, call)
-        const after = counter.read()
-        const own = EffectWork.per(idle, before, calls)
-        const total = EffectWork.per(before, after, calls)
-        report(`stdio client, ${era}, ${progress} progress${label}`, {
-          steps: total.steps - own.steps,
-          fibers: total.fibers - own.fibers
-        })
+        report(`stdio client, ${era}, ${progress} progress${label}`, yield* EffectWork.perEffect(counter, call, runs))
       }
     })).pipe(Effect.provide(NodeServices.layer), Effect.provide(counter.layer)))
   }

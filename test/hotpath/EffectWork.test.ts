@@ -10,18 +10,15 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Context, Effect, Exit, Layer, Option, Queue, Scope, Sink, Stdio, Stream } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
-import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
 import { echoCallServer as server, STATELESS_META } from "../fixtures/echo-call-server.ts"
 import * as EffectWork from "../fixtures/EffectWork.ts"
+import * as StdioInMemory from "../fixtures/stdio-in-memory.ts"
 import { openSession, post } from "../server/http/helpers.ts"
-
-const WARM = 30
-const MEASURED = 100
 
 /**
  * Holds `work` to a budget of whole steps and fibers per call. Work the
@@ -34,28 +31,7 @@ const withinBudget = (work: EffectWork.EffectWork, steps: number, fibers: number
   expect(work.fibers).toBeLessThan(fibers + 1)
 }
 
-/** The work of `MEASURED` runs of `once`, per run, after `WARM` runs that are not counted. */
-const perRun = (counter: EffectWork.WorkCounter, once: () => Promise<unknown>) =>
-  Effect.promise(async () => {
-    for (let i = 0; i < WARM; i++) await once()
-    const before = counter.read()
-    for (let i = 0; i < MEASURED; i++) await once()
-    return EffectWork.per(before, counter.read(), MEASURED)
-  })
-
-/** `perRun` for an effect run in the counted fiber itself (its loop's own steps taken out). */
-const perEffect = (counter: EffectWork.WorkCounter, once: Effect.Effect<unknown, unknown>) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < WARM; i++) yield* once
-    const idle = counter.read()
-    for (let i = 0; i < MEASURED; i++) yield* Effect.void
-    const before = counter.read()
-    for (let i = 0; i < MEASURED; i++) yield* once
-    const after = counter.read()
-    const loop = EffectWork.per(idle, before, MEASURED)
-    const total = EffectWork.per(before, after, MEASURED)
-    return { steps: total.steps - loop.steps, fibers: total.fibers - loop.fibers }
-  })
+const RUNS: EffectWork.Runs = { warm: 30, calls: 100 }
 
 describe("Effect work on the hot paths", () => {
   it.live("HTTP server: a tools/call costs at most 71 steps and 3 fibers (2026-07-28), 68 and 4 (2025-11-25 session)", () =>
@@ -71,15 +47,15 @@ describe("Effect work on the hot paths", () => {
         const res = await post(url, { jsonrpc: "2.0", id: ++id, method: "tools/call", params }, headers)
         expect(await res.json()).toMatchObject({ result: { content: [{ text: "echo: hi" }] } })
       }
-      const stateless = yield* perRun(counter, call(
+      const stateless = yield* EffectWork.perRun(counter, call(
         { name: "echo", arguments: { text: "hi" }, _meta: STATELESS_META },
         { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo" }
-      ))
+      ), RUNS)
       const session = yield* Effect.promise(() => openSession(url))
-      const inSession = yield* perRun(counter, call(
+      const inSession = yield* EffectWork.perRun(counter, call(
         { name: "echo", arguments: { text: "hi" } },
         { "mcp-protocol-version": "2025-11-25", "mcp-session-id": session }
-      ))
+      ), RUNS)
       withinBudget(stateless, 71, 3)
       withinBudget(inSession, 68, 4)
     }).pipe(Effect.scoped))
@@ -88,34 +64,9 @@ describe("Effect work on the hot paths", () => {
     Effect.gen(function*() {
       const counter = EffectWork.make()
       const handle = yield* McpServer.toHandler(server)
-      const input = yield* Queue.unbounded<Uint8Array, Cause.Done>()
-      const replies = yield* Queue.unbounded<string>()
-      const encoder = new TextEncoder()
-      const decoder = new TextDecoder()
-      let pending = ""
-      const stdout = () =>
-        Sink.forEach((chunk: string | Uint8Array) =>
-          Effect.sync(() => {
-            pending += typeof chunk === "string" ? chunk : decoder.decode(chunk)
-            let nl: number
-            while ((nl = pending.indexOf("\n")) !== -1) {
-              Queue.offerUnsafe(replies, pending.slice(0, nl))
-              pending = pending.slice(nl + 1)
-            }
-          })
-        )
-      const scope = yield* Scope.make()
-      yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
-      yield* StdioServerTransport.make(handle.handler, { redirectConsole: false }).pipe(
-        Effect.provide(Stdio.layerTest({ stdin: Stream.fromQueue(input), stdout })),
-        Effect.provide(counter.layer),
-        Scope.provide(scope)
-      )
+      const stdio = yield* StdioInMemory.serve(handle.handler, undefined, counter.layer)
       const run = yield* Effect.context<never>()
-      const exchange = (message: object) =>
-        Effect.runPromiseWith(run)(
-          Effect.andThen(Queue.offer(input, encoder.encode(JSON.stringify(message) + "\n")), Queue.take(replies))
-        )
+      const exchange = (message: object) => Effect.runPromiseWith(run)(Effect.andThen(stdio.send(message), stdio.next))
       yield* Effect.promise(() =>
         exchange({
           jsonrpc: "2.0",
@@ -124,12 +75,12 @@ describe("Effect work on the hot paths", () => {
           params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "work", version: "1.0.0" } }
         })
       )
-      yield* Queue.offer(input, encoder.encode(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n"))
+      yield* stdio.send({ jsonrpc: "2.0", method: "notifications/initialized" })
       let id = 0
-      const call = yield* perRun(counter, async () => {
+      const call = yield* EffectWork.perRun(counter, async () => {
         const reply = await exchange({ jsonrpc: "2.0", id: ++id, method: "tools/call", params: { name: "echo", arguments: { text: "hi" } } })
-        expect(JSON.parse(reply)).toMatchObject({ result: { content: [{ text: "echo: hi" }] } })
-      })
+        expect(reply).toMatchObject({ result: { content: [{ text: "echo: hi" }] } })
+      }, RUNS)
       withinBudget(call, 32, 1)
     }).pipe(Effect.scoped))
 
@@ -140,10 +91,10 @@ describe("Effect work on the hot paths", () => {
       const client = yield* McpClient.connect(StdioClientTransport.make({ command: process.execPath, args: [fixture] }))
       const calls = (steps: number, onProgress?: () => Effect.Effect<void>) =>
         client.callTool({ name: "steps", arguments: { steps } }, onProgress === undefined ? undefined : { onProgress })
-      const plain = yield* perEffect(counter, calls(0))
-      const progressed = yield* perEffect(counter, calls(20))
+      const plain = yield* EffectWork.perEffect(counter, calls(0), RUNS)
+      const progressed = yield* EffectWork.perEffect(counter, calls(20), RUNS)
       // The callback's own work is one step per notification (`Effect.void`).
-      const withCallback = yield* perEffect(counter, calls(20, () => Effect.void))
+      const withCallback = yield* EffectWork.perEffect(counter, calls(20, () => Effect.void), RUNS)
       withinBudget(plain, 26, 0)
       withinBudget(progressed, 26, 0)
       withinBudget({ steps: withCallback.steps - 20 - 14, fibers: withCallback.fibers }, 26, 0)

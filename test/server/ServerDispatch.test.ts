@@ -5,15 +5,13 @@
  * were cut into chunks or grouped into a batch.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { type Cause, Effect, Exit, Queue, Scope, Sink, Stdio, Stream } from "effect"
+import { Effect, Queue } from "effect"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as JsonRpc from "../../src/JsonRpc.ts"
 import type { Handler } from "../../src/server/Handler.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
-import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
+import * as StdioInMemory from "../fixtures/stdio-in-memory.ts"
 
-const enc = new TextEncoder()
-const dec = new TextDecoder()
 const line = (m: unknown) => JSON.stringify(m) + "\n"
 
 type Slowness = "sleep" | "yields"
@@ -31,35 +29,7 @@ const counting = (slowness: Slowness): Handler => {
 }
 
 /** A stdio server over test stdin/stdout: `write` sends one chunk, `next` takes one reply line. */
-const stdioServer = (handler: Handler) =>
-  Effect.gen(function*() {
-    const input = yield* Queue.unbounded<Uint8Array, Cause.Done>()
-    const replies = yield* Queue.unbounded<Record<string, any>>()
-    let pending = ""
-    const stdout = () =>
-      Sink.forEach((chunk: string | Uint8Array) =>
-        Effect.sync(() => {
-          pending += typeof chunk === "string" ? chunk : dec.decode(chunk)
-          let nl: number
-          while ((nl = pending.indexOf("\n")) !== -1) {
-            Queue.offerUnsafe(replies, JSON.parse(pending.slice(0, nl)))
-            pending = pending.slice(nl + 1)
-          }
-        })
-      )
-    const scope = yield* Scope.make()
-    const server = yield* StdioServerTransport.make(handler, { redirectConsole: false }).pipe(
-      Effect.provide(Stdio.layerTest({ stdin: Stream.fromQueue(input), stdout })),
-      Scope.provide(scope)
-    )
-    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
-    return {
-      write: (text: string) => Queue.offer(input, enc.encode(text)),
-      next: Queue.take(replies),
-      replies,
-      finish: Effect.andThen(Queue.end(input), server.awaitDone)
-    }
-  })
+const stdioServer = (handler: Handler) => StdioInMemory.serve(handler)
 
 describe("ServerDispatch ordering", () => {
   for (const slowness of ["sleep", "yields"] as const) {

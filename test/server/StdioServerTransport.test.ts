@@ -9,6 +9,7 @@ import * as RequestMeta from "../../src/RequestMeta.ts"
 import type { Handler } from "../../src/server/Handler.ts"
 import * as StdioServerTransport from "../../src/server/StdioServerTransport.ts"
 import * as Arbitraries from "../../src/testing/Arbitraries.ts"
+import * as StdioInMemory from "../fixtures/stdio-in-memory.ts"
 
 const enc = new TextEncoder()
 const dec = new TextDecoder()
@@ -53,37 +54,7 @@ const runOver = <R>(handler: Handler<R>, input: ReadonlyArray<string | Uint8Arra
 
 /** An interactive server: feed stdin, take reply lines one by one. */
 const interactive = <R>(handler: Handler<R>, options?: StdioServerTransport.StdioServerOptions) =>
-  Effect.gen(function*() {
-    const input = yield* Queue.unbounded<Uint8Array, Cause.Done>()
-    const replies = yield* Queue.unbounded<Record<string, unknown>>()
-    let pending = ""
-    const stdout = () =>
-      Sink.forEach((chunk: string | Uint8Array) =>
-        Effect.sync(() => {
-          pending += typeof chunk === "string" ? chunk : dec.decode(chunk)
-          let nl: number
-          while ((nl = pending.indexOf("\n")) !== -1) {
-            Queue.offerUnsafe(replies, JSON.parse(pending.slice(0, nl)))
-            pending = pending.slice(nl + 1)
-          }
-        })
-      )
-    const layer = Stdio.layerTest({ stdin: Stream.fromQueue(input), stdout })
-    const scope = yield* Scope.make()
-    const server = yield* StdioServerTransport.make(handler, { redirectConsole: false, ...options }).pipe(
-      Effect.provide(layer),
-      Scope.provide(scope)
-    )
-    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
-    return {
-      server,
-      scope,
-      send: (m: unknown) => Queue.offer(input, enc.encode(typeof m === "string" ? m : line(m))),
-      next: Queue.take(replies),
-      replies,
-      end: Queue.end(input)
-    }
-  })
+  StdioInMemory.serve(handler, options)
 
 describe("StdioServerTransport (in process, Stdio.layerTest)", () => {
   it.effect("answers requests, one NDJSON line each, and completes when stdin ends", () =>
