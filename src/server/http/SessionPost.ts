@@ -200,12 +200,13 @@ export const postToSession = Effect.fnUntraced(function*(
     route.replied(reply.id)
     return route.opened.offer(reply)
   }
-  // Whether an initialize got its result: until then, no answer may carry the session's id.
-  let initialized = false
+  // Whether an initialize got its result (not `s.initialized`, the client's `initialized`): until then, no
+  // answer may carry the session's id.
+  let initializeSucceeded = false
   const delivered = (m: JsonRpc.Classified, reply: JsonRpc.JsonRpcResponse | null) => {
     if (reply !== null && isInitialize(m)) {
       s.protocolVersion = negotiatedVersion(reply)
-      initialized = "result" in reply
+      initializeSucceeded = "result" in reply
     }
     if (reply === null) return Effect.void
     return deliver(reply)
@@ -277,7 +278,7 @@ export const postToSession = Effect.fnUntraced(function*(
   // An initialize is answered once its reply is known, whatever the wire: a failed one hands out no session
   // (below, with the JSON answer's own cleanup).
   if (initialize) yield* out.awaitEnded
-  if (!initialize || initialized) {
+  if (!initialize || initializeSucceeded) {
     if (config.responseMode === "sse" && accepts.sse) return yield* stream
     // A JSON-only client waits for the end whatever the handler sends on the way.
     const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
