@@ -6,7 +6,8 @@ import { BaseSequencer, type TestSpecification } from "vitest/node"
  * Files whose assertions are about the first load of a module in a process:
  * each runs in a fresh worker. Every other file shares a worker with the files
  * before it, which saves a Node start and a fresh import of `effect` and our
- * modules per file (about 1 CPU-second each, 40 % of a file's cost on average).
+ * modules per file: about 1.2 CPU-seconds each, half of what the files of
+ * test/client, test/internal and test/server/http cost in all.
  */
 const ownProcess = ["test/client/SchemaPreload.test.ts"]
 
@@ -35,7 +36,8 @@ const longestFirst = [
 /**
  * The tests start about 1,200 Node processes (servers, clients, the CLI, the
  * conformance suite). Node's compile cache spares each of them compiling the
- * JavaScript of `node_modules` and `dist` again: 5–10 % of a start's CPU.
+ * JavaScript of `node_modules` and `dist` again: 3–10 % of a start's CPU,
+ * 14 % of the whole suite's.
  */
 const compileCache = process.env.NODE_COMPILE_CACHE ??
   fileURLToPath(new URL("node_modules/.cache/node-compile-cache", import.meta.url))
