@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 import { BaseSequencer, type TestSpecification } from "vitest/node"
+import { builtCurrent } from "./test/fixtures/build.ts"
 
 /**
  * Files whose assertions are about the first load of a module in a process:
@@ -42,6 +43,16 @@ const longestFirst = [
 const compileCache = process.env.NODE_COMPILE_CACHE ??
   fileURLToPath(new URL("node_modules/.cache/node-compile-cache", import.meta.url))
 
+/**
+ * With a current build, the processes the tests start load our modules from
+ * dist/ (test/fixtures/built-modules.mjs): about 0.3 CPU-seconds less per
+ * fixture that imports them from src/. Without one they load src/ as written.
+ */
+const nodeOptions = builtCurrent(fileURLToPath(new URL(".", import.meta.url)))
+  ? [process.env.NODE_OPTIONS, `--import=${new URL("test/fixtures/built-modules.mjs", import.meta.url).href}`]
+    .filter((option) => option !== undefined && option !== "").join(" ")
+  : process.env.NODE_OPTIONS
+
 class LongestFirst extends BaseSequencer {
   override async sort(files: Array<TestSpecification>): Promise<Array<TestSpecification>> {
     const sorted = await super.sort(files)
@@ -60,7 +71,7 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Real child processes and loopback servers: keep the 2-core machines from oversubscribing.
     maxWorkers: 2,
-    env: { NODE_COMPILE_CACHE: compileCache },
+    env: { NODE_COMPILE_CACHE: compileCache, ...(nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions }) },
     sequence: { sequencer: LongestFirst },
     projects: [
       { extends: true, test: { name: "shared", include: ["test/**/*.test.ts"], exclude: ownProcess, isolate: false } },

@@ -3,15 +3,8 @@
  * cold start): `effect/Schema` and the Node terminal/stdio services cost
  * ~100 ms each and the stdio transport needs neither.
  */
-import { execFileSync } from "node:child_process"
 import { describe, expect, it } from "vitest"
-
-const loadedBy = (...specifiers: Array<string>): Array<string> =>
-  JSON.parse(
-    execFileSync(process.execPath, [new URL("../fixtures/loaded-modules.ts", import.meta.url).pathname, ...specifiers], {
-      encoding: "utf8"
-    })
-  ) as Array<string>
+import { loadedBy } from "../fixtures/loadedBy.ts"
 
 describe("start-up imports", () => {
   it("the stdio client transport with NodeSpawner loads neither effect/Schema nor the terminal and stdio services", () => {

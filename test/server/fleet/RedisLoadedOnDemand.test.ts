@@ -3,15 +3,8 @@
  * transport and McpServer (with the Bus they read) load neither the Redis
  * modules of the package nor node-redis; RedisFleet loads both.
  */
-import { execFileSync } from "node:child_process"
 import { describe, expect, it } from "vitest"
-
-const loadedBy = (...specifiers: Array<string>): Array<string> =>
-  JSON.parse(
-    execFileSync(process.execPath, [new URL("../../fixtures/loaded-modules.ts", import.meta.url).pathname, ...specifiers], {
-      encoding: "utf8"
-    })
-  ) as Array<string>
+import { loadedBy } from "../../fixtures/loadedBy.ts"
 
 const redisModules = (urls: ReadonlyArray<string>) =>
   urls.filter((url) => /\/src\/server\/Redis[A-Za-z]*\.ts$|\/node_modules\/(@redis|redis)\/|NodeRedis|\/persistence\/Redis/.test(url))
