@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 import { BaseSequencer, type TestSpecification } from "vitest/node"
-import { builtCurrent } from "./test/fixtures/build.ts"
+import { builtCurrent, builtModulesPreload } from "./test/fixtures/build.ts"
 
 /**
  * Files whose assertions are about the first load of a module in a process:
@@ -49,8 +49,7 @@ const compileCache = process.env.NODE_COMPILE_CACHE ??
  * fixture that imports them from src/. Without one they load src/ as written.
  */
 const nodeOptions = builtCurrent(fileURLToPath(new URL(".", import.meta.url)))
-  ? [process.env.NODE_OPTIONS, `--import=${new URL("test/fixtures/built-modules.mjs", import.meta.url).href}`]
-    .filter((option) => option !== undefined && option !== "").join(" ")
+  ? [process.env.NODE_OPTIONS, builtModulesPreload].filter((option) => option !== undefined && option !== "").join(" ")
   : process.env.NODE_OPTIONS
 
 class LongestFirst extends BaseSequencer {
