@@ -21,6 +21,7 @@ const ownProcess = ["test/client/SchemaPreload.test.ts"]
 const longestFirst = [
   "test/bench-smoke.test.ts",
   "test/conformance/client.test.ts",
+  "test/package/pack.test.ts",
   "test/house/docs.test.ts",
   "test/property/http-server.test.ts",
   "test/cli/serve.test.ts",
@@ -28,7 +29,6 @@ const longestFirst = [
   "test/server/fleet/FleetTasks.test.ts",
   "test/interop/eras.test.ts",
   "test/cli/resources-prompts.test.ts",
-  "test/package/pack.test.ts",
   "test/cli/protocol.test.ts",
   "test/bridge/matrix.test.ts",
   "test/server/fleet/HandshakeSessions.test.ts"
