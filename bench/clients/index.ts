@@ -19,7 +19,10 @@ export const loaders: Record<string, Loader> = {
   // Ladder steps between `raw` and `ours`, for "where time goes".
   "raw-passthrough": () => import("./raw-passthrough.ts"),
   "raw-fiber": () => import("./raw-fiber.ts"),
-  "effect-floor": () => import("./effect-floor.ts")
+  "effect-floor": () => import("./effect-floor.ts"),
+  // Steps between `ours` and `ours-mcp`, for what `McpClient`'s call adds.
+  "ours-call-options": () => import("./ours-call-options.ts"),
+  "ours-mcp-request": () => import("./ours-mcp-request.ts")
 }
 
 /** A client name, or the path of a module with the same `make` (compares another build). */
