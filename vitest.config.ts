@@ -68,7 +68,8 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // Real child processes and loopback servers: keep the 2-core machines from oversubscribing.
+    // Real child processes and loopback servers: keep the 2-core machines from oversubscribing
+    // (a third worker fills the idle time but measured no faster; docs/design.md).
     maxWorkers: 2,
     env: { NODE_COMPILE_CACHE: compileCache, ...(nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions }) },
     sequence: { sequencer: LongestFirst },
