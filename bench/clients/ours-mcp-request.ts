@@ -6,7 +6,7 @@
  */
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import { driveEffect, holdEffect } from "./effect-drive.ts"
+import { runtimeClient } from "./effect-drive.ts"
 import { loadMcpClient, loadNodeSpawner, loadStdioClientTransport } from "../our-modules.ts"
 import type { BenchClient } from "./types.ts"
 
@@ -22,13 +22,8 @@ export const make = async (command: string, args: ReadonlyArray<string>): Promis
     )
   )
   const client = await runtime.runPromise(McpClient.McpClient)
-  const callTool = client.request("tools/call", { name: "echo", arguments: { text: "hi" } })
-  const ping = client.ping()
-  return {
-    callTool: () => runtime.runPromise(callTool),
-    ping: () => runtime.runPromise(ping),
-    drive: (op, total, concurrency) => runtime.runPromise(driveEffect(op === "ping" ? ping : callTool, total, concurrency)),
-    holdAsFibers: (count) => runtime.runPromise(holdEffect(callTool, count)),
-    close: () => runtime.dispose()
-  }
+  return runtimeClient(runtime, {
+    callTool: client.request("tools/call", { name: "echo", arguments: { text: "hi" } }),
+    ping: client.ping()
+  })
 }

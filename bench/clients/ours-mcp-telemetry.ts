@@ -1,7 +1,7 @@
 /** `ours-mcp` with telemetry on (`bench/telemetry.ts`): a client span per request and the client's metrics. */
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import { driveEffect } from "./effect-drive.ts"
+import { runtimeClient } from "./effect-drive.ts"
 import { loadMcpClient, loadNodeSpawner, loadStdioClientTransport } from "../our-modules.ts"
 import { telemetryOn } from "../telemetry.ts"
 import type { BenchClient } from "./types.ts"
@@ -19,12 +19,8 @@ export const make = async (command: string, args: ReadonlyArray<string>): Promis
     )
   )
   const client = await runtime.runPromise(McpClient.McpClient)
-  const callTool = client.callTool({ name: "echo", arguments: { text: "hi" } })
-  const ping = client.ping()
-  return {
-    callTool: () => runtime.runPromise(callTool),
-    ping: () => runtime.runPromise(ping),
-    drive: (op, total, concurrency) => runtime.runPromise(driveEffect(op === "ping" ? ping : callTool, total, concurrency)),
-    close: () => runtime.dispose()
-  }
+  return runtimeClient(runtime, {
+    callTool: client.callTool({ name: "echo", arguments: { text: "hi" } }),
+    ping: client.ping()
+  })
 }

@@ -8,7 +8,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import { driveEffect, holdEffect } from "./effect-drive.ts"
+import { runtimeClient } from "./effect-drive.ts"
 import { loadMcpClient, loadNodeSpawner, loadStdioClientTransport } from "../our-modules.ts"
 import type { BenchClient, ClientOptions } from "./types.ts"
 
@@ -44,15 +44,7 @@ export const make = async (
     onProgress: () => Effect.sync(() => void progressed++)
   })
   return {
-    callToolWithProgress: () => runtime.runPromise(withProgress),
-    progressReceived: () => progressed,
-    callTool: () => runtime.runPromise(callTool),
-    ping: () => runtime.runPromise(ping),
-    drive: (op, total, concurrency) =>
-      runtime.runPromise(
-        driveEffect(op === "ping" ? ping : op === "callToolWithProgress" ? withProgress : callTool, total, concurrency)
-      ),
-    holdAsFibers: (count) => runtime.runPromise(holdEffect(callTool, count)),
-    close: () => runtime.dispose()
+    ...runtimeClient(runtime, { callTool, ping, callToolWithProgress: withProgress }),
+    progressReceived: () => progressed
   }
 }

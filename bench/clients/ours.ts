@@ -2,7 +2,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import { driveEffect, holdEffect } from "./effect-drive.ts"
+import { runtimeClient } from "./effect-drive.ts"
 import { loadClientTransport, loadNodeSpawner, loadStdioClientTransport } from "../our-modules.ts"
 import type { BenchClient } from "./types.ts"
 
@@ -10,7 +10,8 @@ const { ClientTransport } = await loadClientTransport()
 const StdioClientTransport = await loadStdioClientTransport()
 const NodeSpawner = await loadNodeSpawner()
 
-export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
+/** The transport in a runtime of its own, after the handshake; `name` is the client's in `initialize`. */
+export const open = async (command: string, args: ReadonlyArray<string>, name: string) => {
   const runtime = ManagedRuntime.make(
     StdioClientTransport.layer({ command, args }).pipe(Layer.provide(NodeSpawner.layer))
   )
@@ -19,16 +20,16 @@ export const make = async (command: string, args: ReadonlyArray<string>): Promis
     transport.request("initialize", {
       protocolVersion: "2025-11-25",
       capabilities: {},
-      clientInfo: { name: "bench-ours", version: "1.0.0" }
+      clientInfo: { name, version: "1.0.0" }
     }).pipe(Effect.andThen(transport.notify("notifications/initialized")))
   )
-  const callTool = transport.request("tools/call", { name: "echo", arguments: { text: "hi" } })
-  const ping = transport.request("ping")
-  return {
-    callTool: () => runtime.runPromise(callTool),
-    ping: () => runtime.runPromise(ping),
-    drive: (op, total, concurrency) => runtime.runPromise(driveEffect(op === "ping" ? ping : callTool, total, concurrency)),
-    holdAsFibers: (count) => runtime.runPromise(holdEffect(callTool, count)),
-    close: () => runtime.dispose()
-  }
+  return { runtime, transport }
+}
+
+export const make = async (command: string, args: ReadonlyArray<string>): Promise<BenchClient> => {
+  const { runtime, transport } = await open(command, args, "bench-ours")
+  return runtimeClient(runtime, {
+    callTool: transport.request("tools/call", { name: "echo", arguments: { text: "hi" } }),
+    ping: transport.request("ping")
+  })
 }
