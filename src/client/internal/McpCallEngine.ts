@@ -26,6 +26,7 @@ import {
 } from "../../McpError.ts"
 import type { ClientTransportShape, RequestOptions } from "../ClientTransport.ts"
 import type { Progress } from "./ServerNotificationEnum.ts"
+import * as TokenSlots from "./TokenSlots.ts"
 
 /**
  * What a call fails with inside the client, before `McpClient` puts it in its
@@ -170,9 +171,9 @@ export const make = (
   /**
    * The calls in flight by progress token. Tokens are integers (the spec
    * allows them): neither making one nor finding it again for each progress
-   * costs a string.
+   * costs a string, and consecutive ones take consecutive slots (TokenSlots).
    */
-  const watches = new Map<number, Watch>()
+  const watches = TokenSlots.make<Watch>()
   let tokenCounter = 0
   const requestTimeoutMs = millis(requestTimeout)
 
