@@ -1,6 +1,6 @@
 /**
- * Request correlation shared by every transport: one map from request id to
- * the entry of its waiting caller.
+ * Request correlation shared by every transport: one table (SlotTable) from
+ * request id to the entry of its waiting caller.
  *
  * Invariants the tests hold us to: every request settles exactly once; an
  * entry leaves the map when its request settles, times out, is interrupted or
@@ -20,6 +20,7 @@ import * as Fiber from "effect/Fiber"
 import * as JsonRpc from "../JsonRpc.ts"
 import { MalformedMessage, RequestTimeout, RpcError, TransportClosed } from "../McpError.ts"
 import * as Deadlines from "./Deadlines.ts"
+import * as SlotTable from "./SlotTable.ts"
 
 export interface CallOptions {
   /** Milliseconds; `undefined`, `Infinity` or `0` and below mean no timeout. */
@@ -183,7 +184,7 @@ export interface CorrelationOptions {
 }
 
 export const make = (options: CorrelationOptions): Correlation => {
-  const entries = new Map<JsonRpc.RequestId, Entry>()
+  const entries = SlotTable.make<JsonRpc.RequestId, Entry>()
   let counter = 0
   let unknown = 0
   let closed: TransportClosed | undefined
@@ -436,8 +437,8 @@ export const make = (options: CorrelationOptions): Correlation => {
   }
 
   const sole = (): JsonRpc.RequestId | undefined => {
-    if (entries.size !== 1) return undefined
-    const entry: Entry = entries.values().next().value!
+    if (entries.size() !== 1) return undefined
+    const entry: Entry = entries.values()[0]!
     return entry.queued === undefined ? entry.id : undefined
   }
 
@@ -446,7 +447,7 @@ export const make = (options: CorrelationOptions): Correlation => {
     closed = error
     deadlines.clear()
     const failed = Exit.fail(error)
-    const pending = Array.from(entries.values())
+    const pending = entries.values()
     entries.clear()
     for (const entry of pending) settle(entry, failed)
   }
@@ -459,10 +460,10 @@ export const make = (options: CorrelationOptions): Correlation => {
     sole,
     close,
     closedWith: () => closed,
-    pending: () => entries.size,
+    pending: () => entries.size(),
     unknownResponses: () => unknown,
     isPending: (id) => entries.has(id),
-    pendingIds: () => Array.from(entries.keys()),
+    pendingIds: () => entries.keys(),
     routingRead: fixedClock === undefined ? (f) => f() : (f) => deadlines.atOneTime(fixedClock, f)
   }
 }

@@ -25,8 +25,8 @@ import {
   type UnsupportedProtocolVersion
 } from "../../McpError.ts"
 import type { ClientTransportShape, RequestOptions } from "../ClientTransport.ts"
+import * as SlotTable from "../../internal/SlotTable.ts"
 import type { Progress } from "./ServerNotificationEnum.ts"
-import * as TokenSlots from "./TokenSlots.ts"
 
 /**
  * What a call fails with inside the client, before `McpClient` puts it in its
@@ -171,9 +171,9 @@ export const make = (
   /**
    * The calls in flight by progress token. Tokens are integers (the spec
    * allows them): neither making one nor finding it again for each progress
-   * costs a string, and consecutive ones take consecutive slots (TokenSlots).
+   * costs a string, and consecutive ones take consecutive slots (SlotTable).
    */
-  const watches = TokenSlots.make<Watch>()
+  const watches = SlotTable.make<number, Watch>()
   let tokenCounter = 0
   const requestTimeoutMs = millis(requestTimeout)
 
