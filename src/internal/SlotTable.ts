@@ -6,7 +6,9 @@
  * goes to an overflow Map. With a Map for every entry, setting and deleting
  * one entry per request cost 2–3 µs of client CPU per call over stdio at
  * c16–c32, more than the rest of the request's bookkeeping (BENCHMARKS.md,
- * "What `McpClient`'s call adds"); a slot costs a few array reads and writes.
+ * "Pending requests in slots"); a slot costs a few array reads and writes.
+ * The ring is made on the first id that takes a slot: a server session, which
+ * has a table for the requests it sends its client, often sends none.
  */
 
 export interface SlotTable<K extends string | number, V> {
@@ -31,15 +33,15 @@ const slotted = (key: string | number): key is number => typeof key === "number"
 export const make = <K extends string | number, V>(size = 256): SlotTable<K, V> => {
   if (!Number.isInteger(Math.log2(size))) throw new RangeError(`SlotTable size must be a power of two, got ${size}`)
   const mask = size - 1
-  const keys: Array<number> = new Array<number>(size).fill(FREE)
-  const values: Array<V | undefined> = new Array<V | undefined>(size).fill(undefined)
+  let keys: Array<number> | undefined
+  let values: Array<V | undefined> | undefined
   const overflow = new Map<K, V>()
   let held = 0
 
   const get = (key: K): V | undefined => {
-    if (slotted(key)) {
+    if (keys !== undefined && slotted(key)) {
       const i = key & mask
-      if (keys[i] === key) return values[i]
+      if (keys[i] === key) return values![i]
     }
     return overflow.size === 0 ? undefined : overflow.get(key)
   }
@@ -49,14 +51,18 @@ export const make = <K extends string | number, V>(size = 256): SlotTable<K, V> 
     has: (key) => get(key) !== undefined,
     set: (key, value) => {
       if (slotted(key)) {
+        if (keys === undefined) {
+          keys = new Array<number>(size).fill(FREE)
+          values = new Array<V | undefined>(size).fill(undefined)
+        }
         const i = key & mask
         if (keys[i] === key) {
-          values[i] = value
+          values![i] = value
           return
         }
         if (keys[i] === FREE && (overflow.size === 0 || !overflow.has(key))) {
           keys[i] = key
-          values[i] = value
+          values![i] = value
           held++
           return
         }
@@ -64,11 +70,11 @@ export const make = <K extends string | number, V>(size = 256): SlotTable<K, V> 
       overflow.set(key, value)
     },
     delete: (key) => {
-      if (slotted(key)) {
+      if (keys !== undefined && slotted(key)) {
         const i = key & mask
         if (keys[i] === key) {
           keys[i] = FREE
-          values[i] = undefined
+          values![i] = undefined
           held--
           return
         }
@@ -78,19 +84,19 @@ export const make = <K extends string | number, V>(size = 256): SlotTable<K, V> 
     size: () => held + overflow.size,
     values: () => {
       const out: Array<V> = []
-      if (held > 0) for (let i = 0; i < size; i++) if (keys[i] !== FREE) out.push(values[i]!)
+      if (held > 0) for (let i = 0; i < size; i++) if (keys![i] !== FREE) out.push(values![i]!)
       for (const value of overflow.values()) out.push(value)
       return out
     },
     keys: () => {
       const out: Array<K> = []
-      if (held > 0) for (let i = 0; i < size; i++) if (keys[i] !== FREE) out.push(keys[i] as K)
+      if (held > 0) for (let i = 0; i < size; i++) if (keys![i] !== FREE) out.push(keys![i] as K)
       for (const key of overflow.keys()) out.push(key)
       return out
     },
     clear: () => {
-      keys.fill(FREE)
-      values.fill(undefined)
+      keys?.fill(FREE)
+      values?.fill(undefined)
       held = 0
       overflow.clear()
     }

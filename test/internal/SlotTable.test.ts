@@ -85,6 +85,20 @@ describe("SlotTable", () => {
     expect(table.get(7)).toBe("seven")
   })
 
+  it("string ids and unslotted numbers never need the ring, and a table that held them answers as before", () => {
+    const table = SlotTable.make<string | number, string>(4)
+    table.set("s1", "one")
+    table.set(-2, "minus two")
+    table.set(1.5, "fraction")
+    expect(table.values().sort()).toEqual(["fraction", "minus two", "one"])
+    table.set(1, "slot")
+    expect(table.get(1)).toBe("slot")
+    expect(table.get("1")).toBeUndefined()
+    table.clear()
+    expect(table.size()).toBe(0)
+    expect(table.get(1)).toBeUndefined()
+  })
+
   it("refuses a size that is not a power of two", () => {
     expect(() => SlotTable.make(3)).toThrow(/power of two/)
   })
