@@ -12,93 +12,127 @@
  */
 
 export interface SlotTable<K extends string | number, V> {
-  readonly get: (key: K) => V | undefined
-  readonly has: (key: K) => boolean
+  get(key: K): V | undefined
+  has(key: K): boolean
   /** Adds `key`, or replaces its value. */
-  readonly set: (key: K, value: V) => void
-  readonly delete: (key: K) => void
+  set(key: K, value: V): void
+  delete(key: K): void
   /** How many entries are held. */
-  readonly size: () => number
+  size(): number
   /** The values held, slots first (in slot order), then the overflow's. */
-  readonly values: () => Array<V>
-  readonly keys: () => Array<K>
-  readonly clear: () => void
+  values(): Array<V>
+  keys(): Array<K>
+  clear(): void
 }
 
 const FREE = -1
 
 const slotted = (key: string | number): key is number => typeof key === "number" && key >= 0 && Number.isSafeInteger(key)
 
-/** A table with a ring of `size` slots (a power of two). */
+/**
+ * One class for every table, its methods on the prototype: a table that
+ * never holds an id costs one small object (no ring, no Map) where a `Map`
+ * alone is 192 bytes, and closures per table were 850.
+ */
+class Table<K extends string | number, V> implements SlotTable<K, V> {
+  private keyRing: Array<number> | undefined = undefined
+  private valueRing: Array<V | undefined> | undefined = undefined
+  private overflow: Map<K, V> | undefined = undefined
+  private held = 0
+  private readonly slots: number
+  private readonly mask: number
+
+  constructor(slots: number) {
+    this.slots = slots
+    this.mask = slots - 1
+  }
+
+  get(key: K): V | undefined {
+    const keys = this.keyRing
+    if (keys !== undefined && slotted(key)) {
+      const i = key & this.mask
+      if (keys[i] === key) return this.valueRing![i]
+    }
+    const overflow = this.overflow
+    return overflow === undefined || overflow.size === 0 ? undefined : overflow.get(key)
+  }
+
+  has(key: K): boolean {
+    return this.get(key) !== undefined
+  }
+
+  set(key: K, value: V): void {
+    if (slotted(key)) {
+      let keys = this.keyRing
+      if (keys === undefined) {
+        keys = this.keyRing = new Array<number>(this.slots).fill(FREE)
+        this.valueRing = new Array<V | undefined>(this.slots).fill(undefined)
+      }
+      const i = key & this.mask
+      if (keys[i] === key) {
+        this.valueRing![i] = value
+        return
+      }
+      const overflow = this.overflow
+      if (keys[i] === FREE && (overflow === undefined || overflow.size === 0 || !overflow.has(key))) {
+        keys[i] = key
+        this.valueRing![i] = value
+        this.held++
+        return
+      }
+    }
+    ;(this.overflow ??= new Map()).set(key, value)
+  }
+
+  delete(key: K): void {
+    const keys = this.keyRing
+    if (keys !== undefined && slotted(key)) {
+      const i = key & this.mask
+      if (keys[i] === key) {
+        keys[i] = FREE
+        this.valueRing![i] = undefined
+        this.held--
+        return
+      }
+    }
+    const overflow = this.overflow
+    if (overflow !== undefined && overflow.size > 0) overflow.delete(key)
+  }
+
+  size(): number {
+    return this.held + (this.overflow?.size ?? 0)
+  }
+
+  values(): Array<V> {
+    const out: Array<V> = []
+    const keys = this.keyRing
+    if (keys !== undefined && this.held > 0) {
+      for (let i = 0; i < this.slots; i++) if (keys[i] !== FREE) out.push(this.valueRing![i]!)
+    }
+    if (this.overflow !== undefined) for (const value of this.overflow.values()) out.push(value)
+    return out
+  }
+
+  keys(): Array<K> {
+    const out: Array<K> = []
+    const keys = this.keyRing
+    if (keys !== undefined && this.held > 0) {
+      for (let i = 0; i < this.slots; i++) if (keys[i] !== FREE) out.push(keys[i] as K)
+    }
+    if (this.overflow !== undefined) for (const key of this.overflow.keys()) out.push(key)
+    return out
+  }
+
+  clear(): void {
+    this.keyRing?.fill(FREE)
+    this.valueRing?.fill(undefined)
+    this.held = 0
+    this.overflow?.clear()
+  }
+}
+
+/** A table with a ring of `size` slots (a power of two), made on the first id that takes a slot. */
 export const make = <K extends string | number, V>(size = 256): SlotTable<K, V> => {
   if (!Number.isInteger(Math.log2(size))) throw new RangeError(`SlotTable size must be a power of two, got ${size}`)
-  const mask = size - 1
-  let keys: Array<number> | undefined
-  let values: Array<V | undefined> | undefined
-  const overflow = new Map<K, V>()
-  let held = 0
-
-  const get = (key: K): V | undefined => {
-    if (keys !== undefined && slotted(key)) {
-      const i = key & mask
-      if (keys[i] === key) return values![i]
-    }
-    return overflow.size === 0 ? undefined : overflow.get(key)
-  }
-
-  return {
-    get,
-    has: (key) => get(key) !== undefined,
-    set: (key, value) => {
-      if (slotted(key)) {
-        if (keys === undefined) {
-          keys = new Array<number>(size).fill(FREE)
-          values = new Array<V | undefined>(size).fill(undefined)
-        }
-        const i = key & mask
-        if (keys[i] === key) {
-          values![i] = value
-          return
-        }
-        if (keys[i] === FREE && (overflow.size === 0 || !overflow.has(key))) {
-          keys[i] = key
-          values![i] = value
-          held++
-          return
-        }
-      }
-      overflow.set(key, value)
-    },
-    delete: (key) => {
-      if (keys !== undefined && slotted(key)) {
-        const i = key & mask
-        if (keys[i] === key) {
-          keys[i] = FREE
-          values![i] = undefined
-          held--
-          return
-        }
-      }
-      if (overflow.size > 0) overflow.delete(key)
-    },
-    size: () => held + overflow.size,
-    values: () => {
-      const out: Array<V> = []
-      if (held > 0) for (let i = 0; i < size; i++) if (keys![i] !== FREE) out.push(values![i]!)
-      for (const value of overflow.values()) out.push(value)
-      return out
-    },
-    keys: () => {
-      const out: Array<K> = []
-      if (held > 0) for (let i = 0; i < size; i++) if (keys![i] !== FREE) out.push(keys![i] as K)
-      for (const key of overflow.keys()) out.push(key)
-      return out
-    },
-    clear: () => {
-      keys?.fill(FREE)
-      values?.fill(undefined)
-      held = 0
-      overflow.clear()
-    }
-  }
+  return new Table<K, V>(size)
 }
