@@ -16,14 +16,11 @@ const McpClient = await loadMcpClient()
 const StdioClientTransport = await loadStdioClientTransport()
 const NodeSpawner = await loadNodeSpawner()
 
-export const make = async (
-  command: string,
-  args: ReadonlyArray<string>,
-  options: ClientOptions = {}
-): Promise<BenchClient> => {
+/** `McpClient` over the stdio transport in a runtime of its own; `name` is the client's in `initialize`. */
+export const open = async (command: string, args: ReadonlyArray<string>, name: string, options: ClientOptions = {}) => {
   const runtime = ManagedRuntime.make(
     McpClient.layer({
-      clientInfo: { name: "bench-ours-mcp", version: "1.0.0" },
+      clientInfo: { name, version: "1.0.0" },
       // Pinned when asked: a pinned revision neither probes nor falls back.
       ...(options.protocol === undefined ? {} : { protocol: options.protocol })
     }).pipe(
@@ -36,6 +33,15 @@ export const make = async (
     )
   )
   const client = await runtime.runPromise(McpClient.McpClient)
+  return { runtime, client }
+}
+
+export const make = async (
+  command: string,
+  args: ReadonlyArray<string>,
+  options: ClientOptions = {}
+): Promise<BenchClient> => {
+  const { runtime, client } = await open(command, args, "bench-ours-mcp", options)
   const callTool = client.callTool({ name: "echo", arguments: { text: "hi" } })
   const ping = client.ping()
   // The progress callback as a user writes it: one Effect per notification.
