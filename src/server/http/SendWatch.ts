@@ -4,21 +4,27 @@
  * Node keeps whatever a response writes until the socket takes it, and a
  * client that never reads leaves it there for as long as the connection
  * stays open: a JSON answer of many megabytes is handed to Node whole, an
- * SSE frame too. So every response of the transport, JSON or SSE, is
- * watched from its request until Node has handed its last byte to the
- * kernel (`finish`) or the connection closed, and it is cut (the socket
- * reset and destroyed, which frees Node's buffers and the kernel's) when:
+ * SSE frame too. So every connection that carries a response of the
+ * transport, JSON or SSE, is watched from that response's request until it
+ * closes, and it is cut (the socket reset and destroyed, which frees Node's
+ * buffers and the kernel's) when:
  * - its socket has bytes waiting and took none of them for `sendTimeoutMs`;
  * - or it holds more than `maxBufferedBytes` waiting and took none of them
  *   for a quarter of that: bytes past the per-stream bound are kept only
  *   for a client that keeps reading. One answer larger than the bound still
  *   goes out whole to such a client.
  *
+ * The connection, not each response, is watched: an HTTP/1.1 connection
+ * sends one response at a time, so what waits on its socket is the current
+ * response's, and a keep-alive connection between responses has nothing
+ * waiting. Watching each response cost a table entry and two listeners per
+ * request; a connection costs them once.
+ *
  * "Took" is the socket's own account: a write completed
  * (`bytesWritten - writableLength` grows) or the part of the current write
  * still queued in libuv (the handle's `writeQueueSize`) shrank. A response
- * with nothing waiting (a handler still at work, an idle SSE stream) is
- * never stalled. Time is counted in ticks of one shared timer, each at
+ * with nothing waiting (a handler still at work, an idle SSE stream, a
+ * connection between requests) is never stalled. Time is counted in ticks of one shared timer, each at
  * least a check interval apart, so a server whose event loop was held up
  * does not count that time against its clients. HTTP/2 responses are not
  * watched: their socket is shared by every stream of the session.
@@ -37,11 +43,11 @@ export interface SendWatchOptions {
 }
 
 export interface SendWatch {
-  /** Watches the connection that carries the response to `request`, until that response is sent or its connection closes. */
+  /** Watches the connection that carries the response to `request` (from now until it closes, if not yet watched). */
   readonly watch: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<void>
   /** Connections cut so far. */
   readonly cut: () => number
-  /** Bytes Node holds right now for the watched responses that their sockets have not taken. */
+  /** Bytes Node holds right now for the watched connections that their sockets have not taken. */
   readonly unsentBytes: () => number
 }
 
@@ -53,6 +59,7 @@ interface SocketLike {
   readonly _handle?: { readonly writeQueueSize?: number } | null
   destroy(): void
   resetAndDestroy?(): void
+  on(event: "close", listener: (this: SocketLike) => void): void
 }
 
 /** What the watch reads of a Node response (`http.ServerResponse`). */
@@ -60,11 +67,10 @@ interface ResponseLike {
   readonly socket: SocketLike | null
   readonly writableFinished: boolean
   readonly destroyed: boolean
-  on(event: "finish" | "close", listener: (this: ResponseLike) => void): void
 }
 
 interface Watched {
-  readonly response: ResponseLike
+  readonly socket: SocketLike
   /** Bytes whose writes completed, at the last tick. */
   completed: number
   /** Bytes of the current write libuv still held, at the last tick. */
@@ -84,11 +90,12 @@ const nodeResponse = (request: HttpServerRequest.HttpServerRequest): ResponseLik
   const r = response as Partial<ResponseLike>
   // An HTTP/2 response's socket is its session's, shared by every stream on it: not this response's to cut.
   if ("stream" in r) return undefined
-  return typeof r.on === "function" && "socket" in r ? response as ResponseLike : undefined
+  return "socket" in r ? response as ResponseLike : undefined
 }
 
 const isSocket = (socket: SocketLike | null | undefined): socket is SocketLike =>
-  socket != null && typeof socket.writableLength === "number" && typeof socket.bytesWritten === "number"
+  socket != null && typeof socket.writableLength === "number" && typeof socket.bytesWritten === "number" &&
+  typeof socket.on === "function"
 
 export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -98,18 +105,17 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
     const intervalMs = intervalOf(timeoutMs)
     const ticksToCut = Math.max(2, Math.ceil(timeoutMs / intervalMs))
     const ticksToCutOverBound = Math.max(2, Math.ceil(timeoutMs / 4 / intervalMs))
-    const watched = new Map<ResponseLike, Watched>()
-    // One listener for every response (it reads the response it is called on), not one made per
-    // response; `on`, not `once`, which wraps each: a response is done with after both events anyway.
-    const unwatch = function(this: ResponseLike) {
+    const watched = new Map<SocketLike, Watched>()
+    // One listener for every connection (it reads the socket it is called on), not one made per connection.
+    const unwatch = function(this: SocketLike) {
       watched.delete(this)
     }
     let running = false
     let cut = 0
 
     const check = (entry: Watched) => {
-      const socket = entry.response.socket
-      if (!isSocket(socket) || socket.destroyed) return
+      const socket = entry.socket
+      if (socket.destroyed) return
       const waiting = socket.writableLength
       const completed = socket.bytesWritten - waiting
       const queued = socket._handle?.writeQueueSize ?? 0
@@ -123,7 +129,7 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
       entry.stalledTicks++
       const limit = waiting > options.maxBufferedBytes ? ticksToCutOverBound : ticksToCut
       if (entry.stalledTicks < limit) return
-      watched.delete(entry.response)
+      watched.delete(socket)
       cut++
       // A reset drops what the kernel still holds for the peer; a plain close would keep it until the peer reads.
       if (typeof socket.resetAndDestroy === "function") socket.resetAndDestroy()
@@ -143,12 +149,10 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
       Effect.suspend(() => {
         const response = nodeResponse(request)
         if (response === undefined || response.writableFinished || response.destroyed) return Effect.void
-        const entry: Watched = { response, completed: 0, queued: 0, stalledTicks: 0 }
         const socket = response.socket
-        if (isSocket(socket)) entry.completed = socket.bytesWritten - socket.writableLength
-        watched.set(response, entry)
-        response.on("finish", unwatch)
-        response.on("close", unwatch)
+        if (!isSocket(socket) || socket.destroyed || watched.has(socket)) return Effect.void
+        watched.set(socket, { socket, completed: socket.bytesWritten - socket.writableLength, queued: 0, stalledTicks: 0 })
+        socket.on("close", unwatch)
         if (running) return Effect.void
         running = true
         return Effect.asVoid(Effect.forkIn(tick, scope))
@@ -160,8 +164,7 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
       unsentBytes: () => {
         let bytes = 0
         for (const entry of watched.values()) {
-          const socket = entry.response.socket
-          if (isSocket(socket) && !socket.destroyed) bytes += socket.writableLength
+          if (!entry.socket.destroyed) bytes += entry.socket.writableLength
         }
         return bytes
       }

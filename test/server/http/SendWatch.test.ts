@@ -2,7 +2,8 @@
  * The send watch's rule on stand-in sockets, under the test clock: bytes
  * waiting that the socket takes none of cut the connection after the send
  * timeout, or after a quarter of it past the byte bound; any progress, or
- * nothing waiting, keeps it; a response that finished is no longer watched.
+ * nothing waiting, keeps it; a connection is watched once, whatever number
+ * of responses it carries, until it closes.
  */
 import { EventEmitter } from "node:events"
 import { describe, expect, it } from "@effect/vitest"
@@ -11,7 +12,7 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import { TestClock } from "effect/testing"
 import * as SendWatch from "../../../src/server/http/SendWatch.ts"
 
-class FakeSocket {
+class FakeSocket extends EventEmitter {
   destroyed = false
   writableLength = 0
   bytesWritten = 0
@@ -19,10 +20,11 @@ class FakeSocket {
   readonly _handle = { writeQueueSize: 0 }
   destroy() {
     this.destroyed = true
+    this.emit("close")
   }
   resetAndDestroy() {
     this.resets++
-    this.destroyed = true
+    this.destroy()
   }
   /** Node took `bytes` to write, and libuv queued what the kernel did not take. */
   write(bytes: number) {
@@ -32,10 +34,13 @@ class FakeSocket {
   }
 }
 
-class FakeResponse extends EventEmitter {
+class FakeResponse {
   writableFinished = false
   destroyed = false
-  readonly socket = new FakeSocket()
+  readonly socket: FakeSocket
+  constructor(socket = new FakeSocket()) {
+    this.socket = socket
+  }
 }
 
 const requestFor = (response: FakeResponse) => ({ response }) as unknown as HttpServerRequest.HttpServerRequest
@@ -104,16 +109,40 @@ describe("SendWatch", () => {
       expect(watch.cut()).toBe(0)
     }))
 
-  it.effect("a response that finished is no longer watched", () =>
+  it.effect("a connection that closed is no longer watched", () =>
     Effect.gen(function*() {
       const response = new FakeResponse()
       const watch = yield* watching(response)
       response.socket.write(BOUND)
-      response.emit("finish")
+      expect(watch.unsentBytes()).toBe(BOUND)
+      response.socket.emit("close")
       expect(watch.unsentBytes()).toBe(0)
       yield* TestClock.adjust(10 * TIMEOUT)
-      expect(response.socket.destroyed).toBe(false)
+      expect(response.socket.resets).toBe(0)
       expect(watch.cut()).toBe(0)
+    }))
+
+  it.effect("a keep-alive connection is watched once, idle between its responses and cut when one stalls", () =>
+    Effect.gen(function*() {
+      const first = new FakeResponse()
+      const watch = yield* watching(first)
+      // The first answer goes out whole; the connection then waits for the next request.
+      first.socket.write(BOUND)
+      first.socket.writableLength = 0
+      first.socket._handle.writeQueueSize = 0
+      first.writableFinished = true
+      yield* TestClock.adjust(10 * TIMEOUT)
+      expect(first.socket.destroyed).toBe(false)
+      // The next response on the same connection: no second entry, one listener.
+      const second = new FakeResponse(first.socket)
+      yield* watch.watch(requestFor(second))
+      expect(first.socket.listenerCount("close")).toBe(1)
+      second.socket.write(BOUND)
+      expect(watch.unsentBytes()).toBe(BOUND)
+      yield* TestClock.adjust(TIMEOUT + 200)
+      expect(second.socket.resets).toBe(1)
+      expect(watch.cut()).toBe(1)
+      expect(watch.unsentBytes()).toBe(0)
     }))
 
   it.effect("without a send timeout nothing is watched", () =>
