@@ -90,7 +90,7 @@ export interface PageParams {
   readonly cursor?: string | undefined
 }
 
-type Meta = Readonly<Record<string, unknown>>
+export type Meta = Readonly<Record<string, unknown>>
 
 /** Turns a call's raw result into its typed value, or fails. */
 export type Decode<A> = (raw: unknown) => Effect.Effect<A, FlatError>
@@ -102,7 +102,9 @@ export type WireOptions = Pick<RequestOptions, "headers" | "onId">
 export interface CallEngine {
   /**
    * One call, its result decoded by `decode`; `mapError` (if any) turns what
-   * the request failed with into the caller's error (not what `decode` fails with).
+   * the request failed with into the caller's error (not what `decode` fails with);
+   * `metaOf` (if any) gives `_meta` fields to send besides the params' own,
+   * read each time the call runs.
    */
   readonly send: <A>(
     method: string,
@@ -110,7 +112,8 @@ export interface CallEngine {
     callOptions: CallOptions | undefined,
     decode: Decode<A>,
     wire?: WireOptions,
-    mapError?: (error: FlatError) => FlatError
+    mapError?: (error: FlatError) => FlatError,
+    metaOf?: () => Meta
   ) => Effect.Effect<A, FlatError>
   /** Hands a progress notification to the call it belongs to, if that call is still in flight. */
   readonly routeProgress: (progress: Progress) => void
@@ -209,7 +212,8 @@ export const make = (
     callOptions: CallOptions | undefined,
     decode: Decode<A>,
     wire?: WireOptions,
-    mapError?: (error: FlatError) => FlatError
+    mapError?: (error: FlatError) => FlatError,
+    metaOf?: () => Meta
   ): Effect.Effect<A, FlatError> =>
     Effect.withFiber((fiber) => {
       const sender = senderFor(fiber)
@@ -218,7 +222,9 @@ export const make = (
       const idle = timeout === undefined ? requestTimeout : Duration.fromInputUnsafe(timeout)
       const idleMs = timeout === undefined ? requestTimeoutMs : millis(idle)
       const restartOnProgress = (callOptions?.resetTimeoutOnProgress ?? true) && Number.isFinite(idleMs)
-      const meta = { ...(params?._meta as Meta | undefined), progressToken: token }
+      const meta = metaOf === undefined
+        ? { ...(params?._meta as Meta | undefined), progressToken: token }
+        : { ...(params?._meta as Meta | undefined), ...metaOf(), progressToken: token }
       const body = { ...params, _meta: meta }
       const onProgress = callOptions?.onProgress
       if (onProgress === undefined && callOptions?.maxTotalTimeout === undefined) {

@@ -79,6 +79,7 @@ const aboutParamHeaders = (error: HeaderMismatch): boolean =>
 
 export const make = (options: ModernOptions) => {
   const { calls } = options
+  const metaOf = () => options.meta(options.logLevel())
 
   /** Runs the client's handlers on every input request; the answers keyed as the server keyed them. */
   const answerAll = (method: string, input: InputRequired) =>
@@ -150,29 +151,22 @@ export const make = (options: ModernOptions) => {
     }
     const decodeFirst = decodeRound(0)
 
-    // Suspended: the `_meta` (its log level) and the `Mcp-Param-*` headers are read when a round is
-    // sent, so that a call effect run again later carries the level set since, and a retry after a
-    // refresh sees the new tool list.
-    const roundOf = (round: number, extra: Params | undefined): Effect.Effect<A, FlatError | ModernError> =>
-      Effect.suspend(() => {
-        const meta = options.meta(options.logLevel())
-        const body: Params = {
-          ...params,
-          ...extra,
-          _meta: params?._meta === undefined ? meta : { ...(params._meta as Params), ...meta }
-        }
-        const headers = tool !== undefined && options.paramHeaders !== undefined
-          ? options.paramHeaders(tool, params?.arguments)
-          : undefined
-        return calls.send(
-          method,
-          body,
-          callOptions,
-          round === 0 ? decodeFirst : decodeRound(round),
-          headers === undefined ? undefined : { headers },
-          typed
-        )
+    // The `_meta` (its log level) is read when a round is sent, so that a call effect run again
+    // later carries the level set since; so are the `Mcp-Param-*` headers, so that a retry after a
+    // refresh sees the new tool list. Without headers the engine reads the `_meta` itself: no
+    // step or body of this layer's own per round.
+    const roundOf = (round: number, extra: Params | undefined): Effect.Effect<A, FlatError | ModernError> => {
+      const decodeThis = round === 0 ? decodeFirst : decodeRound(round)
+      const body = extra === undefined ? params : { ...params, ...extra }
+      if (tool === undefined || options.paramHeaders === undefined) {
+        return calls.send(method, body, callOptions, decodeThis, undefined, typed, metaOf)
+      }
+      const paramHeaders = options.paramHeaders
+      return Effect.suspend(() => {
+        const headers = paramHeaders(tool, params?.arguments)
+        return calls.send(method, body, callOptions, decodeThis, headers === undefined ? undefined : { headers }, typed, metaOf)
       })
+    }
     const first = roundOf(0, undefined)
     if (tool === undefined || options.paramHeaders === undefined) return first
     return Effect.catchTag(first, "HeaderMismatch", (error) =>
