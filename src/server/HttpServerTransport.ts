@@ -65,7 +65,7 @@ export interface Stats extends Sessions.Stats {
    * `maxBufferedBytesPerStream`).
    */
   readonly connectionsCut: number
-  /** Bytes Node holds right now for responses under way that their sockets have not taken. */
+  /** Bytes Node holds right now for the connections carrying answers that their sockets have not taken. */
   readonly unsentBytes: number
 }
 
