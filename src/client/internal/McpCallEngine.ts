@@ -90,7 +90,7 @@ export interface PageParams {
   readonly cursor?: string | undefined
 }
 
-export type Meta = Readonly<Record<string, unknown>>
+type Meta = Readonly<Record<string, unknown>>
 
 /** Turns a call's raw result into its typed value, or fails. */
 export type Decode<A> = (raw: unknown) => Effect.Effect<A, FlatError>

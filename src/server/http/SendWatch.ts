@@ -22,12 +22,14 @@
  *
  * "Took" is the socket's own account: a write completed
  * (`bytesWritten - writableLength` grows) or the part of the current write
- * still queued in libuv (the handle's `writeQueueSize`) shrank. A response
- * with nothing waiting (a handler still at work, an idle SSE stream, a
- * connection between requests) is never stalled. Time is counted in ticks of one shared timer, each at
- * least a check interval apart, so a server whose event loop was held up
- * does not count that time against its clients. HTTP/2 responses are not
- * watched: their socket is shared by every stream of the session.
+ * still queued in libuv (the handle's `writeQueueSize`) shrank. A
+ * connection with nothing waiting (a handler still at work, an idle SSE
+ * stream, a keep-alive connection between requests) is never stalled. Time
+ * is counted in ticks of one shared timer, each at least a check interval
+ * apart, so a server whose event loop was held up does not count that time
+ * against its clients; the timer runs while any watched connection is open.
+ * HTTP/2 responses are not watched: their socket is shared by every stream
+ * of the session.
  */
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Duration from "effect/Duration"
