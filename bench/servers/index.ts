@@ -8,6 +8,7 @@ export const servers: Record<string, string> = {
   raw: here("../raw-responder.ts"),
   ours: here("./ours-mcp.ts"),
   "ours-handler": here("./ours-handler.ts"),
+  "ours-async": here("./ours-async.ts"),
   "ours-typed": here("./ours-typed.ts"),
   "ours-tool": here("./ours-tool.ts"),
   "ours-tool-telemetry": here("./ours-tool-telemetry.ts"),

@@ -1,9 +1,10 @@
 /**
- * A table keyed by the ids this side issues: request ids, progress tokens.
- * They are increasing integers, so an id's low bits pick a slot of a fixed
- * ring; an id whose slot is still held by an older one (an entry that outlived
- * `size` later ones), or any other key (a string id, a number a peer made up),
- * goes to an overflow Map. With a Map for every entry, setting and deleting
+ * A table keyed by request ids: the ids this side issues (request ids,
+ * progress tokens), and those a client numbers its requests with. They are
+ * mostly increasing integers, so an id's low bits pick a slot of a fixed
+ * ring; an id whose slot is still held by another (an entry that outlived
+ * `size` later ones, an id out of order), or any other key (a string id, a
+ * fraction, a negative number), goes to an overflow Map. With a Map for every entry, setting and deleting
  * one entry per request cost 2–3 µs of client CPU per call over stdio at
  * c16–c32, more than the rest of the request's bookkeeping (BENCHMARKS.md,
  * "Pending requests in slots"); a slot costs a few array reads and writes.

@@ -1,17 +1,19 @@
 /**
- * The table keyed by the ids this side issues (src/internal/SlotTable.ts)
- * against a Map: under any sequence of entries added with increasing ids and
- * removed in any order, some outliving many later ones (so their slots are
- * taken when a later id comes round), string keys, values replaced, and
- * lookups of ids held, removed, never issued, negative or fractional, it
- * answers as the Map does, and holds the same keys and values.
+ * The table keyed by request ids (src/internal/SlotTable.ts) against a Map:
+ * under any sequence of entries added with increasing ids (as this side
+ * issues them) or with ids in any order (as a peer may send them, repeats
+ * and ids removed before included), removed in any order, some outliving
+ * many later ones (so their slots are taken when a later id comes round),
+ * string keys, values replaced, and lookups of ids held, removed, never
+ * issued, negative or fractional, it answers as the Map does, and holds the
+ * same keys and values.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Schema } from "effect"
 import * as SlotTable from "../../src/internal/SlotTable.ts"
 
 const op = Arbitrary.all({
-  kind: Arbitrary.schema(Schema.Literals(["add", "add", "add", "addString", "replace", "remove", "get", "clear"])),
+  kind: Arbitrary.schema(Schema.Literals(["add", "add", "add", "addAny", "addString", "replace", "remove", "get", "clear"])),
   pick: Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10_000 }))),
   probe: Arbitrary.schema(Schema.Literals(["held", "removed", "future", "negative", "fraction", "string"]))
 })
@@ -36,6 +38,7 @@ describe("SlotTable", () => {
       for (const { kind, pick, probe } of ops) {
         const held = [...model.keys()]
         if (kind === "add") add(++next)
+        else if (kind === "addAny") add(probe === "negative" ? -1 - (pick % 3) : probe === "fraction" ? pick + 0.5 : pick)
         else if (kind === "addString") add(`s${++next}`)
         else if (kind === "replace" && held.length > 0) add(held[pick % held.length]!)
         else if (kind === "remove" && held.length > 0) {

@@ -2,15 +2,20 @@
  * The fibers serving a session's requests, by JSON-RPC id.
  *
  * A request id is a string or a number, compared as JSON-RPC compares them
- * (`1` and `"1"` differ), so a plain `Map` keys them; `FiberMap`'s hashed map
- * cost a stdio server ~5 % of its CPU per request (BENCHMARKS.md, hot-path
- * section 12). A fiber leaves the map when it ends; closing interrupts every
- * fiber still running and refuses new ones.
+ * (`1` and `"1"` differ). Clients number their requests, so the table is a
+ * ring of slots (SlotTable; other ids go to its overflow `Map`): a `Map`
+ * entry per request carried every running fiber into the old generation,
+ * about a third of a stdio server's CPU per request for a handler that
+ * does not end at once (BENCHMARKS.md, "Running requests in slots"), and
+ * `FiberMap`'s hashed map cost ~5 % more still. A fiber leaves the table
+ * when it ends; closing interrupts every fiber still running and refuses
+ * new ones.
  */
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import type * as JsonRpc from "../../JsonRpc.ts"
+import * as SlotTable from "../../internal/SlotTable.ts"
 
 export interface RequestFibers<A> {
   readonly has: (id: JsonRpc.RequestId) => boolean
@@ -42,7 +47,7 @@ export interface RequestFibers<A> {
 }
 
 export const make = <A>(): RequestFibers<A> => {
-  const fibers = new Map<JsonRpc.RequestId, Fiber.Fiber<A>>()
+  const fibers = SlotTable.make<JsonRpc.RequestId, Fiber.Fiber<A>>()
   let closed = false
 
   const track = (id: JsonRpc.RequestId, fiber: Fiber.Fiber<A>) => {
@@ -52,11 +57,11 @@ export const make = <A>(): RequestFibers<A> => {
     })
   }
 
-  const interruptAll = Effect.suspend(() => fibers.size === 0 ? Effect.void : Fiber.interruptAll([...fibers.values()]))
+  const interruptAll = Effect.suspend(() => fibers.size() === 0 ? Effect.void : Fiber.interruptAll(fibers.values()))
 
   return {
     has: (id) => fibers.has(id),
-    size: () => fibers.size,
+    size: () => fibers.size(),
     run: (id, effect) =>
       Effect.suspend(() => {
         if (closed) return Effect.interrupt
@@ -83,8 +88,8 @@ export const make = <A>(): RequestFibers<A> => {
       }),
     interruptAll,
     awaitEmpty: Effect.whileLoop({
-      while: () => !closed && fibers.size > 0,
-      body: () => Fiber.await(fibers.values().next().value!),
+      while: () => !closed && fibers.size() > 0,
+      body: () => Fiber.await(fibers.values()[0]!),
       step: () => {}
     }),
     close: Effect.suspend(() => {
