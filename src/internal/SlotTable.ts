@@ -4,10 +4,11 @@
  * mostly increasing integers, so an id's low bits pick a slot of a fixed
  * ring; an id whose slot is still held by another (an entry that outlived
  * `size` later ones, an id out of order), or any other key (a string id, a
- * fraction, a negative number), goes to an overflow Map. With a Map for every entry, setting and deleting
- * one entry per request cost 2–3 µs of client CPU per call over stdio at
- * c16–c32, more than the rest of the request's bookkeeping (BENCHMARKS.md,
- * "Pending requests in slots"); a slot costs a few array reads and writes.
+ * fraction, a negative number), goes to an overflow Map. A long-lived Map
+ * with an entry set and deleted per request carries what it holds into the
+ * old generation: 2–3 µs of client CPU per call over stdio at c16–c32, more
+ * than the rest of the request's bookkeeping (BENCHMARKS.md, "Pending
+ * requests in slots"); a slot costs a few array reads and writes.
  * The ring is made on the first id that takes a slot: a server session, which
  * has a table for the requests it sends its client, often sends none.
  */
