@@ -4,6 +4,8 @@
  * `ping`, at concurrency 1 and 32, after the MCP handshake:
  * - `ours`: `McpServer` on `StdioServerTransport` (`bench/servers/ours-mcp.ts`),
  * - `ours-handler`: the transport with a bare `Handler` (ladder step),
+ * - `ours-async`: the same handler answering `tools/call` one turn later, as a
+ *   handler waiting on I/O does (its request is kept by id while it runs),
  * - `ours-typed`, `ours-tool`: `McpServer` with the tool's arguments decoded
  *   and its result structured, by hand on the generic method or with
  *   `Tool.add` (`bench/servers/echo-apis.ts`),
@@ -38,7 +40,7 @@ export const workload: Workload = {
     { workload: NAME, variant: "tools/call *", ours: "ours-tool", peer: "ours-typed", atLeast: 0.95 }
   ],
   run: async ({ runs, smoke }) => {
-    const servers = envList("BENCH_SERVERS", "raw,ours,ours-handler,ours-typed,ours-tool,sdk")
+    const servers = envList("BENCH_SERVERS", "raw,ours,ours-handler,ours-async,ours-typed,ours-tool,sdk")
     const ops = envList("BENCH_SERVER_OPS", "callTool,ping")
     const concurrencies = [1, 32]
     const totals = concurrencies.map((c) => smoke ? 200 : envNumber("BENCH_SERVER_TOTAL", c === 1 ? 3_000 : 12_000))
