@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { NodeHttpClient } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, type Scope } from "effect"
 import * as HttpClient from "effect/http/HttpClient"
 import * as LoginFlags from "../../../src/cli/LoginFlags.ts"
@@ -32,7 +32,15 @@ const live = (name: string, body: (real: HttpClient.HttpClient) => Effect.Effect
 const signInFailure = (auth: OAuthProvider.OAuthProviderShape) =>
   Effect.map(Effect.flip(auth.unauthorized(PUBLIC_MCP, CHALLENGE_HEADER, undefined)), (error) => error._tag)
 
-const tokenFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "allow-private-")), "tokens.json")
+const tokenDirs: Array<string> = []
+const tokenFile = () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "allow-private-"))
+  tokenDirs.push(dir)
+  return path.join(dir, "tokens.json")
+}
+afterAll(() => {
+  for (const dir of tokenDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
+})
 
 const parsed = (allowPrivateNetworks: boolean): LoginFlags.Parsed => ({
   auth: true,
