@@ -438,7 +438,7 @@ export const make = (options: CorrelationOptions): Correlation => {
 
   const sole = (): JsonRpc.RequestId | undefined => {
     if (entries.size() !== 1) return undefined
-    const entry: Entry = entries.values()[0]!
+    const entry: Entry = entries.first()!
     return entry.queued === undefined ? entry.id : undefined
   }
 

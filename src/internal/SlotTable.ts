@@ -21,6 +21,8 @@ export interface SlotTable<K extends string | number, V> {
   delete(key: K): void
   /** How many entries are held. */
   size(): number
+  /** One value held (the first `values` would list), without building the list. */
+  first(): V | undefined
   /** The values held, slots first (in slot order), then the overflow's. */
   values(): Array<V>
   keys(): Array<K>
@@ -103,6 +105,14 @@ class Table<K extends string | number, V> implements SlotTable<K, V> {
 
   size(): number {
     return this.held + (this.overflow?.size ?? 0)
+  }
+
+  first(): V | undefined {
+    const keys = this.keyRing
+    if (keys !== undefined && this.held > 0) {
+      for (let i = 0; i < this.slots; i++) if (keys[i] !== FREE) return this.valueRing![i]
+    }
+    return this.overflow === undefined || this.overflow.size === 0 ? undefined : this.overflow.values().next().value
   }
 
   values(): Array<V> {

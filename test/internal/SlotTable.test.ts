@@ -69,6 +69,7 @@ describe("SlotTable", () => {
       }
       expect(sorted(table.keys())).toEqual(sorted(model.keys()))
       expect(table.values().length).toBe(model.size)
+      expect(table.first()).toBe(table.values()[0])
       for (const value of table.values()) expect(model.get(value.key)).toBe(value)
       for (const key of removed) if (!model.has(key)) expect(table.get(key)).toBeUndefined()
     }))

@@ -89,7 +89,7 @@ export const make = <A>(): RequestFibers<A> => {
     interruptAll,
     awaitEmpty: Effect.whileLoop({
       while: () => !closed && fibers.size() > 0,
-      body: () => Fiber.await(fibers.values()[0]!),
+      body: () => Fiber.await(fibers.first()!),
       step: () => {}
     }),
     close: Effect.suspend(() => {
