@@ -8,7 +8,7 @@
  * e.g. `… 5 ours callTool,ping 1,32 3000,12000 /work/before .` compares the
  * `ours` server (bench/servers/index.ts) of an older checkout with this one.
  * Each checkout runs its own `bench/server-requester.ts` on its own `dist/`
- * (BENCH_BUILD=dist), so build both first. Prints the median (min–max) of
+ * (BENCH_BUILD=dist), so build both first. AB_WARM sets the warm-up (default 2000). Prints the median (min–max) of
  * each figure per cell and each checkout's ratio to the first.
  */
 import { execFileSync } from "node:child_process"
@@ -17,6 +17,9 @@ import { resolve } from "node:path"
 const [runsText = "5", server = "ours", ops = "callTool,ping", concurrencies = "1,32", totals = "3000,12000", ...trees] =
   process.argv.slice(2)
 const runs = Number(runsText)
+// Warm-up per cell (the c32 warm-up before all cells is five times this). A cell right after a
+// much faster warm-up can still pay for compiling and GC work the warm-up left behind.
+const warmUp = process.env.AB_WARM ?? "2000"
 const checkouts = trees.length > 0 ? trees.map((t) => resolve(t)) : [resolve(".")]
 
 interface Cell {
@@ -32,7 +35,7 @@ for (let r = 0; r < runs; r++) {
   for (const tree of checkouts) {
     const out = execFileSync(
       process.execPath,
-      [`${tree}/bench/server-requester.ts`, server, ops, concurrencies, totals, "2000"],
+      [`${tree}/bench/server-requester.ts`, server, ops, concurrencies, totals, warmUp],
       { encoding: "utf8", env: { ...process.env, BENCH_BUILD: "dist" } }
     )
     for (const line of out.trim().split("\n")) {

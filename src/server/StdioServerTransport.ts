@@ -302,6 +302,7 @@ const makeServer = Effect.fnUntraced(function*<R>(
     allowBatch: options.allowBatch ?? true,
     maxBatchSize: options.maxBatchSize,
     decideEra: true,
+    sharedDispatcher: true,
     defaultRequestTimeoutMs: clientTimeout,
     onHandlerError: (message, cause) =>
       Effect.logWarning(`stdio server: handler for ${message.method} failed; answering -32603`, cause)

@@ -79,6 +79,16 @@ describe("StdioServerTransport (in process, Stdio.layerTest)", () => {
       }
     }))
 
+  it.effect("requests of one read whose handlers yield once are answered in one write, as those answering at once are", () =>
+    Effect.gen(function*() {
+      const yieldOnce: Handler = (message) =>
+        "id" in message ? Effect.andThen(Effect.yieldNow, Effect.succeed(JsonRpc.success(message.id, {}))) : Effect.succeed(null)
+      const burst = Array.from({ length: 12 }, (_, i) => line(req(i, "ping"))).join("")
+      const { lines, writes } = yield* runOver(yieldOnce, [burst])
+      expect(lines.map((l) => l.id).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 12 }, (_, i) => i))
+      expect(writes).toHaveLength(1)
+    }))
+
   it.effect("ignores blank and whitespace-only lines, accepts CRLF and a final line without newline", () =>
     Effect.gen(function*() {
       const { lines } = yield* runOver(echo(), [

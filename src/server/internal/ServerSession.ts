@@ -13,6 +13,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Scheduler from "effect/Scheduler"
 import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { ClientRequestUnavailable, type RequestError, TransportClosed, truncate } from "../../McpError.ts"
@@ -23,6 +24,7 @@ import * as Correlation from "../../internal/Correlation.ts"
 import * as Metrics from "../../observability/Metrics.ts"
 import * as RequestFibers from "./RequestFibers.ts"
 import * as NetworkPeer from "../../internal/NetworkPeer.ts"
+import * as SharedDispatcher from "../../internal/SharedDispatcher.ts"
 
 /** What a frame produces: one reply, a batch of replies, or nothing. */
 export type Reply = JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse> | null
@@ -57,6 +59,12 @@ export interface ServerSessionOptions<R> {
    * era (stdio, the in-memory pair). HTTP decides per request instead.
    */
   readonly decideEra?: boolean | undefined
+  /**
+   * Whether the transport writes the replies produced in one callback
+   * together (stdio): request fibers then share one dispatcher, so those
+   * that yield in the same turn resume in the same callback.
+   */
+  readonly sharedDispatcher?: boolean | undefined
   /**
    * Transport-specific extras for the context of one request (HTTP adds
    * `closeSseStream`). Merged over the base context.
@@ -313,6 +321,9 @@ export const make = Effect.fnUntraced(function*<R>(
       // The peer the request came with (an HTTP request's address and span) is more precise than the session's.
       const peer = Context.get(current, NetworkPeer.CurrentPeer)
       if (peer !== undefined) merged = Context.add(merged, NetworkPeer.CurrentPeer, peer)
+      if (options.sharedDispatcher === true) {
+        merged = Context.add(merged, Scheduler.Scheduler, SharedDispatcher.share(Context.get(merged, Scheduler.Scheduler)))
+      }
     }
     return merged
   }
