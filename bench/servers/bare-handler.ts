@@ -14,8 +14,12 @@ const JsonRpc = await loadJsonRpc()
 const StdioServerTransport = await loadStdioServerTransport()
 const EMPTY = {}
 
-/** `later`: `tools/call` answers one turn later (`Effect.yieldNow` first), as a handler waiting on I/O does. */
-export const handler = (name: string, options: { readonly later: boolean }): Handler => {
+/**
+ * `later`: `tools/call` answers one turn later (`Effect.yieldNow` first), as a
+ * handler waiting on an Effect hand-off does; `"io"`: from a callback of its
+ * own (`setImmediate`), as a handler waiting on I/O (a socket, a file) does.
+ */
+export const handler = (name: string, options: { readonly later: boolean | "io" }): Handler => {
   const initResult = { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name, version: "1.0.0" } }
   return (message) => {
     if (!("id" in message)) return Effect.succeed(null)
@@ -24,6 +28,10 @@ export const handler = (name: string, options: { readonly later: boolean }): Han
         return Effect.succeed(JsonRpc.success(message.id, initResult))
       case "tools/call": {
         const answer = Effect.succeed(JsonRpc.success(message.id, ECHO_RESULT))
+        if (options.later === "io") {
+          const reply = JsonRpc.success(message.id, ECHO_RESULT)
+          return Effect.callback<typeof reply>((resume) => void setImmediate(() => resume(Effect.succeed(reply))))
+        }
         return options.later ? Effect.andThen(Effect.yieldNow, answer) : answer
       }
       case "ping":

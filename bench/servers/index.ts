@@ -9,6 +9,7 @@ export const servers: Record<string, string> = {
   ours: here("./ours-mcp.ts"),
   "ours-handler": here("./ours-handler.ts"),
   "ours-async": here("./ours-async.ts"),
+  "ours-io": here("./ours-io.ts"),
   "ours-typed": here("./ours-typed.ts"),
   "ours-tool": here("./ours-tool.ts"),
   "ours-tool-telemetry": here("./ours-tool-telemetry.ts"),

@@ -5,7 +5,9 @@
  * - `ours`: `McpServer` on `StdioServerTransport` (`bench/servers/ours-mcp.ts`),
  * - `ours-handler`: the transport with a bare `Handler` (ladder step),
  * - `ours-async`: the same handler answering `tools/call` one turn later, as a
- *   handler waiting on I/O does (its request is kept by id while it runs),
+ *   handler waiting on an Effect hand-off does (its request is kept by id while it runs),
+ * - `ours-io`: the same handler answering `tools/call` from an event-loop
+ *   callback of its own, as a handler waiting on I/O does,
  * - `ours-typed`, `ours-tool`: `McpServer` with the tool's arguments decoded
  *   and its result structured, by hand on the generic method or with
  *   `Tool.add` (`bench/servers/echo-apis.ts`),
@@ -40,7 +42,7 @@ export const workload: Workload = {
     { workload: NAME, variant: "tools/call *", ours: "ours-tool", peer: "ours-typed", atLeast: 0.95 }
   ],
   run: async ({ runs, smoke }) => {
-    const servers = envList("BENCH_SERVERS", "raw,ours,ours-handler,ours-async,ours-typed,ours-tool,sdk")
+    const servers = envList("BENCH_SERVERS", "raw,ours,ours-handler,ours-async,ours-io,ours-typed,ours-tool,sdk")
     const ops = envList("BENCH_SERVER_OPS", "callTool,ping")
     const concurrencies = [1, 32]
     const totals = concurrencies.map((c) => smoke ? 200 : envNumber("BENCH_SERVER_TOTAL", c === 1 ? 3_000 : 12_000))
