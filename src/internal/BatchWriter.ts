@@ -15,6 +15,11 @@
  * produced, instead of both processes taking turns (measured in
  * BENCHMARKS.md, hot-path section 11).
  *
+ * With `coalesceTurn` (a server's stdout), only the first batch after the
+ * peer's input (`newTurn`) goes out at the end of its tick; later lines wait
+ * for the event loop's check phase. Replies made in separate callbacks, as
+ * handlers' I/O completes one by one, then share a write instead of one each.
+ *
  * A waiting sender is one small record (`enqueue`), not a fiber: with
  * thousands of requests started at once most of them wait here, and a fiber
  * per waiter cost several KiB each. A withdrawn waiter is only marked and
@@ -42,6 +47,8 @@ export interface BatchWriter<Closed> {
   readonly enqueue: (line: string, done: (error: Closed | undefined) => void) => Queued
   /** Appends unless the batch is full (then drops it): for best-effort control messages. */
   readonly writeOrDrop: (line: string) => void
+  /** The peer's next input arrived: the next batch goes out at the end of its tick (`coalesceTurn`). */
+  readonly newTurn: () => void
   /** Fails waiting and later senders with `error`; what is already batched is still written. */
   readonly close: (error: Closed) => void
   /** Writes every batch into `sink` until closed and drained, then ends the sink. */
@@ -78,6 +85,15 @@ const settledPromise = Promise.resolve()
 export interface BatchWriterOptions {
   /** Hand the batch to an idle sink once it holds this many lines, not only at the end of the tick. */
   readonly flushAt?: number | undefined
+  /**
+   * After a batch went out, later lines wait for the event loop's check
+   * phase (`setImmediate`) and go out together, until `newTurn` (the
+   * peer's next input arrived): replies made in separate callbacks (each
+   * handler's I/O completing) then share a write instead of one each. The
+   * first batch after `newTurn` still goes out at the end of its tick, so
+   * a lone reply waits no longer.
+   */
+  readonly coalesceTurn?: boolean | undefined
 }
 
 export const DEFAULT_FLUSH_AT = 16
@@ -92,6 +108,9 @@ export const make = <Closed>(capacity: number, options?: BatchWriterOptions): Ba
   /** The sink's pull while it waits for a batch. */
   let idle: ((exit: Exit.Exit<Arr.NonEmptyReadonlyArray<Uint8Array>, Cause.Done>) => void) | undefined
   let flushScheduled = false
+  const coalesceTurn = options?.coalesceTurn === true
+  /** A batch went out since the last `newTurn`: later ones go out on `setImmediate`. */
+  let turnOpen = false
   const waiters: Array<Waiter<Closed>> = []
   /** Waiters not withdrawn; withdrawn ones stay in `waiters` until `admit` or `close` passes them. */
   let live = 0
@@ -114,6 +133,7 @@ export const make = <Closed>(capacity: number, options?: BatchWriterOptions): Ba
     const resume = idle
     if (resume === undefined || count === 0) return
     idle = undefined
+    turnOpen = coalesceTurn
     resume(Exit.succeed(take()))
   }
 
@@ -124,8 +144,10 @@ export const make = <Closed>(capacity: number, options?: BatchWriterOptions): Ba
     if (count >= flushAt && idle !== undefined) return flush()
     if (idle !== undefined && !flushScheduled) {
       flushScheduled = true
-      // A reaction on a settled promise: `queueMicrotask` makes an AsyncResource per call.
-      settledPromise.then(flush)
+      // Once a batch went out this turn, the check phase; otherwise the end of this tick, by
+      // a reaction on a settled promise (`queueMicrotask` makes an AsyncResource per call).
+      if (turnOpen) setImmediate(flush)
+      else settledPromise.then(flush)
     }
   }
 
@@ -208,5 +230,9 @@ export const make = <Closed>(capacity: number, options?: BatchWriterOptions): Ba
   const run = <E, R>(sink: Sink.Sink<unknown, Uint8Array, unknown, E, R>): Effect.Effect<void, E, R> =>
     Effect.asVoid(Stream.run(Stream.fromPull(Effect.succeed(pull)), sink))
 
-  return { tryWrite, write, enqueue, writeOrDrop, close, run }
+  const newTurn = () => {
+    turnOpen = false
+  }
+
+  return { tryWrite, write, enqueue, writeOrDrop, newTurn, close, run }
 }

@@ -248,9 +248,10 @@ const makeServer = Effect.fnUntraced(function*<R>(
 
   // --- output: the replies of one tick go out in one stdout write (BatchWriter),
   // or every 16 during a burst, so that the client works on the first replies
-  // while later ones are produced; past `outputBuffer` lines waiting for a
-  // busy stdout, writers wait.
-  const output = BatchWriter.make<TransportClosed>(options.outputBuffer ?? 1024)
+  // while later ones are produced; after the first write since stdin's last
+  // read, the replies of one event-loop turn share a write; past
+  // `outputBuffer` lines waiting for a busy stdout, writers wait.
+  const output = BatchWriter.make<TransportClosed>(options.outputBuffer ?? 1024, { coalesceTurn: true })
 
   const writeLine = (line: string): Effect.Effect<boolean> => {
     if (stopped !== undefined) return Effect.succeed(false)
@@ -328,6 +329,7 @@ const makeServer = Effect.fnUntraced(function*<R>(
 
   const read: Effect.Effect<TransportClosed> = stdio.stdin.pipe(
     Stream.runForEachArray((chunks) => {
+      output.newTurn()
       for (const chunk of chunks) framer.push(chunk, collect)
       return takeFrames()
     }),

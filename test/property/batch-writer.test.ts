@@ -1,7 +1,9 @@
 /**
  * The batching writer under the stdio transports: lines reach the sink whole
  * and in order, however they are grouped; with `flushAt`, a burst leaves in
- * several writes (the first as soon as it holds `flushAt` lines) instead of one.
+ * several writes (the first as soon as it holds `flushAt` lines) instead of one;
+ * with `coalesceTurn`, lines made in separate callbacks after a batch went out
+ * share a write until the next `newTurn`.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Fiber, Schema, Sink } from "effect"
@@ -69,6 +71,50 @@ describe("BatchWriter", () => {
       writer.close("closed")
       yield* Fiber.join(second)
       expect(writes).toEqual(["a\n", "b\n"])
+    }))
+
+  /** `a` alone, then three lines from three event-loop callbacks, then (after `newTurn`) `e`. */
+  const callbacksThenTurn = (coalesceTurn: boolean) =>
+    Effect.gen(function*() {
+      const writer = BatchWriter.make<string>(1024, { coalesceTurn })
+      const writes: Array<string> = []
+      const decoder = new TextDecoder()
+      const running = yield* writer.run(Sink.forEach((chunk: Uint8Array) => Effect.sync(() => writes.push(decoder.decode(chunk)))))
+        .pipe(Effect.forkChild({ startImmediately: true }))
+      const afterMicrotasks = Effect.promise(() => new Promise<void>((resolve) => queueMicrotask(resolve)))
+      writer.tryWrite("a\n")
+      yield* afterMicrotasks
+      const alone = [...writes]
+      yield* Effect.promise(() =>
+        new Promise<void>((resolve) => {
+          for (const line of ["b\n", "c\n", "d\n"]) setImmediate(() => writer.tryWrite(line))
+          setTimeout(resolve, 20)
+        })
+      )
+      const fromCallbacks = writes.slice(alone.length)
+      writer.newTurn()
+      writer.tryWrite("e\n")
+      yield* afterMicrotasks
+      const afterTurn = writes.slice(alone.length + fromCallbacks.length)
+      writer.close("closed")
+      yield* Fiber.join(running)
+      return { alone, fromCallbacks, afterTurn }
+    })
+
+  it.live("coalesceTurn: lines from separate callbacks after a batch went out share one write; after newTurn the next goes out at the end of its tick", () =>
+    Effect.gen(function*() {
+      const { alone, fromCallbacks, afterTurn } = yield* callbacksThenTurn(true)
+      expect(alone).toEqual(["a\n"])
+      expect(fromCallbacks).toEqual(["b\nc\nd\n"])
+      expect(afterTurn).toEqual(["e\n"])
+    }))
+
+  it.live("without coalesceTurn each callback's line is a write of its own", () =>
+    Effect.gen(function*() {
+      const { alone, fromCallbacks, afterTurn } = yield* callbacksThenTurn(false)
+      expect(alone).toEqual(["a\n"])
+      expect(fromCallbacks).toEqual(["b\n", "c\n", "d\n"])
+      expect(afterTurn).toEqual(["e\n"])
     }))
 
   it.effect.prop("every line reaches the sink once, whole and in order, whatever the bursts and flushAt", {

@@ -89,6 +89,20 @@ describe("StdioServerTransport (in process, Stdio.layerTest)", () => {
       expect(writes).toHaveLength(1)
     }))
 
+  it.effect("requests of one read answered from separate I/O callbacks leave in at most two writes, not one each", () =>
+    Effect.gen(function*() {
+      const fromCallback: Handler = (message) => {
+        if (!("id" in message)) return Effect.succeed(null)
+        const reply = JsonRpc.success(message.id, {})
+        return Effect.callback<typeof reply>((resume) => void setImmediate(() => resume(Effect.succeed(reply))))
+      }
+      const burst = Array.from({ length: 12 }, (_, i) => line(req(i, "ping"))).join("")
+      const { lines, writes } = yield* runOver(fromCallback, [burst])
+      expect(lines.map((l) => l.id).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 12 }, (_, i) => i))
+      // The first reply goes out at the end of its callback's tick; the others wait for the check phase.
+      expect(writes.length).toBeLessThanOrEqual(2)
+    }))
+
   it.effect("ignores blank and whitespace-only lines, accepts CRLF and a final line without newline", () =>
     Effect.gen(function*() {
       const { lines } = yield* runOver(echo(), [
