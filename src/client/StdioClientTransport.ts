@@ -6,7 +6,9 @@
  * this module owns the bytes. The request path does no fiber work of its own: a
  * request is encoded and appended to this tick's batch (BatchWriter), which
  * reaches the server's stdin as one write (one per 16 lines in a burst), and its caller waits on its
- * correlation entry (`callBuffered`). A server that stops reading fills the
+ * correlation entry (`callBuffered`). Between one write and the server's
+ * next output, requests started in separate callbacks (HTTP requests a
+ * bridge forwards) share a write too. A server that stops reading fills the
  * pipe, then the batch, and then senders wait instead of memory growing.
  * Incoming bytes are framed where they arrive (LineFramer), each line is
  * parsed once and a response completes its caller right there, in the same
@@ -250,7 +252,9 @@ export const make = Effect.fnUntraced(function*(
   const maxBytes = config.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
   const processOptions = resolveProcessOptions(config)
 
-  const writer = BatchWriter.make<TransportClosed>(config.writeQueueCapacity ?? DEFAULT_WRITE_QUEUE_CAPACITY)
+  const writer = BatchWriter.make<TransportClosed>(config.writeQueueCapacity ?? DEFAULT_WRITE_QUEUE_CAPACITY, {
+    coalesceTurn: true
+  })
 
   const encode = (message: JsonRpc.JsonRpcMessage): string | MessageTooLarge => {
     const json = JSON.stringify(message)
@@ -340,6 +344,7 @@ export const make = Effect.fnUntraced(function*(
   const readStdout = (stdout: Stream.Stream<Uint8Array, PlatformError.PlatformError>) =>
     stdout.pipe(
       Stream.runForEachArray((chunks) => {
+        writer.newTurn()
         core.correlation.routingRead(() => {
           for (const chunk of chunks) framer.push(chunk, onFrame)
         })
