@@ -15,10 +15,11 @@
  * produced, instead of both processes taking turns (measured in
  * BENCHMARKS.md, hot-path section 11).
  *
- * With `coalesceTurn` (a server's stdout), only the first batch after the
- * peer's input (`newTurn`) goes out at the end of its tick; later lines wait
- * for the event loop's check phase. Replies made in separate callbacks, as
- * handlers' I/O completes one by one, then share a write instead of one each.
+ * With `coalesceTurn` (both stdio transports), only the first batch after
+ * the peer's input (`newTurn`) goes out at the end of its tick; later lines
+ * wait for the event loop's check phase. Lines made in separate callbacks
+ * (replies as handlers' I/O completes one by one, requests a bridge
+ * forwards) then share a write instead of one each.
  *
  * A waiting sender is one small record (`enqueue`), not a fiber: with
  * thousands of requests started at once most of them wait here, and a fiber
