@@ -4,6 +4,8 @@
  * - `ours stateless`: this project's server (bench/stateless-server/server-ours.ts:
  *   McpServer, both eras) taking 2026-07-28 POSTs with the era's headers and `_meta`;
  * - `ours session`: the same server process, in a 2025-11-25 session opened once;
+ * - `bare stateless`, `bare session`: the transport with a bare `Handler`
+ *   (bench/stateless-server/server-bare.ts): what the transport costs without `McpServer`;
  * - `node:http`: a bare node:http server doing the same JSON work (parse the
  *   body, answer the JSON-RPC request, JSON reply; bench/stateless-server/server-minimal.ts);
  * - `effect/http`: one effect/http route on NodeHttpServer doing the same
@@ -101,9 +103,10 @@ const openSession = async (url: string): Promise<string> => {
 
 const ours = await start(resolve(oursRoot, "bench/stateless-server/server-ours.ts"))
 const before = beforeRoot === undefined ? undefined : await start(resolve(beforeRoot, "bench/stateless-server/server-ours.ts"))
+const bare = await start(resolve(here, "../stateless-server/server-bare.ts"))
 const minimal = await start(resolve(here, "../stateless-server/server-minimal.ts"))
 const effectMin = await start(resolve(here, "../http/server-effect-min.ts"), ["--mode", "json"])
-const children = [ours.child, minimal.child, effectMin.child, ...(before === undefined ? [] : [before.child])]
+const children = [ours.child, bare.child, minimal.child, effectMin.child, ...(before === undefined ? [] : [before.child])]
 
 const statelessHeaders = { ...base, "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo" }
 const bothEras = async (name: string, server: { child: ChildProcess; url: string }) => {
@@ -117,6 +120,7 @@ const bothEras = async (name: string, server: { child: ChildProcess; url: string
 const variants: ReadonlyArray<Variant> = [
   ...(await bothEras("ours", ours)),
   ...(before === undefined ? [] : await bothEras("before", before)),
+  ...(await bothEras("bare", bare)),
   variant("node:http", minimal.child.pid!, minimal.url, { ...base, "mcp-protocol-version": STATELESS }, true),
   variant("effect/http", effectMin.child.pid!, effectMin.url, base, false)
 ]
