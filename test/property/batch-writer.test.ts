@@ -12,14 +12,21 @@ import * as BatchWriter from "../../src/internal/BatchWriter.ts"
 const int = (minimum: number, maximum: number) =>
   Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum }))).pipe(Arbitrary.map((n) => n + 0))
 
-/** Writes bursts of lines (one burst per tick) and returns what each sink write held. */
-const writeBursts = (bursts: ReadonlyArray<number>, flushAt: number | undefined) =>
+/** A writer running into a sink that records each write's text. */
+const recording = (options: BatchWriter.BatchWriterOptions) =>
   Effect.gen(function*() {
-    const writer = BatchWriter.make<string>(1024, { flushAt })
+    const writer = BatchWriter.make<string>(1024, options)
     const writes: Array<string> = []
     const decoder = new TextDecoder()
     const running = yield* writer.run(Sink.forEach((chunk: Uint8Array) => Effect.sync(() => writes.push(decoder.decode(chunk)))))
       .pipe(Effect.forkChild({ startImmediately: true }))
+    return { writer, writes, running }
+  })
+
+/** Writes bursts of lines (one burst per tick) and returns what each sink write held. */
+const writeBursts = (bursts: ReadonlyArray<number>, flushAt: number | undefined) =>
+  Effect.gen(function*() {
+    const { running, writer, writes } = yield* recording({ flushAt })
     let n = 0
     for (const size of bursts) {
       for (let i = 0; i < size; i++) expect(writer.tryWrite(`${n++}\n`)).toBe(true)
@@ -76,11 +83,7 @@ describe("BatchWriter", () => {
   /** `a` alone, then three lines from three event-loop callbacks, then (after `newTurn`) `e`. */
   const callbacksThenTurn = (coalesceTurn: boolean) =>
     Effect.gen(function*() {
-      const writer = BatchWriter.make<string>(1024, { coalesceTurn })
-      const writes: Array<string> = []
-      const decoder = new TextDecoder()
-      const running = yield* writer.run(Sink.forEach((chunk: Uint8Array) => Effect.sync(() => writes.push(decoder.decode(chunk)))))
-        .pipe(Effect.forkChild({ startImmediately: true }))
+      const { running, writer, writes } = yield* recording({ coalesceTurn })
       const afterMicrotasks = Effect.promise(() => new Promise<void>((resolve) => queueMicrotask(resolve)))
       writer.tryWrite("a\n")
       yield* afterMicrotasks
