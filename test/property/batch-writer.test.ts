@@ -3,7 +3,8 @@
  * and in order, however they are grouped; with `flushAt`, a burst leaves in
  * several writes (the first as soon as it holds `flushAt` lines) instead of one;
  * with `coalesceTurn`, lines made in separate callbacks after a batch went out
- * share a write until the next `newTurn`.
+ * share a write until the next `newTurn`, and still every line arrives once,
+ * whole and in order.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Fiber, Schema, Sink } from "effect"
@@ -23,14 +24,26 @@ const recording = (options: BatchWriter.BatchWriterOptions) =>
     return { writer, writes, running }
   })
 
-/** Writes bursts of lines (one burst per tick) and returns what each sink write held. */
-const writeBursts = (bursts: ReadonlyArray<number>, flushAt: number | undefined) =>
+/** What separates two bursts: a yield, an event-loop callback of its own, or the peer's input (`newTurn`). */
+type Gap = "tick" | "callback" | "turn"
+const GAPS: ReadonlyArray<Gap> = ["tick", "callback", "turn"]
+
+const nextCallback = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
+/** Writes bursts of lines (one burst per tick unless `gaps` say otherwise) and returns what each sink write held. */
+const writeBursts = (
+  bursts: ReadonlyArray<number>,
+  flushAt: number | undefined,
+  options: { readonly coalesceTurn?: boolean; readonly gaps?: ReadonlyArray<Gap> } = {}
+) =>
   Effect.gen(function*() {
-    const { running, writer, writes } = yield* recording({ flushAt })
+    const { running, writer, writes } = yield* recording({ flushAt, coalesceTurn: options.coalesceTurn })
     let n = 0
-    for (const size of bursts) {
+    for (const [b, size] of bursts.entries()) {
       for (let i = 0; i < size; i++) expect(writer.tryWrite(`${n++}\n`)).toBe(true)
-      yield* Effect.yieldNow
+      const gap = options.gaps?.[b] ?? "tick"
+      if (gap === "turn") writer.newTurn()
+      yield* gap === "callback" ? nextCallback : Effect.yieldNow
     }
     writer.close("closed")
     yield* Fiber.join(running)
@@ -126,6 +139,17 @@ describe("BatchWriter", () => {
   }, ({ bursts, flushAt }) =>
     Effect.gen(function*() {
       const { sent, writes } = yield* writeBursts(bursts, flushAt)
+      expect(writes.join("")).toBe(sent)
+      for (const write of writes) expect(write.endsWith("\n")).toBe(true)
+    }), { arbitrary: { runs: 200 } })
+
+  it.effect.prop("with coalesceTurn too, every line reaches the sink once, whole and in order, whatever the gaps", {
+    bursts: Arbitrary.array(int(0, 40), { minLength: 1, maxLength: 8 }),
+    gaps: Arbitrary.array(int(0, 2).pipe(Arbitrary.map((i): Gap => GAPS[i]!)), { minLength: 8, maxLength: 8 }),
+    flushAt: int(1, 20)
+  }, ({ bursts, flushAt, gaps }) =>
+    Effect.gen(function*() {
+      const { sent, writes } = yield* writeBursts(bursts, flushAt, { coalesceTurn: true, gaps })
       expect(writes.join("")).toBe(sent)
       for (const write of writes) expect(write.endsWith("\n")).toBe(true)
     }), { arbitrary: { runs: 200 } })
