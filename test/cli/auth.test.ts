@@ -5,9 +5,11 @@
  * server approve it and follows the redirect to the CLI's loopback listener.
  */
 import * as fs from "node:fs"
-import { afterEach, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { type ProtectedServer, approve, authorizationUrl, signIn, startProtectedServer } from "./protectedServer.ts"
-import { ensureBuilt, runCli, startCli, tempFile } from "./runCli.ts"
+import { ensureBuilt, removeTempFiles, runCli, startCli, tempFile } from "./runCli.ts"
+
+afterAll(removeTempFiles)
 
 const TIMEOUT = 120_000
 let server: ProtectedServer | undefined

@@ -5,8 +5,10 @@
  */
 import { execFileSync } from "node:child_process"
 import * as path from "node:path"
-import { beforeAll, describe, expect, it } from "vitest"
-import { ensureBuilt, exampleServer, MAIN, NODE, readEvents, runCli, tempFile } from "./runCli.ts"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ensureBuilt, exampleServer, MAIN, NODE, readEvents, removeTempFiles, runCli, tempFile } from "./runCli.ts"
+
+afterAll(removeTempFiles)
 
 const RECORDING = path.resolve(import.meta.dirname, "fixtures/recording-server.ts")
 const TIMEOUT = 120_000

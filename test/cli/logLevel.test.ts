@@ -5,9 +5,11 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { exampleHttpServer } from "./httpServer.ts"
-import { exampleServer, NODE, runCli, tempFile } from "./runCli.ts"
+import { exampleServer, NODE, removeTempFiles, runCli, tempFile } from "./runCli.ts"
+
+afterAll(removeTempFiles)
 
 const fixture = ["--", NODE, path.resolve(import.meta.dirname, "fixtures/lint-server.ts")]
 

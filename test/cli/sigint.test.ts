@@ -5,9 +5,11 @@
  * HTTP session deleted).
  */
 import * as path from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { exampleHttpServer } from "./httpServer.ts"
-import { exampleServer, isAlive, NODE, readEvents, startCli, tempFile } from "./runCli.ts"
+import { exampleServer, isAlive, NODE, readEvents, removeTempFiles, startCli, tempFile } from "./runCli.ts"
+
+afterAll(removeTempFiles)
 
 const RECORDING = path.resolve(import.meta.dirname, "fixtures/recording-server.ts")
 const TIMEOUT = 120_000

@@ -6,10 +6,12 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import * as HttpClientLayer from "../../src/cli/HttpClientLayer.ts"
 import { exampleHttpServer } from "./httpServer.ts"
-import { MAIN, NODE, runCli, tempFile } from "./runCli.ts"
+import { MAIN, NODE, removeTempFiles, runCli, tempFile } from "./runCli.ts"
+
+afterAll(removeTempFiles)
 
 const RECORDER = path.resolve(import.meta.dirname, "fixtures/record-modules.ts")
 const VERSION = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, "../../package.json"), "utf8")).version
