@@ -5,11 +5,12 @@
  * server approve it and follows the redirect to the CLI's loopback listener.
  */
 import * as fs from "node:fs"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { afterEach, beforeAll, describe, expect, it } from "vitest"
 import { type ProtectedServer, approve, authorizationUrl, signIn, startProtectedServer } from "./protectedServer.ts"
-import { ensureBuilt, removeTempFiles, runCli, startCli, tempFile } from "./runCli.ts"
+import { ensureBuilt, runCli, startCli } from "./runCli.ts"
+import { tempFiles } from "../fixtures/temp-files.ts"
 
-afterAll(removeTempFiles)
+const tempFile = tempFiles("effect-mcp-cli-")
 
 const TIMEOUT = 120_000
 let server: ProtectedServer | undefined

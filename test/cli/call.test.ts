@@ -5,10 +5,11 @@
  */
 import { execFileSync } from "node:child_process"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ensureBuilt, exampleServer, MAIN, NODE, readEvents, removeTempFiles, runCli, tempFile } from "./runCli.ts"
+import { beforeAll, describe, expect, it } from "vitest"
+import { ensureBuilt, exampleServer, MAIN, NODE, readEvents, runCli } from "./runCli.ts"
+import { tempFiles } from "../fixtures/temp-files.ts"
 
-afterAll(removeTempFiles)
+const tempFile = tempFiles("effect-mcp-cli-")
 
 const RECORDING = path.resolve(import.meta.dirname, "fixtures/recording-server.ts")
 const TIMEOUT = 120_000

@@ -5,11 +5,12 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { exampleHttpServer } from "./httpServer.ts"
-import { exampleServer, NODE, removeTempFiles, runCli, tempFile } from "./runCli.ts"
+import { exampleServer, NODE, runCli } from "./runCli.ts"
+import { tempFiles } from "../fixtures/temp-files.ts"
 
-afterAll(removeTempFiles)
+const tempFile = tempFiles("effect-mcp-cli-")
 
 const fixture = ["--", NODE, path.resolve(import.meta.dirname, "fixtures/lint-server.ts")]
 

@@ -5,7 +5,6 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 
@@ -105,26 +104,6 @@ export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}):
 /** Runs the CLI to completion. */
 export const runCli = (args: ReadonlyArray<string>, options: CliOptions = {}): Promise<CliResult> =>
   startCli(args, options).exit
-
-/** The directories `tempFile` made and `removeTempFiles` has not removed yet. */
-const tempDirs = new Set<string>()
-
-/**
- * A fresh temporary file path (the file is not created). A file that uses it
- * calls `afterAll(removeTempFiles)`: test workers are stopped without an
- * `exit` event, so nothing else would remove the directory.
- */
-export const tempFile = (name: string): string => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-mcp-cli-"))
-  tempDirs.add(dir)
-  return path.join(dir, name)
-}
-
-/** Removes every directory `tempFile` made in this process so far (the files of a worker run one at a time). */
-export const removeTempFiles = (): void => {
-  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true })
-  tempDirs.clear()
-}
 
 /** The example server's events file, parsed (empty while it is missing or a line is half written). */
 export const readEvents = (file: string): Array<Record<string, unknown>> => {

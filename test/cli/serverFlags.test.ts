@@ -10,9 +10,10 @@ import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type RunningHttpServer, startHttpServer } from "./httpServer.ts"
-import { ensureBuilt, NODE, readEvents, removeTempFiles, runCli, tempFile } from "./runCli.ts"
+import { ensureBuilt, NODE, readEvents, runCli } from "./runCli.ts"
+import { tempFiles } from "../fixtures/temp-files.ts"
 
-afterAll(removeTempFiles)
+const tempFile = tempFiles("effect-mcp-cli-")
 
 const TIMEOUT = 120_000
 const RECORDING = path.resolve(import.meta.dirname, "fixtures/recording-server.ts")

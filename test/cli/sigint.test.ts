@@ -5,11 +5,12 @@
  * HTTP session deleted).
  */
 import * as path from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { exampleHttpServer } from "./httpServer.ts"
-import { exampleServer, isAlive, NODE, readEvents, removeTempFiles, startCli, tempFile } from "./runCli.ts"
+import { exampleServer, isAlive, NODE, readEvents, startCli } from "./runCli.ts"
+import { tempFiles } from "../fixtures/temp-files.ts"
 
-afterAll(removeTempFiles)
+const tempFile = tempFiles("effect-mcp-cli-")
 
 const RECORDING = path.resolve(import.meta.dirname, "fixtures/recording-server.ts")
 const TIMEOUT = 120_000

@@ -6,12 +6,13 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import * as HttpClientLayer from "../../src/cli/HttpClientLayer.ts"
 import { exampleHttpServer } from "./httpServer.ts"
-import { MAIN, NODE, removeTempFiles, runCli, tempFile } from "./runCli.ts"
+import { MAIN, NODE, runCli } from "./runCli.ts"
+import { tempFiles } from "../fixtures/temp-files.ts"
 
-afterAll(removeTempFiles)
+const tempFile = tempFiles("effect-mcp-cli-")
 
 const RECORDER = path.resolve(import.meta.dirname, "fixtures/record-modules.ts")
 const VERSION = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, "../../package.json"), "utf8")).version

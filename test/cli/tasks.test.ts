@@ -9,9 +9,10 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { NODE, readEvents, removeTempFiles, runCli, startCli, tempFile } from "./runCli.ts"
+import { NODE, readEvents, runCli, startCli } from "./runCli.ts"
+import { tempFiles } from "../fixtures/temp-files.ts"
 
-afterAll(removeTempFiles)
+const tempFile = tempFiles("effect-mcp-cli-")
 
 const FIXTURE = path.resolve(import.meta.dirname, "../fixtures/peers/sdk2-task-server.ts")
 const TIMEOUT = 120_000

@@ -5,11 +5,8 @@
  * reaches the provider, which then lets discovery reach the loopback
  * service the public server's metadata names (PublicWorld).
  */
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import { NodeHttpClient } from "@effect/platform-node"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, type Scope } from "effect"
 import * as HttpClient from "effect/http/HttpClient"
 import * as LoginFlags from "../../../src/cli/LoginFlags.ts"
@@ -18,6 +15,7 @@ import type * as OAuthProvider from "../../../src/client/auth/OAuthProvider.ts"
 import * as McpManager from "../../../src/client/McpManager.ts"
 import * as EntryAuth from "../../../src/client/manager/EntryAuth.ts"
 import { CHALLENGE_HEADER, fakeResolver, internalService, PUBLIC_MCP, stubClient } from "./PublicWorld.ts"
+import { tempFiles } from "../../fixtures/temp-files.ts"
 
 const { Config } = McpManager
 
@@ -32,15 +30,8 @@ const live = (name: string, body: (real: HttpClient.HttpClient) => Effect.Effect
 const signInFailure = (auth: OAuthProvider.OAuthProviderShape) =>
   Effect.map(Effect.flip(auth.unauthorized(PUBLIC_MCP, CHALLENGE_HEADER, undefined)), (error) => error._tag)
 
-const tokenDirs: Array<string> = []
-const tokenFile = () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "allow-private-"))
-  tokenDirs.push(dir)
-  return path.join(dir, "tokens.json")
-}
-afterAll(() => {
-  for (const dir of tokenDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
-})
+const tempFile = tempFiles("allow-private-")
+const tokenFile = () => tempFile("tokens.json")
 
 const parsed = (allowPrivateNetworks: boolean): LoginFlags.Parsed => ({
   auth: true,

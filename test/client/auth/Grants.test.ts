@@ -7,9 +7,7 @@
  * by its signature with node:crypto.
  */
 import { createHash, generateKeyPairSync, type KeyObject, sign } from "node:crypto"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { writeFileSync } from "node:fs"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
@@ -19,6 +17,9 @@ import * as OAuthProvider from "../../../src/client/auth/OAuthProvider.ts"
 import * as TokenStore from "../../../src/client/auth/TokenStore.ts"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as World from "./AuthWorld.ts"
+import { tempFiles } from "../../fixtures/temp-files.ts"
+
+const tempFile = tempFiles("wif-")
 
 const live = (name: string, body: () => Effect.Effect<void, unknown, Scope.Scope | HttpClient.HttpClient>) =>
   it.live(name, () => Effect.scoped(body()).pipe(Effect.provide(NodeHttpClient.layerUndici)), 20_000)
@@ -195,7 +196,7 @@ describe("OAuth: JWT bearer grant (workload identity)", () => {
     Effect.gen(function*() {
       const key = ec()
       const world = yield* World.make({ assertionKey: key.publicKey })
-      const file = join(mkdtempSync(join(tmpdir(), "wif-")), "token")
+      const file = tempFile("token")
       const jwt = workloadJwt(key.privateKey, { iss: "https://platform.test", sub: "workload", aud: world.issuer })
       writeFileSync(file, `${jwt}\n`)
       const t = yield* connect(world, { jwtBearer: JwtBearer.fromFile(file) })

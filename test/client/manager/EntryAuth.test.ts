@@ -6,8 +6,6 @@
  * stored tokens) work; a browser sign-in fails with InteractionRequired.
  */
 import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Stream } from "effect"
@@ -15,6 +13,9 @@ import * as McpManager from "../../../src/client/McpManager.ts"
 import * as AuthWorld from "../auth/AuthWorld.ts"
 import * as LegacyProtected from "../auth/ProtectedServer.ts"
 import { type ProtectedServer, startProtectedServer } from "../../cli/protectedServer.ts"
+import { tempFiles } from "../../fixtures/temp-files.ts"
+
+const tempFile = tempFiles("mcp-manager-auth-")
 
 const { Config } = McpManager
 const services = Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici)
@@ -56,7 +57,7 @@ describe("McpManager entries with auth", () => {
   it.live("an entry with client credentials signs in and its tools are callable; the token file is written", () =>
     Effect.gen(function*() {
       const server = yield* protectedServer()
-      const tokenStore = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "mcp-manager-auth-")), "tokens.json")
+      const tokenStore = tempFile("tokens.json")
       const manager = yield* McpManager.make({
         config: {
           mcpServers: {

@@ -10,14 +10,13 @@ import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Layer, Scope, Stream } from "effect"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import type * as ClientTransport from "../../../src/client/ClientTransport.ts"
 import * as McpClient from "../../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../../src/client/StdioClientTransport.ts"
 import * as StreamableHttpClientTransport from "../../../src/client/StreamableHttpClientTransport.ts"
 import { McpServerError, McpTransportError } from "../../../src/McpErrorGroup.ts"
 import { peerPath, startHttp } from "../../fixtures/peers/launch.ts"
+import { tempFiles } from "../../fixtures/temp-files.ts"
 
 const Env = Layer.mergeAll(NodeServices.layer, NodeHttpClient.layerUndici)
 const FIXTURE = "sdk2-task-server.ts"
@@ -33,7 +32,8 @@ interface Event {
   readonly at: number
 }
 
-const eventsFile = () => Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "task-events-")), "events.jsonl")
+const tempFile = tempFiles("task-events-")
+const eventsFile = () => tempFile("events.jsonl")
 const readEvents = (file: string): Array<Event> =>
   Fs.existsSync(file)
     ? Fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Event)
