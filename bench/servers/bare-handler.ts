@@ -28,10 +28,7 @@ export const handler = (name: string, options: { readonly later: boolean | "io" 
         return Effect.succeed(JsonRpc.success(message.id, initResult))
       case "tools/call": {
         const answer = Effect.succeed(JsonRpc.success(message.id, ECHO_RESULT))
-        if (options.later === "io") {
-          const reply = JsonRpc.success(message.id, ECHO_RESULT)
-          return Effect.callback<typeof reply>((resume) => void setImmediate(() => resume(Effect.succeed(reply))))
-        }
+        if (options.later === "io") return Effect.callback((resume) => void setImmediate(() => resume(answer)))
         return options.later ? Effect.andThen(Effect.yieldNow, answer) : answer
       }
       case "ping":
