@@ -5,10 +5,14 @@
  * is); its stdout `Stream` is split into lines and parsed, and each answer
  * resumes its caller's `Effect.callback` through a map of ids; requests go
  * to stdin through a `Queue` run into the handle's `Sink`. No timeouts, no
- * limits, no cancellation, no validation. The gap to `raw` is what `effect`
+ * limits, no cancellation, no validation. Closing ends the queue (so the
+ * `Sink` ends stdin), waits for the server's exit and then closes the scope:
+ * the polite stdio shutdown with nothing else in it, which makes this the
+ * floor of a close too. The gap to `raw` is what `effect`
  * and its Node adapters cost a stdio client; the gap from here to `ours` is
  * ours.
  */
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -28,6 +32,8 @@ interface Requester {
   readonly notify: (method: string) => Effect.Effect<void>
   /** Lines that were no response: the server's notifications (`notifications/progress` in the sweep). */
   readonly notificationsReceived: () => number
+  /** Ends stdin and waits for the server's exit. */
+  readonly finish: Effect.Effect<void>
 }
 
 const requester = (command: string, args: ReadonlyArray<string>) =>
@@ -35,7 +41,7 @@ const requester = (command: string, args: ReadonlyArray<string>) =>
     const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
     const handle = yield* spawner.spawn(ChildProcess.make(command, args, { stdin: "pipe", stdout: "pipe", stderr: "inherit" }))
     const pending = new Map<number, (exit: Exit.Exit<unknown>) => void>()
-    const outgoing = yield* Queue.unbounded<string>()
+    const outgoing = yield* Queue.unbounded<string, Cause.Done>()
     const encoder = new TextEncoder()
     const decoder = new TextDecoder()
     let partial = ""
@@ -77,7 +83,8 @@ const requester = (command: string, args: ReadonlyArray<string>) =>
           Queue.offerUnsafe(outgoing, JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n")
         }),
       notify: (method) => Effect.sync(() => void Queue.offerUnsafe(outgoing, JSON.stringify({ jsonrpc: "2.0", method }) + "\n")),
-      notificationsReceived: () => notifications
+      notificationsReceived: () => notifications,
+      finish: Effect.andThen(Queue.end(outgoing), Effect.ignore(handle.exitCode))
     }
     return result
   })
@@ -112,7 +119,7 @@ export const make = async (
       ),
     holdAsFibers: (count) => runtime.runPromise(holdEffect(callTool, count)),
     close: async () => {
-      await runtime.runPromise(Scope.close(scope, Exit.void))
+      await runtime.runPromise(Effect.andThen(floor.finish, Scope.close(scope, Exit.void)))
       await runtime.dispose()
     }
   }

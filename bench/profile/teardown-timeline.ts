@@ -13,7 +13,9 @@
  *
  *   BENCH_BUILD=dist npx node bench/profile/teardown-timeline.ts [runs=8] [client...]
  *
- * A client is a bench client name (default `ours ours-mcp sdk`).
+ * A client is a bench client name (default `effect-floor ours ours-mcp sdk`;
+ * `effect-floor` closes politely through `effect`'s spawner with nothing else
+ * in the way: the floor for a client built on it).
  */
 import { execFileSync } from "node:child_process"
 
@@ -52,7 +54,7 @@ if (process.env.TEARDOWN_TIMELINE_CHILD === "1") {
 }
 
 const [runsText = "8", ...names] = process.argv.slice(2)
-const clients = names.length > 0 ? names : ["ours", "ours-mcp", "sdk"]
+const clients = names.length > 0 ? names : ["effect-floor", "ours", "ours-mcp", "sdk"]
 const seen = new Map<string, Array<Partial<Record<Step, number>>>>()
 for (let r = 0; r < Number(runsText); r++) {
   for (const client of clients) {
