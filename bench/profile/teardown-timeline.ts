@@ -8,7 +8,9 @@
  * - `stdoutEnd`: Node ends our side of the server's stdout, which it does on
  *   its end of file, i.e. once the server closed it or exited;
  * - `exit`, `close`: the child's events (`exit` once the parent reaped it);
- * - `returned`: `close()` resolved.
+ * - `returned`: `close()` resolved;
+ * - `cpu`: the CPU time our process (all its threads) spent from `close()`
+ *   to its return (`process.cpuUsage`).
  * Clients run interleaved; prints each step's median per client.
  *
  *   BENCH_BUILD=dist npx node bench/profile/teardown-timeline.ts [runs=8] [client...]
@@ -19,8 +21,8 @@
  */
 import { execFileSync } from "node:child_process"
 
-type Step = "stdinEnd" | "stdoutEnd" | "exit" | "close" | "returned"
-const STEPS: ReadonlyArray<Step> = ["stdinEnd", "stdoutEnd", "exit", "close", "returned"]
+type Step = "stdinEnd" | "stdoutEnd" | "exit" | "close" | "returned" | "cpu"
+const STEPS: ReadonlyArray<Step> = ["stdinEnd", "stdoutEnd", "exit", "close", "returned", "cpu"]
 
 if (process.env.TEARDOWN_TIMELINE_CHILD === "1") {
   const { Socket } = await import("node:net")
@@ -46,9 +48,12 @@ if (process.env.TEARDOWN_TIMELINE_CHILD === "1") {
     new URL("../raw-responder.ts", import.meta.url).pathname
   ])
   await client.callTool()
+  const cpuBefore = process.cpuUsage()
   t0 = performance.now()
   await client.close()
   mark("returned")
+  const cpu = process.cpuUsage(cpuBefore)
+  at.cpu = (cpu.user + cpu.system) / 1000
   console.log(JSON.stringify(at))
   process.exit(0)
 }
