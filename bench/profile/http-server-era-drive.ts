@@ -4,7 +4,7 @@
  * a CPU profile of the server alone: the server runs under `--cpu-prof` and
  * writes its profile when it is stopped at the end.
  *
- *   npx node bench/profile/http-server-era-drive.ts [stateless|session] [requests=30000] [concurrency=32] [profileDir=/tmp/era-prof]
+ *   npx node bench/profile/http-server-era-drive.ts [stateless|session|bare|effect-min] [requests=30000] [concurrency=32] [profileDir=/tmp/era-prof]
  *
  * With `gc` in place of the profile directory the server runs under
  * `--trace-gc-nvp` instead, and the driver adds what the measured requests
@@ -19,7 +19,9 @@
  *
  * `SERVER_ROOT=/other/checkout` profiles another checkout's server; era
  * `effect-min` profiles bench/http/server-effect-min.ts (one effect/http
- * route doing the same JSON work, no MCP) for comparison.
+ * route doing the same JSON work, no MCP) for comparison, and era `bare`
+ * the transport with a bare handler (bench/stateless-server/server-bare.ts)
+ * taking stateless requests.
  */
 import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
@@ -41,7 +43,7 @@ const flags = process.env.SERVER_FLAGS !== undefined
 const young = { measuring: false, scavenges: 0, promoted: 0, survived: 0 }
 const script = era === "effect-min"
   ? [resolve(root, "bench/http/server-effect-min.ts"), "--mode", "json"]
-  : [resolve(root, "bench/stateless-server/server-ours.ts")]
+  : [resolve(root, era === "bare" ? "bench/stateless-server/server-bare.ts" : "bench/stateless-server/server-ours.ts")]
 const child = spawn(process.execPath, [...flags, ...script], {
   stdio: ["ignore", "pipe", "inherit"]
 })
@@ -74,7 +76,9 @@ if (era === "session") {
 let nextId = 0
 const call = async () => {
   const id = ++nextId
-  const params = era !== "stateless" ? { name: "echo", arguments: { text: "hi" } } : { name: "echo", arguments: { text: "hi" }, _meta: meta }
+  const params = era !== "stateless" && era !== "bare"
+    ? { name: "echo", arguments: { text: "hi" } }
+    : { name: "echo", arguments: { text: "hi" }, _meta: meta }
   const res = await post({ jsonrpc: "2.0", id, method: "tools/call", params }, headers)
   if (res.status !== 200 || !res.text.includes("\"result\"")) throw new Error(`${res.status} ${res.text}`)
 }
