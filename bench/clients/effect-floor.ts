@@ -6,7 +6,8 @@
  * resumes its caller's `Effect.callback` through a map of ids; requests go
  * to stdin through a `Queue` run into the handle's `Sink`. No timeouts, no
  * limits, no cancellation, no validation. Closing ends the queue (so the
- * `Sink` ends stdin), waits for the server's exit and then closes the scope:
+ * `Sink` ends stdin), waits for the server's exit (up to 2 s) and then
+ * closes the scope (which ends a server still running):
  * the polite stdio shutdown with nothing else in it, which makes this the
  * floor of a close too. The gap to `raw` is what `effect`
  * and its Node adapters cost a stdio client; the gap from here to `ours` is
@@ -32,7 +33,7 @@ interface Requester {
   readonly notify: (method: string) => Effect.Effect<void>
   /** Lines that were no response: the server's notifications (`notifications/progress` in the sweep). */
   readonly notificationsReceived: () => number
-  /** Ends stdin and waits for the server's exit. */
+  /** Ends stdin and waits up to 2 s for the server's exit (the scope's close then ends it). */
   readonly finish: Effect.Effect<void>
 }
 
@@ -84,7 +85,7 @@ const requester = (command: string, args: ReadonlyArray<string>) =>
         }),
       notify: (method) => Effect.sync(() => void Queue.offerUnsafe(outgoing, JSON.stringify({ jsonrpc: "2.0", method }) + "\n")),
       notificationsReceived: () => notifications,
-      finish: Effect.andThen(Queue.end(outgoing), Effect.ignore(handle.exitCode))
+      finish: Effect.andThen(Queue.end(outgoing), Effect.ignore(Effect.timeout(handle.exitCode, "2 seconds")))
     }
     return result
   })
