@@ -11,6 +11,10 @@
  * - `effect/http`: one effect/http route on NodeHttpServer doing the same
  *   (bench/http/server-effect-min.ts): what effect/http and the platform cost
  *   by themselves.
+ * - `effect/http checked`: one effect/http route doing the same with the
+ *   checks a compliant 2026-07-28 server makes on every POST, as plain code
+ *   (bench/http/server-effect-checked.ts): effect/http plus the protocol's
+ *   checks, without the transport's structure.
  * One undici Pool per variant drives it at concurrency `c`. After a warm-up,
  * rounds interleave the variants (the order rotates each round), so load on
  * a shared machine hits all alike; the figures are medians over rounds.
@@ -106,7 +110,15 @@ const before = beforeRoot === undefined ? undefined : await start(resolve(before
 const bare = await start(resolve(here, "../stateless-server/server-bare.ts"))
 const minimal = await start(resolve(here, "../stateless-server/server-minimal.ts"))
 const effectMin = await start(resolve(here, "../http/server-effect-min.ts"), ["--mode", "json"])
-const children = [ours.child, bare.child, minimal.child, effectMin.child, ...(before === undefined ? [] : [before.child])]
+const effectChecked = await start(resolve(here, "../http/server-effect-checked.ts"))
+const children = [
+  ours.child,
+  bare.child,
+  minimal.child,
+  effectMin.child,
+  effectChecked.child,
+  ...(before === undefined ? [] : [before.child])
+]
 
 const statelessHeaders = { ...base, "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo" }
 const bothEras = async (name: string, server: { child: ChildProcess; url: string }) => {
@@ -122,7 +134,8 @@ const variants: ReadonlyArray<Variant> = [
   ...(before === undefined ? [] : await bothEras("before", before)),
   ...(await bothEras("bare", bare)),
   variant("node:http", minimal.child.pid!, minimal.url, { ...base, "mcp-protocol-version": STATELESS }, true),
-  variant("effect/http", effectMin.child.pid!, effectMin.url, base, false)
+  variant("effect/http", effectMin.child.pid!, effectMin.url, base, false),
+  variant("effect/http checked", effectChecked.child.pid!, effectChecked.url, statelessHeaders, true)
 ]
 
 const drive = async (v: Variant, n: number) => {
@@ -152,7 +165,7 @@ try {
   console.log(`server CPU µs per tools/call, c${concurrency}, ${total} calls x ${rounds} rounds (median, min; ÷ node:http)`)
   for (const [name, xs] of figures) {
     const m = median(xs)
-    console.log(`  ${name.padEnd(16)} ${m.toFixed(1).padStart(7)}  min ${Math.min(...xs).toFixed(1).padStart(7)}  x${(m / raw).toFixed(2)}`)
+    console.log(`  ${name.padEnd(20)} ${m.toFixed(1).padStart(7)}  min ${Math.min(...xs).toFixed(1).padStart(7)}  x${(m / raw).toFixed(2)}`)
   }
 } finally {
   for (const child of children) child.kill("SIGTERM")
