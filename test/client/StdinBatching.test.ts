@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 
-const fixturePath = new URL("../fixtures/read-counting-server.ts", import.meta.url).pathname
+const fixturePath = new URL("../fixtures/stdio-test-server.ts", import.meta.url).pathname
 
 /** Resumes from an event-loop callback of its own. */
 const ownCallback = Effect.callback<void>((resume) => void setImmediate(() => resume(Effect.void)))
@@ -21,8 +21,8 @@ describe("stdio client stdin batching", { timeout: 30_000 }, () => {
       const reads = yield* Effect.forEach(
         Array.from({ length: 8 }),
         () =>
-          Effect.andThen(ownCallback, client.callTool({ name: "echo", arguments: {} })).pipe(
-            Effect.map((result) => (result.content[0] as { text: string }).text)
+          Effect.andThen(ownCallback, client.request("test/read")).pipe(
+            Effect.map((result) => (result as { read: number }).read)
           ),
         { concurrency: "unbounded" }
       )
