@@ -9,9 +9,12 @@
  *   both eras, with 0 and 20 progress notifications per call, with and
  *   without an `onProgress` callback (`Effect.void`, one step of its own each).
  *
- *   npx node bench/profile/effect-work.ts [calls=200]
+ *   npx node bench/profile/effect-work.ts [calls=200] [--by-kind]
  *
- * The counts do not depend on the machine or its load.
+ * The counts do not depend on the machine or its load. With `--by-kind`, only
+ * the HTTP server's 2026-07-28 `tools/call`, its steps listed by kind and the
+ * function each carries (or, for a value, the continuation it goes to), per
+ * request, most frequent first: for finding steps a path could do without.
  */
 import { createServer } from "node:http"
 import { NodeHttpServer, NodeServices } from "@effect/platform-node"
@@ -25,7 +28,8 @@ import * as EffectWork from "../../test/fixtures/EffectWork.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import { loadHttpServerTransport, loadMcpClient, loadStdioClientTransport } from "../our-modules.ts"
 
-const calls = Number(process.argv[2] ?? "200")
+const byKind = process.argv.includes("--by-kind")
+const calls = Number(process.argv.slice(2).find((a) => a !== "--by-kind") ?? "200")
 const warm = Math.max(20, calls / 4)
 const HttpServerTransport = await loadHttpServerTransport()
 const McpClient = await loadMcpClient()
@@ -49,16 +53,34 @@ const postJson = (url: string, body: object, headers: Record<string, string> = {
 let nextId = 0
 const toolCall = (params: object) => ({ jsonrpc: "2.0", id: ++nextId, method: "tools/call", params })
 
+/** Each kind of step counted over `calls` requests after the warm-up, per request. */
+const printKinds = async (counter: EffectWork.WorkCounter, once: () => Promise<unknown>) => {
+  for (let i = 0; i < warm; i++) await once()
+  counter.steps()
+  for (let i = 0; i < calls; i++) await once()
+  let total = 0
+  for (const [kind, n] of counter.steps()) {
+    total += n
+    process.stdout.write(`${(n / calls).toFixed(2).padStart(6)}  ${kind}\n`)
+  }
+  process.stdout.write(`${(total / calls).toFixed(2).padStart(6)}  in all\n`)
+}
+
 await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-  const counter = EffectWork.make()
+  const counter = EffectWork.make({ bySteps: byKind })
   const handle = yield* McpServer.toHandler(definition)
   const context = yield* Layer.build(HttpServerTransport.layer(handle.handler, { port: 0 }).pipe(Layer.provide(counter.layer)))
   const url = Option.getOrThrow(Context.get(context, HttpServerTransport.HttpServerTransport).url)
   yield* Effect.promise(async () => {
     const stateless = { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo" }
-    report("HTTP server, 2026-07-28", await measure(counter, async () => {
+    const statelessCall = async () => {
       await (await postJson(url, toolCall({ name: "echo", arguments: { text: "hi" }, _meta: META }), stateless)).text()
-    }))
+    }
+    if (byKind) {
+      await printKinds(counter, statelessCall)
+      process.exit(0)
+    }
+    report("HTTP server, 2026-07-28", await measure(counter, statelessCall))
     const init = await postJson(url, {
       jsonrpc: "2.0",
       id: 0,
