@@ -12,18 +12,15 @@
  *
  *   node bench/http/server-effect-checked.ts
  */
-import { createServer } from "node:http"
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as JsonRpc from "../../src/JsonRpc.ts"
 import * as EraRouting from "../../src/server/http/EraRouting.ts"
 import * as MetaHeaders from "../../src/server/http/MetaHeaders.ts"
 import * as RequestBody from "../../src/server/http/RequestBody.ts"
 import * as Security from "../../src/server/http/Security.ts"
-import { echoText } from "../stateless-server/control.ts"
-import { announce } from "./common.ts"
+import { echoCallResult } from "../stateless-server/control.ts"
+import { runRoutes } from "./effect-route.ts"
 
 const STATELESS = ["2026-07-28"]
 const BODY_LIMIT = 4 * 1024 * 1024
@@ -50,8 +47,7 @@ const answer = (request: HttpServerRequest.HttpServerRequest, body: string): Htt
   const rejected = MetaHeaders.checkRequest(request.headers, rpc, STATELESS)
   if (rejected !== undefined) return refuse(rpc.id, rejected)
   if (rpc.method !== "tools/call") return HttpServerResponse.jsonUnsafe(JsonRpc.methodNotFound(rpc.id, rpc.method))
-  const text = (rpc.params as { arguments?: { text?: unknown } } | undefined)?.arguments?.text
-  const reply = JsonRpc.success(rpc.id, { content: [{ type: "text", text: echoText(String(text)) }] })
+  const reply = JsonRpc.success(rpc.id, echoCallResult(rpc.params))
   return HttpServerResponse.text(JSON.stringify(reply), { contentType: "application/json" })
 }
 
@@ -77,14 +73,6 @@ const handle = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => 
 
 const vary = (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.setHeader(response, "vary", "Origin")
 
-const served = HttpRouter.serve(HttpRouter.add("POST", "/mcp", handle), { disableLogger: true, disableListenLog: true })
-const announced = Layer.effectDiscard(Effect.gen(function*() {
-  const server = yield* HttpServer.HttpServer
-  const address = server.address
-  if (address._tag === "UnixPathAddress") return
-  lists = Security.defaultAllowLists({ host: "127.0.0.1", port: address.port }, {})
-  announce(`http://127.0.0.1:${address.port}/mcp`)
-}))
-NodeRuntime.runMain(Layer.launch(Layer.provideMerge(announced, served).pipe(
-  Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { host: "127.0.0.1", port: 0 }))
-)))
+runRoutes(HttpRouter.add("POST", "/mcp", handle), (port) => {
+  lists = Security.defaultAllowLists({ host: "127.0.0.1", port }, {})
+})

@@ -5,13 +5,11 @@
  *
  *   node bench/http/server-effect-min.ts [--mode json|sse] [--bytes N]
  */
-import { createServer } from "node:http"
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { announce, flag, modeFlag, PROTOCOL_VERSION, reportPeakRssOnExit, toolResult } from "./common.ts"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { flag, modeFlag, PROTOCOL_VERSION, reportPeakRssOnExit, toolResult } from "./common.ts"
+import { runRoutes } from "./effect-route.ts"
 
 reportPeakRssOnExit()
 const sse = modeFlag() === "sse"
@@ -41,13 +39,4 @@ const routes = HttpRouter.addAll([
   HttpRouter.route("POST", "/mcp", handle),
   HttpRouter.route("DELETE", "/mcp", handle)
 ])
-const served = HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true })
-const announced = Layer.effectDiscard(Effect.gen(function*() {
-  const server = yield* HttpServer.HttpServer
-  const address = server.address
-  if (address._tag !== "UnixPathAddress") announce(`http://127.0.0.1:${address.port}/mcp`)
-}))
-NodeRuntime.runMain(Layer.launch(Layer.provideMerge(announced, served).pipe(
-  Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { host: "127.0.0.1", port: 0 }))
-)))
-
+runRoutes(routes)

@@ -22,6 +22,10 @@ export const ECHO_SCHEMA = {
 } as const
 export const HELD_SCHEMA = { type: "object", properties: {} } as const
 export const echoText = (text: string) => `echo: ${text}`
+/** The result of `tools/call` of `echo` for its `params`, built by hand (servers without a tool API). */
+export const echoCallResult = (params: unknown) => ({
+  content: [{ type: "text", text: echoText(String((params as { arguments?: { text?: unknown } } | undefined)?.arguments?.text)) }]
+})
 export const HELD_TEXT = "released"
 
 let waiting: Array<() => void> = []

@@ -13,7 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { Handler } from "../../src/server/Handler.ts"
 import { loadHttpServerTransport, loadJsonRpc } from "../our-modules.ts"
-import { announce, echoText } from "./control.ts"
+import { announce, echoCallResult } from "./control.ts"
 
 const HttpServerTransport = await loadHttpServerTransport()
 const JsonRpc = await loadJsonRpc()
@@ -24,10 +24,8 @@ const answer: Handler = (message) => {
   switch (message.method) {
     case "initialize":
       return Effect.succeed(JsonRpc.success(message.id, INIT))
-    case "tools/call": {
-      const text = (message.params as { arguments?: { text?: unknown } } | undefined)?.arguments?.text
-      return Effect.succeed(JsonRpc.success(message.id, { content: [{ type: "text", text: echoText(String(text)) }] }))
-    }
+    case "tools/call":
+      return Effect.succeed(JsonRpc.success(message.id, echoCallResult(message.params)))
     default:
       return Effect.succeed(JsonRpc.methodNotFound(message.id, message.method))
   }
