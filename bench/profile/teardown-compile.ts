@@ -4,9 +4,10 @@
  * process under `--log-function-events`; counts the functions that run for
  * the first time during the close (before the server's stdin ends, and in
  * all) and adds up the time V8's log gives their parsing and compiling.
- * Two marker functions run around `close()` and at stdin's end, so each
- * window is found in the log by name. The log itself slows compiling, so
- * the times are for comparing clients, not absolute.
+ * Each close is teardown-timeline.ts's child, whose marker functions around
+ * `close()` and at stdin's end say where each window is in the log. The log
+ * itself slows compiling, so the times are for comparing clients, not
+ * absolute.
  *
  *   BENCH_BUILD=dist npx node bench/profile/teardown-compile.ts [runs=3] [client...]
  *
@@ -16,30 +17,6 @@ import { execFileSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-
-if (process.env.TEARDOWN_COMPILE_CHILD === "1") {
-  const { Socket } = await import("node:net")
-  let closing = false
-  let stdinEnded = false
-  const end = Socket.prototype.end as unknown as (...args: Array<unknown>) => unknown
-  Socket.prototype.end = function(this: unknown, ...args: Array<unknown>) {
-    if (closing && !stdinEnded) {
-      stdinEnded = true
-      ;(function TEARDOWN_STDIN_ENDED() {})()
-    }
-    return end.apply(this, args)
-  } as typeof Socket.prototype.end
-  const { loaderFor } = await import("../clients/index.ts")
-  const client = await (await loaderFor(process.argv[2]!)()).make(process.execPath, [
-    new URL("../raw-responder.ts", import.meta.url).pathname
-  ])
-  await client.callTool()
-  closing = true
-  ;(function TEARDOWN_START() {})()
-  await client.close()
-  ;(function TEARDOWN_END() {})()
-  process.exit(0)
-}
 
 interface Window {
   firstRuns: number
@@ -82,9 +59,9 @@ try {
         "--log-function-events",
         "--no-logfile-per-isolate",
         `--logfile=${logFile}`,
-        new URL(import.meta.url).pathname,
+        new URL("./teardown-timeline.ts", import.meta.url).pathname,
         client
-      ], { env: { ...process.env, TEARDOWN_COMPILE_CHILD: "1" }, stdio: "inherit" })
+      ], { env: { ...process.env, TEARDOWN_TIMELINE_CHILD: "1" }, stdio: ["ignore", "ignore", "inherit"] })
       const runs = seen.get(client) ?? []
       runs.push(windows(readFileSync(logFile, "utf8")))
       rmSync(logFile)

@@ -11,7 +11,10 @@
  * - `returned`: `close()` resolved;
  * - `cpu`: the CPU time our process (all its threads) spent from `close()`
  *   to its return (`process.cpuUsage`).
- * Clients run interleaved; prints each step's median per client.
+ * Clients run interleaved; prints each step's median per client. The child
+ * also runs three empty marker functions, found by name in a V8 log
+ * (teardown-compile.ts): `TEARDOWN_START` just before `close()`,
+ * `TEARDOWN_STDIN_ENDED` at stdin's end, `TEARDOWN_END` after the return.
  *
  *   BENCH_BUILD=dist npx node bench/profile/teardown-timeline.ts [runs=8] [client...]
  *
@@ -35,6 +38,7 @@ if (process.env.TEARDOWN_TIMELINE_CHILD === "1") {
   let ends = 0
   const end = Socket.prototype.end as unknown as (...args: Array<unknown>) => unknown
   Socket.prototype.end = function(this: unknown, ...args: Array<unknown>) {
+    if (t0 > 0 && ends === 0) (function TEARDOWN_STDIN_ENDED() {})()
     if (t0 > 0) mark(ends++ === 0 ? "stdinEnd" : "stdoutEnd")
     return end.apply(this, args)
   } as typeof Socket.prototype.end
@@ -50,9 +54,11 @@ if (process.env.TEARDOWN_TIMELINE_CHILD === "1") {
   await client.callTool()
   const cpuBefore = process.cpuUsage()
   t0 = performance.now()
+  ;(function TEARDOWN_START() {})()
   await client.close()
   mark("returned")
   const cpu = process.cpuUsage(cpuBefore)
+  ;(function TEARDOWN_END() {})()
   at.cpu = (cpu.user + cpu.system) / 1000
   console.log(JSON.stringify(at))
   process.exit(0)
