@@ -32,4 +32,3 @@ export const share = (scheduler: Scheduler.Scheduler): Scheduler.Scheduler => {
   }
   return wrapper
 }
-

@@ -8,8 +8,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
+import { testServerPath } from "../fixtures/stdio-helpers.ts"
 
-const fixturePath = new URL("../fixtures/stdio-test-server.ts", import.meta.url).pathname
 
 /** Resumes from an event-loop callback of its own. */
 const ownCallback = Effect.callback<void>((resume) => void setImmediate(() => resume(Effect.void)))
@@ -17,7 +17,7 @@ const ownCallback = Effect.callback<void>((resume) => void setImmediate(() => re
 describe("stdio client stdin batching", { timeout: 30_000 }, () => {
   it.live("calls started from separate callbacks after a write reach the server in one read", () =>
     Effect.gen(function*() {
-      const client = yield* McpClient.connect(StdioClientTransport.make({ command: process.execPath, args: [fixturePath] }))
+      const client = yield* McpClient.connect(StdioClientTransport.make({ command: process.execPath, args: [testServerPath] }))
       const reads = yield* Effect.forEach(
         Array.from({ length: 8 }),
         () =>
