@@ -133,8 +133,9 @@ const variants: ReadonlyArray<Variant> = [
   ...(await bothEras("ours", ours)),
   ...(before === undefined ? [] : await bothEras("before", before)),
   ...(await bothEras("bare", bare)),
-  variant("node:http", minimal.child.pid!, minimal.url, { ...base, "mcp-protocol-version": STATELESS }, true),
-  variant("effect/http", effectMin.child.pid!, effectMin.url, base, false),
+  // The floors read the same request as `ours stateless` (headers and `_meta`), byte for byte.
+  variant("node:http", minimal.child.pid!, minimal.url, statelessHeaders, true),
+  variant("effect/http", effectMin.child.pid!, effectMin.url, statelessHeaders, true),
   variant("effect/http checked", effectChecked.child.pid!, effectChecked.url, statelessHeaders, true)
 ]
 
