@@ -76,6 +76,15 @@ export interface StdioShutdownOptions {
  * @category models
  */
 export interface StdioStderrOptions {
+  /**
+   * Where the server's stderr goes. `"pipe"` (the default): read here, line
+   * by line, kept for error messages (`stderrTail`), published on `stderr`
+   * and logged at debug level. `"inherit"`: straight to this process's own
+   * stderr, as a terminal shows it, and `"ignore"`: nowhere; with either,
+   * nothing is read or kept here (`stderr` ends at once, `stderrTail` and the
+   * `stderrTail` of `TransportClosed` are empty, the options below unused).
+   */
+  readonly mode?: "pipe" | "inherit" | "ignore" | undefined
   /** Lines kept for error messages and replayed to late `stderr` subscribers. Default 20. */
   readonly tailLines?: number | undefined
   /** Longer stderr lines are replaced by a placeholder. Default 64 KiB. */
@@ -210,6 +219,7 @@ const resolveProcessOptions = (config: StdioClientConfig): StdioProcess.Options 
     descendantSampleIntervalMs: sampleInterval === false
       ? undefined
       : Math.max(MIN_DESCENDANT_SAMPLE_INTERVAL_MS, toMillis(sampleInterval, DEFAULT_DESCENDANT_SAMPLE_INTERVAL_MS)),
+    stderrMode: config.stderr?.mode ?? "pipe",
     stderrTailLines: config.stderr?.tailLines ?? DEFAULT_STDERR_TAIL_LINES,
     stderrMaxLineBytes: config.stderr?.maxLineBytes ?? DEFAULT_STDERR_MAX_LINE_BYTES,
     logStderr: config.stderr?.log ?? true

@@ -1,7 +1,8 @@
 /**
  * The stdio server's process, supervised for the stdio client transport:
  * spawned through the ChildProcessSpawner, its stderr kept (the last lines,
- * a stream, a debug log), its exit noticed, and its end tied to the scope.
+ * a stream, a debug log) unless it goes to this process's own or nowhere,
+ * its exit noticed, and its end tied to the scope.
  *
  * The bytes belong to the transport, which hands over a `Wire`: a pump that
  * reads stdout, a pump that writes stdin, and `close`, which fails what is in
@@ -51,6 +52,8 @@ export interface Options {
   readonly exitDrainMs: number
   /** `undefined` ends the process group alone; `Infinity` reads the tree only as the scope closes. */
   readonly descendantSampleIntervalMs: number | undefined
+  /** "pipe": read and kept here; "inherit" and "ignore": not ours to read (the rest of `stderr…` then unused). */
+  readonly stderrMode: "pipe" | "inherit" | "ignore"
   readonly stderrTailLines: number
   readonly stderrMaxLineBytes: number
   readonly logStderr: boolean
@@ -135,18 +138,78 @@ export const groupGone = (pid: number): boolean => {
   }
 }
 
+/** The server's stderr as the transport keeps it. */
+interface KeptStderr {
+  /** Line by line; a late subscriber gets the kept tail first. */
+  readonly lines: Stream.Stream<string>
+  /** The last lines, oldest first. */
+  readonly tail: () => ReadonlyArray<string>
+  /** Completes when stderr has ended and its last line is kept. */
+  readonly done: Effect.Effect<void>
+}
+
+/** A stderr that goes elsewhere (inherited or ignored): nothing to read, keep or wait for. */
+const notKept: KeptStderr = { lines: Stream.empty, tail: () => [], done: Effect.void }
+
+/** Reads a piped stderr to its end, in a fiber of the scope: ring buffer, stream, debug log. */
+const keepStderr = Effect.fnUntraced(function*(
+  source: Stream.Stream<Uint8Array, PlatformError.PlatformError>,
+  options: Options,
+  pid: number
+): Effect.fn.Return<KeptStderr, never, Scope.Scope> {
+  const tailLines = options.stderrTailLines
+  const tail = makeRing(tailLines)
+  const hub = yield* PubSub.sliding<Take.Take<string>>({
+    capacity: 256,
+    replay: tailLines > 0 ? tailLines : undefined
+  })
+  const ended = yield* Deferred.make<void>()
+  const framer = LineFramer.make(options.stderrMaxLineBytes)
+  const logAnnotations = { mcpServer: options.command, pid, stream: "stderr" }
+  const publish = (lines: Array<string>): Effect.Effect<void> => {
+    if (lines.length === 0) return Effect.void
+    for (const line of lines) tail.push(line)
+    PubSub.publishUnsafe(hub, lines as unknown as Arr.NonEmptyReadonlyArray<string>)
+    return options.logStderr
+      ? Effect.forEach(lines, (line) => Effect.logDebug(line), { discard: true }).pipe(
+        Effect.annotateLogs(logAnnotations)
+      )
+      : Effect.void
+  }
+  const onFrame = (lines: Array<string>) => (frame: LineFramer.Frame) => {
+    lines.push(frame._tag === "Line" ? frame.text : `[stderr line of at least ${frame.size} bytes omitted]`)
+  }
+  yield* source.pipe(
+    Stream.runForEachArray((chunks) => {
+      const lines: Array<string> = []
+      const push = onFrame(lines)
+      for (const chunk of chunks) framer.push(chunk, push)
+      return publish(lines)
+    }),
+    Effect.ignore,
+    Effect.andThen(Effect.suspend(() => {
+      const lines: Array<string> = []
+      framer.end(onFrame(lines))
+      return publish(lines)
+    })),
+    Effect.ensuring(Effect.andThen(PubSub.end(hub, Exit.void), Deferred.succeed(ended, undefined))),
+    Effect.forkScoped
+  )
+  return { lines: Stream.fromPubSubTake(hub), tail: tail.snapshot, done: Deferred.await(ended) }
+})
+
 /** Spawns the server and runs the wire's pumps for as long as the scope lives. */
 export const spawn = Effect.fnUntraced(function*(
   options: Options,
   wire: Wire
 ): Effect.fn.Return<StdioProcess, SpawnError, Scope.Scope | ChildProcessSpawner.ChildProcessSpawner> {
-  const { args, inheritEnv, killAfterMs, stderrTailLines: tailLines } = options
+  const { args, inheritEnv, killAfterMs } = options
   const command = ChildProcess.make(options.command, args, {
     ...(options.env !== undefined || !inheritEnv ? { env: options.env ?? {}, extendEnv: inheritEnv } : {}),
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
     stdin: "pipe",
     stdout: "pipe",
-    stderr: "pipe",
+    stderr: options.stderrMode,
     killSignal: "SIGTERM",
     forceKillAfter: Duration.millis(killAfterMs)
   })
@@ -168,44 +231,7 @@ export const spawn = Effect.fnUntraced(function*(
     if (Number.isFinite(sampleIntervalMs)) sampler = yield* Effect.forkScoped(reaper.sampleEvery(sampleIntervalMs))
   }
 
-  // --- stderr: ring buffer, stream, debug log ------------------------------
-  const tail = makeRing(tailLines)
-  const stderrHub = yield* PubSub.sliding<Take.Take<string>>({
-    capacity: 256,
-    replay: tailLines > 0 ? tailLines : undefined
-  })
-  const stderrDone = yield* Deferred.make<void>()
-  const stderrFramer = LineFramer.make(options.stderrMaxLineBytes)
-  const logAnnotations = { mcpServer: options.command, pid: handle.pid, stream: "stderr" }
-  const publishStderr = (lines: Array<string>): Effect.Effect<void> => {
-    if (lines.length === 0) return Effect.void
-    for (const line of lines) tail.push(line)
-    PubSub.publishUnsafe(stderrHub, lines as unknown as Arr.NonEmptyReadonlyArray<string>)
-    return options.logStderr
-      ? Effect.forEach(lines, (line) => Effect.logDebug(line), { discard: true }).pipe(
-        Effect.annotateLogs(logAnnotations)
-      )
-      : Effect.void
-  }
-  const onStderrFrame = (lines: Array<string>) => (frame: LineFramer.Frame) => {
-    lines.push(frame._tag === "Line" ? frame.text : `[stderr line of at least ${frame.size} bytes omitted]`)
-  }
-  yield* handle.stderr.pipe(
-    Stream.runForEachArray((chunks) => {
-      const lines: Array<string> = []
-      const onFrame = onStderrFrame(lines)
-      for (const chunk of chunks) stderrFramer.push(chunk, onFrame)
-      return publishStderr(lines)
-    }),
-    Effect.ignore,
-    Effect.andThen(Effect.suspend(() => {
-      const lines: Array<string> = []
-      stderrFramer.end(onStderrFrame(lines))
-      return publishStderr(lines)
-    })),
-    Effect.ensuring(Effect.andThen(PubSub.end(stderrHub, Exit.void), Deferred.succeed(stderrDone, undefined))),
-    Effect.forkScoped
-  )
+  const stderr = options.stderrMode === "pipe" ? yield* keepStderr(handle.stderr, options, handle.pid) : notKept
 
   // --- the wire's pumps ------------------------------------------------------
   const peerEnd = yield* Deferred.make<PeerEnd>()
@@ -242,7 +268,7 @@ export const spawn = Effect.fnUntraced(function*(
   // exit status, the last stderr lines and any response already written.
   const closing = yield* Effect.gen(function*() {
     const first = yield* Deferred.await(peerEnd)
-    yield* Effect.all([Deferred.await(exited), Deferred.await(stdoutDone), Deferred.await(stderrDone)], {
+    yield* Effect.all([Deferred.await(exited), Deferred.await(stdoutDone), stderr.done], {
       concurrency: "unbounded",
       discard: true
     }).pipe(Effect.timeoutOption(Duration.millis(options.exitDrainMs)))
@@ -259,7 +285,7 @@ export const spawn = Effect.fnUntraced(function*(
         reason,
         exitCode: exit?.exitCode,
         signal: exit?.signal,
-        stderrTail: tail.snapshot(),
+        stderrTail: stderr.tail(),
         cause: first._tag === "StdoutFailed" || first._tag === "StdinFailed" ? first.cause : undefined
       })
     )
@@ -272,7 +298,7 @@ export const spawn = Effect.fnUntraced(function*(
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
       if (reaper !== undefined) yield* reaper.sample
-      yield* wire.close(new TransportClosed({ reason: "transport scope closed", stderrTail: tail.snapshot() }))
+      yield* wire.close(new TransportClosed({ reason: "transport scope closed", stderrTail: stderr.tail() }))
       // Stdin's end reaches the server once this turn of the event loop is
       // over. The fibers with nothing left to do (the wire is closed, the tree
       // is read at the SIGTERM) are stopped after it, while the server shuts
@@ -290,8 +316,8 @@ export const spawn = Effect.fnUntraced(function*(
 
   return {
     pid: handle.pid,
-    stderr: Stream.fromPubSubTake(stderrHub),
-    stderrTail: Effect.sync(() => tail.snapshot()),
+    stderr: stderr.lines,
+    stderrTail: Effect.sync(stderr.tail),
     descendants: reaper === undefined ? Effect.succeed([]) : reaper.alive
   }
 })
