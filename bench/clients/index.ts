@@ -11,6 +11,15 @@ export const loaders: Record<string, Loader> = {
   raw: () => import("./raw.ts"),
   ours: () => import("./ours.ts"),
   "ours-mcp": () => import("./ours-mcp.ts"),
+  // The server's stderr straight to ours, as `effect-floor` and the SDK's client leave it; and
+  // also without descendant tracking, which neither has: `McpClient` set up as the floor is.
+  "ours-mcp-inherit": async () => ({ make: (await import("./ours-mcp.ts")).makeWith({ stderr: { mode: "inherit" } }) }),
+  "ours-mcp-inherit-untracked": async () => ({
+    make: (await import("./ours-mcp.ts")).makeWith({
+      stderr: { mode: "inherit" },
+      shutdown: { descendantSampleInterval: false }
+    })
+  }),
   "ours-mcp-telemetry": () => import("./ours-mcp-telemetry.ts"),
   sdk: () => import("./sdk.ts"),
   sdk2: () => import("./sdk2.ts"),

@@ -4,6 +4,9 @@
  * `Client` and of `effect/ai`'s `McpClient`, which both decode results too.
  * BENCH_STDIO_UNTRACKED=1 turns the server's descendant tracking off
  * (`shutdown.descendantSampleInterval: false`), to weigh its share of teardown.
+ * `makeWith` takes further transport options: `ours-mcp-inherit` (index.ts)
+ * leaves the server's stderr to this process's own, as `effect-floor` and the
+ * SDK's client do.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -16,8 +19,16 @@ const McpClient = await loadMcpClient()
 const StdioClientTransport = await loadStdioClientTransport()
 const NodeSpawner = await loadNodeSpawner()
 
+type TransportOptions = Partial<Parameters<typeof StdioClientTransport.layer>[0]>
+
 /** `McpClient` over the stdio transport in a runtime of its own; `name` is the client's in `initialize`. */
-export const open = async (command: string, args: ReadonlyArray<string>, name: string, options: ClientOptions = {}) => {
+export const open = async (
+  command: string,
+  args: ReadonlyArray<string>,
+  name: string,
+  options: ClientOptions = {},
+  transport: TransportOptions = {}
+) => {
   const runtime = ManagedRuntime.make(
     McpClient.layer({
       clientInfo: { name, version: "1.0.0" },
@@ -27,7 +38,8 @@ export const open = async (command: string, args: ReadonlyArray<string>, name: s
       Layer.provide(StdioClientTransport.layer({
         command,
         args,
-        ...(process.env.BENCH_STDIO_UNTRACKED === "1" ? { shutdown: { descendantSampleInterval: false } } : {})
+        ...(process.env.BENCH_STDIO_UNTRACKED === "1" ? { shutdown: { descendantSampleInterval: false } } : {}),
+        ...transport
       })),
       Layer.provide(NodeSpawner.layer)
     )
@@ -36,12 +48,14 @@ export const open = async (command: string, args: ReadonlyArray<string>, name: s
   return { runtime, client }
 }
 
-export const make = async (
+/** The bench client over a transport with `transport`'s options laid over the defaults. */
+export const makeWith = (transport: TransportOptions) =>
+async (
   command: string,
   args: ReadonlyArray<string>,
   options: ClientOptions = {}
 ): Promise<BenchClient> => {
-  const { runtime, client } = await open(command, args, "bench-ours-mcp", options)
+  const { runtime, client } = await open(command, args, "bench-ours-mcp", options, transport)
   const callTool = client.callTool({ name: "echo", arguments: { text: "hi" } })
   const ping = client.ping()
   // The progress callback as a user writes it: one Effect per notification.
@@ -54,3 +68,5 @@ export const make = async (
     progressReceived: () => progressed
   }
 }
+
+export const make = makeWith({})
