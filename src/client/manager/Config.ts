@@ -5,7 +5,7 @@
  *
  * ```json
  * { "mcpServers": {
- *     "files": { "command": "npx", "args": ["-y", "some-server"], "env": { "K": "V" }, "cwd": "/tmp" },
+ *     "files": { "command": "npx", "args": ["-y", "some-server"], "env": { "K": "V" }, "cwd": "/tmp", "stderr": "inherit" },
  *     "remote": { "type": "http", "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer …" } },
  *     "legacy": { "type": "sse", "url": "https://example.com/sse" },
  *     "signed": { "type": "http", "url": "https://example.com/mcp", "auth": { "scope": "tools" } } } }
@@ -55,6 +55,8 @@ export const StdioServerConfig = Schema.Struct({
   /** Connect timeout for this server (spawn to ready), in milliseconds, overriding the manager's. */
   connectTimeout: Schema.optionalKey(TimeoutMs),
   protocol: Schema.optionalKey(Protocol),
+  /** Where the server's stderr goes: kept here (`pipe`, the default), this process's own (`inherit`), or nowhere (`ignore`). */
+  stderr: Schema.optionalKey(Schema.Literals(["pipe", "inherit", "ignore"])),
   disabled: Schema.optionalKey(Schema.Boolean)
 })
 export type StdioServerConfig = typeof StdioServerConfig.Type

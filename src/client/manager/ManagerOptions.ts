@@ -77,7 +77,8 @@ export const fromConfigTransportWith = (
         args: config.args,
         env: config.env,
         cwd: config.cwd,
-        timeout: config.timeout
+        timeout: config.timeout,
+        ...(config.stderr === undefined ? {} : { stderr: { mode: config.stderr } })
       })
     }
     const settings = Config.authOf(config)
