@@ -70,6 +70,15 @@ export interface StdioShutdownOptions {
 }
 
 /**
+ * Where the server's stderr goes: read and kept here (`"pipe"`), this
+ * process's own stderr (`"inherit"`), or nowhere (`"ignore"`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type StdioStderrMode = StdioProcess.StderrMode
+
+/**
  * What is kept and logged of the server's stderr.
  *
  * @since 0.1.0
@@ -84,7 +93,7 @@ export interface StdioStderrOptions {
    * nothing is read or kept here (`stderr` ends at once, `stderrTail` and the
    * `stderrTail` of `TransportClosed` are empty, the options below unused).
    */
-  readonly mode?: "pipe" | "inherit" | "ignore" | undefined
+  readonly mode?: StdioStderrMode | undefined
   /** Lines kept for error messages and replayed to late `stderr` subscribers. Default 20. */
   readonly tailLines?: number | undefined
   /** Longer stderr lines are replaced by a placeholder. Default 64 KiB. */

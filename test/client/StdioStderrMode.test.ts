@@ -17,7 +17,7 @@ const client = fileURLToPath(new URL("../fixtures/stderr-mode-client.ts", import
 const lines = ["first line from the server", "second line from the server"]
 
 /** The client process's report (what the transport kept) and its own stderr. */
-const runClient = (mode: "pipe" | "inherit" | "ignore") =>
+const runClient = (mode: StdioClientTransport.StdioStderrMode) =>
   Effect.callback<{ readonly kept: { tail: Array<string>; streamed: Array<string> }; readonly stderr: string }, Error>(
     (resume) => {
       const child = execFile(process.execPath, [client, mode], { timeout: 30_000 }, (error, stdout, stderr) => {

@@ -36,6 +36,9 @@ import { SpawnError, TransportClosed } from "../../McpError.ts"
 import * as LineFramer from "../../internal/LineFramer.ts"
 import * as DescendantReaper from "./DescendantReaper.ts"
 
+/** Where the server's stderr goes (the transport's `stderr.mode`). */
+export type StderrMode = "pipe" | "inherit" | "ignore"
+
 /** What to run and how to end it; durations in milliseconds, defaults already applied. */
 export interface Options {
   readonly command: string
@@ -53,7 +56,7 @@ export interface Options {
   /** `undefined` ends the process group alone; `Infinity` reads the tree only as the scope closes. */
   readonly descendantSampleIntervalMs: number | undefined
   /** "pipe": read and kept here; "inherit" and "ignore": not ours to read (the rest of `stderr…` then unused). */
-  readonly stderrMode: "pipe" | "inherit" | "ignore"
+  readonly stderrMode: StderrMode
   readonly stderrTailLines: number
   readonly stderrMaxLineBytes: number
   readonly logStderr: boolean

@@ -21,6 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
+import type { StdioStderrMode } from "../StdioClientTransport.ts"
 
 /** Server names become tool-name prefixes, so they keep to the characters tool names allow. */
 const ServerName = Schema.String.check(
@@ -56,7 +57,7 @@ export const StdioServerConfig = Schema.Struct({
   connectTimeout: Schema.optionalKey(TimeoutMs),
   protocol: Schema.optionalKey(Protocol),
   /** Where the server's stderr goes: kept here (`pipe`, the default), this process's own (`inherit`), or nowhere (`ignore`). */
-  stderr: Schema.optionalKey(Schema.Literals(["pipe", "inherit", "ignore"])),
+  stderr: Schema.optionalKey(Schema.Literals(["pipe", "inherit", "ignore"] as const satisfies ReadonlyArray<StdioStderrMode>)),
   disabled: Schema.optionalKey(Schema.Boolean)
 })
 export type StdioServerConfig = typeof StdioServerConfig.Type
