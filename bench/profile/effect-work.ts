@@ -9,12 +9,13 @@
  *   both eras, with 0 and 20 progress notifications per call, with and
  *   without an `onProgress` callback (`Effect.void`, one step of its own each).
  *
- *   npx node bench/profile/effect-work.ts [calls=200] [--by-kind]
+ *   npx node bench/profile/effect-work.ts [calls=200] [--by-kind[=session]]
  *
  * The counts do not depend on the machine or its load. With `--by-kind`, only
- * the HTTP server's 2026-07-28 `tools/call`, its steps listed by kind and the
- * function each carries (or, for a value, the continuation it goes to), per
- * request, most frequent first: for finding steps a path could do without.
+ * the HTTP server's 2026-07-28 `tools/call` (with `=session`, its 2025-11-25
+ * session's), its steps listed by kind and the function each carries (or,
+ * for a value, the continuation it goes to), per request, most frequent
+ * first: for finding steps a path could do without.
  */
 import { createServer } from "node:http"
 import { NodeHttpServer, NodeServices } from "@effect/platform-node"
@@ -28,8 +29,10 @@ import * as EffectWork from "../../test/fixtures/EffectWork.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import { loadHttpServerTransport, loadMcpClient, loadStdioClientTransport } from "../our-modules.ts"
 
-const byKind = process.argv.includes("--by-kind")
-const calls = Number(process.argv.slice(2).find((a) => a !== "--by-kind") ?? "200")
+const kindFlag = process.argv.find((a) => a.startsWith("--by-kind"))
+const byKind = kindFlag !== undefined
+const kindsOfSession = kindFlag === "--by-kind=session"
+const calls = Number(process.argv.slice(2).find((a) => !a.startsWith("--by-kind")) ?? "200")
 const warm = Math.max(20, calls / 4)
 const HttpServerTransport = await loadHttpServerTransport()
 const McpClient = await loadMcpClient()
@@ -76,11 +79,11 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     const statelessCall = async () => {
       await (await postJson(url, toolCall({ name: "echo", arguments: { text: "hi" }, _meta: META }), stateless)).text()
     }
-    if (byKind) {
+    if (byKind && !kindsOfSession) {
       await printKinds(counter, statelessCall)
       process.exit(0)
     }
-    report("HTTP server, 2026-07-28", await measure(counter, statelessCall))
+    if (!byKind) report("HTTP server, 2026-07-28", await measure(counter, statelessCall))
     const init = await postJson(url, {
       jsonrpc: "2.0",
       id: 0,
@@ -90,9 +93,14 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     await init.text()
     const session = { "mcp-protocol-version": "2025-11-25", "mcp-session-id": init.headers.get("mcp-session-id")! }
     await (await postJson(url, { jsonrpc: "2.0", method: "notifications/initialized" }, session)).text()
-    report("HTTP server, 2025-11-25 session", await measure(counter, async () => {
+    const sessionCall = async () => {
       await (await postJson(url, toolCall({ name: "echo", arguments: { text: "hi" } }), session)).text()
-    }))
+    }
+    if (byKind) {
+      await printKinds(counter, sessionCall)
+      process.exit(0)
+    }
+    report("HTTP server, 2025-11-25 session", await measure(counter, sessionCall))
   })
 })))
 

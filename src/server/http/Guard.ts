@@ -92,7 +92,8 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
           e.wwwAuthenticate === "" ? undefined : { "www-authenticate": e.wwwAuthenticate }
         ))
       })
-  const watched = env.sendWatch === undefined ? answer : Effect.andThen(env.sendWatch.watch(request), answer)
+  const startWatch = env.sendWatch?.watchUnsafe(request)
+  const watched = startWatch === undefined ? answer : Effect.andThen(startWatch, answer)
   return watched.pipe(
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause)

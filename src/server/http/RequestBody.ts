@@ -7,7 +7,7 @@
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { errorResponse, invalid } from "./Security.ts"
 
@@ -16,32 +16,36 @@ export class BodyUnreadable extends Data.TaggedError("BodyUnreadable")<{ readonl
 
 const decoder = new TextDecoder()
 
+/**
+ * The body as text, or `BodyTooLarge`; any other failure (`BodyUnreadable`,
+ * or the request's own error on a body of declared length) means the body
+ * could not be read. Plain code until the read: it runs for every POST.
+ */
 export const read = (
   request: HttpServerRequest.HttpServerRequest,
   limit: number
-): Effect.Effect<string, BodyTooLarge | BodyUnreadable> =>
-  Effect.suspend(() => {
-    const declared = Number(request.headers["content-length"])
-    if (Number.isFinite(declared)) {
-      if (declared > limit) return Effect.fail(new BodyTooLarge({ limit, seen: declared }))
-      // The HTTP parser delivers exactly the declared length, so the limit already holds.
-      return Effect.mapError(request.text, (cause) => new BodyUnreadable({ cause }))
-    }
-    const chunks: Array<Uint8Array> = []
-    let size = 0
-    return request.stream.pipe(
-      Stream.mapError((cause) => new BodyUnreadable({ cause })),
-      Stream.runForEachArray((array) => {
-        for (const chunk of array) {
-          size += chunk.length
-          if (size > limit) return Effect.fail(new BodyTooLarge({ limit, seen: size }))
-          chunks.push(chunk)
-        }
-        return Effect.void
-      }),
-      Effect.map(() => decoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)))
-    )
-  })
+): Effect.Effect<string, BodyTooLarge | BodyUnreadable | HttpServerError.HttpServerError> => {
+  const declared = Number(request.headers["content-length"])
+  if (Number.isFinite(declared)) {
+    if (declared > limit) return Effect.fail(new BodyTooLarge({ limit, seen: declared }))
+    // The HTTP parser delivers exactly the declared length, so the limit already holds.
+    return request.text
+  }
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  return request.stream.pipe(
+    Stream.mapError((cause) => new BodyUnreadable({ cause })),
+    Stream.runForEachArray((array) => {
+      for (const chunk of array) {
+        size += chunk.length
+        if (size > limit) return Effect.fail(new BodyTooLarge({ limit, seen: size }))
+        chunks.push(chunk)
+      }
+      return Effect.void
+    }),
+    Effect.map(() => decoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)))
+  )
+}
 
 /** 413 with a JSON-RPC error; `Connection: close` so the rest of the body is never read. */
 export const tooLarge = (error: BodyTooLarge) =>

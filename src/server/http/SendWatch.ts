@@ -45,8 +45,13 @@ export interface SendWatchOptions {
 }
 
 export interface SendWatch {
-  /** Watches the connection that carries the response to `request` (from now until it closes, if not yet watched). */
-  readonly watch: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<void>
+  /**
+   * Watches the connection that carries the response to `request` (from now
+   * until it closes, if not yet watched). Done at once, as plain code: what
+   * comes back, when something does, starts the shared timer and is the
+   * caller's to run.
+   */
+  readonly watchUnsafe: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<void> | undefined
   /** Connections cut so far. */
   readonly cut: () => number
   /** Bytes Node holds right now for the watched connections that their sockets have not taken. */
@@ -84,7 +89,7 @@ interface Watched {
 /** One tick per this many milliseconds at most: an eighth of the timeout, within [5 ms, 1 s]. */
 const intervalOf = (timeoutMs: number) => Math.min(1000, Math.max(5, timeoutMs / 8))
 
-export const none: SendWatch = { watch: () => Effect.void, cut: () => 0, unsentBytes: () => 0 }
+export const none: SendWatch = { watchUnsafe: () => undefined, cut: () => 0, unsentBytes: () => 0 }
 
 const nodeResponse = (request: HttpServerRequest.HttpServerRequest): ResponseLike | undefined => {
   const response: unknown = NodeHttpServerRequest.toServerResponse(request)
@@ -147,21 +152,21 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
       return tick
     })
 
-    const watch = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const response = nodeResponse(request)
-        if (response === undefined || response.writableFinished || response.destroyed) return Effect.void
-        const socket = response.socket
-        if (!isSocket(socket) || socket.destroyed || watched.has(socket)) return Effect.void
-        watched.set(socket, { socket, completed: socket.bytesWritten - socket.writableLength, queued: 0, stalledTicks: 0 })
-        socket.on("close", unwatch)
-        if (running) return Effect.void
-        running = true
-        return Effect.asVoid(Effect.forkIn(tick, scope))
-      })
+    const startTimer = Effect.asVoid(Effect.forkIn(tick, scope))
+    const watchUnsafe = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> | undefined => {
+      const response = nodeResponse(request)
+      if (response === undefined || response.writableFinished || response.destroyed) return undefined
+      const socket = response.socket
+      if (!isSocket(socket) || socket.destroyed || watched.has(socket)) return undefined
+      watched.set(socket, { socket, completed: socket.bytesWritten - socket.writableLength, queued: 0, stalledTicks: 0 })
+      socket.on("close", unwatch)
+      if (running) return undefined
+      running = true
+      return startTimer
+    }
 
     return {
-      watch,
+      watchUnsafe,
       cut: () => cut,
       unsentBytes: () => {
         let bytes = 0

@@ -9,6 +9,8 @@
  * at the disconnect would let a client that posts and goes away in a loop
  * run any number of handlers.
  */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Latch from "effect/Latch"
@@ -30,6 +32,12 @@ export interface Grant {
    * scope: the handlers a client started hold their slots after it goes away.
    */
   readonly holdUntilDone: (fiber: Fiber.Fiber<unknown, unknown>) => Effect.Effect<void>
+}
+
+/** A grant and what gives its slots back (none to give when refused). */
+export interface Entry {
+  readonly grant: Grant
+  readonly leave: Effect.Effect<void> | undefined
 }
 
 export interface Stats {
@@ -151,6 +159,17 @@ export interface StreamSlots {
     session: Session | undefined,
     wanted: number
   ) => Effect.Effect<Grant, never, Scope.Scope>
+  /**
+   * `enterSlots` as plain code, for a caller that holds the request's scope
+   * and clock already: `leave` (absent when refused) is for that scope to run
+   * when it closes.
+   */
+  readonly enterSlotsUnsafe: (
+    principalId: string,
+    session: Session | undefined,
+    wanted: number,
+    clock: Clock.Clock
+  ) => Entry
   /** Slots held by HTTP exchanges still open (see `Stats.openStreams`). */
   readonly openStreams: () => number
   /** Slots taken against `maxStreams` (see `Stats.slotsInUse`). */
@@ -176,69 +195,75 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
 
   const refusedGrant = (short: Refusal | undefined): Grant => ({ granted: 0, short, holdUntilDone: () => Effect.void })
 
+  const enterSlotsUnsafe = (
+    principalId: string,
+    session: Session | undefined,
+    wanted: number,
+    clock: Clock.Clock
+  ): Entry => {
+    const serverFree = config.maxStreams - slotsInUse
+    const principalFree = config.maxStreamsPerPrincipal === undefined
+      ? Number.POSITIVE_INFINITY
+      : config.maxStreamsPerPrincipal - (principalSlots.get(principalId) ?? 0)
+    const sessionFree = session === undefined ? Number.POSITIVE_INFINITY : config.maxStreamsPerSession - session.slots
+    const free = Math.min(serverFree, principalFree, sessionFree)
+    const granted = Math.max(0, Math.min(wanted, free))
+    // On a tie the wider limit is named: the server's, then the principal's.
+    const short: Refusal | undefined = granted === wanted
+      ? undefined
+      : free === serverFree
+      ? "server-full"
+      : free === principalFree
+      ? "principal-full"
+      : "session-full"
+    if (wanted > 0 && granted === 0) return { grant: refusedGrant(short), leave: undefined }
+    if (granted > 0) {
+      if (openStreams === 0) noStreams.closeUnsafe()
+      openStreams += granted
+      takeSlots(principalId, session, granted)
+    }
+    if (session !== undefined) {
+      session.active++
+      session.lastActive = clock.currentTimeMillisUnsafe()
+    }
+    // The request scope holds the slots, and so does each fiber handed to `holdUntilDone`; the last one out frees them.
+    let holders = 1
+    const release = () => {
+      if (--holders === 0) takeSlots(principalId, session, -granted)
+    }
+    const holdUntilDone = (fiber: Fiber.Fiber<unknown, unknown>) =>
+      Effect.sync(() => {
+        if (holders === 0 || granted === 0) return
+        holders++
+        fiber.addObserver(release)
+      })
+    return {
+      grant: { granted, short, holdUntilDone },
+      leave: Effect.sync(() => {
+        if (granted > 0) {
+          openStreams -= granted
+          if (openStreams === 0) noStreams.openUnsafe()
+          release()
+        }
+        if (session === undefined) return
+        session.active--
+        session.lastActive = clock.currentTimeMillisUnsafe()
+      })
+    }
+  }
+
   const enterSlots = (
     principalId: string,
     session: Session | undefined,
     wanted: number
   ): Effect.Effect<Grant, never, Scope.Scope> =>
-    // Synchronous apart from the finalizer: one of these runs for every POST.
-    Effect.clockWith((clock) =>
-      Effect.flatMap(Effect.scope, (scope): Effect.Effect<Grant> => {
-        const serverFree = config.maxStreams - slotsInUse
-        const principalFree = config.maxStreamsPerPrincipal === undefined
-          ? Number.POSITIVE_INFINITY
-          : config.maxStreamsPerPrincipal - (principalSlots.get(principalId) ?? 0)
-        const sessionFree = session === undefined ? Number.POSITIVE_INFINITY : config.maxStreamsPerSession - session.slots
-        const free = Math.min(serverFree, principalFree, sessionFree)
-        const granted = Math.max(0, Math.min(wanted, free))
-        // On a tie the wider limit is named: the server's, then the principal's.
-        const short: Refusal | undefined = granted === wanted
-          ? undefined
-          : free === serverFree
-          ? "server-full"
-          : free === principalFree
-          ? "principal-full"
-          : "session-full"
-        if (wanted > 0 && granted === 0) return Effect.succeed(refusedGrant(short))
-        if (granted > 0) {
-          if (openStreams === 0) noStreams.closeUnsafe()
-          openStreams += granted
-          takeSlots(principalId, session, granted)
-        }
-        if (session !== undefined) {
-          session.active++
-          session.lastActive = clock.currentTimeMillisUnsafe()
-        }
-        // The request scope holds the slots, and so does each fiber handed to `holdUntilDone`; the last one out frees them.
-        let holders = 1
-        const release = () => {
-          if (--holders === 0) takeSlots(principalId, session, -granted)
-        }
-        const holdUntilDone = (fiber: Fiber.Fiber<unknown, unknown>) =>
-          Effect.sync(() => {
-            if (holders === 0 || granted === 0) return
-            holders++
-            fiber.addObserver(release)
-          })
-        const grant: Grant = { granted, short, holdUntilDone }
-        return Effect.as(
-          Scope.addFinalizer(
-            scope,
-            Effect.sync(() => {
-              if (granted > 0) {
-                openStreams -= granted
-                if (openStreams === 0) noStreams.openUnsafe()
-                release()
-              }
-              if (session === undefined) return
-              session.active--
-              session.lastActive = clock.currentTimeMillisUnsafe()
-            })
-          ),
-          grant
-        )
-      })
-    )
+    // One step and the finalizer's: one of these runs for every POST.
+    Effect.withFiber((fiber) => {
+      const entry = enterSlotsUnsafe(principalId, session, wanted, fiber.getRef(Clock.Clock))
+      return entry.leave === undefined
+        ? Effect.succeed(entry.grant)
+        : Effect.as(Scope.addFinalizer(Context.getUnsafe(fiber.context, Scope.Scope), entry.leave), entry.grant)
+    })
 
   const enter = (principalId: string, session: Session | undefined, stream: boolean) =>
     Effect.map(enterSlots(principalId, session, stream ? 1 : 0), (grant): Admission => grant.short ?? "ok")
@@ -246,6 +271,7 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
   return {
     enter,
     enterSlots,
+    enterSlotsUnsafe,
     openStreams: () => openStreams,
     slotsInUse: () => slotsInUse,
     awaitNoStreams: noStreams.await

@@ -17,7 +17,6 @@ import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import type * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
@@ -103,15 +102,16 @@ export interface Sessions {
   /** See `SessionSlots.StreamSlots`. */
   readonly enter: SessionSlots.StreamSlots["enter"]
   readonly enterSlots: SessionSlots.StreamSlots["enterSlots"]
+  readonly enterSlotsUnsafe: SessionSlots.StreamSlots["enterSlotsUnsafe"]
   readonly stats: Effect.Effect<Stats>
   /** A stream for one stateless-era request: no session, no store (nothing to resume), the transport's keep-alive. */
   readonly requestStreamUnsafe: () => OutStream.OutStream
   /**
-   * Runs a stateless-era request's handler in the current request scope: it
+   * Runs a stateless-era request's handler in its request scope (`scope`): it
    * is interrupted when that scope closes (the answer was written, or the
    * client went away), and counted in `stats` while it runs.
    */
-  readonly runStateless: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<Fiber.Fiber<A, E>, never, Scope.Scope>
+  readonly runStateless: StatelessRequests.StatelessRequests["runStateless"]
   readonly list: () => ReadonlyArray<Session>
   /** Completes when no request is being answered and no stream is open. */
   readonly awaitNoStreams: Effect.Effect<void>
@@ -157,7 +157,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
   const { sessions, legacy, ephemeral, hold, detach, holdings, reserve } = SessionSlots.makeRegistry()
   const scopes = new WeakMap<Session, Scope.Closeable>()
   const slots = SessionSlots.makeStreamSlots(config)
-  const { enter, enterSlots } = slots
+  const { enter, enterSlots, enterSlotsUnsafe } = slots
   let streamsDropped = 0
   const onDropped = () => {
     streamsDropped++
@@ -335,6 +335,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     openStream,
     enter,
     enterSlots,
+    enterSlotsUnsafe,
     stats,
     requestStreamUnsafe: stateless.requestStreamUnsafe,
     runStateless: stateless.runStateless,

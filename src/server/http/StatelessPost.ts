@@ -10,10 +10,12 @@
  * (the era's rule), and nothing more is written for it.
  */
 import * as Cause from "effect/Cause"
-import type * as Context from "effect/Context"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import type * as Scope from "effect/Scope"
+import * as Fiber from "effect/Fiber"
+import * as Scope from "effect/Scope"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
@@ -29,6 +31,7 @@ import type * as Security from "./Security.ts"
 import type { Sessions } from "./Sessions.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
+import type * as StatelessRequests from "./StatelessRequests.ts"
 import { WakeOnce } from "./WakeOnce.ts"
 
 const answer = (id: JsonRpc.RequestId | null, rejection: MetaHeaders.Rejection) =>
@@ -129,12 +132,15 @@ const serve = (
   rpc: JsonRpc.JsonRpcRequest,
   principalId: string | undefined
 ): Response =>
-  Effect.flatMap(env.sessions.enterSlots(principal.id, undefined, 1), (grant): Response => {
-    if (grant.granted === 0) return SlotRefusal.refuse(grant.short!)
+  // One step takes the slot and starts the handler: the request's scope and clock are read from its fiber.
+  Effect.withFiber((exchange): Response => {
     const { config, sessions } = env
+    const entry = sessions.enterSlotsUnsafe(principal.id, undefined, 1, exchange.getRef(Clock.Clock))
+    if (entry.leave === undefined) return SlotRefusal.refuse(entry.grant.short!)
+    const scope = Context.getUnsafe(exchange.context, Scope.Scope)
     // The answer alone needs no response stream: one opens when the handler first sends the client
     // something on the way (an SSE client only), and this exchange waits for that or the answer.
-    const route = new LazyStream(sessions)
+    const route = new LazyStream(sessions, env.services)
     const hctx: HandlerContext = {
       sessionId: undefined,
       requestId: rpc.id,
@@ -152,9 +158,9 @@ const serve = (
         : notifyNobody,
       request: refuseAsk
     }
-    // One step for the outcome and one for the end: every request of the era runs them.
-    const work = Effect.onExit(
-      Effect.matchCauseEffect(Effect.suspend(() => env.handler(rpc, hctx)), {
+    // One step for the outcome: the handler's end is its fiber's (see `LazyStream.onEnd`).
+    const work = () =>
+      Effect.matchCauseEffect(env.handler(rpc, hctx), {
         onFailure: (cause) =>
           Cause.hasInterruptsOnly(cause)
             ? Effect.failCause(cause)
@@ -167,10 +173,9 @@ const serve = (
           reply === null
             ? Effect.andThen(Effect.logWarning(`MCP handler gave no reply to ${rpc.method}`), () => route.deliver(JsonRpc.internalError(rpc.id)))
             : route.deliver(reply)
-      }),
-      () => route.finish()
-    )
-    return Effect.flatMap(sessions.runStateless(withServices(env, work)), (): Response => {
+      })
+    const started = Effect.andThen(Scope.addFinalizer(scope, entry.leave), sessions.runStateless(scope, work, route))
+    return Effect.flatMap(started, (fiber): Response => {
       // A handler done by now (it started at once) with no stream opened: its answer goes as it is.
       if (route.finished && route.opened === undefined) {
         return Effect.succeed(directAnswer(rpc.id, route.direct, accepts, config.responseMode))
@@ -179,7 +184,11 @@ const serve = (
       return Effect.flatMap(Effect.onInterrupt(route.openedOrAnswered, () => route.close), () => {
         const out = route.opened
         if (out === undefined) return Effect.succeed(directAnswer(rpc.id, route.direct, accepts, config.responseMode))
-        return streamed(request, rpc.id, accepts, config.responseMode, out)
+        // The stream ends after what it holds once the handler has ended, however it ends.
+        return Effect.andThen(
+          Effect.forkIn(Effect.andThen(Fiber.await(fiber), out.end), scope),
+          streamed(request, rpc.id, accepts, config.responseMode, out)
+        )
       })
     })
   })
@@ -240,9 +249,11 @@ const directAnswer = (
 /**
  * Where a stateless request's answer goes: straight to the exchange, unless
  * the handler sent the client something first (then a response stream of
- * this request alone, opened on that first message).
+ * this request alone, opened on that first message). Also how the handler's
+ * fiber runs (`StatelessRequests.StatelessRun`): with the transport's
+ * services and the request's peer, and this marked finished when it ends.
  */
-class LazyStream {
+class LazyStream implements StatelessRequests.StatelessRun {
   opened: OutStream.OutStream | undefined = undefined
   direct: JsonRpc.JsonRpcResponse | undefined = undefined
   /** The work ended or the exchange closed: no stream opens any more. */
@@ -250,8 +261,10 @@ class LazyStream {
   /** Woken when the stream opens or the work ends. */
   readonly #settled = new WakeOnce()
   readonly #sessions: Sessions
-  constructor(sessions: Sessions) {
+  readonly #services: Context.Context<never>
+  constructor(sessions: Sessions, services: Context.Context<never>) {
     this.#sessions = sessions
+    this.#services = services
   }
   /** The response stream, opened now if it is not yet; `undefined` once the request is over. */
   open(): OutStream.OutStream | undefined {
@@ -266,11 +279,14 @@ class LazyStream {
     this.direct = reply
     return Effect.void
   }
-  /** The work ended: its stream (if one opened) ends after what it holds, or the answer is ready. */
-  finish(): Effect.Effect<void> {
+  /** The transport's services in place of the HTTP request's, with the request's peer. */
+  services(current: Context.Context<never>): Context.Context<never> {
+    return ServerSpans.carryPeer(current, this.#services)
+  }
+  /** The work ended: no stream opens any more, and the answer (or the stream) is ready. */
+  onEnd(): void {
     this.finished = true
     this.#settled.wake()
-    return this.opened === undefined ? Effect.void : this.opened.end
   }
   get close(): Effect.Effect<void> {
     return Effect.suspend(() => {

@@ -4,6 +4,7 @@
  * and a handler that runs in its HTTP exchange's scope. Counted, so that
  * Sessions can report them in `stats` and wait for them in `awaitIdle`.
  */
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Latch from "effect/Latch"
@@ -15,12 +16,24 @@ import * as OutStream from "./OutStream.ts"
 export interface StatelessRequests {
   /** A stream for one request, with the transport's keep-alive. */
   readonly requestStreamUnsafe: () => OutStream.OutStream
-  /** Runs a request's handler in the current request scope (see `Sessions.runStateless`). */
-  readonly runStateless: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<Fiber.Fiber<A, E>, never, Scope.Scope>
+  /** Runs a request's handler in its request scope (see `Sessions.runStateless`). */
+  readonly runStateless: <A, E>(
+    scope: Scope.Scope,
+    start: () => Effect.Effect<A, E>,
+    run: StatelessRun
+  ) => Effect.Effect<Fiber.Fiber<A, E>>
   /** Handlers running now. */
   readonly running: () => number
   /** Completes when no handler runs. */
   readonly awaitNone: Effect.Effect<void>
+}
+
+/** How a stateless handler runs: the services it sees, and what happens when it ends. */
+export interface StatelessRun {
+  /** The handler's services, from those of the fiber that starts it. */
+  readonly services: (current: Context.Context<never>) => Context.Context<never>
+  /** Called once the handler's fiber has ended, however it ended. */
+  readonly onEnd: () => void
 }
 
 export const make = (options: {
@@ -38,17 +51,24 @@ export const make = (options: {
       maxBufferedBytes: options.maxBufferedBytes,
       onDropped: options.onDropped
     })
-  const runStateless = <A, E>(effect: Effect.Effect<A, E>) =>
-    Effect.uninterruptible(Effect.suspend(() => {
-      if (statelessRequests++ === 0) noStateless.closeUnsafe()
-      // Started at once, as a session's work is: scheduled instead, each request pays a scheduler round trip.
-      return Effect.forkScoped(Effect.ensuring(
-        Effect.interruptible(effect),
-        Effect.sync(() => {
+  const runStateless = <A, E>(scope: Scope.Scope, start: () => Effect.Effect<A, E>, run: StatelessRun) =>
+    // Started at once, as a session's work is: scheduled instead, each request pays a scheduler round trip.
+    // The fiber's first step counts it, sets its services, registers its end and builds the handler's
+    // effect (a throw there is the fiber's defect), so no wrapper steps are needed around the handler.
+    // A fiber never started (its scope closed first) was never counted.
+    Effect.forkIn(
+      Effect.withFiber((fiber) => {
+        if (statelessRequests++ === 0) noStateless.closeUnsafe()
+        fiber.setContext(run.services(fiber.context))
+        fiber.addObserver(() => {
           if (--statelessRequests === 0) noStateless.openUnsafe()
+          run.onEnd()
         })
-      ), { startImmediately: true })
-    }))
+        return start()
+      }),
+      scope,
+      { startImmediately: true }
+    )
   return {
     requestStreamUnsafe,
     runStateless,

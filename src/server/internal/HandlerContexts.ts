@@ -126,7 +126,8 @@ export class LiveSessionContext implements SessionContext {
   }
   /** Ends the message's own slots (if it made any) with it. */
   releasing<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    return this.hasSession ? effect : Effect.onExit(effect, () => this.#scratch?.close ?? Effect.void)
+    // No finalizer to run (most messages make no slots): the exit goes on without a step of its own.
+    return this.hasSession ? effect : Effect.onExitPrimitive(effect, () => this.#scratch?.close)
   }
   // Read when used: the transport's context makes it on first use too.
   get notify(): HandlerContext["notify"] {

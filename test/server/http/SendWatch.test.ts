@@ -51,7 +51,7 @@ const BOUND = 1000
 const watching = (response: FakeResponse) =>
   Effect.gen(function*() {
     const watch = yield* SendWatch.make({ sendTimeoutMs: TIMEOUT, maxBufferedBytes: BOUND })
-    yield* watch.watch(requestFor(response))
+    yield* (watch.watchUnsafe(requestFor(response)) ?? Effect.void)
     return watch
   })
 
@@ -135,7 +135,7 @@ describe("SendWatch", () => {
       expect(first.socket.destroyed).toBe(false)
       // The next response on the same connection: no second entry, one listener.
       const second = new FakeResponse(first.socket)
-      yield* watch.watch(requestFor(second))
+      yield* (watch.watchUnsafe(requestFor(second)) ?? Effect.void)
       expect(first.socket.listenerCount("close")).toBe(1)
       second.socket.write(BOUND)
       expect(watch.unsentBytes()).toBe(BOUND)
@@ -149,7 +149,7 @@ describe("SendWatch", () => {
     Effect.gen(function*() {
       const response = new FakeResponse()
       const watch = yield* SendWatch.make({ sendTimeoutMs: undefined, maxBufferedBytes: BOUND })
-      yield* watch.watch(requestFor(response))
+      yield* (watch.watchUnsafe(requestFor(response)) ?? Effect.void)
       response.socket.write(100 * BOUND)
       yield* TestClock.adjust("1 hour")
       expect(response.socket.destroyed).toBe(false)
