@@ -4,12 +4,19 @@
  * a CPU profile of the server alone: the server runs under `--cpu-prof` and
  * writes its profile when it is stopped at the end.
  *
- *   npx node bench/profile/http-server-era-drive.ts [stateless|session|bare|effect-min] [requests=30000] [concurrency=32] [profileDir=/tmp/era-prof]
+ *   npx node bench/profile/http-server-era-drive.ts [stateless|session|bare|effect-min|effect-checked|node-http] [requests=30000] [concurrency=32] [profileDir=/tmp/era-prof]
  *
  * With `gc` in place of the profile directory the server runs under
  * `--trace-gc-nvp` instead, and the driver adds what the measured requests
  * cost the young generation: scavenges, and the bytes that survived them and
  * were promoted to the old generation (per scavenge and per request).
+ *
+ * With `instr` in place of the profile directory the server runs under
+ * valgrind's callgrind, counting instructions only while the measured
+ * requests run (after the warm-up, `callgrind_control -i on`): instructions
+ * per request do not move with what else the machine runs, where CPU time
+ * does by 10–20 % on a shared machine. Everything runs about 50 times
+ * slower; a few thousand requests are enough.
  *
  * `SERVER_FLAGS` replaces the server's Node flags (the profile directory's then names
  * nothing), e.g. `SERVER_FLAGS="--import=./bench/profile/alloc-prof.ts"` for where
@@ -19,12 +26,16 @@
  *
  * `SERVER_ROOT=/other/checkout` profiles another checkout's server; era
  * `effect-min` profiles bench/http/server-effect-min.ts (one effect/http
- * route doing the same JSON work, no MCP) for comparison, and era `bare`
- * the transport with a bare handler (bench/stateless-server/server-bare.ts)
- * taking stateless requests.
+ * route doing the same JSON work, no MCP) for comparison, `effect-checked`
+ * bench/http/server-effect-checked.ts (that route doing the protocol's checks
+ * too), `node-http` bench/stateless-server/server-minimal.ts (bare
+ * `node:http`), and era `bare` the transport with a bare handler
+ * (bench/stateless-server/server-bare.ts) taking stateless requests. Every
+ * era but `session` gets the same request, byte for byte: the stateless
+ * era's headers and `_meta`.
  */
-import { spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { execFileSync, spawn } from "node:child_process"
+import { readFileSync, rmSync } from "node:fs"
 import { resolve } from "node:path"
 import { createInterface } from "node:readline"
 import { mcpPoster, openSession } from "./mcp-post.ts"
@@ -33,20 +44,39 @@ const [era = "stateless", totalText = "30000", concText = "32", dir = "/tmp/era-
 const total = Number(totalText), concurrency = Number(concText)
 const root = process.env.SERVER_ROOT ?? resolve(new URL(".", import.meta.url).pathname, "../..")
 const traceGc = dir === "gc"
+const instr = dir === "instr"
 const flags = process.env.SERVER_FLAGS !== undefined
   ? process.env.SERVER_FLAGS.split(" ")
-  : dir === "none"
+  : dir === "none" || instr
   ? []
   : traceGc
   ? ["--trace-gc-nvp"]
   : ["--cpu-prof", `--cpu-prof-dir=${dir}`]
 const young = { measuring: false, scavenges: 0, promoted: 0, survived: 0 }
-const script = era === "effect-min"
-  ? [resolve(root, "bench/http/server-effect-min.ts"), "--mode", "json"]
-  : [resolve(root, era === "bare" ? "bench/stateless-server/server-bare.ts" : "bench/stateless-server/server-ours.ts")]
-const child = spawn(process.execPath, [...flags, ...script], {
-  stdio: ["ignore", "pipe", "inherit"]
-})
+const scripts: Record<string, ReadonlyArray<string>> = {
+  "effect-min": ["bench/http/server-effect-min.ts", "--mode", "json"],
+  "effect-checked": ["bench/http/server-effect-checked.ts"],
+  "node-http": ["bench/stateless-server/server-minimal.ts"],
+  bare: ["bench/stateless-server/server-bare.ts"]
+}
+const [scriptPath, ...scriptArgs] = scripts[era] ?? ["bench/stateless-server/server-ours.ts"]
+const script = [resolve(root, scriptPath), ...scriptArgs]
+const callgrindOut = `/tmp/era-drive-callgrind.${process.pid}.out`
+const child = instr
+  ? spawn("valgrind", [
+    "--tool=callgrind",
+    "--instr-atstart=no",
+    // V8 writes the code it compiles: every block is checked for changes.
+    "--smc-check=all",
+    `--callgrind-out-file=${callgrindOut}`,
+    process.execPath,
+    ...flags,
+    ...script
+  ], { stdio: ["ignore", "pipe", "pipe"] })
+  : spawn(process.execPath, [...flags, ...script], { stdio: ["ignore", "pipe", "inherit"] })
+// valgrind's own lines on stderr are read only when asked for.
+if (instr && process.env.SHOW_VALGRIND === "1") child.stderr!.pipe(process.stderr)
+else child.stderr?.resume()
 const url = await new Promise<string>((ok) =>
   createInterface({ input: child.stdout! }).on("line", (line) => {
     // A GC trace line may share the line the URL is printed on.
@@ -71,12 +101,12 @@ let headers: Record<string, string>
 if (era === "session") {
   headers = await openSession(post, "era-drive")
 } else {
-  headers = era === "effect-min" ? {} : { "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo" }
+  headers = { "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo" }
 }
 let nextId = 0
 const call = async () => {
   const id = ++nextId
-  const params = era !== "stateless" && era !== "bare"
+  const params = era === "session"
     ? { name: "echo", arguments: { text: "hi" } }
     : { name: "echo", arguments: { text: "hi" }, _meta: meta }
   const res = await post({ jsonrpc: "2.0", id, method: "tools/call", params }, headers)
@@ -94,10 +124,13 @@ const cpuOf = (pid: number): number => {
   return (Number(fields[11]) + Number(fields[12])) * TICK_US
 }
 await drive(Math.min(total, 5000))
+const callgrind = (...args: Array<string>) => execFileSync("callgrind_control", [...args, String(child.pid)], { stdio: process.env.SHOW_VALGRIND === "1" ? "inherit" : "ignore" })
+if (instr) callgrind("-i", "on")
 const c0 = cpuOf(child.pid!)
 young.measuring = true
 await drive(total)
 young.measuring = false
+if (instr) callgrind("-i", "off")
 const gc = traceGc
   ? {
     scavenges: young.scavenges,
@@ -106,7 +139,15 @@ const gc = traceGc
     promotedBytesPerReq: Math.round(young.promoted / total)
   }
   : {}
-console.log(JSON.stringify({ era, total, concurrency, serverCpuUsPerReq: +((cpuOf(child.pid!) - c0) / total).toFixed(1), ...gc }))
+const cpuUs = +((cpuOf(child.pid!) - c0) / total).toFixed(1)
 await close()
 child.kill("SIGINT")
 await new Promise((ok) => child.once("exit", ok))
+let counted = {}
+if (instr) {
+  // callgrind writes its count when the server exits: `totals: <instructions>`.
+  const summary = /^totals: (\d+)/m.exec(readFileSync(callgrindOut, "utf8"))
+  if (process.env.SHOW_VALGRIND !== "1") rmSync(callgrindOut, { force: true })
+  counted = { instructionsPerReq: summary === null ? undefined : Math.round(Number(summary[1]) / total) }
+}
+console.log(JSON.stringify({ era, total, concurrency, serverCpuUsPerReq: cpuUs, ...gc, ...counted }))
