@@ -74,6 +74,8 @@ const child = instr
     ...script
   ], { stdio: ["ignore", "pipe", "pipe"] })
   : spawn(process.execPath, [...flags, ...script], { stdio: ["ignore", "pipe", "inherit"] })
+// A driver that fails (a refused request) does not leave its server running.
+process.once("exit", () => child.kill("SIGKILL"))
 // valgrind's own lines on stderr are read only when asked for.
 if (instr && process.env.SHOW_VALGRIND === "1") child.stderr!.pipe(process.stderr)
 else child.stderr?.resume()
