@@ -17,6 +17,7 @@ import type { Handler } from "../Handler.ts"
 import type { InFlightShape } from "../InFlight.ts"
 import type { Resolved } from "./Config.ts"
 import * as Drain from "./Drain.ts"
+import * as ResponseHeaders from "./ResponseHeaders.ts"
 import * as Security from "./Security.ts"
 import type { SendWatch } from "./SendWatch.ts"
 import * as SharedUnavailable from "./SharedUnavailable.ts"
@@ -63,8 +64,7 @@ export type Guarded = (
   principal: Security.Principal
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
 
-export const withHeaders = (response: HttpServerResponse.HttpServerResponse, headers: Record<string, string>) =>
-  HttpServerResponse.setHeaders(response, headers)
+export const withHeaders = ResponseHeaders.add
 
 export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded): Route => (request) => {
   const origin = request.headers["origin"]
@@ -111,8 +111,7 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
 
 /**
  * `Security.corsHeaders` on an answer. Most clients send no `Origin`: their
- * answers get the one header it then holds, set alone (one copy of the
- * response's headers, where a record merged in makes three).
+ * answers get the one header it then holds, set alone.
  */
 const withCors = (response: HttpServerResponse.HttpServerResponse, origin: string | undefined, allowed: boolean) =>
   origin === undefined || !allowed

@@ -20,6 +20,7 @@ import type { OutStream } from "./OutStream.ts"
 import * as OwedReplies from "./OwedReplies.ts"
 import type { Queued } from "./OutStreamShape.ts"
 import type * as RequestBody from "./RequestBody.ts"
+import * as ResponseHeaders from "./ResponseHeaders.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
 import { badVersion, find, missingSession, primes, sessionHeader, unknownSession } from "./SessionHeaders.ts"
@@ -371,4 +372,4 @@ class PostRoute implements RequestRoute {
 const toQueued = (reply: JsonRpc.JsonRpcResponse): Queued => ({ message: reply, json: JSON.stringify(reply) })
 
 const jsonAnswer = (json: string, headers: Record<string, string>) =>
-  HttpServerResponse.text(json, { contentType: "application/json", headers })
+  ResponseHeaders.add(HttpServerResponse.text(json, { contentType: "application/json" }), headers)

@@ -10,6 +10,7 @@ import * as Stream from "effect/Stream"
 import * as Sse from "effect/encoding/Sse"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as ResponseHeaders from "./ResponseHeaders.ts"
 
 const encoder = new TextEncoder()
 
@@ -28,19 +29,13 @@ export const encode = (text: string): Uint8Array => encoder.encode(text)
 
 /** A complete SSE body, known before the response starts: one write, with its length. */
 export const whole = (body: string, headers: Record<string, string>): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.text(body, {
-    contentType: "text/event-stream",
-    headers: { ...sseHeaders, ...headers }
-  })
+  ResponseHeaders.add(ResponseHeaders.add(HttpServerResponse.text(body, { contentType: "text/event-stream" }), sseHeaders), headers)
 
 export const response = <E>(
   frames: Stream.Stream<Uint8Array, E>,
   headers: Record<string, string>
 ): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.stream(frames, {
-    contentType: "text/event-stream",
-    headers: { ...sseHeaders, ...headers }
-  })
+  ResponseHeaders.add(ResponseHeaders.add(HttpServerResponse.stream(frames, { contentType: "text/event-stream" }), sseHeaders), headers)
 
 /**
  * Ends the response to `request` at once, unwritten bytes lost. Node's
