@@ -98,6 +98,8 @@ const make = Effect.fnUntraced(function*(
     defaultRequestTimeoutMs: config.requestTimeoutMs,
     // Separate POSTs race: a cancel may arrive before the request it cancels.
     earlyCancels: {},
+    // Requests start in the fiber of the POST that brought them, whose context is that POST's own.
+    servicesOnly: true,
     idPrefix: config.idPrefix,
     identity: () => ({
       principal: config.namesPrincipal === true ? principalId : undefined,

@@ -8,12 +8,10 @@
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as Scheduler from "effect/Scheduler"
 import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { ClientRequestUnavailable, type RequestError, TransportClosed, truncate } from "../../McpError.ts"
@@ -22,9 +20,8 @@ import type { Handler, HandlerContext } from "../Handler.ts"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as Correlation from "../../internal/Correlation.ts"
 import * as Metrics from "../../observability/Metrics.ts"
+import * as HandlerServices from "./HandlerServices.ts"
 import * as RequestFibers from "./RequestFibers.ts"
-import * as NetworkPeer from "../../internal/NetworkPeer.ts"
-import * as SharedDispatcher from "../../internal/SharedDispatcher.ts"
 
 /** What a frame produces: one reply, a batch of replies, or nothing. */
 export type Reply = JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse> | null
@@ -66,6 +63,13 @@ export interface ServerSessionOptions<R> {
    */
   readonly sharedDispatcher?: boolean | undefined
   /**
+   * Whether handlers run with the session's services alone, carrying from
+   * the fiber a request starts in only its peer and span (HTTP: that fiber
+   * is the POST's, a context of its own per request). Otherwise the
+   * session's services go on top of that fiber's context.
+   */
+  readonly servicesOnly?: boolean | undefined
+  /**
    * Transport-specific extras for the context of one request (HTTP adds
    * `closeSseStream`). Merged over the base context.
    */
@@ -75,10 +79,6 @@ export interface ServerSessionOptions<R> {
    * HTTP transport refreshes it with each request's token).
    */
   readonly identity?: (() => Pick<HandlerContext, "principal" | "auth">) | undefined
-  /**
-   * Sees why a handler failed or died before the client gets a bare -32603
-   * (the wire never carries the cause); transports log it to stderr.
-   */
   /**
    * Remember `notifications/cancelled` for ids not running yet, so a request
    * that arrives after its own cancel (separate HTTP POSTs can overtake each
@@ -93,6 +93,10 @@ export interface ServerSessionOptions<R> {
    * the client answers knows where the answer goes.
    */
   readonly idPrefix?: string | undefined
+  /**
+   * Sees why a handler failed or died before the client gets a bare -32603
+   * (the wire never carries the cause); transports log it to stderr.
+   */
   readonly onHandlerError?:
     | ((message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, cause: Cause.Cause<unknown>) => Effect.Effect<void>)
     | undefined
@@ -308,25 +312,10 @@ export const make = Effect.fnUntraced(function*<R>(
         })
     )
 
-  // Handlers run with the session's services on top of their fiber's
-  // context. Merging copies every entry of a context, and request fibers
-  // share their parent's context object, so the merge is made once per
-  // parent context, not once per request.
-  let mergedFrom: Context.Context<never> | undefined
-  let merged: Context.Context<R> = services
-  const withServices = (current: Context.Context<never>): Context.Context<R> => {
-    if (current !== mergedFrom) {
-      mergedFrom = current
-      merged = Context.merge(current, services)
-      // The peer the request came with (an HTTP request's address and span) is more precise than the session's.
-      const peer = Context.get(current, NetworkPeer.CurrentPeer)
-      if (peer !== undefined) merged = Context.add(merged, NetworkPeer.CurrentPeer, peer)
-      if (options.sharedDispatcher === true) {
-        merged = Context.add(merged, Scheduler.Scheduler, SharedDispatcher.share(Context.get(merged, Scheduler.Scheduler)))
-      }
-    }
-    return merged
-  }
+  const withServices = HandlerServices.make(services, {
+    sharedDispatcher: options.sharedDispatcher,
+    servicesOnly: options.servicesOnly
+  })
 
   const recover = (message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification) =>
     Effect.catchCause((cause: Cause.Cause<unknown>) =>

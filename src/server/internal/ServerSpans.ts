@@ -19,7 +19,7 @@ import * as Effect from "effect/Effect"
 import * as ErrorReporter from "effect/ErrorReporter"
 import * as Exit from "effect/Exit"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
-import type * as Tracer from "effect/Tracer"
+import * as Tracer from "effect/Tracer"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import * as McpSpan from "../../internal/McpSpan.ts"
 import * as NetworkPeer from "../../internal/NetworkPeer.ts"
@@ -61,6 +61,20 @@ export const withHttpPeer = <A, E, R>(
 export const carryPeer = (current: Context.Context<never>, services: Context.Context<never>): Context.Context<never> => {
   const peer = Context.get(current, CurrentPeer)
   return peer === undefined ? services : Context.add(services, CurrentPeer, peer)
+}
+
+/**
+ * `services` with what `current` knows of the request being served: its
+ * peer, and the span it runs under (the HTTP server span) unless `services`
+ * hold one. Without tracing there is neither, and `services` come back as
+ * they are.
+ */
+export const carryRequest = (current: Context.Context<never>, services: Context.Context<never>): Context.Context<never> => {
+  const withPeer = carryPeer(current, services)
+  const span = Context.getOrUndefined(current, Tracer.ParentSpan)
+  return span === undefined || Context.getOrUndefined(services, Tracer.ParentSpan) !== undefined
+    ? withPeer
+    : Context.add(withPeer, Tracer.ParentSpan, span)
 }
 
 /** One request being served under a span: what `unexpectedFailure` records for the span's end. */
