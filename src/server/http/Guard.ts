@@ -94,19 +94,18 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
       })
   const startWatch = env.sendWatch?.watchUnsafe(request)
   const watched = startWatch === undefined ? answer : Effect.andThen(startWatch, answer)
-  return watched.pipe(
-    Effect.catchCause((cause) =>
+  return Effect.matchCauseEffect(watched, {
+    onFailure: (cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
         : env.availability !== undefined && SharedUnavailable.isStoreFailure(cause)
-        ? Effect.succeed(SharedUnavailable.lost(env.availability))
+        ? Effect.succeed(withCors(SharedUnavailable.lost(env.availability), origin, originAllowed))
         : Effect.as(
           Effect.logWarning("HTTP server transport: unexpected failure", Cause.pretty(cause)),
-          Security.errorResponse(500, JsonRpc.ErrorCode.InternalError, "Internal error")
-        )
-    ),
-    Effect.map((response) => withCors(response, origin, originAllowed))
-  )
+          withCors(Security.errorResponse(500, JsonRpc.ErrorCode.InternalError, "Internal error"), origin, originAllowed)
+        ),
+    onSuccess: (response) => Effect.succeed(withCors(response, origin, originAllowed))
+  })
 }
 
 /**

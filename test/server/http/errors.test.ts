@@ -319,6 +319,24 @@ describe("HTTP server transport: error paths", () => {
     })
   })
 
+  it.live("a defect inside the transport: 500 with -32603 and no detail, its CORS headers kept", () => {
+    // An authentication hook that dies (not a refusal) is such a defect.
+    const authenticate: HttpServerTransport.Authenticate = () => Effect.die(new Error("secret hook state"))
+    return withServer({ authenticate }, async ({ url, port }) => {
+      const plain = await post(url, initializeBody())
+      expect(plain.status).toBe(500)
+      expect(plain.headers.get("vary")).toBe("Origin")
+      const text = await plain.text()
+      expect(JSON.parse(text)).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "Internal error" } })
+      expect(text).not.toContain("secret")
+      const origin = `http://localhost:${port}`
+      const browser = await post(url, initializeBody(), { origin })
+      expect(browser.status).toBe(500)
+      expect(browser.headers.get("access-control-allow-origin")).toBe(origin)
+      await browser.text()
+    })
+  })
+
   it.live("stateless mode: GET and DELETE answer 405 at once; POST works without a session", () =>
     withServer({ mode: "stateless" }, async ({ url, transport }) => {
       const get = await fetch(url, { headers: { accept: "text/event-stream" } })
