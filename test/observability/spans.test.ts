@@ -306,6 +306,66 @@ describe("one-shot calls", () => {
   }
 })
 
+describe("server spans of requests that bring no trace context", () => {
+  const echo = McpServer.make({ serverInfo: { name: "echo", version: "1.0.0" } }).pipe(
+    McpServer.method("tools/call", {}, () => Effect.succeed({ content: [] }))
+  )
+  const postJson = (url: string, body: object, headers: Record<string, string>) =>
+    Effect.promise(async () => {
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+        body: JSON.stringify(body)
+      })
+      await res.text()
+      return res
+    })
+  const call = { name: "hello", arguments: {} }
+
+  /** The effect/http server span of the POST that carried `served`, if `served` is under it. */
+  const httpParent = (spans: ReadonlyArray<Tracer.NativeSpan>, served: Tracer.NativeSpan) => {
+    const parent = served.parent._tag === "Some" ? served.parent.value : undefined
+    return spans.find((s) => s.spanId === parent?.spanId && s.kind === "server" && s.attributes.get("http.request.method") === "POST")
+  }
+
+  it.live("2026-07-28: the tool call's span is a child of the POST's HTTP server span", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = recordingTracer()
+      yield* Effect.gen(function*() {
+        const handle = yield* McpServer.toHandler(echo)
+        const server = yield* serve({}, () => handle.handler)
+        const params = { ...call, _meta: RequestMeta.requestMeta({ protocolVersion: "2026-07-28", clientCapabilities: {} }) }
+        const res = yield* postJson(server.url, { jsonrpc: "2.0", id: 1, method: "tools/call", params }, {
+          ...RequestMeta.standardHeaders("2026-07-28", "tools/call", params)
+        })
+        expect(res.status).toBe(200)
+        const served = spans.find((s) => s.kind === "server" && s.name === "tools/call hello")!
+        expect(httpParent(spans, served)).toBeDefined()
+      }).pipe(Effect.scoped, Effect.provideService(Tracer.Tracer, tracer))
+    }))
+
+  it.live("2025-11-25 session: the tool call's span is a child of the POST's HTTP server span", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = recordingTracer()
+      yield* Effect.gen(function*() {
+        const handle = yield* McpServer.toHandler(echo)
+        const server = yield* serve({}, () => handle.handler)
+        const init = yield* postJson(server.url, {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1.0.0" } }
+        }, {})
+        const session = { "mcp-session-id": init.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-11-25" }
+        yield* postJson(server.url, { jsonrpc: "2.0", method: "notifications/initialized" }, session)
+        const res = yield* postJson(server.url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: call }, session)
+        expect(res.status).toBe(200)
+        const served = spans.find((s) => s.kind === "server" && s.name === "tools/call hello")!
+        expect(httpParent(spans, served)).toBeDefined()
+      }).pipe(Effect.scoped, Effect.provideService(Tracer.Tracer, tracer))
+    }))
+})
+
 describe("HTTP exchanges under a request", () => {
   it.live("with httpTracing \"span\", the POST of a request is a child span of the request's client span", () =>
     Effect.gen(function*() {

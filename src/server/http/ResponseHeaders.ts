@@ -3,8 +3,8 @@
  *
  * `effect/http`'s constructors given `headers` for a body with a content type
  * (`text`, `stream`) copy them with `Object.setPrototypeOf`, which leaves the
- * copy in V8's dictionary mode: about 1 µs a response, where each header set
- * afterwards costs about 20 ns (bench/profile/response-headers.ts).
+ * copy in V8's dictionary mode: 1.4 µs a response with one header, against
+ * 0.2 µs with the header set afterwards (bench/profile/response-headers.ts).
  */
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 

@@ -119,9 +119,9 @@ export const post = (
 
 const ACCEPTED = HttpServerResponse.empty({ status: 202 })
 
-/** Runs `effect` with the transport's services (and the request's peer) in place of the HTTP request's. */
+/** Runs `effect` with the transport's services (and the request's peer and span) in place of the HTTP request's. */
 const withServices = <A, E>(env: Env, effect: Effect.Effect<A, E>) =>
-  Effect.updateContext(effect, (current: Context.Context<never>) => ServerSpans.carryPeer(current, env.services))
+  Effect.updateContext(effect, (current: Context.Context<never>) => ServerSpans.carryRequest(current, env.services))
 
 /** A request the checks let through: a slot taken, its handler run, its answer or stream returned. */
 const serve = (
@@ -251,7 +251,7 @@ const directAnswer = (
  * the handler sent the client something first (then a response stream of
  * this request alone, opened on that first message). Also how the handler's
  * fiber runs (`StatelessRequests.StatelessRun`): with the transport's
- * services and the request's peer, and this marked finished when it ends.
+ * services and the request's peer and span, and this marked finished when it ends.
  */
 class LazyStream implements StatelessRequests.StatelessRun {
   opened: OutStream.OutStream | undefined = undefined
@@ -279,9 +279,9 @@ class LazyStream implements StatelessRequests.StatelessRun {
     this.direct = reply
     return Effect.void
   }
-  /** The transport's services in place of the HTTP request's, with the request's peer. */
+  /** The transport's services in place of the HTTP request's, with the request's peer and span. */
   services(current: Context.Context<never>): Context.Context<never> {
-    return ServerSpans.carryPeer(current, this.#services)
+    return ServerSpans.carryRequest(current, this.#services)
   }
   /** The work ended: no stream opens any more, and the answer (or the stream) is ready. */
   onEnd(): void {

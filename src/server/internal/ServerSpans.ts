@@ -57,20 +57,18 @@ export const withHttpPeer = <A, E, R>(
     })
   })
 
-/** `services` with the peer of `current` (for handlers run with the transport's services in place of the request's). */
-export const carryPeer = (current: Context.Context<never>, services: Context.Context<never>): Context.Context<never> => {
-  const peer = Context.get(current, CurrentPeer)
-  return peer === undefined ? services : Context.add(services, CurrentPeer, peer)
-}
-
 /**
- * `services` with what `current` knows of the request being served: its
- * peer, and the span it runs under (the HTTP server span) unless `services`
- * hold one. Without tracing there is neither, and `services` come back as
- * they are.
+ * `services` with what `current` knows of the request being served, for
+ * handlers run with the transport's services in place of the request's:
+ * its peer, and the span it runs under (the HTTP server span) unless
+ * `services` hold one. Without tracing there is neither, and `services`
+ * come back as they are.
  */
 export const carryRequest = (current: Context.Context<never>, services: Context.Context<never>): Context.Context<never> => {
-  const withPeer = carryPeer(current, services)
+  // The peer is there exactly when tracing is on (`withHttpPeer`): without it there is no span to carry either.
+  const peer = Context.get(current, CurrentPeer)
+  if (peer === undefined) return services
+  const withPeer = Context.add(services, CurrentPeer, peer)
   const span = Context.getOrUndefined(current, Tracer.ParentSpan)
   return span === undefined || Context.getOrUndefined(services, Tracer.ParentSpan) !== undefined
     ? withPeer
