@@ -328,42 +328,44 @@ describe("server spans of requests that bring no trace context", () => {
     return spans.find((s) => s.spanId === parent?.spanId && s.kind === "server" && s.attributes.get("http.request.method") === "POST")
   }
 
-  it.live("2026-07-28: the tool call's span is a child of the POST's HTTP server span", () =>
+  /**
+   * Serves `echo` under a recording tracer, sends the call with `send` (raw POSTs to the endpoint's URL),
+   * and checks that the call's server span is a child of the HTTP server span of the POST that carried it.
+   */
+  const servedUnderPost = (send: (url: string) => Effect.Effect<Response>) =>
     Effect.gen(function*() {
       const { spans, tracer } = recordingTracer()
       yield* Effect.gen(function*() {
         const handle = yield* McpServer.toHandler(echo)
         const server = yield* serve({}, () => handle.handler)
-        const params = { ...call, _meta: RequestMeta.requestMeta({ protocolVersion: "2026-07-28", clientCapabilities: {} }) }
-        const res = yield* postJson(server.url, { jsonrpc: "2.0", id: 1, method: "tools/call", params }, {
-          ...RequestMeta.standardHeaders("2026-07-28", "tools/call", params)
-        })
-        expect(res.status).toBe(200)
+        expect((yield* send(server.url)).status).toBe(200)
         const served = spans.find((s) => s.kind === "server" && s.name === "tools/call hello")!
         expect(httpParent(spans, served)).toBeDefined()
       }).pipe(Effect.scoped, Effect.provideService(Tracer.Tracer, tracer))
+    })
+
+  it.live("2026-07-28: the tool call's span is a child of the POST's HTTP server span", () =>
+    servedUnderPost((url) => {
+      const params = { ...call, _meta: RequestMeta.requestMeta({ protocolVersion: "2026-07-28", clientCapabilities: {} }) }
+      return postJson(url, { jsonrpc: "2.0", id: 1, method: "tools/call", params }, {
+        ...RequestMeta.standardHeaders("2026-07-28", "tools/call", params)
+      })
     }))
 
   it.live("2025-11-25 session: the tool call's span is a child of the POST's HTTP server span", () =>
-    Effect.gen(function*() {
-      const { spans, tracer } = recordingTracer()
-      yield* Effect.gen(function*() {
-        const handle = yield* McpServer.toHandler(echo)
-        const server = yield* serve({}, () => handle.handler)
-        const init = yield* postJson(server.url, {
+    servedUnderPost((url) =>
+      Effect.gen(function*() {
+        const init = yield* postJson(url, {
           jsonrpc: "2.0",
           id: 1,
           method: "initialize",
           params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1.0.0" } }
         }, {})
         const session = { "mcp-session-id": init.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-11-25" }
-        yield* postJson(server.url, { jsonrpc: "2.0", method: "notifications/initialized" }, session)
-        const res = yield* postJson(server.url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: call }, session)
-        expect(res.status).toBe(200)
-        const served = spans.find((s) => s.kind === "server" && s.name === "tools/call hello")!
-        expect(httpParent(spans, served)).toBeDefined()
-      }).pipe(Effect.scoped, Effect.provideService(Tracer.Tracer, tracer))
-    }))
+        yield* postJson(url, { jsonrpc: "2.0", method: "notifications/initialized" }, session)
+        return yield* postJson(url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: call }, session)
+      })
+    ))
 })
 
 describe("HTTP exchanges under a request", () => {
