@@ -4,7 +4,7 @@
  * a CPU profile of the server alone: the server runs under `--cpu-prof` and
  * writes its profile when it is stopped at the end.
  *
- *   npx node bench/profile/http-server-era-drive.ts [stateless|session|bare|effect-min|effect-checked|node-http] [requests=30000] [concurrency=32] [profileDir=/tmp/era-prof]
+ *   npx node bench/profile/http-server-era-drive.ts [stateless|session|bare|toolkit|effect-min|effect-checked|node-http] [requests=30000] [concurrency=32] [profileDir=/tmp/era-prof]
  *
  * With `gc` in place of the profile directory the server runs under
  * `--trace-gc-nvp` instead, and the driver adds what the measured requests
@@ -30,7 +30,9 @@
  * bench/http/server-effect-checked.ts (that route doing the protocol's checks
  * too), `node-http` bench/stateless-server/server-minimal.ts (bare
  * `node:http`), and era `bare` the transport with a bare handler
- * (bench/stateless-server/server-bare.ts) taking stateless requests. Every
+ * (bench/stateless-server/server-bare.ts) taking stateless requests, era
+ * `toolkit` `McpServer` serving `echo` from an `effect/ai` `Toolkit`
+ * (bench/stateless-server/server-toolkit.ts). Every
  * era but `session` gets the same request, byte for byte: the stateless
  * era's headers and `_meta`.
  */
@@ -57,7 +59,8 @@ const scripts: Record<string, ReadonlyArray<string>> = {
   "effect-min": ["bench/http/server-effect-min.ts", "--mode", "json"],
   "effect-checked": ["bench/http/server-effect-checked.ts"],
   "node-http": ["bench/stateless-server/server-minimal.ts"],
-  bare: ["bench/stateless-server/server-bare.ts"]
+  bare: ["bench/stateless-server/server-bare.ts"],
+  toolkit: ["bench/stateless-server/server-toolkit.ts"]
 }
 const [scriptPath, ...scriptArgs] = scripts[era] ?? ["bench/stateless-server/server-ours.ts"]
 const script = [resolve(root, scriptPath), ...scriptArgs]

@@ -9,6 +9,7 @@ import * as AiToolkit from "../../src/client/AiToolkit.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
 import { DefinitionError } from "../../src/server/DefinitionError.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
+import * as Middleware from "../../src/server/Middleware.ts"
 import * as Tool from "../../src/server/Tool.ts"
 import { SdkHandlerTransport } from "../fixtures/sdk-handler-transport.ts"
 
@@ -246,4 +247,37 @@ describe("serving an effect/ai Toolkit", () => {
     const dynamic = AiTool.dynamic("raw", { parameters: { type: "object", properties: {} } })
     expect(() => base.pipe(Tool.fromToolkit(Toolkit.make(dynamic)))).toThrow(/JSON Schema/)
   })
+})
+
+/** Who a `greet` call greets: the handlers' layer gives a default, a middleware may give one per call. */
+class Greeted extends Context.Service<Greeted, string>()("test/Greeted") {}
+
+describe("a toolkit handler's services", () => {
+  const greeting = Toolkit.make(AiTool.make("greet", { parameters: Schema.Struct({ who: Schema.String }), success: Schema.String }))
+  // Read when the call runs, from the context it runs with (the types would have it from the layer alone).
+  const greeted = Effect.service(Greeted) as Effect.Effect<string>
+  const greetingHandlers = greeting.toLayer({ greet: () => Effect.map(greeted, (who) => `hello ${who}`) }).pipe(
+    Layer.provide(Layer.succeed(Greeted, "from the layer"))
+  )
+  const greet = (client: McpClient.McpClientShape, who: string) =>
+    Effect.map(client.callTool({ name: "greet", arguments: { who } }), (result) => (result.structuredContent as { result: string }).result)
+
+  it.effect("the layer's services are the defaults; each call's own win, and no call sees another's", () =>
+    Effect.gen(function*() {
+      const server = McpServer.make({ serverInfo: { name: "greeter", version: "1.0.0" } }).pipe(
+        Tool.fromToolkit(greeting),
+        // Calls for "layer" get no service of their own; the others get theirs.
+        McpServer.middleware((next) => (request) => {
+          const who = (request.params as { arguments?: { who?: string } }).arguments?.who
+          return who === "layer" || who === undefined ? next(request) : Middleware.provideService(Greeted, () => Effect.succeed(who))(next)(request)
+        })
+      )
+      const handle = yield* McpServer.toHandler(server)
+      const client = yield* McpClient.connect(InMemoryTransport.make(handle.handler))
+      expect(yield* greet(client, "layer")).toBe("hello from the layer")
+      expect(yield* greet(client, "ada")).toBe("hello ada")
+      expect(yield* greet(client, "bob")).toBe("hello bob")
+      expect(yield* greet(client, "layer")).toBe("hello from the layer")
+      expect(yield* greet(client, "bob")).toBe("hello bob")
+    }).pipe(Effect.provide(greetingHandlers)))
 })

@@ -58,13 +58,26 @@ export const served = (tool: AiTool.Any) => {
     throw new DefinitionError({ kind: "tool", name: tool.name, reason: "has parameters given as a JSON Schema: give a Schema to serve it" })
   }
   const voidSuccess = isVoidSchema(tool.successSchema)
+  // The layer's services are the handler's defaults; the call's own services (per request) win. Merging
+  // copies both contexts, and calls usually run with one and the same context (the transport's services,
+  // when nothing is traced): the last merge is kept for them.
+  let mergedEntry: AiTool.Handler<string> | undefined
+  let mergedInput: Context.Context<never> | undefined
+  let merged: Context.Context<never> | undefined
+  const withDefaults = (entry: AiTool.Handler<string>, input: Context.Context<never>): Context.Context<never> => {
+    if (merged === undefined || entry !== mergedEntry || input !== mergedInput) {
+      mergedEntry = entry
+      mergedInput = input
+      merged = Context.merge(entry.context, input)
+    }
+    return merged
+  }
   const handler = (params: unknown, context: RequestContext): Effect.Effect<any, unknown, any> =>
     Effect.flatMap(Effect.context<never>(), (services) => {
       const entry = services.mapUnsafe.get(tool.id) as AiTool.Handler<string> | undefined
       if (entry === undefined) return Effect.die(`no handler for the tool ${JSON.stringify(tool.name)}: provide the toolkit's layer`)
       const run = entry.handler(params, { toolCallId: String(context.requestId), preliminary: () => Effect.void }).pipe(
-        // The layer's services are the handler's defaults; the call's own services (per request) win.
-        Effect.updateContext((input: Context.Context<never>) => Context.merge(entry.context, input))
+        Effect.updateContext((input: Context.Context<never>) => withDefaults(entry, input))
       )
       return voidSuccess ? Effect.as(run, { content: [] }) : run
     })
