@@ -6,23 +6,35 @@
  *   dictionary mode;
  * - the constructor without them, then each set on its own (`setHeader`),
  *   as src/server/http/ResponseHeaders.ts does;
- * - the constructor without them, then all merged at once (`setHeaders`).
+ * - the constructor without them, then all merged at once (`setHeaders`);
+ * - a refusal with `Retry-After` and `Connection: close` (a draining server's
+ *   503), its headers given to `jsonUnsafe`, and as `Security.errorResponse`
+ *   builds it.
  *
  *   npx node bench/profile/response-headers.ts [responses=2000000]
  */
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as JsonRpc from "../../src/JsonRpc.ts"
 import * as ResponseHeaders from "../../src/server/http/ResponseHeaders.ts"
+import * as Security from "../../src/server/http/Security.ts"
 
 const n = Number(process.argv[2] ?? "2000000")
 const json = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { content: [{ type: "text", text: "hello" }] } })
 const sessions = Array.from({ length: 8 }, (_, i) => ({ "mcp-session-id": `session-${i}` }))
 const contentType = "application/json"
+const refusal = { "retry-after": "1", connection: "close" }
 
 const ways: Record<string, (i: number) => HttpServerResponse.HttpServerResponse> = {
   "no headers of its own": () => HttpServerResponse.text(json, { contentType }),
   "given to the constructor": (i) => HttpServerResponse.text(json, { contentType, headers: sessions[i & 7]! }),
   "set one by one after": (i) => ResponseHeaders.add(HttpServerResponse.text(json, { contentType }), sessions[i & 7]!),
-  "merged at once after": (i) => HttpServerResponse.setHeaders(HttpServerResponse.text(json, { contentType }), sessions[i & 7]!)
+  "merged at once after": (i) => HttpServerResponse.setHeaders(HttpServerResponse.text(json, { contentType }), sessions[i & 7]!),
+  "503 given to jsonUnsafe": () =>
+    HttpServerResponse.jsonUnsafe(JsonRpc.failure(null, JsonRpc.ErrorCode.InvalidRequest, "Service unavailable"), {
+      status: 503,
+      headers: refusal
+    }),
+  "503 by errorResponse": () => Security.errorResponse(503, JsonRpc.ErrorCode.InvalidRequest, "Service unavailable", undefined, refusal)
 }
 
 let sink: unknown

@@ -15,6 +15,7 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import * as ProtectedResource from "../auth/ProtectedResource.ts"
 import type { AuthInfo } from "../auth/TokenVerifier.ts"
+import * as ResponseHeaders from "./ResponseHeaders.ts"
 import * as Security from "./Security.ts"
 
 export interface Authorization {
@@ -128,9 +129,9 @@ export const make = (options: ProtectedResource.Options, resource: string, endpo
     authorize,
     metadataPaths,
     metadata: () =>
-      Effect.succeed(HttpServerResponse.text(document, {
-        contentType: "application/json",
-        headers: { ...open, "cache-control": "max-age=3600" }
+      Effect.succeed(ResponseHeaders.add(HttpServerResponse.text(document, { contentType: "application/json" }), {
+        ...open,
+        "cache-control": "max-age=3600"
       })),
     metadataPreflight: () =>
       Effect.succeed(HttpServerResponse.empty({

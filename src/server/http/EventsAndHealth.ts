@@ -310,10 +310,14 @@ export const health = (env: Env): Guarded => () =>
     }
     const connected = shared.available()
     const status = draining ? "draining" : connected ? "ok" : "unavailable"
-    return HttpServerResponse.jsonUnsafe(
-      { status, store: { kind: shared.kind ?? "shared", connected } },
-      status === "ok" ? undefined : { status: 503, headers: { "retry-after": String(shared.retryAfterSeconds) } }
-    )
+    const body = { status, store: { kind: shared.kind ?? "shared", connected } }
+    return status === "ok"
+      ? HttpServerResponse.jsonUnsafe(body)
+      : HttpServerResponse.setHeader(
+        HttpServerResponse.jsonUnsafe(body, { status: 503 }),
+        "retry-after",
+        String(shared.retryAfterSeconds)
+      )
   })
 
 /** Everything no route matched: 204 for preflights, 405 on our own paths, else 404 with a -32600 body. */

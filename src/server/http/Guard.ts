@@ -64,8 +64,6 @@ export type Guarded = (
   principal: Security.Principal
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
 
-export const withHeaders = ResponseHeaders.add
-
 export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded): Route => (request) => {
   const origin = request.headers["origin"]
   const originAllowed = Security.isOriginAllowed(env.lists, origin)
@@ -115,7 +113,7 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
 const withCors = (response: HttpServerResponse.HttpServerResponse, origin: string | undefined, allowed: boolean) =>
   origin === undefined || !allowed
     ? HttpServerResponse.setHeader(response, "vary", "Origin")
-    : withHeaders(response, Security.corsHeaders(origin, allowed))
+    : ResponseHeaders.add(response, Security.corsHeaders(origin, allowed))
 
 /** Preflight: 204 with the CORS grants for an allowed origin, 403 for another. */
 export const preflight = (env: Env): Route => (request) =>
@@ -125,7 +123,9 @@ export const preflight = (env: Env): Route => (request) =>
       return Security.invalid(403, "Forbidden: Host header not allowed")
     }
     const allowed = Security.isOriginAllowed(env.lists, origin)
-    if (!allowed) return withHeaders(Security.invalid(403, "Forbidden: Origin not allowed"), Security.corsHeaders(origin, false))
+    if (!allowed) {
+      return ResponseHeaders.add(Security.invalid(403, "Forbidden: Origin not allowed"), Security.corsHeaders(origin, false))
+    }
     return HttpServerResponse.empty({
       status: 204,
       headers: Security.preflightHeaders(

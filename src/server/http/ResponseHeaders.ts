@@ -5,6 +5,8 @@
  * (`text`, `stream`) copy them with `Object.setPrototypeOf`, which leaves the
  * copy in V8's dictionary mode: 1.4 µs a response with one header, against
  * 0.2 µs with the header set afterwards (bench/profile/response-headers.ts).
+ * Every response of the transport with a body and headers of its own is
+ * built this way (answers, SSE, CORS, error answers, health, metadata).
  */
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 

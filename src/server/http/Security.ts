@@ -10,6 +10,7 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
+import * as ResponseHeaders from "./ResponseHeaders.ts"
 import type { AuthInfo } from "../auth/TokenVerifier.ts"
 
 /**
@@ -60,11 +61,10 @@ export const errorResponse = (
   message: string,
   data?: unknown,
   headers?: Record<string, string>
-): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.jsonUnsafe(JsonRpc.failure(null, code, message, data), {
-    status,
-    ...(headers === undefined ? {} : { headers })
-  })
+): HttpServerResponse.HttpServerResponse => {
+  const response = HttpServerResponse.jsonUnsafe(JsonRpc.failure(null, code, message, data), { status })
+  return headers === undefined ? response : ResponseHeaders.add(response, headers)
+}
 
 export const invalid = (status: number, message: string, headers?: Record<string, string>) =>
   errorResponse(status, JsonRpc.ErrorCode.InvalidRequest, message, undefined, headers)
