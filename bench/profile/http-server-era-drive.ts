@@ -15,8 +15,10 @@
  * valgrind's callgrind, counting instructions only while the measured
  * requests run (after the warm-up, `callgrind_control -i on`): instructions
  * per request do not move with what else the machine runs, where CPU time
- * does by 10–20 % on a shared machine. Everything runs about 50 times
- * slower; a few thousand requests are enough.
+ * does by 10–20 % on a shared machine. Repeated runs of one build still
+ * spread by about 0.4 % (the compiler and the collector work on the measured
+ * thread under `--single-threaded`): take medians for smaller changes.
+ * Everything runs about 50 times slower; a few thousand requests are enough.
  *
  * `SERVER_FLAGS` replaces the server's Node flags (the profile directory's then names
  * nothing), e.g. `SERVER_FLAGS="--import=./bench/profile/alloc-prof.ts"` for where
