@@ -71,6 +71,38 @@ describe("RequestFibers", () => {
       yield* fibers.awaitEmpty
     }))
 
+  it.effect("runIn runs at once in the caller's step, hands over the exit, refuses a taken id and a closed map", () =>
+    Effect.gen(function*() {
+      const fibers = RequestFibers.make<string>()
+      const runIn = (id: number | string, effect: Effect.Effect<string>) =>
+        Effect.withFiber((parent) => fibers.runIn(parent, id, effect, (exit) => exit))
+      // Ended while starting: its exit at once, never listed.
+      expect(yield* runIn(1, Effect.succeed("now"))).toEqual(Exit.succeed("now"))
+      expect(fibers.size()).toBe(0)
+      // Still running: listed until it ends, and its exit is what the caller gets.
+      const gate = yield* Deferred.make<string>()
+      const waiting = yield* Effect.forkChild(runIn(2, Deferred.await(gate)))
+      yield* Effect.yieldNow
+      expect(fibers.has(2)).toBe(true)
+      // Taken: not run, and `then` is handed `undefined`.
+      let ranSecond = false
+      expect(yield* runIn(2, Effect.sync(() => {
+        ranSecond = true
+        return "second"
+      }))).toBeUndefined()
+      expect(ranSecond).toBe(false)
+      yield* Deferred.succeed(gate, "done")
+      expect(yield* Fiber.join(waiting)).toEqual(Exit.succeed("done"))
+      expect(fibers.has(2)).toBe(false)
+      // Interrupted by id (a cancel): the caller gets the interruption as an exit.
+      const held = yield* Effect.forkChild(runIn(3, Effect.never))
+      yield* Effect.yieldNow
+      yield* fibers.interrupt(3)
+      expect(Exit.hasInterrupts((yield* Fiber.join(held))!)).toBe(true)
+      yield* fibers.close
+      expect(Exit.hasInterrupts(yield* Effect.exit(runIn(4, Effect.succeed("late"))))).toBe(true)
+    }))
+
   it.effect("start runs at once with the caller's services, is listed while it runs, refuses a taken id and a closed map", () =>
     Effect.gen(function*() {
       const fibers = RequestFibers.make<string>()

@@ -110,6 +110,21 @@ export const runsWork = (session: Session): boolean => !session.work[Symbol.iter
 /** A request is being answered or a stream is open (both count in `active`), or a handler runs: not idle. */
 export const isBusy = (session: Session): boolean => session.active > 0 || runsWork(session)
 
-/** Runs work in the session, outside the HTTP request that started it (a disconnect does not cancel it). */
-export const runInSession = <A, E>(session: Session, effect: Effect.Effect<A, E>): Effect.Effect<Fiber.Fiber<A, E>> =>
-  FiberSet.run(session.work, effect)
+/**
+ * Runs work in the session, outside the HTTP request that started it (a
+ * disconnect does not cancel it): started at once with the services of
+ * `parent`, the fiber of the step that calls this (`Effect.withFiber`), as
+ * `FiberSet.run` starts it, without a step of its own. In a closed session
+ * the work never starts: its fiber is interrupted.
+ */
+export const runInSessionUnsafe = <A, E>(
+  parent: Fiber.Fiber<unknown, unknown>,
+  session: Session,
+  effect: Effect.Effect<A, E>
+): Fiber.Fiber<A, E> => {
+  const run = Effect.runForkWith(parent.context)
+  if (session.work.state._tag === "Closed") return run(Effect.interrupt)
+  const fiber = run(effect)
+  FiberSet.addUnsafe(session.work, fiber)
+  return fiber
+}

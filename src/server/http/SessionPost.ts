@@ -8,7 +8,6 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -226,7 +225,8 @@ export const postToSession = Effect.fnUntraced(function*(
     return rest.length === 0 ? Effect.void : OwedReplies.answerEach(rest, answerOne)
   }
   const tracked = InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver, others)
-  const work = Effect.onExit(tracked, (exit) => {
+  // What the work's end leaves to do, however it ends (`cause` when it failed or was interrupted).
+  const finish = (cause: Cause.Cause<never> | undefined): Effect.Effect<void> => {
     for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
     const out = route.opened
     // No route left to open the stream through: a stream not open by now never will be.
@@ -238,12 +238,18 @@ export const postToSession = Effect.fnUntraced(function*(
     // ends; a JSON answer, made from the stream once it ended, after (`owedReplies`). Work only interrupted
     // owes nothing: a cancelled request, a DELETE, a closing session get no reply.
     if (
-      Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) && accepts.sse &&
+      cause !== undefined && !Cause.hasInterruptsOnly(cause) && accepts.sse &&
       (config.responseMode === "sse" || !accepts.json || out.isStreaming())
     ) {
-      return OwedReplies.onStream(env, out, route.unanswered(messages), exit.cause)
+      return Effect.uninterruptible(OwedReplies.onStream(env, out, route.unanswered(messages), cause))
     }
-    return out.end
+    return Effect.uninterruptible(out.end)
+  }
+  // One continuation for either end, not `onExit`'s several steps: an interruption takes the failure's
+  // branch too, and the work's fiber keeps its exit (a failure is what `owedReplies` reads).
+  const work = Effect.matchCauseEffect(tracked, {
+    onSuccess: () => finish(undefined),
+    onFailure: (cause) => Effect.andThen(finish(cause), Effect.failCause(cause))
   })
   // The work belongs to the session: a client that disconnects does not cancel it,
   // and it keeps the slots taken until it ends.

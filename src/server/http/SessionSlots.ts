@@ -16,7 +16,7 @@ import type * as Fiber from "effect/Fiber"
 import * as Latch from "effect/Latch"
 import * as Scope from "effect/Scope"
 import type * as SessionAdmission from "./SessionAdmission.ts"
-import { isBusy, runInSession, type Session } from "./HttpSession.ts"
+import { isBusy, runInSessionUnsafe, type Session } from "./HttpSession.ts"
 
 /** Which limit turned a request away: `maxStreams` (server-wide), `maxStreamsPerPrincipal` or `maxStreamsPerSession`. */
 export type Refusal = "server-full" | "principal-full" | "session-full"
@@ -31,7 +31,7 @@ export interface Grant {
    * Keeps the granted slots taken until `fiber` ends as well as the request
    * scope: the handlers a client started hold their slots after it goes away.
    */
-  readonly holdUntilDone: (fiber: Fiber.Fiber<unknown, unknown>) => Effect.Effect<void>
+  readonly holdUntilDoneUnsafe: (fiber: Fiber.Fiber<unknown, unknown>) => void
 }
 
 /** A grant and what gives its slots back (none to give when refused). */
@@ -151,7 +151,7 @@ export interface StreamSlots {
   /**
    * `enter` for a POST that answers `wanted` requests (a batch): takes as many
    * slots as are free, up to `wanted`, until the request scope closes (or,
-   * see `Grant.holdUntilDone`, later). None granted (while some were wanted)
+   * see `Grant.holdUntilDoneUnsafe`, later). None granted (while some were wanted)
    * means refused: nothing is counted.
    */
   readonly enterSlots: (
@@ -193,7 +193,7 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
     if (session !== undefined) session.slots += n
   }
 
-  const refusedGrant = (short: Refusal | undefined): Grant => ({ granted: 0, short, holdUntilDone: () => Effect.void })
+  const refusedGrant = (short: Refusal | undefined): Grant => ({ granted: 0, short, holdUntilDoneUnsafe: () => {} })
 
   const enterSlotsUnsafe = (
     principalId: string,
@@ -226,19 +226,18 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
       session.active++
       session.lastActive = clock.currentTimeMillisUnsafe()
     }
-    // The request scope holds the slots, and so does each fiber handed to `holdUntilDone`; the last one out frees them.
+    // The request scope holds the slots, and so does each fiber handed to `holdUntilDoneUnsafe`; the last one out frees them.
     let holders = 1
     const release = () => {
       if (--holders === 0) takeSlots(principalId, session, -granted)
     }
-    const holdUntilDone = (fiber: Fiber.Fiber<unknown, unknown>) =>
-      Effect.sync(() => {
-        if (holders === 0 || granted === 0) return
-        holders++
-        fiber.addObserver(release)
-      })
+    const holdUntilDoneUnsafe = (fiber: Fiber.Fiber<unknown, unknown>) => {
+      if (holders === 0 || granted === 0) return
+      holders++
+      fiber.addObserver(release)
+    }
     return {
-      grant: { granted, short, holdUntilDone },
+      grant: { granted, short, holdUntilDoneUnsafe },
       leave: Effect.sync(() => {
         if (granted > 0) {
           openStreams -= granted
@@ -279,12 +278,17 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
 }
 
 /**
- * `runInSession`, the grant's slots held until the work ends too. One step,
- * so a client going away meanwhile cannot leave work running without its slots.
+ * Runs work in the session (`runInSessionUnsafe`), the grant's slots held
+ * until it ends too. One step, so a client going away meanwhile cannot
+ * leave work running without its slots.
  */
 export const runHoldingSlots = <A, E>(
   session: Session,
   grant: Grant,
   effect: Effect.Effect<A, E>
 ): Effect.Effect<Fiber.Fiber<A, E>> =>
-  Effect.uninterruptible(Effect.tap(runInSession(session, effect), (fiber) => grant.holdUntilDone(fiber)))
+  Effect.withFiber((parent) => {
+    const fiber = runInSessionUnsafe(parent, session, effect)
+    grant.holdUntilDoneUnsafe(fiber)
+    return Effect.succeed(fiber)
+  })

@@ -37,7 +37,6 @@ export {
   mayResume,
   newStreamId,
   type RequestRoute,
-  runInSession,
   type Session,
   sessionDigest,
   type SessionKind,

@@ -13,6 +13,7 @@
  */
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import * as SlotTable from "../../internal/SlotTable.ts"
@@ -26,6 +27,19 @@ export interface RequestFibers<A> {
    * keeps it); interrupts the caller once closed.
    */
   readonly run: (id: JsonRpc.RequestId, effect: Effect.Effect<A>) => Effect.Effect<Fiber.Fiber<A> | undefined>
+  /**
+   * `run` for a caller that waits for the fiber, from inside a step it takes
+   * (`Effect.withFiber`, whose fiber is `parent`): `then` of the fiber's exit
+   * once it ends, or of `undefined` when `id` is taken. A fiber that ended
+   * while it started costs no step more. With `services`, as in `start`.
+   */
+  readonly runIn: <B>(
+    parent: Fiber.Fiber<unknown, unknown>,
+    id: JsonRpc.RequestId,
+    effect: Effect.Effect<A>,
+    then: (exit: Exit.Exit<A> | undefined) => B,
+    services?: ((callers: Context.Context<never>) => Context.Context<never>) | undefined
+  ) => Effect.Effect<B>
   /**
    * `run` for a caller that needs no handle on the fiber: one step less per
    * request. With `services`, the fiber runs with the services it makes of
@@ -72,6 +86,16 @@ export const make = <A>(): RequestFibers<A> => {
           return fiber
         })
       }),
+    runIn: (parent, id, effect, then, services) => {
+      if (closed) return Effect.interrupt
+      if (fibers.has(id)) return Effect.succeed(then(undefined))
+      // As `forkDetach` with `startImmediately`: the parent's services, no parent link.
+      const fiber = Effect.runForkWith(services === undefined ? parent.context : services(parent.context))(effect)
+      const done = fiber.pollUnsafe()
+      if (done !== undefined) return Effect.succeed(then(done))
+      track(id, fiber)
+      return Effect.map(Fiber.await(fiber), then)
+    },
     start: (id, effect, services) =>
       Effect.withFiber((parent) => {
         if (closed) return Effect.interrupt

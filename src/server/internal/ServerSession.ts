@@ -11,7 +11,7 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
+import type * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { ClientRequestUnavailable, type RequestError, TransportClosed, truncate } from "../../McpError.ts"
@@ -27,8 +27,8 @@ import * as RequestFibers from "./RequestFibers.ts"
 export type Reply = JsonRpc.JsonRpcResponse | ReadonlyArray<JsonRpc.JsonRpcResponse> | null
 
 /** An interrupted handler (the client cancelled) gets no reply. */
-const replyOf = (exit: Exit.Exit<JsonRpc.JsonRpcResponse | null>): JsonRpc.JsonRpcResponse | null =>
-  exit._tag === "Success" ? exit.value : null
+const replyOf = (exit: Exit.Exit<JsonRpc.JsonRpcResponse | null> | undefined): JsonRpc.JsonRpcResponse | null =>
+  exit !== undefined && exit._tag === "Success" ? exit.value : null
 
 export interface ServerSessionOptions<R> {
   readonly handler: Handler<R>
@@ -336,7 +336,10 @@ export const make = Effect.fnUntraced(function*<R>(
       recover(message)
     )
 
-  /** `runHandler` for a fiber that already runs with the session's services (`serve` forks it so). */
+  /**
+   * `runHandler` for a fiber that already runs with the session's services
+   * (`serve` and `handleMessage` fork a request's fiber so).
+   */
   const runHandlerWithServices = (
     request: JsonRpc.JsonRpcRequest,
     ctx: HandlerContext
@@ -367,19 +370,17 @@ export const make = Effect.fnUntraced(function*<R>(
       case "Request": {
         const request = classified.message
         observe(request)
-        // Started at once: the handler runs now, not on the scheduler's next turn.
-        // A second request with the id of one still running gets no reply.
-        const run = Effect.flatMap(serving.run(request.id, runHandler(request, requestContext(request))), (fiber) => {
-          if (fiber === undefined) return Effect.succeed(null)
-          // A handler that answered while it started is read at once, not awaited.
-          const done = fiber.pollUnsafe()
-          return done === undefined ? Effect.map(Fiber.await(fiber), replyOf) : Effect.succeed(replyOf(done))
-        })
+        // Started at once: the handler runs now, not on the scheduler's next turn, and one that answered
+        // while it started is read at once. A second request with the id of one still running gets no reply.
+        // The fiber starts with the session's services, as `serve` starts one: no step to set them.
+        const handled = Effect.suspend(() => runHandlerWithServices(request, requestContext(request)))
+        const run = (parent: Fiber.Fiber<unknown, unknown>) =>
+          serving.runIn(parent, request.id, handled, replyOf, withServices)
         // Most sessions have no early cancel on record: nothing to consult first.
-        return Effect.suspend(() =>
+        return Effect.withFiber((parent) =>
           earlyCancels.size === 0
-            ? run
-            : Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.succeed(null) : run)
+            ? run(parent)
+            : Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.succeed(null) : Effect.withFiber(run))
         )
       }
       case "Notification": {
