@@ -75,7 +75,7 @@ describe("RequestFibers", () => {
     Effect.gen(function*() {
       const fibers = RequestFibers.make<string>()
       const runIn = (id: number | string, effect: Effect.Effect<string>) =>
-        Effect.withFiber((parent) => fibers.runIn(parent, id, effect, (exit) => exit))
+        Effect.withFiber((parent) => fibers.runIn(parent, id, effect, (exit) => Effect.succeed(exit)))
       // Ended while starting: its exit at once, never listed.
       expect(yield* runIn(1, Effect.succeed("now"))).toEqual(Exit.succeed("now"))
       expect(fibers.size()).toBe(0)

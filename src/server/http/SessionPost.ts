@@ -179,6 +179,9 @@ export const postToSession = Effect.fnUntraced(function*(
       } else if (claimed.has(m.message.id)) (repeated ??= new Set()).add(m)
     }
   }
+  // A request this POST runs: not one refused a slot, nor one whose id is taken.
+  const runs = (m: JsonRpc.Classified): m is JsonRpc.Classified & { readonly _tag: "Request" } =>
+    m._tag === "Request" && refused?.has(m) !== true && claimed.has(m.message.id) && repeated?.has(m) !== true
   const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
     if (m._tag !== "Request") return handle(m)
     if (refused?.has(m) === true) return SlotRefusal.refuseEntry(m.message.id, grant.short!)
@@ -211,11 +214,13 @@ export const postToSession = Effect.fnUntraced(function*(
     if (reply === null) return Effect.void
     return deliver(reply)
   }
-  // Without a fleet there is nothing to record: the reply goes straight on.
+  // Without a fleet there is nothing to record: the reply goes straight on, from the step that reads it.
   const answerOne = (m: JsonRpc.Classified) =>
-    shared === undefined
-      ? Effect.flatMap(answer(m), (reply) => delivered(m, reply))
-      : Effect.flatMap(Effect.flatMap(answer(m), (reply) => record(m, reply)), (reply) => delivered(m, reply))
+    shared !== undefined
+      ? Effect.flatMap(Effect.flatMap(answer(m), (reply) => record(m, reply)), (reply) => delivered(m, reply))
+      : runs(m)
+      ? s.server.handleRequest(m.message, (reply) => delivered(m, reply))
+      : Effect.flatMap(answer(m), (reply) => delivered(m, reply))
   const answering = messages.length === 1 ? answerOne(messages[0]) : OwedReplies.answerEach(messages, answerOne)
   // Refused by the in-flight registry, the requests recorded there get its refusal; the rest are answered as usual.
   const others = env.inFlight === undefined ? undefined : () => {

@@ -30,14 +30,15 @@ export interface RequestFibers<A> {
   /**
    * `run` for a caller that waits for the fiber, from inside a step it takes
    * (`Effect.withFiber`, whose fiber is `parent`): `then` of the fiber's exit
-   * once it ends, or of `undefined` when `id` is taken. A fiber that ended
-   * while it started costs no step more. With `services`, as in `start`.
+   * once it ends, or of `undefined` when `id` is taken, run by the caller. A
+   * fiber that ended while it started costs no step more. With `services`,
+   * as in `start`.
    */
   readonly runIn: <B>(
     parent: Fiber.Fiber<unknown, unknown>,
     id: JsonRpc.RequestId,
     effect: Effect.Effect<A>,
-    then: (exit: Exit.Exit<A> | undefined) => B,
+    then: (exit: Exit.Exit<A> | undefined) => Effect.Effect<B>,
     services?: ((callers: Context.Context<never>) => Context.Context<never>) | undefined
   ) => Effect.Effect<B>
   /**
@@ -88,13 +89,13 @@ export const make = <A>(): RequestFibers<A> => {
       }),
     runIn: (parent, id, effect, then, services) => {
       if (closed) return Effect.interrupt
-      if (fibers.has(id)) return Effect.succeed(then(undefined))
+      if (fibers.has(id)) return then(undefined)
       // As `forkDetach` with `startImmediately`: the parent's services, no parent link.
       const fiber = Effect.runForkWith(services === undefined ? parent.context : services(parent.context))(effect)
       const done = fiber.pollUnsafe()
-      if (done !== undefined) return Effect.succeed(then(done))
+      if (done !== undefined) return then(done)
       track(id, fiber)
-      return Effect.map(Fiber.await(fiber), then)
+      return Effect.flatMap(Fiber.await(fiber), then)
     },
     start: (id, effect, services) =>
       Effect.withFiber((parent) => {

@@ -7,7 +7,6 @@
  * -32603 when the handler fails or dies, nothing for notifications).
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
@@ -20,6 +19,7 @@ import type { Handler, HandlerContext } from "../Handler.ts"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as Correlation from "../../internal/Correlation.ts"
 import * as Metrics from "../../observability/Metrics.ts"
+import * as EarlyCancels from "./EarlyCancels.ts"
 import * as HandlerServices from "./HandlerServices.ts"
 import * as RequestFibers from "./RequestFibers.ts"
 
@@ -112,6 +112,15 @@ export interface ServerSession {
   readonly handleDecoded: (decoded: JsonRpc.Decoded, text: string) => Effect.Effect<Reply>
   /** Answers one already-decoded message. */
   readonly handleMessage: (message: JsonRpc.Classified) => Effect.Effect<JsonRpc.JsonRpcResponse | null>
+  /**
+   * Answers a request as `handleMessage` does, handing its reply (`null`:
+   * none, the request was cancelled or its id is taken) to `onReply` in the
+   * caller's fiber, in the step that reads it.
+   */
+  readonly handleRequest: <B>(
+    request: JsonRpc.JsonRpcRequest,
+    onReply: (reply: JsonRpc.JsonRpcResponse | null) => Effect.Effect<B>
+  ) => Effect.Effect<B>
   /**
    * Starts a request in its own fiber and hands its reply to `onReply` from
    * that fiber; returns once the request is registered (so a later
@@ -277,40 +286,7 @@ export const make = Effect.fnUntraced(function*<R>(
     options.identity
   )
 
-  // id → when its cancel arrived; Map order is arrival order, so the oldest go first.
-  const earlyCancels = new Map<JsonRpc.RequestId, number>()
-  const earlyCapacity = options.earlyCancels?.capacity ?? 256
-  const earlyTtlMs = options.earlyCancels?.ttlMs ?? 60_000
-  const pruneEarly = (now: number) => {
-    for (const [id, at] of earlyCancels) {
-      if (earlyCancels.size <= earlyCapacity && now - at < earlyTtlMs) break
-      earlyCancels.delete(id)
-    }
-  }
-  const rememberCancel = (id: JsonRpc.RequestId): Effect.Effect<void> =>
-    options.earlyCancels === undefined
-      ? Effect.void
-      : Effect.suspend(() =>
-        serving.has(id) ? Effect.void : Effect.map(Clock.currentTimeMillis, (now) => {
-          earlyCancels.delete(id)
-          earlyCancels.set(id, now)
-          pruneEarly(now)
-        }))
-  /**
-   * Whether the request was cancelled before it arrived (consumes the
-   * record). Looked at when the effect runs, not when it is built: a caller
-   * may build the request's effect, wait (a store write), then run it, and
-   * a cancel that came meanwhile counts.
-   */
-  const cancelledEarly = (id: JsonRpc.RequestId): Effect.Effect<boolean> =>
-    Effect.suspend(() =>
-      earlyCancels.size === 0
-        ? Effect.succeed(false)
-        : Effect.map(Clock.currentTimeMillis, (now) => {
-          pruneEarly(now)
-          return earlyCancels.delete(id)
-        })
-    )
+  const earlyCancels = EarlyCancels.make(options.earlyCancels, (id) => serving.has(id))
 
   const withServices = HandlerServices.make(services, {
     sharedDispatcher: options.sharedDispatcher,
@@ -365,30 +341,35 @@ export const make = Effect.fnUntraced(function*<R>(
       options.identity
     )
 
+  const handleRequest = <B>(
+    request: JsonRpc.JsonRpcRequest,
+    onReply: (reply: JsonRpc.JsonRpcResponse | null) => Effect.Effect<B>
+  ): Effect.Effect<B> => {
+    observe(request)
+    // Started at once: the handler runs now, not on the scheduler's next turn, and one that answered
+    // while it started is read at once. A second request with the id of one still running gets no reply.
+    // The fiber starts with the session's services, as `serve` starts one: no step to set them.
+    const handled = Effect.suspend(() => runHandlerWithServices(request, requestContext(request)))
+    const then = (exit: Exit.Exit<JsonRpc.JsonRpcResponse | null> | undefined) => onReply(replyOf(exit))
+    const run = (parent: Fiber.Fiber<unknown, unknown>) => serving.runIn(parent, request.id, handled, then, withServices)
+    // Most sessions have no early cancel on record: nothing to consult first.
+    return Effect.withFiber((parent) =>
+      earlyCancels.none()
+        ? run(parent)
+        : Effect.flatMap(earlyCancels.consume(request.id), (cancelled) => cancelled ? onReply(null) : Effect.withFiber(run))
+    )
+  }
+
   const handleMessage = (classified: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
     switch (classified._tag) {
-      case "Request": {
-        const request = classified.message
-        observe(request)
-        // Started at once: the handler runs now, not on the scheduler's next turn, and one that answered
-        // while it started is read at once. A second request with the id of one still running gets no reply.
-        // The fiber starts with the session's services, as `serve` starts one: no step to set them.
-        const handled = Effect.suspend(() => runHandlerWithServices(request, requestContext(request)))
-        const run = (parent: Fiber.Fiber<unknown, unknown>) =>
-          serving.runIn(parent, request.id, handled, replyOf, withServices)
-        // Most sessions have no early cancel on record: nothing to consult first.
-        return Effect.withFiber((parent) =>
-          earlyCancels.size === 0
-            ? run(parent)
-            : Effect.flatMap(cancelledEarly(request.id), (cancelled) => cancelled ? Effect.succeed(null) : Effect.withFiber(run))
-        )
-      }
+      case "Request":
+        return handleRequest(classified.message, Effect.succeed)
       case "Notification": {
         const n = classified.message
         if (n.method === "notifications/cancelled") {
           const id = (n.params as { requestId?: unknown } | undefined)?.requestId
           if (typeof id === "string" || typeof id === "number") {
-            return rememberCancel(id).pipe(
+            return earlyCancels.remember(id).pipe(
               Effect.andThen(serving.interrupt(id)),
               Effect.andThen(runHandler(n, context)),
               Effect.as(null)
@@ -423,7 +404,7 @@ export const make = Effect.fnUntraced(function*<R>(
     // Without early cancels kept (an ordered stream), none can be waiting for this id.
     if (options.earlyCancels === undefined) return serving.start(request.id, work, withServices)
     return Effect.flatMap(
-      cancelledEarly(request.id),
+      earlyCancels.consume(request.id),
       (cancelled) => cancelled ? Effect.void : serving.start(request.id, work, withServices)
     )
   }
@@ -483,6 +464,7 @@ export const make = Effect.fnUntraced(function*<R>(
     handleFrame,
     handleDecoded,
     handleMessage,
+    handleRequest,
     serve,
     awaitIdle: serving.awaitEmpty,
     context,
@@ -493,6 +475,6 @@ export const make = Effect.fnUntraced(function*<R>(
     end,
     closeOutgoing,
     isServing: (id) => serving.has(id),
-    cancelRemote: (id) => Effect.andThen(rememberCancel(id), serving.interrupt(id))
+    cancelRemote: (id) => Effect.andThen(earlyCancels.remember(id), serving.interrupt(id))
   }
 })
