@@ -72,38 +72,45 @@ export const make = <A>(): RequestFibers<A> => {
     })
   }
 
+  /**
+   * Starts `effect` now, as `forkDetach` with `startImmediately` does (no
+   * parent link), with `parent`'s services or those `services` makes of
+   * them, and lists it under `id` unless it ended while it started.
+   */
+  const launch = (
+    parent: Fiber.Fiber<unknown, unknown>,
+    id: JsonRpc.RequestId,
+    effect: Effect.Effect<A>,
+    services: ((callers: Context.Context<never>) => Context.Context<never>) | undefined
+  ): Fiber.Fiber<A> => {
+    const fiber = Effect.runForkWith(services === undefined ? parent.context : services(parent.context))(effect)
+    if (fiber.pollUnsafe() === undefined) track(id, fiber)
+    return fiber
+  }
+
   const interruptAll = Effect.suspend(() => fibers.size() === 0 ? Effect.void : Fiber.interruptAll(fibers.values()))
 
   return {
     has: (id) => fibers.has(id),
     size: () => fibers.size(),
     run: (id, effect) =>
-      Effect.suspend(() => {
+      Effect.withFiber((parent) => {
         if (closed) return Effect.interrupt
         if (fibers.has(id)) return Effect.succeed(undefined)
-        return Effect.map(Effect.forkDetach(effect, { startImmediately: true }), (fiber) => {
-          // A fiber that ended while starting must not stay in the map.
-          if (fiber.pollUnsafe() === undefined) track(id, fiber)
-          return fiber
-        })
+        return Effect.succeed(launch(parent, id, effect, undefined))
       }),
     runIn: (parent, id, effect, then, services) => {
       if (closed) return Effect.interrupt
       if (fibers.has(id)) return then(undefined)
-      // As `forkDetach` with `startImmediately`: the parent's services, no parent link.
-      const fiber = Effect.runForkWith(services === undefined ? parent.context : services(parent.context))(effect)
+      const fiber = launch(parent, id, effect, services)
       const done = fiber.pollUnsafe()
-      if (done !== undefined) return then(done)
-      track(id, fiber)
-      return Effect.flatMap(Fiber.await(fiber), then)
+      return done !== undefined ? then(done) : Effect.flatMap(Fiber.await(fiber), then)
     },
     start: (id, effect, services) =>
       Effect.withFiber((parent) => {
         if (closed) return Effect.interrupt
         if (fibers.has(id)) return Effect.void
-        // As `forkDetach` with `startImmediately`: the parent's services, no parent link.
-        const fiber = Effect.runForkWith(services === undefined ? parent.context : services(parent.context))(effect)
-        if (fiber.pollUnsafe() === undefined) track(id, fiber)
+        launch(parent, id, effect, services)
         return Effect.void
       }),
     interrupt: (id) =>
