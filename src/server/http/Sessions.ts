@@ -106,11 +106,11 @@ export interface Sessions {
   /** A stream for one stateless-era request: no session, no store (nothing to resume), the transport's keep-alive. */
   readonly requestStreamUnsafe: () => OutStream.OutStream
   /**
-   * Runs a stateless-era request's handler in its request scope (`scope`): it
-   * is interrupted when that scope closes (the answer was written, or the
-   * client went away), and counted in `stats` while it runs.
+   * Starts a stateless-era request's handler at once, counted in `stats`
+   * while it runs; the caller interrupts it when the request's scope closes
+   * first (the client went away).
    */
-  readonly runStateless: StatelessRequests.StatelessRequests["runStateless"]
+  readonly runStatelessUnsafe: StatelessRequests.StatelessRequests["runStatelessUnsafe"]
   readonly list: () => ReadonlyArray<Session>
   /** Completes when no request is being answered and no stream is open. */
   readonly awaitNoStreams: Effect.Effect<void>
@@ -337,7 +337,7 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
     enterSlotsUnsafe,
     stats,
     requestStreamUnsafe: stateless.requestStreamUnsafe,
-    runStateless: stateless.runStateless,
+    runStatelessUnsafe: stateless.runStatelessUnsafe,
     list: all,
     awaitNoStreams: slots.awaitNoStreams,
     follow: (session, streamId, lastEventId) => {

@@ -132,7 +132,7 @@ const serve = (
   rpc: JsonRpc.JsonRpcRequest,
   principalId: string | undefined
 ): Response =>
-  // One step takes the slot and starts the handler: the request's scope and clock are read from its fiber.
+  // One step takes the slot, the next starts the handler: the request's scope and clock are read from its fiber.
   Effect.withFiber((exchange): Response => {
     const { config, sessions } = env
     const entry = sessions.enterSlotsUnsafe(principal.id, undefined, 1, exchange.getRef(Clock.Clock))
@@ -174,8 +174,19 @@ const serve = (
             ? Effect.andThen(Effect.logWarning(`MCP handler gave no reply to ${rpc.method}`), () => route.deliver(JsonRpc.internalError(rpc.id)))
             : route.deliver(reply)
       })
-    const started = Effect.andThen(Scope.addFinalizer(scope, entry.leave), sessions.runStateless(scope, work, route))
-    return Effect.flatMap(started, (fiber): Response => {
+    // The request's end leaves its slot, and first interrupts its handler if that still runs. The
+    // handler starts in the step after (in the one that reads the finalizer's result), so that nothing
+    // runs without its way out.
+    const leave = entry.leave
+    const end = () =>
+      route.handler === undefined || route.handler.pollUnsafe() !== undefined
+        ? leave
+        : Effect.andThen(Fiber.interrupt(route.handler), leave)
+    return Effect.flatMap(Scope.addFinalizerExit(scope, end), (): Response => {
+      // A request whose scope closed already (its slot left at once) runs nothing.
+      if (scope.state._tag === "Closed") return Effect.interrupt
+      const fiber = sessions.runStatelessUnsafe(Fiber.getCurrent()!, work, route)
+      route.handler = fiber
       // A handler done by now (it started at once) with no stream opened: its answer goes as it is.
       if (route.finished && route.opened === undefined) {
         return Effect.succeed(directAnswer(rpc.id, route.direct, accepts, config.responseMode))
@@ -258,6 +269,8 @@ class LazyStream implements StatelessRequests.StatelessRun {
   direct: JsonRpc.JsonRpcResponse | undefined = undefined
   /** The work ended or the exchange closed: no stream opens any more. */
   finished = false
+  /** The handler's fiber, once started. */
+  handler: Fiber.Fiber<unknown, unknown> | undefined = undefined
   /** Woken when the stream opens or the work ends. */
   readonly #settled = new WakeOnce()
   readonly #sessions: Sessions

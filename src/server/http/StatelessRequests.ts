@@ -8,7 +8,6 @@ import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Latch from "effect/Latch"
-import type * as Scope from "effect/Scope"
 import { newStreamId } from "./HttpSession.ts"
 import type * as KeepAlive from "./KeepAlive.ts"
 import * as OutStream from "./OutStream.ts"
@@ -16,12 +15,17 @@ import * as OutStream from "./OutStream.ts"
 export interface StatelessRequests {
   /** A stream for one request, with the transport's keep-alive. */
   readonly requestStreamUnsafe: () => OutStream.OutStream
-  /** Runs a request's handler in its request scope (see `Sessions.runStateless`). */
-  readonly runStateless: <A, E>(
-    scope: Scope.Scope,
+  /**
+   * Starts a request's handler at once, in the step of `parent` (the
+   * request's fiber) that calls this, with the services `run` makes of
+   * `parent`'s. Not tied to any scope: whoever calls this interrupts the
+   * fiber when the request ends before it.
+   */
+  readonly runStatelessUnsafe: <A, E>(
+    parent: Fiber.Fiber<unknown, unknown>,
     start: () => Effect.Effect<A, E>,
     run: StatelessRun
-  ) => Effect.Effect<Fiber.Fiber<A, E>>
+  ) => Fiber.Fiber<A, E>
   /** Handlers running now. */
   readonly running: () => number
   /** Completes when no handler runs. */
@@ -51,27 +55,27 @@ export const make = (options: {
       maxBufferedBytes: options.maxBufferedBytes,
       onDropped: options.onDropped
     })
-  const runStateless = <A, E>(scope: Scope.Scope, start: () => Effect.Effect<A, E>, run: StatelessRun) =>
+  const runStatelessUnsafe = <A, E>(
+    parent: Fiber.Fiber<unknown, unknown>,
+    start: () => Effect.Effect<A, E>,
+    run: StatelessRun
+  ): Fiber.Fiber<A, E> => {
     // Started at once, as a session's work is: scheduled instead, each request pays a scheduler round trip.
-    // The fiber's first step counts it, sets its services, registers its end and builds the handler's
-    // effect (a throw there is the fiber's defect), so no wrapper steps are needed around the handler.
-    // A fiber never started (its scope closed first) was never counted.
-    Effect.forkIn(
-      Effect.withFiber((fiber) => {
-        if (statelessRequests++ === 0) noStateless.closeUnsafe()
-        fiber.setContext(run.services(fiber.context))
-        fiber.addObserver(() => {
-          if (--statelessRequests === 0) noStateless.openUnsafe()
-          run.onEnd()
-        })
-        return start()
-      }),
-      scope,
-      { startImmediately: true }
-    )
+    // Counted before it starts, so that a handler done while it starts is counted and uncounted alike.
+    if (statelessRequests++ === 0) noStateless.closeUnsafe()
+    const ended = () => {
+      if (--statelessRequests === 0) noStateless.openUnsafe()
+      run.onEnd()
+    }
+    // The handler's effect is built in the fiber's first step: a throw there is the fiber's defect.
+    const fiber = Effect.runForkWith(run.services(parent.context))(Effect.suspend(start))
+    if (fiber.pollUnsafe() === undefined) fiber.addObserver(ended)
+    else ended()
+    return fiber
+  }
   return {
     requestStreamUnsafe,
-    runStateless,
+    runStatelessUnsafe,
     running: () => statelessRequests,
     awaitNone: noStateless.await
   }
