@@ -30,7 +30,7 @@ import { SessionRegistry } from "./SessionRegistry.ts"
 import type { Handler, HandlerContext } from "./Handler.ts"
 import * as Authorization from "./http/Authorization.ts"
 import { type Options, type Resolved, resolve } from "./http/Config.ts"
-import { type Env, guard, preflight } from "./http/Guard.ts"
+import { type Env, guard, handler as routeHandler, preflight } from "./http/Guard.ts"
 import * as LegacySse from "./http/LegacySse.ts"
 import * as MetricsEndpoint from "./http/MetricsEndpoint.ts"
 import * as Metrics from "../observability/Metrics.ts"
@@ -219,30 +219,31 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     shared,
     inFlight: Option.getOrUndefined(yield* Effect.serviceOption(InFlight))
   }
-  const authed = (f: Parameters<typeof guard>[2]) => guard(env, { auth: true }, f)
+  const authed = (f: Parameters<typeof guard>[2]) => routeHandler(guard(env, { auth: true }, f))
+  // Monitoring probes and scrapers carry no credentials; Host and Origin are still checked.
+  const open = (f: Parameters<typeof guard>[2]) => routeHandler(guard(env, { auth: false }, f))
+  const preflighted = routeHandler(preflight(env))
 
   yield* router.add("POST", config.path, authed(StreamableHttp.post(env)))
   yield* router.add("GET", config.path, authed(StreamableHttp.get(env)))
   yield* router.add("DELETE", config.path, authed(StreamableHttp.del(env)))
-  yield* router.add("OPTIONS", config.path, preflight(env))
+  yield* router.add("OPTIONS", config.path, preflighted)
   const ownPaths: Array<string> = [config.path]
   if (config.eventsAndHealth) {
     yield* router.add("GET", config.eventsPath, authed(EventsAndHealth.events(env, hub)))
-    yield* router.add("OPTIONS", config.eventsPath, preflight(env))
-    // Monitoring probes carry no credentials; Host and Origin are still checked.
-    yield* router.add("GET", config.healthPath, guard(env, { auth: false }, EventsAndHealth.health(env)))
+    yield* router.add("OPTIONS", config.eventsPath, preflighted)
+    yield* router.add("GET", config.healthPath, open(EventsAndHealth.health(env)))
     ownPaths.push(config.eventsPath, config.healthPath)
   }
   if (config.metricsPath !== undefined) {
-    // Scrapers carry no credentials, like health probes; Host and Origin are still checked.
-    yield* router.add("GET", config.metricsPath, guard(env, { auth: false }, MetricsEndpoint.scrape(config.metricsFormat)))
+    yield* router.add("GET", config.metricsPath, open(MetricsEndpoint.scrape(config.metricsFormat)))
     ownPaths.push(config.metricsPath)
   }
   if (config.legacySse) {
     yield* router.add("GET", config.legacySsePath, authed(LegacySse.open(env)))
     yield* router.add("POST", config.legacyMessagesPath, authed(LegacySse.message(env)))
-    yield* router.add("OPTIONS", config.legacySsePath, preflight(env))
-    yield* router.add("OPTIONS", config.legacyMessagesPath, preflight(env))
+    yield* router.add("OPTIONS", config.legacySsePath, preflighted)
+    yield* router.add("OPTIONS", config.legacyMessagesPath, preflighted)
     ownPaths.push(config.legacySsePath, config.legacyMessagesPath)
   }
   if (authorization !== undefined) {
@@ -252,7 +253,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
       ownPaths.push(path)
     }
   }
-  if (config.notFound) yield* router.add("*", "*", EventsAndHealth.notFound(env, ownPaths))
+  if (config.notFound) yield* router.add("*", "*", routeHandler(EventsAndHealth.notFound(env, ownPaths)))
 
   const shutdown = yield* Effect.cached(drainThenEnd(env, hub, handler as Handler<never>))
   yield* Effect.addFinalizer(() => shutdown)

@@ -4,11 +4,11 @@
  * -32603 (never a stack trace) when something inside fails unexpectedly.
  */
 import * as Cause from "effect/Cause"
-import type * as Context from "effect/Context"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
-import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { AvailabilityShape } from "../Availability.ts"
@@ -58,6 +58,16 @@ export interface Env {
 export type Route = (
   request: HttpServerRequest.HttpServerRequest
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
+
+/**
+ * A route as the router's handler: the request read from the context of the
+ * fiber that runs it, in the route's first step. Given the route itself, the
+ * router looks the request up as a service and passes it on: three steps.
+ */
+export const handler = (
+  route: Route
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope> =>
+  Effect.withFiber((fiber) => route(Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)))
 
 export type Guarded = (
   request: HttpServerRequest.HttpServerRequest,
