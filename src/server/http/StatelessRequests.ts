@@ -1,8 +1,9 @@
 /**
  * The stateless-era (2026-07-28) requests of one HTTP server transport:
  * each has a stream of its own (no session, no store: nothing to resume)
- * and a handler that runs in its HTTP exchange's scope. Counted, so that
- * Sessions can report them in `stats` and wait for them in `awaitIdle`.
+ * and a handler started at once in its request's step, which the request
+ * interrupts if it ends first. Counted, so that Sessions can report them in
+ * `stats` and wait for them in `awaitIdle`.
  */
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
