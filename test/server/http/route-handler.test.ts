@@ -12,14 +12,14 @@ describe("a route as the router's handler", () => {
   it.effect("gets the request the router provides, as a route given to the router itself does", () =>
     Effect.promise(async () => {
       const seen: Array<string> = []
-      const describe = (request: HttpServerRequest.HttpServerRequest, how: string) => {
+      const answer = (request: HttpServerRequest.HttpServerRequest, how: string) => {
         const line = `${how} ${request.method} ${request.url} ${request.headers["x-probe"]}`
         seen.push(line)
         return Effect.succeed(HttpServerResponse.text(line))
       }
       const routes = Layer.mergeAll(
-        HttpRouter.add("POST", "/ours", Guard.handler((request) => describe(request, "ours"))),
-        HttpRouter.add("POST", "/router", (request) => describe(request, "router"))
+        HttpRouter.add("POST", "/ours", Guard.handler((request) => answer(request, "ours"))),
+        HttpRouter.add("POST", "/router", (request) => answer(request, "router"))
       )
       const { dispose, handler } = HttpRouter.toWebHandler(routes, { disableLogger: true })
       try {
