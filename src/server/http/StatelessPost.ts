@@ -132,11 +132,10 @@ const serve = (
   rpc: JsonRpc.JsonRpcRequest,
   principalId: string | undefined
 ): Response =>
-  // One step takes the slot, the next starts the handler: the request's scope and clock are read from its fiber.
+  // One step registers the request's end, the next takes its slot and starts its handler: the request's
+  // scope and clock are read from its fiber.
   Effect.withFiber((exchange): Response => {
     const { config, sessions } = env
-    const entry = sessions.enterSlotsUnsafe(principal.id, undefined, 1, exchange.getRef(Clock.Clock))
-    if (entry.leave === undefined) return SlotRefusal.refuse(entry.grant.short!)
     const scope = Context.getUnsafe(exchange.context, Scope.Scope)
     // The answer alone needs no response stream: one opens when the handler first sends the client
     // something on the way (an SSE client only), and this exchange waits for that or the answer.
@@ -174,17 +173,22 @@ const serve = (
             ? Effect.andThen(Effect.logWarning(`MCP handler gave no reply to ${rpc.method}`), () => route.deliver(JsonRpc.internalError(rpc.id)))
             : route.deliver(reply)
       })
-    // The request's end leaves its slot, and first interrupts its handler if that still runs. The
-    // handler starts in the step after (in the one that reads the finalizer's result), so that nothing
-    // runs without its way out.
-    const leave = entry.leave
+    // The request's end leaves its slot, and first interrupts its handler if that still runs. The slot
+    // is taken and the handler started in the step after (the one that reads the finalizer's result),
+    // so that neither is ever without its way out.
+    let leave: Effect.Effect<void> | undefined
     const end = () =>
-      route.handler === undefined || route.handler.pollUnsafe() !== undefined
+      leave === undefined
+        ? Effect.void
+        : route.handler === undefined || route.handler.pollUnsafe() !== undefined
         ? leave
         : Effect.andThen(Fiber.interrupt(route.handler), leave)
     return Effect.flatMap(Scope.addFinalizerExit(scope, end), (): Response => {
-      // A request whose scope closed already (its slot left at once) runs nothing.
+      // A request whose scope closed already takes no slot and runs nothing.
       if (scope.state._tag === "Closed") return Effect.interrupt
+      const entry = sessions.enterSlotsUnsafe(principal.id, undefined, 1, exchange.getRef(Clock.Clock))
+      if (entry.leave === undefined) return SlotRefusal.refuse(entry.grant.short!)
+      leave = entry.leave
       const fiber = sessions.runStatelessUnsafe(Fiber.getCurrent()!, work, route)
       route.handler = fiber
       // A handler done by now (it started at once) with no stream opened: its answer goes as it is.
