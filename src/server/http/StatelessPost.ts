@@ -137,60 +137,28 @@ const serve = (
   Effect.withFiber((exchange): Response => {
     const { config, sessions } = env
     const scope = Context.getUnsafe(exchange.context, Scope.Scope)
-    // The answer alone needs no response stream: one opens when the handler first sends the client
-    // something on the way (an SSE client only), and this exchange waits for that or the answer.
-    const route = new LazyStream(sessions, env.services)
-    const hctx: HandlerContext = {
-      sessionId: undefined,
-      requestId: rpc.id,
-      principal: principalId,
-      auth: principal.auth,
-      // A JSON-only client reads the answer alone.
-      notify: accepts.sse
-        ? (method, params) =>
-          Effect.suspend(() => {
-            const out = route.open()
-            return out === undefined
-              ? Effect.void
-              : Effect.asVoid(out.offer(params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }))
-          })
-        : notifyNobody,
-      request: refuseAsk
-    }
-    // One step for the outcome: the handler's end is its fiber's (see `LazyStream.onEnd`).
-    const work = () =>
-      Effect.matchCauseEffect(env.handler(rpc, hctx), {
-        onFailure: (cause) =>
-          Cause.hasInterruptsOnly(cause)
-            ? Effect.failCause(cause)
-            : Effect.andThen(
-              Effect.logWarning(`MCP handler failed on ${rpc.method}`, Cause.pretty(cause)),
-              () => route.deliver(JsonRpc.internalError(rpc.id))
-            ),
-        // A handler owes a request its reply: without one the client would wait, or get a 202 that means none is coming.
-        onSuccess: (reply) =>
-          reply === null
-            ? Effect.andThen(Effect.logWarning(`MCP handler gave no reply to ${rpc.method}`), () => route.deliver(JsonRpc.internalError(rpc.id)))
-            : route.deliver(reply)
-      })
     // The request's end leaves its slot, and first interrupts its handler if that still runs. The slot
     // is taken and the handler started in the step after (the one that reads the finalizer's result),
     // so that neither is ever without its way out.
     let leave: Effect.Effect<void> | undefined
+    let handler: Fiber.Fiber<unknown, unknown> | undefined
     const end = () =>
       leave === undefined
         ? Effect.void
-        : route.handler === undefined || route.handler.pollUnsafe() !== undefined
+        : handler === undefined || handler.pollUnsafe() !== undefined
         ? leave
-        : Effect.andThen(Fiber.interrupt(route.handler), leave)
+        : Effect.andThen(Fiber.interrupt(handler), leave)
     return Effect.flatMap(Scope.addFinalizerExit(scope, end), (): Response => {
       // A request whose scope closed already takes no slot and runs nothing.
       if (scope.state._tag === "Closed") return Effect.interrupt
       const entry = sessions.enterSlotsUnsafe(principal.id, undefined, 1, exchange.getRef(Clock.Clock))
       if (entry.leave === undefined) return SlotRefusal.refuse(entry.grant.short!)
       leave = entry.leave
-      const fiber = sessions.runStatelessUnsafe(Fiber.getCurrent()!, work, route)
-      route.handler = fiber
+      // The answer alone needs no response stream: one opens when the handler first sends the client
+      // something on the way (an SSE client only), and this exchange waits for that or the answer.
+      const route = new LazyStream(sessions, env.services)
+      const fiber = sessions.runStatelessUnsafe(exchange, () => work(env, rpc, principal, principalId, accepts, route), route)
+      handler = fiber
       // A handler done by now (it started at once) with no stream opened: its answer goes as it is.
       if (route.finished && route.opened === undefined) {
         return Effect.succeed(directAnswer(rpc.id, route.direct, accepts, config.responseMode))
@@ -207,6 +175,51 @@ const serve = (
       })
     })
   })
+
+/**
+ * The handler's run for one request, its outcome delivered to `route`: one
+ * step for the outcome, the handler's end being its fiber's (see `LazyStream.onEnd`).
+ */
+const work = (
+  env: Env,
+  rpc: JsonRpc.JsonRpcRequest,
+  principal: Security.Principal,
+  principalId: string | undefined,
+  accepts: RequestBody.Accepts,
+  route: LazyStream
+) => {
+  const hctx: HandlerContext = {
+    sessionId: undefined,
+    requestId: rpc.id,
+    principal: principalId,
+    auth: principal.auth,
+    // A JSON-only client reads the answer alone.
+    notify: accepts.sse
+      ? (method, params) =>
+        Effect.suspend(() => {
+          const out = route.open()
+          return out === undefined
+            ? Effect.void
+            : Effect.asVoid(out.offer(params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }))
+        })
+      : notifyNobody,
+    request: refuseAsk
+  }
+  return Effect.matchCauseEffect(env.handler(rpc, hctx), {
+    onFailure: (cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.andThen(
+          Effect.logWarning(`MCP handler failed on ${rpc.method}`, Cause.pretty(cause)),
+          () => route.deliver(JsonRpc.internalError(rpc.id))
+        ),
+    // A handler owes a request its reply: without one the client would wait, or get a 202 that means none is coming.
+    onSuccess: (reply) =>
+      reply === null
+        ? Effect.andThen(Effect.logWarning(`MCP handler gave no reply to ${rpc.method}`), () => route.deliver(JsonRpc.internalError(rpc.id)))
+        : route.deliver(reply)
+  })
+}
 
 /** The answer of a request whose handler opened a stream: that stream, or (nothing streamed) what it holds. */
 const streamed = (
@@ -273,8 +286,6 @@ class LazyStream implements StatelessRequests.StatelessRun {
   direct: JsonRpc.JsonRpcResponse | undefined = undefined
   /** The work ended or the exchange closed: no stream opens any more. */
   finished = false
-  /** The handler's fiber, once started. */
-  handler: Fiber.Fiber<unknown, unknown> | undefined = undefined
   /** Woken when the stream opens or the work ends. */
   readonly #settled = new WakeOnce()
   readonly #sessions: Sessions

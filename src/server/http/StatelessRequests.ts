@@ -70,8 +70,8 @@ export const make = (options: {
     }
     // The handler's effect is built in the fiber's first step: a throw there is the fiber's defect.
     const fiber = Effect.runForkWith(run.services(parent.context))(Effect.suspend(start))
-    if (fiber.pollUnsafe() === undefined) fiber.addObserver(ended)
-    else ended()
+    // Called at once for a fiber that ended while it started.
+    fiber.addObserver(ended)
     return fiber
   }
   return {
