@@ -248,8 +248,8 @@ const makeResolved = Effect.fnUntraced(function*<R>(
   }
   if (authorization !== undefined) {
     for (const path of authorization.metadataPaths) {
-      yield* router.add("GET", path, authorization.metadata)
-      yield* router.add("OPTIONS", path, authorization.metadataPreflight)
+      yield* router.add("GET", path, routeHandler(authorization.metadata))
+      yield* router.add("OPTIONS", path, routeHandler(authorization.metadataPreflight))
       ownPaths.push(path)
     }
   }
