@@ -11,6 +11,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
+import { buildNow } from "../internal/BuildNow.ts"
 import * as JsonRpc from "../JsonRpc.ts"
 import { RpcError } from "../McpError.ts"
 import * as ServerSpans from "./internal/ServerSpans.ts"
@@ -190,12 +191,7 @@ export const dispatch = <Ctx, R>(
     : (result: unknown) => Effect.matchCauseEffect(route.encode(result), { onFailure, onSuccess: answer })
   const serve = (params: unknown): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
     // A handler that throws instead of returning an effect dies like one that dies.
-    let handled: Effect.Effect<unknown, unknown, R>
-    try {
-      handled = route.handle(params, context)
-    } catch (defect) {
-      handled = Effect.die(defect)
-    }
+    const handled: Effect.Effect<unknown, unknown, R> = buildNow(() => route.handle(params, context))
     return Effect.matchCauseEffect(handled, { onFailure, onSuccess })
   }
   const decoded = route.decode(request.params ?? {})

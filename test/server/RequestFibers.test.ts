@@ -5,7 +5,7 @@
  * session relies on.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Fiber } from "effect"
 import * as RequestFibers from "../../src/server/internal/RequestFibers.ts"
 
 describe("RequestFibers", () => {
@@ -75,7 +75,7 @@ describe("RequestFibers", () => {
     Effect.gen(function*() {
       const fibers = RequestFibers.make<string>()
       const runIn = (id: number | string, effect: Effect.Effect<string>) =>
-        Effect.withFiber((parent) => fibers.runIn(parent, id, effect, (exit) => Effect.succeed(exit)))
+        Effect.withFiber((parent) => fibers.runIn(parent, id, () => effect, (exit) => Effect.succeed(exit)))
       // Ended while starting: its exit at once, never listed.
       expect(yield* runIn(1, Effect.succeed("now"))).toEqual(Exit.succeed("now"))
       expect(fibers.size()).toBe(0)
@@ -101,6 +101,39 @@ describe("RequestFibers", () => {
       expect(Exit.hasInterrupts((yield* Fiber.join(held))!)).toBe(true)
       yield* fibers.close
       expect(Exit.hasInterrupts(yield* Effect.exit(runIn(4, Effect.succeed("late"))))).toBe(true)
+    }))
+
+  it.effect("runIn builds the fiber's effect only when it starts it, and a throw while building is the fiber's defect", () =>
+    Effect.gen(function*() {
+      const fibers = RequestFibers.make<string>()
+      let builds = 0
+      const runIn = (id: number, build: () => Effect.Effect<string>) =>
+        Effect.withFiber((parent) =>
+          fibers.runIn(parent, id, () => {
+            builds++
+            return build()
+          }, (exit) => Effect.succeed(exit))
+        )
+      const gate = yield* Deferred.make<string>()
+      const waiting = yield* Effect.forkChild(runIn(1, () => Deferred.await(gate)))
+      yield* Effect.yieldNow
+      expect(builds).toBe(1)
+      // A taken id: nothing built.
+      expect(yield* runIn(1, () => Effect.succeed("second"))).toBeUndefined()
+      expect(builds).toBe(1)
+      // A throw while building: the fiber dies of it, and the caller gets that exit, not a defect of its own.
+      const boom = new Error("boom")
+      const thrown = yield* runIn(2, () => {
+        throw boom
+      })
+      expect(thrown !== undefined && Exit.isFailure(thrown) && Cause.squash(thrown.cause)).toBe(boom)
+      expect(fibers.has(2)).toBe(false)
+      yield* Deferred.succeed(gate, "done")
+      expect(yield* Fiber.join(waiting)).toEqual(Exit.succeed("done"))
+      // A closed map: nothing built.
+      yield* fibers.close
+      expect(Exit.hasInterrupts(yield* Effect.exit(runIn(3, () => Effect.succeed("late"))))).toBe(true)
+      expect(builds).toBe(2)
     }))
 
   it.effect("start runs at once with the caller's services, is listed while it runs, refuses a taken id and a closed map", () =>

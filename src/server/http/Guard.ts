@@ -10,6 +10,7 @@ import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { buildNow } from "../../internal/BuildNow.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { AvailabilityShape } from "../Availability.ts"
 import type { EventStoreShape } from "../EventStore.ts"
@@ -90,7 +91,8 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
       : unavailable !== undefined
       ? Effect.succeed(unavailable)
       : authenticate === undefined
-      ? Effect.suspend(() => f(request, Security.anonymous))
+      // Built now: a route runs in a step of its own already (`handler`).
+      ? buildNow(() => f(request, Security.anonymous))
       : Effect.flatMap(Effect.result(Effect.suspend(() => authenticate(request))), (checked) => {
         if (Result.isSuccess(checked)) return f(request, checked.success)
         const e = checked.failure

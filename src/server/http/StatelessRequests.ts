@@ -9,6 +9,7 @@ import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Latch from "effect/Latch"
+import { buildNow } from "../../internal/BuildNow.ts"
 import { newStreamId } from "./HttpSession.ts"
 import type * as KeepAlive from "./KeepAlive.ts"
 import * as OutStream from "./OutStream.ts"
@@ -68,8 +69,8 @@ export const make = (options: {
       if (--statelessRequests === 0) noStateless.openUnsafe()
       run.onEnd()
     }
-    // The handler's effect is built in the fiber's first step: a throw there is the fiber's defect.
-    const fiber = Effect.runForkWith(run.services(parent.context))(Effect.suspend(start))
+    // The handler's effect is built in the caller's step: a throw there is the fiber's defect.
+    const fiber = Effect.runForkWith(run.services(parent.context))(buildNow(start))
     // Called at once for a fiber that ended while it started.
     fiber.addObserver(ended)
     return fiber

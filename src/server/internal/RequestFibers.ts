@@ -16,6 +16,7 @@ import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as JsonRpc from "../../JsonRpc.ts"
+import { buildNow } from "../../internal/BuildNow.ts"
 import * as SlotTable from "../../internal/SlotTable.ts"
 
 export interface RequestFibers<A> {
@@ -31,13 +32,14 @@ export interface RequestFibers<A> {
    * `run` for a caller that waits for the fiber, from inside a step it takes
    * (`Effect.withFiber`, whose fiber is `parent`): `then` of the fiber's exit
    * once it ends, or of `undefined` when `id` is taken, run by the caller. A
-   * fiber that ended while it started costs no step more. With `services`,
-   * as in `start`.
+   * fiber that ended while it started costs no step more. The fiber's effect
+   * is built in that step, only when it starts (a throw is the fiber's
+   * defect). With `services`, as in `start`.
    */
   readonly runIn: <B>(
     parent: Fiber.Fiber<unknown, unknown>,
     id: JsonRpc.RequestId,
-    effect: Effect.Effect<A>,
+    build: () => Effect.Effect<A>,
     then: (exit: Exit.Exit<A> | undefined) => Effect.Effect<B>,
     services?: ((callers: Context.Context<never>) => Context.Context<never>) | undefined
   ) => Effect.Effect<B>
@@ -99,10 +101,10 @@ export const make = <A>(): RequestFibers<A> => {
         if (fibers.has(id)) return Effect.succeed(undefined)
         return Effect.succeed(launch(parent, id, effect, undefined))
       }),
-    runIn: (parent, id, effect, then, services) => {
+    runIn: (parent, id, build, then, services) => {
       if (closed) return Effect.interrupt
       if (fibers.has(id)) return then(undefined)
-      const fiber = launch(parent, id, effect, services)
+      const fiber = launch(parent, id, buildNow(build), services)
       const done = fiber.pollUnsafe()
       return done !== undefined ? then(done) : Effect.flatMap(Fiber.await(fiber), then)
     },

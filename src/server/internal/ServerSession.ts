@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
+import { buildNow } from "../../internal/BuildNow.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { ClientRequestUnavailable, type RequestError, TransportClosed, truncate } from "../../McpError.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
@@ -320,13 +321,8 @@ export const make = Effect.fnUntraced(function*<R>(
     request: JsonRpc.JsonRpcRequest,
     ctx: HandlerContext
   ): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
-    let handled: Effect.Effect<JsonRpc.JsonRpcResponse | null, unknown>
-    try {
-      // The fiber runs with the session's services (`R`), as `runHandler` provides them.
-      handled = options.handler(request, ctx) as Effect.Effect<JsonRpc.JsonRpcResponse | null, unknown>
-    } catch (defect) {
-      handled = Effect.die(defect)
-    }
+    // The fiber runs with the session's services (`R`), as `runHandler` provides them.
+    const handled = buildNow(() => options.handler(request, ctx) as Effect.Effect<JsonRpc.JsonRpcResponse | null, unknown>)
     return recover(request)(handled)
   }
 
@@ -349,7 +345,7 @@ export const make = Effect.fnUntraced(function*<R>(
     // Started at once: the handler runs now, not on the scheduler's next turn, and one that answered
     // while it started is read at once. A second request with the id of one still running gets no reply.
     // The fiber starts with the session's services, as `serve` starts one: no step to set them.
-    const handled = Effect.suspend(() => runHandlerWithServices(request, requestContext(request)))
+    const handled = () => runHandlerWithServices(request, requestContext(request))
     const then = (exit: Exit.Exit<JsonRpc.JsonRpcResponse | null> | undefined) => onReply(replyOf(exit))
     const run = (parent: Fiber.Fiber<unknown, unknown>) => serving.runIn(parent, request.id, handled, then, withServices)
     // Most sessions have no early cancel on record: nothing to consult first.
