@@ -321,9 +321,9 @@ export const health = (env: Env): Guarded => () =>
   })
 
 /** Everything no route matched: 204 for preflights, 405 on our own paths, else 404 with a -32600 body. */
-export const notFound = (env: Env, ownPaths: ReadonlyArray<string>): Route => (request) => {
-  if (request.method === "OPTIONS") return preflight(env)(request)
-  return guard(env, { auth: false }, () => {
+export const notFound = (env: Env, ownPaths: ReadonlyArray<string>): Route => {
+  const preflighted = preflight(env)
+  const refused = guard(env, { auth: false }, (request) => {
     const path = request.url.split("?")[0]
     if (ownPaths.includes(path)) {
       return Effect.succeed(Security.invalid(405, `Method Not Allowed: ${request.method} ${path}`))
@@ -331,5 +331,6 @@ export const notFound = (env: Env, ownPaths: ReadonlyArray<string>): Route => (r
     return Effect.succeed(
       Security.errorResponse(404, JsonRpc.ErrorCode.InvalidRequest, `Not found: ${request.method} ${path}`)
     )
-  })(request)
+  })
+  return (request) => request.method === "OPTIONS" ? preflighted(request) : refused(request)
 }
