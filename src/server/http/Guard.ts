@@ -91,9 +91,10 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
       : unavailable !== undefined
       ? Effect.succeed(unavailable)
       : authenticate === undefined
-      // Built now: a route runs in a step of its own already (`handler`).
+      // Built now, the route's function or the authentication: a route runs in a step of its own already
+      // (`handler`).
       ? buildNow(() => f(request, Security.anonymous))
-      : Effect.flatMap(Effect.result(Effect.suspend(() => authenticate(request))), (checked) => {
+      : Effect.flatMap(Effect.result(buildNow(() => authenticate(request))), (checked) => {
         if (Result.isSuccess(checked)) return f(request, checked.success)
         const e = checked.failure
         return Effect.succeed(Security.invalid(

@@ -337,6 +337,19 @@ describe("HTTP server transport: error paths", () => {
     })
   })
 
+  it.live("an authentication hook that throws instead of returning an effect: the same 500, no detail", () => {
+    const authenticate: HttpServerTransport.Authenticate = () => {
+      throw new Error("secret hook state")
+    }
+    return withServer({ authenticate }, async ({ url }) => {
+      const thrown = await post(url, initializeBody())
+      expect(thrown.status).toBe(500)
+      const text = await thrown.text()
+      expect(JSON.parse(text)).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32603, message: "Internal error" } })
+      expect(text).not.toContain("secret")
+    })
+  })
+
   it.live("stateless mode: GET and DELETE answer 405 at once; POST works without a session", () =>
     withServer({ mode: "stateless" }, async ({ url, transport }) => {
       const get = await fetch(url, { headers: { accept: "text/event-stream" } })
