@@ -83,7 +83,7 @@ export interface Sessions {
    * stay in the log (until the session ends or their expiry); otherwise `close`.
    */
   readonly drop: (session: Session) => Effect.Effect<void>
-  /** Drops every session (shutdown). */
+  /** Drops every session and interrupts the stateless-era handlers still running (shutdown). */
   readonly closeAll: Effect.Effect<void>
   /**
    * Completes when no handler runs: no session's POST work (handlers and
@@ -278,11 +278,16 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   const all = () => [...sessions.values(), ...legacy.values(), ...ephemeral]
 
-  const closeAll = Effect.suspend(() => Effect.forEach(all(), drop, { concurrency: "unbounded", discard: true }))
+  const stateless = StatelessRequests.make({ keepAlive, maxBufferedBytes: config.maxBufferedBytes, onDropped })
+
+  const closeAll = Effect.suspend(() =>
+    Effect.all([stateless.interruptAll, Effect.forEach(all(), drop, { concurrency: "unbounded", discard: true })], {
+      concurrency: "unbounded",
+      discard: true
+    })
+  )
 
   yield* Effect.addFinalizer(() => closeAll)
-
-  const stateless = StatelessRequests.make({ keepAlive, maxBufferedBytes: config.maxBufferedBytes, onDropped })
 
   const busy = Effect.gen(function*() {
     if (stateless.running() > 0) return true

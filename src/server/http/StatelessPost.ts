@@ -24,6 +24,7 @@ import * as RequestMeta from "../../RequestMeta.ts"
 import type { HandlerContext } from "../Handler.ts"
 import type { Env } from "./Guard.ts"
 import * as MetaHeaders from "./MetaHeaders.ts"
+import * as OwedReplies from "./OwedReplies.ts"
 import type * as OutStream from "./OutStream.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as ServerSpans from "../internal/ServerSpans.ts"
@@ -156,7 +157,7 @@ const serve = (
       leave = entry.leave
       // The answer alone needs no response stream: one opens when the handler first sends the client
       // something on the way (an SSE client only), and this exchange waits for that or the answer.
-      const route = new LazyStream(sessions, env.services)
+      const route = new LazyStream(sessions, env.services, rpc.id)
       const fiber = sessions.runStatelessUnsafe(exchange, () => work(env, rpc, principal, principalId, accepts, route), route)
       handler = fiber
       // A handler done by now (it started at once) with no stream opened: its answer goes as it is.
@@ -290,9 +291,11 @@ class LazyStream implements StatelessRequests.StatelessRun {
   readonly #settled = new WakeOnce()
   readonly #sessions: Sessions
   readonly #services: Context.Context<never>
-  constructor(sessions: Sessions, services: Context.Context<never>) {
+  readonly #id: JsonRpc.RequestId
+  constructor(sessions: Sessions, services: Context.Context<never>, id: JsonRpc.RequestId) {
     this.#sessions = sessions
     this.#services = services
+    this.#id = id
   }
   /** The response stream, opened now if it is not yet; `undefined` once the request is over. */
   open(): OutStream.OutStream | undefined {
@@ -315,6 +318,10 @@ class LazyStream implements StatelessRequests.StatelessRun {
   onEnd(): void {
     this.finished = true
     this.#settled.wake()
+  }
+  /** The transport shuts down before the work ended: the client is told so, as the answer or on its stream. */
+  onShutdown(): Effect.Effect<void> {
+    return this.deliver(OwedReplies.interruptedByShutdown(this.#id))
   }
   get close(): Effect.Effect<void> {
     return Effect.suspend(() => {

@@ -3,11 +3,13 @@
  * each has a stream of its own (no session, no store: nothing to resume)
  * and a handler started at once in its request's step, which the request
  * interrupts if it ends first. Counted, so that Sessions can report them in
- * `stats` and wait for them in `awaitIdle`.
+ * `stats` and wait for them in `awaitIdle`; held, so that a shutdown past
+ * its grace period interrupts them as it does a session's work (nothing else
+ * would before the listener cuts their connections).
  */
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type * as Fiber from "effect/Fiber"
+import * as Fiber from "effect/Fiber"
 import * as Latch from "effect/Latch"
 import { buildNow } from "../../internal/BuildNow.ts"
 import { newStreamId } from "./HttpSession.ts"
@@ -32,6 +34,11 @@ export interface StatelessRequests {
   readonly running: () => number
   /** Completes when no handler runs. */
   readonly awaitNone: Effect.Effect<void>
+  /**
+   * The transport is shutting down: each handler still running is told
+   * (`StatelessRun.onShutdown`) and interrupted; completes when they have ended.
+   */
+  readonly interruptAll: Effect.Effect<void>
 }
 
 /** How a stateless handler runs: the services it sees, and what happens when it ends. */
@@ -40,6 +47,8 @@ export interface StatelessRun {
   readonly services: (current: Context.Context<never>) => Context.Context<never>
   /** Called once the handler's fiber has ended, however it ended. */
   readonly onEnd: () => void
+  /** Called when the transport shuts down with the handler still running, just before it is interrupted. */
+  readonly onShutdown: () => Effect.Effect<void>
 }
 
 export const make = (options: {
@@ -49,6 +58,7 @@ export const make = (options: {
 }): StatelessRequests => {
   let statelessRequests = 0
   const noStateless = Latch.makeUnsafe(true)
+  const running = new Map<Fiber.Fiber<unknown, unknown>, StatelessRun>()
   const requestStreamUnsafe = () =>
     OutStream.makeUnsafe({
       streamId: newStreamId(),
@@ -65,20 +75,34 @@ export const make = (options: {
     // Started at once, as a session's work is: scheduled instead, each request pays a scheduler round trip.
     // Counted before it starts, so that a handler done while it starts is counted and uncounted alike.
     if (statelessRequests++ === 0) noStateless.closeUnsafe()
-    const ended = () => {
-      if (--statelessRequests === 0) noStateless.openUnsafe()
-      run.onEnd()
-    }
     // The handler's effect is built in the caller's step: a throw there is the fiber's defect.
     const fiber = Effect.runForkWith(run.services(parent.context))(buildNow(start))
+    let held = false
     // Called at once for a fiber that ended while it started.
-    fiber.addObserver(ended)
+    fiber.addObserver(() => {
+      if (held) running.delete(fiber)
+      if (--statelessRequests === 0) noStateless.openUnsafe()
+      run.onEnd()
+    })
+    // Only a handler still running after its start is held: most answer in it, and cost nothing here.
+    if (fiber.pollUnsafe() === undefined) {
+      held = true
+      running.set(fiber, run)
+    }
     return fiber
   }
+  const interruptAll = Effect.suspend(() =>
+    Effect.forEach(
+      [...running],
+      ([fiber, run]) => Effect.andThen(run.onShutdown(), Fiber.interrupt(fiber)),
+      { concurrency: "unbounded", discard: true }
+    )
+  )
   return {
     requestStreamUnsafe,
     runStatelessUnsafe,
     running: () => statelessRequests,
-    awaitNone: noStateless.await
+    awaitNone: noStateless.await,
+    interruptAll
   }
 }

@@ -4,8 +4,9 @@
  * `Connection: close`, the health endpoint says `draining`, a session's GET
  * stream and an open `subscriptions/listen` end at once, and the requests
  * already running (both eras) finish and are answered; then the listener
- * closes. Past `shutdownGracePeriod` a running handler is interrupted and
- * its client gets an error instead of an answer it would wait for.
+ * closes. Past `shutdownGracePeriod` the running handlers of both eras are
+ * interrupted and each client gets an error instead of an answer it would
+ * wait for, as the answer or as its stream's last event.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
@@ -19,22 +20,27 @@ const MODERN = "2026-07-28"
 const KEY = "s".repeat(32)
 
 interface Probe {
-  /** Both calls (one per era) are running. */
+  /** The calls the test makes (`calls`, one per era unless it says otherwise) are running. */
   readonly bothStarted: Deferred.Deferred<void>
   readonly release: Deferred.Deferred<void>
+  /** Every running call was interrupted. */
   readonly interrupted: Deferred.Deferred<void>
+  readonly calls: number
 }
 
-const makeProbe = Effect.gen(function*() {
-  return {
-    bothStarted: yield* Deferred.make<void>(),
-    release: yield* Deferred.make<void>(),
-    interrupted: yield* Deferred.make<void>()
-  } satisfies Probe
-})
+const makeProbe = (calls = 2) =>
+  Effect.gen(function*() {
+    return {
+      bothStarted: yield* Deferred.make<void>(),
+      release: yield* Deferred.make<void>(),
+      interrupted: yield* Deferred.make<void>(),
+      calls
+    } satisfies Probe
+  })
 
 const server = (probe: Probe) => {
   let started = 0
+  let interrupted = 0
   return McpServer.make({
     serverInfo: { name: "draining", version: "1.0.0" },
     capabilities: { tools: {}, resources: { subscribe: true } },
@@ -42,12 +48,16 @@ const server = (probe: Probe) => {
   }).pipe(
     McpServer.method("tools/list", {}, () => Effect.succeed({ tools: [], ttlMs: 0, cacheScope: "private" })),
     McpServer.method("resources/subscribe", {}, () => Effect.succeed({})),
-    McpServer.method("tools/call", {}, () =>
+    McpServer.method("tools/call", {}, (params, ctx) =>
       Effect.gen(function*() {
-        if (++started === 2) yield* Deferred.succeed(probe.bothStarted, undefined)
+        // "streaming" answers on a stream, opened by a progress notification before it waits.
+        if ((params as { name?: unknown }).name === "streaming") yield* ctx.progress(1)
+        if (++started === probe.calls) yield* Deferred.succeed(probe.bothStarted, undefined)
         yield* Deferred.await(probe.release)
         return { content: [{ type: "text", text: "finished" }] }
-      }).pipe(Effect.onInterrupt(() => Deferred.succeed(probe.interrupted, undefined))))
+      }).pipe(Effect.onInterrupt(() =>
+        ++interrupted === probe.calls ? Deferred.succeed(probe.interrupted, undefined) : Effect.void
+      )))
   )
 }
 
@@ -61,12 +71,17 @@ const start = (probe: Probe, options: HttpServerTransport.Options) =>
   })
 
 const modern = (method: string, params: Record<string, unknown>, init: RequestInit = {}) => (url: string) => {
-  const full = { ...params, _meta: RequestMeta.requestMeta({ protocolVersion: MODERN, clientCapabilities: {} }) }
+  const meta = RequestMeta.requestMeta({ protocolVersion: MODERN, clientCapabilities: {} })
+  const full = { ...params, _meta: { ...meta, ...(params._meta as Record<string, unknown> | undefined) } }
   return post(url, { jsonrpc: "2.0", id: 9, method, params: full }, RequestMeta.standardHeaders(MODERN, method, full), init)
 }
 
 const sessionHeaders = (session: string) => ({ "mcp-session-id": session, "mcp-protocol-version": HANDSHAKE })
 const callBody = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "slow", arguments: {} } }
+
+/** The JSON messages of an SSE body's `data:` lines (a session's stream opens with an empty priming event). */
+const dataEvents = (body: string): Array<{ method?: string } & Record<string, unknown>> =>
+  body.split("\n").filter((line) => /^data: ?\S/.test(line)).map((line) => JSON.parse(line.slice(5)))
 
 const answered = (res: Response) =>
   Effect.promise(async () => ({
@@ -79,7 +94,7 @@ const answered = (res: Response) =>
 describe("graceful shutdown of the HTTP server transport", () => {
   it.live("new requests get 503 + Retry-After, health says draining, streams end, running calls of both eras finish; then the listener closes", () =>
     Effect.gen(function*() {
-      const probe = yield* makeProbe
+      const probe = yield* makeProbe()
       const { base, scope, url } = yield* start(probe, { shutdownGracePeriod: "2 minutes" })
       const session = yield* Effect.promise(() => openSession(url, HANDSHAKE))
       const stream = yield* Effect.promise(() =>
@@ -135,9 +150,9 @@ describe("graceful shutdown of the HTTP server transport", () => {
       expect(after).toBe("closed")
     }), 60_000)
 
-  it.live("past the grace period a running handler is interrupted: a JSON client gets an error reply, a stateless-era client a failed exchange", () =>
+  it.live("past the grace period the running handlers of both eras are interrupted, and each client is told so before the listener closes", () =>
     Effect.gen(function*() {
-      const probe = yield* makeProbe
+      const probe = yield* makeProbe(3)
       const { scope, url } = yield* start(probe, { shutdownGracePeriod: "200 millis" })
       const session = yield* Effect.promise(() => openSession(url, HANDSHAKE))
       const handshakeCall = Effect.runPromise(
@@ -145,27 +160,39 @@ describe("graceful shutdown of the HTTP server transport", () => {
           Effect.flatMap(answered)
         )
       )
-      const modernCall = modern("tools/call", { name: "slow", arguments: {} })(url).then((r) => r.text()).then(
-        (body) => ({ failed: false, body }),
-        (error: unknown) => ({ failed: true, body: String(error) })
-      )
+
+      // Read to its end: a body cut by the listener's close (rather than ended) rejects.
+      const modernCall = (name: string, extra: Record<string, unknown>) =>
+        modern("tools/call", { name, arguments: {}, ...extra })(url).then(async (r) => ({
+          status: r.status,
+          contentType: r.headers.get("content-type"),
+          body: await r.text()
+        }))
+      const modernJson = modernCall("slow", {})
+      const modernStream = modernCall("streaming", { _meta: { progressToken: "p" } })
       yield* Deferred.await(probe.bothStarted)
       yield* Scope.close(scope, Exit.void)
       yield* Deferred.await(probe.interrupted)
 
+      const shutDown = { code: -32603, message: "The server shut down before the request finished" }
       const call = yield* Effect.promise(() => handshakeCall)
       expect(call.status).toBe(200)
-      expect(JSON.parse(call.body)).toEqual({
-        jsonrpc: "2.0",
-        id: 2,
-        error: { code: -32603, message: "The server shut down before the request finished" }
-      })
-      expect((yield* Effect.promise(() => modernCall)).failed).toBe(true)
+      expect(JSON.parse(call.body)).toEqual({ jsonrpc: "2.0", id: 2, error: shutDown })
+      // A stateless-era request waiting for its answer gets the same error as its answer.
+      const json = yield* Effect.promise(() => modernJson)
+      expect(json.contentType).toContain("application/json")
+      expect(JSON.parse(json.body)).toEqual({ jsonrpc: "2.0", id: 9, error: shutDown })
+      // One answering on a stream gets it as the stream's last event, and the stream ends.
+      const streamed = yield* Effect.promise(() => modernStream)
+      expect(streamed.contentType).toContain("text/event-stream")
+      const events = dataEvents(streamed.body)
+      expect(events.map((e) => e.method ?? "answer")).toEqual(["notifications/progress", "answer"])
+      expect(events[1]).toEqual({ jsonrpc: "2.0", id: 9, error: shutDown })
     }), 60_000)
 
   it.live("a server with nothing running shuts down at once, its health body unchanged until then", () =>
     Effect.gen(function*() {
-      const probe = yield* makeProbe
+      const probe = yield* makeProbe()
       const { base, scope } = yield* start(probe, { shutdownGracePeriod: "1 hour" })
       const health = yield* answered(yield* Effect.promise(() => fetch(`${base}/mcp/health`)))
       expect(health.status).toBe(200)

@@ -1,7 +1,8 @@
 /**
  * A stateless-era request's handler: started at once in the caller's step
  * with the services made for it, counted while it runs, its end reported
- * once however it ends (at once for a handler done while it starts).
+ * once however it ends (at once for a handler done while it starts); at
+ * shutdown the ones still running are told, then interrupted.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Option } from "effect"
@@ -17,7 +18,8 @@ const recording = () => {
   const ends: Array<string> = []
   const run: StatelessRequests.StatelessRun = {
     services: (current) => Context.add(current, Marker, "handler's"),
-    onEnd: () => void ends.push("end")
+    onEnd: () => void ends.push("end"),
+    onShutdown: () => Effect.sync(() => void ends.push("told of the shutdown"))
   }
   return { ends, run }
 }
@@ -77,5 +79,25 @@ describe("a stateless request's handler", () => {
       expect(Exit.isFailure(exit) && String(exit.cause)).toContain("built badly")
       expect(stateless.running()).toBe(0)
       expect(ends).toEqual(["end", "end"])
+    }))
+
+  it.effect("shutdown: each handler still running is told, then interrupted; one that ended is neither", () =>
+    Effect.gen(function*() {
+      const stateless = requests()
+      const parent = yield* Effect.withFiber((fiber) => Effect.succeed(fiber))
+      const done = recording()
+      const finished = stateless.runStatelessUnsafe(parent, () => Effect.succeed("answered"), done.run)
+      const waiting = [recording(), recording()].map((r) => ({ ...r, fiber: stateless.runStatelessUnsafe(parent, () => Effect.never, r.run) }))
+      expect(stateless.running()).toBe(2)
+      yield* stateless.interruptAll
+      expect(yield* Fiber.await(finished)).toEqual(Exit.succeed("answered"))
+      expect(done.ends).toEqual(["end"])
+      for (const w of waiting) {
+        expect(Exit.hasInterrupts(yield* Fiber.await(w.fiber))).toBe(true)
+        expect(w.ends).toEqual(["told of the shutdown", "end"])
+      }
+      expect(stateless.running()).toBe(0)
+      yield* stateless.interruptAll
+      yield* stateless.awaitNone
     }))
 })
