@@ -4,6 +4,7 @@
  */
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
+import { Flag } from "effect/cli"
 
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m)?$/
 
@@ -22,3 +23,11 @@ export const parse = (text: string): Option.Option<Duration.Duration> => {
   }
 }
 
+
+/** A flag taking a duration, `defaultValue` when it is not given. */
+export const flag = (name: string, defaultValue: string, description: string) =>
+  Flag.String(name).pipe(
+    Flag.withDescription(`${description} (e.g. 90s, 5m). Default ${defaultValue}`),
+    Flag.withDefault(defaultValue),
+    Flag.filterMap(parse, (text) => `expected a duration such as 90s or 5m, got "${text}"`)
+  )

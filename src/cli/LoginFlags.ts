@@ -21,13 +21,6 @@ import type * as OAuthModules from "./OAuthModules.ts"
 import * as Output from "./Output.ts"
 import * as Durations from "./Durations.ts"
 
-const duration = (name: string, defaultValue: string, description: string) =>
-  Flag.String(name).pipe(
-    Flag.withDescription(`${description} (e.g. 90s, 5m). Default ${defaultValue}`),
-    Flag.withDefault(defaultValue),
-    Flag.filterMap(Durations.parse, (text) => `expected a duration such as 90s or 5m, got "${text}"`)
-  )
-
 const optionalString = (name: string, metavar: string, description: string) =>
   Flag.String(name).pipe(Flag.withDescription(description), Flag.withMetavar(metavar), Flag.optional)
 
@@ -61,7 +54,7 @@ export const flags = {
     Flag.optional
   ),
   tokenStore: tokenStoreFlag,
-  loginTimeout: duration("login-timeout", "5m", "With --auth: how long the browser sign-in may take"),
+  loginTimeout: Durations.flag("login-timeout", "5m", "With --auth: how long the browser sign-in may take"),
   callbackPort: Flag.Int("callback-port").pipe(
     Flag.withDescription("With --auth: the loopback port of the redirect URI. Default: a free port"),
     Flag.filter((n) => n >= 1 && n <= 65535, (n) => `expected a port between 1 and 65535, got ${n}`),

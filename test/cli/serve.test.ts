@@ -188,10 +188,10 @@ describe(`effect-mcp-transport serve (${bin.slice(repo.length)})`, () => {
       expect(readEvents(events)[0]).toMatchObject({ transport: "http", url, pid: server.child.pid })
     }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici)), 60_000)
 
-  it.live("--http --json: the URL as JSON on stdout; SIGTERM mid-call interrupts the call and stops the server", () =>
+  it.live("--http --json: the URL as JSON on stdout; SIGTERM mid-call (no --grace left) interrupts the call, its client is told, the server stops", () =>
     Effect.gen(function*() {
       const events = eventsFile()
-      const server = yield* run(["serve", "--http", "--port", "0", "--json"], { EFFECT_MCP_EXAMPLE_EVENTS: events })
+      const server = yield* run(["serve", "--http", "--port", "0", "--json", "--grace", "0"], { EFFECT_MCP_EXAMPLE_EVENTS: events })
       yield* awaitOutput(server, "stdout", /\}\s*$/)
       const announced = JSON.parse(server.stdout()) as { transport: string; url: string; eras: string }
       expect(announced.transport).toBe("http")
@@ -200,13 +200,14 @@ describe(`effect-mcp-transport serve (${bin.slice(repo.length)})`, () => {
       yield* Effect.scoped(Effect.gen(function*() {
         const client = yield* McpClient.connect(StreamableHttpClientTransport.make({ url: announced.url }))
         const firstStep = yield* Deferred.make<void>()
-        yield* client.callTool(
+        const call = yield* client.callTool(
           { name: "countdown", arguments: { steps: 1000, intervalMs: 50 } },
           { onProgress: () => Effect.asVoid(Deferred.succeed(firstStep, void 0)) }
-        ).pipe(Effect.ignore, Effect.forkScoped)
+        ).pipe(Effect.flip, Effect.forkScoped)
         yield* Deferred.await(firstStep)
         server.child.kill("SIGTERM")
         expect(yield* Effect.promise(() => server.exited)).toBe(130)
+        expect((yield* Fiber.join(call)).message).toContain("The server shut down before the request finished")
       }))
       expect(readEvents(events).map((e) => e.event)).toEqual(["listening", "started", "cancelled", "stopped"])
       expect(isAlive(server.child.pid!)).toBe(false)
@@ -226,12 +227,15 @@ describe(`effect-mcp-transport serve (${bin.slice(repo.length)})`, () => {
       const taken = (holder.address() as AddressInfo).port
       const busy = yield* run(["serve", "--http", "--port", String(taken)])
       const portWithoutHttp = yield* run(["serve", "--port", "9000"])
+      const badGrace = yield* run(["serve", "--http", "--grace", "soon"])
       expect(yield* Effect.promise(() => busy.exited)).toBe(1)
       expect(busy.stderr().trim()).toMatch(new RegExp(`^effect-mcp-transport: cannot listen on 127\\.0\\.0\\.1:${taken}: .*EADDRINUSE`))
       expect(busy.stderr().trim().split("\n")).toHaveLength(1)
       expect(yield* Effect.promise(() => portWithoutHttp.exited)).toBe(2)
       expect(portWithoutHttp.stderr().trim()).toBe("effect-mcp-transport: --port, --host and --redis need --http")
       expect(portWithoutHttp.stdout()).toBe("")
+      expect(yield* Effect.promise(() => badGrace.exited)).toBe(2)
+      expect(badGrace.stderr()).toContain(`expected a duration such as 90s or 5m, got "soon"`)
     }).pipe(Effect.scoped), 60_000)
 })
 

@@ -1,5 +1,5 @@
 /**
- * `effect-mcp-transport serve [--stdio | --http [--port 8421] [--host 127.0.0.1] [--metrics] [--redis URL]] [--eras both|modern|legacy]`:
+ * `effect-mcp-transport serve [--stdio | --http [--port 8421] [--host 127.0.0.1] [--metrics] [--redis URL]] [--eras both|modern|legacy] [--grace 10s]`:
  * runs the example server (ExampleServer.ts) on our server transports.
  *
  * - `--eras` (default `both`): the stateless era (2026-07-28) next to the
@@ -29,16 +29,19 @@
  *
  * SIGINT or SIGTERM stop either mode cleanly. Over HTTP the server drains
  * first: new requests get 503 with `Retry-After`, streams end, running calls
- * may finish for up to 10 seconds (then they are interrupted); sessions
- * end, the listener closes, then the process exits with 130 (the runtime's
- * code for an interrupted program).
+ * may finish for up to `--grace` (10 seconds; then they are interrupted and
+ * their clients told so); sessions end, the listener closes, then the
+ * process exits with 130 (the runtime's code for an interrupted program).
+ * Over stdio `--grace` is how long running calls may finish after stdin ends.
  */
 import * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Command, Flag } from "effect/cli"
 import * as HttpServerTransport from "../../server/HttpServerTransport.ts"
+import * as Durations from "../Durations.ts"
 import * as Eras from "../Eras.ts"
 import * as ExampleServer from "../ExampleServer.ts"
 import * as ListenFlags from "../ListenFlags.ts"
@@ -54,7 +57,14 @@ interface Fleet {
   readonly prefix: string | undefined
 }
 
-const serveHttp = (host: string, port: number, eras: Eras.Eras, metrics: boolean, fleet: Fleet | undefined) =>
+const serveHttp = (
+  host: string,
+  port: number,
+  eras: Eras.Eras,
+  metrics: boolean,
+  fleet: Fleet | undefined,
+  shutdownGracePeriod: Duration.Duration
+) =>
   Effect.gen(function*() {
     const json = yield* Output.Json
     const announce = Layer.effectDiscard(Effect.gen(function*() {
@@ -78,7 +88,14 @@ const serveHttp = (host: string, port: number, eras: Eras.Eras, metrics: boolean
         message: `--redis serving the stateless era needs ${KEYS_ENV}: the request-state keys every instance shares, current first, comma-separated, each at least 32 bytes`
       })
     }
-    const served = ExampleServer.layerHttp({ host, port, eras, metrics, ...(keys.length === 0 ? {} : { requestStateKeys: keys }) })
+    const served = ExampleServer.layerHttp({
+      host,
+      port,
+      eras,
+      metrics,
+      shutdownGracePeriod,
+      ...(keys.length === 0 ? {} : { requestStateKeys: keys })
+    })
     const instance = fleet === undefined ? served : Layer.unwrap(Effect.map(
       // Loaded only with --redis: a plain server does not load the Redis client.
       Effect.promise(() => import("../../server/RedisFleet.ts")),
@@ -127,9 +144,14 @@ export const command = Command.make(
       Flag.withDescription("With --redis: the prefix of every key and channel, one per fleet. Default mcp:"),
       Flag.optional
     ),
-    eras: Eras.flag
+    eras: Eras.flag,
+    grace: Durations.flag(
+      "grace",
+      "10s",
+      "How long running calls may still finish once the server is told to stop (--http: SIGINT or SIGTERM; --stdio: the end of stdin)"
+    )
   },
-  ({ eras, host, http, metrics, port, redis, redisPrefix, stdio }) =>
+  ({ eras, grace, host, http, metrics, port, redis, redisPrefix, stdio }) =>
     Output.run(Effect.gen(function*() {
       if (http && stdio) return yield* new Output.UsageError({ message: "give either --stdio or --http, not both" })
       if (!http) {
@@ -138,14 +160,21 @@ export const command = Command.make(
         }
         if (metrics) return yield* new Output.UsageError({ message: "--metrics needs --http" })
         yield* Output.note(`serving stdio (eras: ${Eras.describe(eras)})`)
-        yield* ExampleServer.runStdio({ eras })
+        yield* ExampleServer.runStdio({ eras, shutdownGracePeriod: grace })
         return
       }
       if (Option.isNone(redis) && Option.isSome(redisPrefix)) {
         return yield* new Output.UsageError({ message: "--redis-prefix needs --redis" })
       }
       const fleet = Option.isSome(redis) ? { url: redis.value, prefix: Option.getOrUndefined(redisPrefix) } : undefined
-      return yield* serveHttp(Option.getOrElse(host, () => DEFAULT_HOST), Option.getOrElse(port, () => DEFAULT_PORT), eras, metrics, fleet)
+      return yield* serveHttp(
+        Option.getOrElse(host, () => DEFAULT_HOST),
+        Option.getOrElse(port, () => DEFAULT_PORT),
+        eras,
+        metrics,
+        fleet,
+        grace
+      )
     }))
 ).pipe(Command.withDescription(
   "Run the example MCP server (echo, add, countdown) over stdio or Streamable HTTP, in both protocol eras unless --eras says otherwise"
