@@ -110,9 +110,10 @@ export const unansweredOnStream = (
 ): Array<JsonRpc.RequestId | null> => unansweredIds(messages, replied, itself)
 
 /**
- * Ends the SSE answer of a POST whose work failed (not only interrupted)
- * after what it owes the requests it left unanswered (`missing`): -32603
- * for each, or the shutdown's error while draining. Unlike a JSON answer,
+ * Ends the SSE answer of a POST whose work failed (`cause`; not only
+ * interrupted), or ended while the server shuts down, after what it owes the
+ * requests it left unanswered (`missing`): -32603 for each, or the shutdown's
+ * error while draining. Unlike a JSON answer,
  * never 503 for the shared store's failure: the stream's 200 went out with
  * its headers, so a status can no longer say "retry"; an error reply is all
  * that is left to stop the client waiting.
@@ -121,7 +122,7 @@ export const onStream = (
   env: Env,
   out: OutStream,
   missing: ReadonlyArray<JsonRpc.RequestId | null>,
-  cause: Cause.Cause<unknown>
+  cause: Cause.Cause<unknown> | undefined
 ): Effect.Effect<void> => {
   if (missing.length === 0) return out.end
   const draining = env.drain?.draining() === true
@@ -131,5 +132,5 @@ export const onStream = (
     { discard: true }
   )
   // A reply the stream cannot take (its store failing too) must not keep the stream from ending.
-  return Effect.andThen(Effect.ignoreCause(Effect.andThen(warn(cause), owed)), out.end)
+  return Effect.andThen(Effect.ignoreCause(cause === undefined ? owed : Effect.andThen(warn(cause), owed)), out.end)
 }

@@ -241,12 +241,15 @@ export const postToSession = Effect.fnUntraced(function*(
     }
     // A client that reads this stream itself (the answer is SSE) is owed its missing replies before the stream
     // ends; a JSON answer, made from the stream once it ended, after (`owedReplies`). Work only interrupted
-    // owes nothing: a cancelled request, a DELETE, a closing session get no reply.
+    // owes nothing (a cancelled request, a DELETE, a closing session get no reply), unless the server is
+    // shutting down (its handlers interrupted, the work ends without their replies): that client would
+    // otherwise wait, or resume the stream elsewhere, for an answer no instance will give.
+    const failed = cause !== undefined && !Cause.hasInterruptsOnly(cause)
     if (
-      cause !== undefined && !Cause.hasInterruptsOnly(cause) && accepts.sse &&
+      (failed || env.drain?.draining() === true) && accepts.sse &&
       (config.responseMode === "sse" || !accepts.json || out.isStreaming())
     ) {
-      return Effect.uninterruptible(OwedReplies.onStream(env, out, route.unanswered(messages), cause))
+      return Effect.uninterruptible(OwedReplies.onStream(env, out, route.unanswered(messages), failed ? cause : undefined))
     }
     return Effect.uninterruptible(out.end)
   }

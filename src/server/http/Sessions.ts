@@ -20,6 +20,7 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
+import { TransportClosed } from "../../McpError.ts"
 import * as KeepAlive from "./KeepAlive.ts"
 import * as OutStream from "./OutStream.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
@@ -83,7 +84,7 @@ export interface Sessions {
    * stay in the log (until the session ends or their expiry); otherwise `close`.
    */
   readonly drop: (session: Session) => Effect.Effect<void>
-  /** Drops every session and interrupts the stateless-era handlers still running (shutdown). */
+  /** Interrupts every handler still running, either era, then drops every session (shutdown). */
   readonly closeAll: Effect.Effect<void>
   /**
    * Completes when no handler runs: no session's POST work (handlers and
@@ -280,8 +281,17 @@ export const make = Effect.fnUntraced(function*(config: SessionsConfig): Effect.
 
   const stateless = StatelessRequests.make({ keepAlive, maxBufferedBytes: config.maxBufferedBytes, onDropped })
 
+  const shuttingDown = () => new TransportClosed({ reason: "HTTP server shutting down" })
+  // A session's handlers are interrupted before its streams close, and its work (which writes their
+  // replies) given a moment to end: a POST stream then carries what its requests are owed, the shutdown's
+  // error, before it ends.
+  const closeSession = (s: Session) =>
+    Effect.andThen(
+      Effect.andThen(s.server.close(shuttingDown()), Effect.timeoutOption(FiberSet.awaitEmpty(s.work), "1 second")),
+      drop(s)
+    )
   const closeAll = Effect.suspend(() =>
-    Effect.all([stateless.interruptAll, Effect.forEach(all(), drop, { concurrency: "unbounded", discard: true })], {
+    Effect.all([stateless.interruptAll, Effect.forEach(all(), closeSession, { concurrency: "unbounded", discard: true })], {
       concurrency: "unbounded",
       discard: true
     })

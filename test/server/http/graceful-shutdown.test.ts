@@ -150,9 +150,9 @@ describe("graceful shutdown of the HTTP server transport", () => {
       expect(after).toBe("closed")
     }), 60_000)
 
-  it.live("past the grace period the running handlers of both eras are interrupted, and each client is told so before the listener closes", () =>
+  it.live("past the grace period the running handlers of both eras are interrupted, and each client is told so, as its answer or on its stream, before the listener closes", () =>
     Effect.gen(function*() {
-      const probe = yield* makeProbe(3)
+      const probe = yield* makeProbe(4)
       const { scope, url } = yield* start(probe, { shutdownGracePeriod: "200 millis" })
       const session = yield* Effect.promise(() => openSession(url, HANDSHAKE))
       const handshakeCall = Effect.runPromise(
@@ -160,7 +160,11 @@ describe("graceful shutdown of the HTTP server transport", () => {
           Effect.flatMap(answered)
         )
       )
-
+      const handshakeStream = Effect.runPromise(
+        Effect.promise(() =>
+          post(url, { ...callBody, id: 3, params: { name: "streaming", arguments: {}, _meta: { progressToken: "p" } } }, sessionHeaders(session))
+        ).pipe(Effect.flatMap(answered))
+      )
       // Read to its end: a body cut by the listener's close (rather than ended) rejects.
       const modernCall = (name: string, extra: Record<string, unknown>) =>
         modern("tools/call", { name, arguments: {}, ...extra })(url).then(async (r) => ({
@@ -178,11 +182,16 @@ describe("graceful shutdown of the HTTP server transport", () => {
       const call = yield* Effect.promise(() => handshakeCall)
       expect(call.status).toBe(200)
       expect(JSON.parse(call.body)).toEqual({ jsonrpc: "2.0", id: 2, error: shutDown })
-      // A stateless-era request waiting for its answer gets the same error as its answer.
+      // One answering on its POST stream gets it as the stream's last event (else it would resume the
+      // stream, here or on another instance, waiting for an answer nothing will give).
+      const sessionStream = dataEvents((yield* Effect.promise(() => handshakeStream)).body)
+      expect(sessionStream.map((e) => e.method ?? "answer")).toEqual(["notifications/progress", "answer"])
+      expect(sessionStream[1]).toEqual({ jsonrpc: "2.0", id: 3, error: shutDown })
+      // A stateless-era request waiting for its answer gets the same error as its answer,
       const json = yield* Effect.promise(() => modernJson)
       expect(json.contentType).toContain("application/json")
       expect(JSON.parse(json.body)).toEqual({ jsonrpc: "2.0", id: 9, error: shutDown })
-      // One answering on a stream gets it as the stream's last event, and the stream ends.
+      // and one answering on a stream as the stream's last event.
       const streamed = yield* Effect.promise(() => modernStream)
       expect(streamed.contentType).toContain("text/event-stream")
       const events = dataEvents(streamed.body)
