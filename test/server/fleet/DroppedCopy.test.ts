@@ -3,7 +3,8 @@
  * cleanly) leaves the session's streams in the shared log: the client
  * resumes a request's stream the dropped copy wrote, through another
  * instance, and reads the rest of it up to its end. Only the session's end
- * (DELETE) removes them.
+ * (DELETE) removes them. A request the instance interrupted as it shut down
+ * ends its stream with the shutdown's error, which the resumed stream reads.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -74,5 +75,56 @@ describe.skipIf(!RedisServer.present)("A dropped copy of a session in a fleet", 
       expect(deleted.status).toBe(204)
       const left = yield* RedisServer.keysUnder(redis.url, PREFIX)
       expect(left.filter((k) => k.startsWith(`${PREFIX}sess:`))).toEqual([])
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("a request interrupted by its instance's shutdown: its stream, resumed on another instance, ends with the shutdown's error", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const fleet = yield* Fleet.start({
+        redisUrl: redis.url,
+        names: ["A", "B"],
+        prefix: PREFIX,
+        args: ["--keys", KEY],
+        argsOf: (name) => name === "A" ? ["--grace-ms", "0"] : []
+      })
+      const a = fleet.instance("A")
+      const b = fleet.instance("B")
+      const session = yield* Effect.promise(() => openSession(a.url, VERSION))
+      const call = yield* Effect.promise(() =>
+        openSse(a.url, {
+          method: "POST",
+          headers: headersOf(session, { "content-type": "application/json", accept: "application/json, text/event-stream" }),
+          body: JSON.stringify({ jsonrpc: "2.0", id: 6, method: "tools/call", params: { name: "hang", arguments: {}, _meta: { progressToken: "h" } } })
+        })
+      )
+      expect(call.response.status).toBe(200)
+      const progress = yield* Effect.promise(() =>
+        call.reader!.until((r) => r.events.some((e) => e.id !== undefined && e.data !== ""), 30_000)
+      )
+      expect(progress).toBe(true)
+      const first = call.reader!.events.find((e) => e.id !== undefined && e.data !== "")!
+      expect(JSON.parse(first.data).method).toBe("notifications/progress")
+
+      yield* Effect.promise(() =>
+        new Promise<void>((resolve) => {
+          a.child.once("exit", () => resolve())
+          a.child.kill("SIGTERM")
+        })
+      )
+      const shutDown = { jsonrpc: "2.0", id: 6, error: { code: -32603, message: "The server shut down before the request finished" } }
+      // Read on A before it went: the error, then the stream's end.
+      expect(yield* Effect.promise(() => call.reader!.until((r) => r.ended, 30_000))).toBe(true)
+      expect(call.reader!.messages().find((m) => m.id === 6)).toEqual(shutDown)
+
+      // Through B: the same error from the log, then the end.
+      const resumed = yield* Effect.promise(() =>
+        openSse(b.url, {
+          method: "GET",
+          headers: headersOf(session, { accept: "text/event-stream", "last-event-id": first.id! })
+        })
+      )
+      expect(resumed.response.status).toBe(200)
+      expect(yield* Effect.promise(() => resumed.reader!.until((r) => r.ended, 30_000))).toBe(true)
+      expect(resumed.reader!.messages()).toEqual([shutDown])
     }).pipe(Effect.scoped), 120_000)
 })
