@@ -6,6 +6,7 @@
  * (DELETE) removes them. A request the instance interrupted as it shut down
  * ends its stream with the shutdown's error, which the resumed stream reads.
  */
+import type { ChildProcess } from "node:child_process"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Fleet from "../../fixtures/Fleet.ts"
@@ -22,6 +23,36 @@ const headersOf = (session: string, extra: Record<string, string> = {}) => ({
   ...extra
 })
 
+/** A `tools/call` POSTed to `url` in `session`, answered over SSE, with a progress token. */
+const callOverSse = (url: string, session: string, id: number, name: string, args: Record<string, unknown>) =>
+  Effect.promise(() =>
+    openSse(url, {
+      method: "POST",
+      headers: headersOf(session, { "content-type": "application/json", accept: "application/json, text/event-stream" }),
+      body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args, _meta: { progressToken: `p${id}` } } })
+    })
+  )
+
+/** SIGTERM to an instance, done once it exited. */
+const stop = (instance: { readonly child: ChildProcess }) =>
+  Effect.promise(() =>
+    new Promise<void>((resolve) => {
+      instance.child.once("exit", () => resolve())
+      instance.child.kill("SIGTERM")
+    })
+  )
+
+/** The session's stream resumed through `url` after `lastEventId`, read to its end: its messages. */
+const resumeOn = (url: string, session: string, lastEventId: string) =>
+  Effect.gen(function*() {
+    const resumed = yield* Effect.promise(() =>
+      openSse(url, { method: "GET", headers: headersOf(session, { accept: "text/event-stream", "last-event-id": lastEventId }) })
+    )
+    expect(resumed.response.status).toBe(200)
+    expect(yield* Effect.promise(() => resumed.reader!.until((r) => r.ended, 30_000))).toBe(true)
+    return resumed.reader!.messages()
+  })
+
 describe.skipIf(!RedisServer.present)("A dropped copy of a session in a fleet", () => {
   it.live("an instance that shuts down keeps the session's streams in the log: the client resumes one on another instance", () =>
     Effect.gen(function*() {
@@ -32,41 +63,17 @@ describe.skipIf(!RedisServer.present)("A dropped copy of a session in a fleet", 
       const session = yield* Effect.promise(() => openSession(a.url, VERSION))
 
       // A request answered on A over SSE, read to its end.
-      const call = yield* Effect.promise(() =>
-        openSse(a.url, {
-          method: "POST",
-          headers: headersOf(session, { "content-type": "application/json", accept: "application/json, text/event-stream" }),
-          body: JSON.stringify({
-            jsonrpc: "2.0",
-            id: 5,
-            method: "tools/call",
-            params: { name: "ticks", arguments: { count: 3 }, _meta: { progressToken: "t" } }
-          })
-        })
-      )
+      const call = yield* callOverSse(a.url, session, 5, "ticks", { count: 3 })
       expect(call.response.status).toBe(200)
       expect(yield* Effect.promise(() => call.reader!.until((r) => r.ended, 30_000))).toBe(true)
       const first = call.reader!.events.find((e) => e.id !== undefined && e.data !== "")!
       expect(JSON.parse(first.data).method).toBe("notifications/progress")
 
       // A goes away cleanly: its copy of the session is dropped, the session lives on.
-      yield* Effect.promise(() =>
-        new Promise<void>((resolve) => {
-          a.child.once("exit", () => resolve())
-          a.child.kill("SIGTERM")
-        })
-      )
+      yield* stop(a)
 
       // Through B: the rest of the stream A wrote, then its end.
-      const resumed = yield* Effect.promise(() =>
-        openSse(b.url, {
-          method: "GET",
-          headers: headersOf(session, { accept: "text/event-stream", "last-event-id": first.id! })
-        })
-      )
-      expect(resumed.response.status).toBe(200)
-      expect(yield* Effect.promise(() => resumed.reader!.until((r) => r.ended, 30_000))).toBe(true)
-      const messages = resumed.reader!.messages()
+      const messages = yield* resumeOn(b.url, session, first.id!)
       expect(messages.filter((m) => m.method === "notifications/progress")).toHaveLength(2)
       expect(messages.find((m) => m.id === 5)?.result.content[0].text).toBe("3 ticks on A")
 
@@ -90,13 +97,7 @@ describe.skipIf(!RedisServer.present)("A dropped copy of a session in a fleet", 
       const a = fleet.instance("A")
       const b = fleet.instance("B")
       const session = yield* Effect.promise(() => openSession(a.url, VERSION))
-      const call = yield* Effect.promise(() =>
-        openSse(a.url, {
-          method: "POST",
-          headers: headersOf(session, { "content-type": "application/json", accept: "application/json, text/event-stream" }),
-          body: JSON.stringify({ jsonrpc: "2.0", id: 6, method: "tools/call", params: { name: "hang", arguments: {}, _meta: { progressToken: "h" } } })
-        })
-      )
+      const call = yield* callOverSse(a.url, session, 6, "hang", {})
       expect(call.response.status).toBe(200)
       const progress = yield* Effect.promise(() =>
         call.reader!.until((r) => r.events.some((e) => e.id !== undefined && e.data !== ""), 30_000)
@@ -105,26 +106,13 @@ describe.skipIf(!RedisServer.present)("A dropped copy of a session in a fleet", 
       const first = call.reader!.events.find((e) => e.id !== undefined && e.data !== "")!
       expect(JSON.parse(first.data).method).toBe("notifications/progress")
 
-      yield* Effect.promise(() =>
-        new Promise<void>((resolve) => {
-          a.child.once("exit", () => resolve())
-          a.child.kill("SIGTERM")
-        })
-      )
+      yield* stop(a)
       const shutDown = { jsonrpc: "2.0", id: 6, error: { code: -32603, message: "The server shut down before the request finished" } }
       // Read on A before it went: the error, then the stream's end.
       expect(yield* Effect.promise(() => call.reader!.until((r) => r.ended, 30_000))).toBe(true)
       expect(call.reader!.messages().find((m) => m.id === 6)).toEqual(shutDown)
 
       // Through B: the same error from the log, then the end.
-      const resumed = yield* Effect.promise(() =>
-        openSse(b.url, {
-          method: "GET",
-          headers: headersOf(session, { accept: "text/event-stream", "last-event-id": first.id! })
-        })
-      )
-      expect(resumed.response.status).toBe(200)
-      expect(yield* Effect.promise(() => resumed.reader!.until((r) => r.ended, 30_000))).toBe(true)
-      expect(resumed.reader!.messages()).toEqual([shutDown])
+      expect(yield* resumeOn(b.url, session, first.id!)).toEqual([shutDown])
     }).pipe(Effect.scoped), 120_000)
 })
