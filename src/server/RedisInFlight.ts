@@ -280,7 +280,11 @@ export const make = (
     )
 
     const interval = () => Math.floor((leaseMs / 2) * (0.8 + Math.random() * 0.4))
-    yield* Effect.forever(Effect.andThen(Effect.suspend(() => Effect.sleep(interval())), pass)).pipe(Effect.forkScoped)
+    // A pass is not cut short by the instance stopping: its claim would stay behind until it expired, and
+    // the stopped instance's streams half answered. Every command it sends is bounded by the client's timeout.
+    yield* Effect.forever(Effect.andThen(Effect.suspend(() => Effect.sleep(interval())), Effect.uninterruptible(pass))).pipe(
+      Effect.forkScoped
+    )
 
     return registry
   })

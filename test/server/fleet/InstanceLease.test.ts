@@ -8,10 +8,11 @@
  * itself), while a fiber the work forked still writes with the old token
  * and is refused; appends and registry writes under a token the lease
  * key no longer holds are refused and write nothing; the reaper answers a
- * dead instance's requests on their streams and leaves the rest alone.
+ * dead instance's requests on their streams and leaves the rest alone, and
+ * an instance stopped in the middle of that finishes it first.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, Logger, Option } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Logger, Option, Scope } from "effect"
 import * as Redis from "effect/persistence/Redis"
 import { EventStore } from "../../../src/server/EventStore.ts"
 import * as InFlight from "../../../src/server/InFlight.ts"
@@ -247,6 +248,56 @@ describe.skipIf(!RedisServer.present)("InstanceLease on Redis", () => {
       expect(yield* admin.send("EXISTS", `${PREFIX}log:{o}:o~none`)).toBe(0)
     }).pipe(Effect.scoped, Effect.provide(capturing(log)))
   }, 60_000)
+
+  it.live("an instance stopped while its reaper answers a dead one's requests finishes that pass: no claim is left behind", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const admin = yield* adminOn(redis.url)
+      const dead = yield* instanceOn(redis.url, 60_000)
+      const deadStream = "d~post-3"
+      yield* dead.store.append(deadStream, "")
+      const running = yield* Deferred.make<void>()
+      yield* Effect.forkChild(dead.inFlight.run(
+        [{ session: "sess-2", requestId: 9, streamId: deadStream }],
+        Effect.andThen(Deferred.succeed(running, void 0), Effect.never)
+      ))
+      yield* Deferred.await(running)
+
+      // The reaping instance, in a scope of its own, its appends held until the test lets them go.
+      const appending = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const heldStore = Layer.effect(EventStore)(Effect.gen(function*() {
+        const store = yield* EventStore
+        return {
+          ...store,
+          append: (streamId: string, data: string, event?: string) =>
+            Effect.andThen(
+              Effect.andThen(Deferred.succeed(appending, void 0), Deferred.await(release)),
+              store.append(streamId, data, event)
+            )
+        }
+      }))
+      const reaperScope = yield* Scope.make()
+      const context = yield* connection(redis.url)
+      yield* Layer.buildWithScope(
+        RedisInFlight.layer({ prefix: PREFIX, leaseMs: 400 }).pipe(
+          Layer.provide(heldStore),
+          Layer.provideMerge(RedisEventStore.layer({ prefix: PREFIX })),
+          Layer.provideMerge(RedisInstanceLease.layer({ prefix: PREFIX, leaseMs: 400 }))
+        ),
+        reaperScope
+      ).pipe(Effect.provideContext(context))
+
+      yield* admin.send("DEL", `${PREFIX}instance:${dead.lease.id}`)
+      yield* Deferred.await(appending)
+      expect(yield* admin.send("EXISTS", `${PREFIX}reap:${dead.lease.id}`)).toBe(1)
+      // The instance stops mid-pass; the pass goes on to its end before the stop completes.
+      const stopping = yield* Effect.forkChild(Scope.close(reaperScope, Exit.void))
+      yield* Deferred.succeed(release, void 0)
+      yield* Fiber.join(stopping)
+      expect(yield* admin.send("EXISTS", `${PREFIX}reap:${dead.lease.id}`)).toBe(0)
+      expect(yield* admin.send("EXISTS", `${PREFIX}running:${dead.lease.id}`)).toBe(0)
+    }).pipe(Effect.scoped), 60_000)
 })
 
 describe("InstanceLease and InFlight in memory", () => {
