@@ -23,7 +23,6 @@ export const parse = (text: string): Option.Option<Duration.Duration> => {
   }
 }
 
-
 /** A flag taking a duration, `defaultValue` when it is not given. */
 export const flag = (name: string, defaultValue: string, description: string) =>
   Flag.String(name).pipe(
