@@ -24,6 +24,7 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import * as ServerSpans from "../internal/ServerSpans.ts"
 import * as EraRouting from "./EraRouting.ts"
 import type { Env, Guarded } from "./Guard.ts"
+import * as OwedReplies from "./OwedReplies.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
@@ -109,8 +110,17 @@ const messageOf = Effect.fnUntraced(function*(
   if (replies && session.standalone.bufferedBytes() > env.config.maxBufferedBytesPerStream / 2) {
     return Security.invalid(503, "Service unavailable: the SSE stream is not being read", { "retry-after": "1" })
   }
+  // A request left without a reply by the server's shutdown (its handler interrupted) is told so on the
+  // stream, before the stream ends: its client would otherwise learn only that the stream ended.
+  const owed = (reply: JsonRpc.JsonRpcResponse | null) =>
+    reply === null && message._tag === "Request" && env.drain?.draining() === true
+      ? OwedReplies.interruptedByShutdown(message.message.id)
+      : reply
   const work = session.server.handleMessage(message).pipe(
-    Effect.flatMap((reply) => reply === null ? Effect.void : Effect.asVoid(session.standalone.offer(reply)))
+    Effect.flatMap((answer) => {
+      const reply = owed(answer)
+      return reply === null ? Effect.void : Effect.asVoid(session.standalone.offer(reply))
+    })
   )
   if (message._tag !== "Request") {
     // Notifications and responses are handled before the 202, so they keep the order the client sent them in.

@@ -6,14 +6,14 @@
  * already running (both eras) finish and are answered; then the listener
  * closes. Past `shutdownGracePeriod` the running handlers of both eras are
  * interrupted and each client gets an error instead of an answer it would
- * wait for, as the answer or as its stream's last event.
+ * wait for, as the answer or on its stream (a legacy HTTP+SSE session's too).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import * as RequestMeta from "../../../src/RequestMeta.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import * as McpServer from "../../../src/server/McpServer.ts"
-import { openSession, openSse, post } from "./helpers.ts"
+import { initializeBody, openLegacy, openSession, openSse, post } from "./helpers.ts"
 
 const HANDSHAKE = "2025-11-25"
 const MODERN = "2026-07-28"
@@ -152,8 +152,8 @@ describe("graceful shutdown of the HTTP server transport", () => {
 
   it.live("past the grace period the running handlers of both eras are interrupted, and each client is told so, as its answer or on its stream, before the listener closes", () =>
     Effect.gen(function*() {
-      const probe = yield* makeProbe(4)
-      const { scope, url } = yield* start(probe, { shutdownGracePeriod: "200 millis" })
+      const probe = yield* makeProbe(5)
+      const { base, scope, url } = yield* start(probe, { shutdownGracePeriod: "200 millis" })
       const session = yield* Effect.promise(() => openSession(url, HANDSHAKE))
       const handshakeCall = Effect.runPromise(
         Effect.promise(() => post(url, callBody, { ...sessionHeaders(session), accept: "application/json" })).pipe(
@@ -174,6 +174,15 @@ describe("graceful shutdown of the HTTP server transport", () => {
         }))
       const modernJson = modernCall("slow", {})
       const modernStream = modernCall("streaming", { _meta: { progressToken: "p" } })
+      // A legacy HTTP+SSE session, its answers on its GET stream.
+      const legacy = yield* Effect.promise(async () => {
+        const session = await openLegacy(base)
+        await (await session.send(initializeBody(1, "2024-11-05"))).text()
+        await session.reader.until((r) => r.messages().some((m) => m.id === 1))
+        await (await session.send({ jsonrpc: "2.0", method: "notifications/initialized" })).text()
+        await (await session.send({ ...callBody, id: 4 })).text()
+        return session
+      })
       yield* Deferred.await(probe.bothStarted)
       yield* Scope.close(scope, Exit.void)
       yield* Deferred.await(probe.interrupted)
@@ -197,6 +206,9 @@ describe("graceful shutdown of the HTTP server transport", () => {
       const events = dataEvents(streamed.body)
       expect(events.map((e) => e.method ?? "answer")).toEqual(["notifications/progress", "answer"])
       expect(events[1]).toEqual({ jsonrpc: "2.0", id: 9, error: shutDown })
+      // A legacy session's call gets it on the session's stream, before the stream ends.
+      expect(yield* Effect.promise(() => legacy.reader.until((r) => r.ended))).toBe(true)
+      expect(legacy.reader.messages().find((m) => m.id === 4)).toEqual({ jsonrpc: "2.0", id: 4, error: shutDown })
     }), 60_000)
 
   it.live("a server with nothing running shuts down at once, its health body unchanged until then", () =>

@@ -223,6 +223,16 @@ export const openSse = async (url: string, init: RequestInit & { headers?: Recor
 }
 
 /** Polls a condition with a bound (for state that settles after a connection closes). */
+/** A legacy HTTP+SSE session: its stream and the `/messages` URL its `endpoint` event names. */
+export const openLegacy = async (base: string) => {
+  const sse = await openSse(`${base}/sse`, { headers: { accept: "text/event-stream" } })
+  if (sse.reader === undefined) throw new Error(`legacy SSE refused: ${sse.response.status}`)
+  await sse.reader.until((r) => r.events.some((e) => e.event === "endpoint"))
+  const endpoint = sse.reader.events.find((e) => e.event === "endpoint")!.data
+  const send = (body: unknown) => post(`${base}${endpoint}`, body)
+  return { reader: sse.reader, send }
+}
+
 export const eventually = async (check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<boolean> => {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {

@@ -15,7 +15,7 @@ import type { Handler } from "../../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import { resolve } from "../../../src/server/http/Config.ts"
 import { testHandler } from "../../fixtures/http-test-server.ts"
-import { eventually, initializeBody, isClean, openSession, openSse, post, run, type Server, withServer } from "./helpers.ts"
+import { eventually, initializeBody, isClean, openLegacy, openSession, openSse, post, run, type Server, withServer } from "./helpers.ts"
 
 interface Gate {
   /** Ids of `hold` calls, as their handlers start. */
@@ -55,16 +55,6 @@ const ping = (id: number | string) => ({ jsonrpc: "2.0", id, method: "ping" })
 
 const started = (gate: Gate) => run(Queue.take(gate.started))
 const stats = (server: Server) => run(server.transport.stats)
-
-/** A legacy HTTP+SSE session: its stream and the `/messages` URL its `endpoint` event names. */
-const openLegacy = async (base: string) => {
-  const sse = await openSse(`${base}/sse`, { headers: { accept: "text/event-stream" } })
-  if (sse.reader === undefined) throw new Error(`legacy SSE refused: ${sse.response.status}`)
-  await sse.reader.until((r) => r.events.some((e) => e.event === "endpoint"))
-  const endpoint = sse.reader.events.find((e) => e.event === "endpoint")!.data
-  const send = (body: unknown) => post(`${base}${endpoint}`, body)
-  return { reader: sse.reader, send }
-}
 
 /** Posts a `hold` call, waits for its handler to start, then goes away without reading the answer. */
 const holdThenAbort = async (url: string, gate: Gate, id: number, headers: Record<string, string>) => {
