@@ -57,14 +57,16 @@ interface Fleet {
   readonly prefix: string | undefined
 }
 
-const serveHttp = (
-  host: string,
-  port: number,
-  eras: Eras.Eras,
-  metrics: boolean,
-  fleet: Fleet | undefined,
-  shutdownGracePeriod: Duration.Duration
-) =>
+interface HttpServing {
+  readonly host: string
+  readonly port: number
+  readonly eras: Eras.Eras
+  readonly metrics: boolean
+  readonly fleet: Fleet | undefined
+  readonly shutdownGracePeriod: Duration.Duration
+}
+
+const serveHttp = ({ eras, fleet, host, metrics, port, shutdownGracePeriod }: HttpServing) =>
   Effect.gen(function*() {
     const json = yield* Output.Json
     const announce = Layer.effectDiscard(Effect.gen(function*() {
@@ -167,14 +169,14 @@ export const command = Command.make(
         return yield* new Output.UsageError({ message: "--redis-prefix needs --redis" })
       }
       const fleet = Option.isSome(redis) ? { url: redis.value, prefix: Option.getOrUndefined(redisPrefix) } : undefined
-      return yield* serveHttp(
-        Option.getOrElse(host, () => DEFAULT_HOST),
-        Option.getOrElse(port, () => DEFAULT_PORT),
+      return yield* serveHttp({
+        host: Option.getOrElse(host, () => DEFAULT_HOST),
+        port: Option.getOrElse(port, () => DEFAULT_PORT),
         eras,
         metrics,
         fleet,
-        grace
-      )
+        shutdownGracePeriod: grace
+      })
     }))
 ).pipe(Command.withDescription(
   "Run the example MCP server (echo, add, countdown) over stdio or Streamable HTTP, in both protocol eras unless --eras says otherwise"

@@ -110,15 +110,12 @@ const messageOf = Effect.fnUntraced(function*(
   if (replies && session.standalone.bufferedBytes() > env.config.maxBufferedBytesPerStream / 2) {
     return Security.invalid(503, "Service unavailable: the SSE stream is not being read", { "retry-after": "1" })
   }
-  // A request left without a reply by the server's shutdown (its handler interrupted) is told so on the
-  // stream, before the stream ends: its client would otherwise learn only that the stream ended.
-  const owed = (reply: JsonRpc.JsonRpcResponse | null) =>
-    reply === null && message._tag === "Request" && env.drain?.draining() === true
-      ? OwedReplies.interruptedByShutdown(message.message.id)
-      : reply
+  // A request left without a reply by the server's shutdown is told so on the stream, before the stream
+  // ends: its client would otherwise learn only that the stream ended.
   const work = session.server.handleMessage(message).pipe(
     Effect.flatMap((answer) => {
-      const reply = owed(answer)
+      const reply = answer ??
+        (message._tag === "Request" && env.drain?.draining() === true ? OwedReplies.interruptedByShutdown(message.message.id) : null)
       return reply === null ? Effect.void : Effect.asVoid(session.standalone.offer(reply))
     })
   )
