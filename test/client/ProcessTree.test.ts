@@ -59,6 +59,15 @@ describe("ProcessTree.parseStat", () => {
     expect(ProcessTree.parseStat(text)).toEqual({ pid: 4150, state: "S", ppid: 4149, pgid: 4150, startTime: 18152 })
   })
 
+  it("parses a command name that is not UTF-8 as the file is read, decoded as UTF-8", () => {
+    const bytes = Buffer.concat([
+      Buffer.from("4150 (srv"),
+      Buffer.from([0xff, 0xc3, 0x29, 0xe2, 0x82]),
+      Buffer.from(") S 4149 4150 4150 0 -1 4194560 5650 369985 0 1 1 3 739 89 20 0 1 0 18152 5124096 974")
+    ])
+    expect(ProcessTree.parseStat(bytes.toString("utf8"))).toEqual({ pid: 4150, state: "S", ppid: 4149, pgid: 4150, startTime: 18152 })
+  })
+
   it("rejects text that is not a stat line", () => {
     expect(ProcessTree.parseStat("")).toBeUndefined()
     expect(ProcessTree.parseStat("12 (x) S 1")).toBeUndefined()

