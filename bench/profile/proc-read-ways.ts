@@ -16,7 +16,7 @@ const ways: Record<string, () => string> = {
     const fd = openSync(path, "r")
     try {
       const n = readSync(fd, buf, 0, buf.length, null)
-      return buf.latin1Slice(0, n)
+      return buf.toString("latin1", 0, n)
     } finally {
       closeSync(fd)
     }
