@@ -18,8 +18,8 @@
  *
  * Reads are synchronous: procfs files are generated in memory and these are
  * a few hundred bytes each. They are read as UTF-8, which Node reads in one
- * native call, at half the CPU of any other encoding; nothing parsed here is
- * outside ASCII (a command name that is comes before the last `)`).
+ * native call, at half the CPU of any other encoding. What is parsed is
+ * ASCII; the command name, which may not be, is skipped (see `parseStat`).
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 
