@@ -4,7 +4,9 @@
  * over HTTP loads neither undici (npm's, or the one Node's fetch compiles), nor
  * ws, nor the OAuth client, nor any other subcommand's module.
  */
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import * as HttpClientLayer from "../../src/cli/HttpClientLayer.ts"
@@ -70,6 +72,31 @@ describe.concurrent("start-up", () => {
     const r = await recorded(["call", "echo", "text=hi", "--", NODE, path.resolve(import.meta.dirname, "../../dist/cli/example-server-stdio.js")])
     expect(r.code).toBe(0)
     expect(r.modules.filter((url) => /NodeHttpClient|\/undici\//.test(url))).toEqual([])
+  }, TIMEOUT)
+})
+
+describe("the compile cache", () => {
+  /** Whether a run that loads the program (a usage error, exit 2) leaves Node's compile cache in the temporary folder. */
+  const leavesCache = async (env: Record<string, string>) => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "effect-mcp-cache-"))
+    try {
+      // The tests' own cache setting would decide where the cache goes (or that it is on at all).
+      const { NODE_COMPILE_CACHE: _, ...inherited } = process.env
+      const code = await new Promise<number | null>((resolve) =>
+        execFile(NODE, [MAIN, "ping", "--protocol", "2099-01-01", "--", NODE, "nothing.js"], {
+          env: { ...inherited, TMPDIR: tmp, ...env }
+        }).on("exit", resolve)
+      )
+      expect(code).toBe(2)
+      return fs.existsSync(path.join(tmp, "node-compile-cache"))
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true })
+    }
+  }
+
+  it("keeps the program's compiled code under the temporary folder; NODE_DISABLE_COMPILE_CACHE=1 turns that off", async () => {
+    expect(await leavesCache({})).toBe(true)
+    expect(await leavesCache({ NODE_DISABLE_COMPILE_CACHE: "1" })).toBe(false)
   }, TIMEOUT)
 })
 
