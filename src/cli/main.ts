@@ -3,9 +3,9 @@
  * The command-line program's entry (package.json "bin"). It refuses to start
  * on a Node.js older than package.json "engines" with one line on stderr and
  * exit code 1; it answers `--version` and the root's `--help` itself; and only
- * then loads the program: a static import would load undici first, which
- * throws on an old Node before any check could run, and loading effect and
- * the commands takes far longer than either answer.
+ * then turns on Node's compile cache and loads the program: a static import
+ * would load undici first, which throws on an old Node before any check could
+ * run, and loading effect and the commands takes far longer than either answer.
  */
 import * as Module from "node:module"
 import { refusalForThisNode } from "./NodeFloor.ts"

@@ -2,7 +2,8 @@
  * What the program loads: `--version` and the root's `--help` are answered
  * before effect is loaded (and read as effect/cli prints them), and a call
  * over HTTP loads neither undici (npm's, or the one Node's fetch compiles), nor
- * ws, nor the OAuth client, nor any other subcommand's module.
+ * ws, nor the OAuth client, nor any other subcommand's module; and what it
+ * loads, Node's compile cache keeps for the next start.
  */
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
