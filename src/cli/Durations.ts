@@ -23,10 +23,19 @@ export const parse = (text: string): Option.Option<Duration.Duration> => {
   }
 }
 
+/** The examples a duration flag shows: in its help after the description (none without `help`), and in its error. */
+export interface Examples {
+  readonly help?: string | undefined
+  readonly error: string
+}
+
+/** For durations of seconds to minutes. */
+const MINUTES: Examples = { help: "90s, 5m", error: "90s or 5m" }
+
 /** A flag taking a duration, `defaultValue` when it is not given. */
-export const flag = (name: string, defaultValue: string, description: string) =>
+export const flag = (name: string, defaultValue: string, description: string, examples: Examples = MINUTES) =>
   Flag.String(name).pipe(
-    Flag.withDescription(`${description} (e.g. 90s, 5m). Default ${defaultValue}`),
+    Flag.withDescription(`${description}${examples.help === undefined ? "" : ` (e.g. ${examples.help})`}. Default ${defaultValue}`),
     Flag.withDefault(defaultValue),
-    Flag.filterMap(parse, (text) => `expected a duration such as 90s or 5m, got "${text}"`)
+    Flag.filterMap(parse, (text) => `expected a duration such as ${examples.error}, got "${text}"`)
   )

@@ -28,22 +28,19 @@ import * as Version from "./Version.ts"
 /** This package's version. */
 export const VERSION: string = Version.VERSION
 
-/** `500`, `500ms`, `2s`, `1m` → a duration (a bare number is milliseconds). */
-export const parseDuration = Durations.parse
+/** A request's durations, down to milliseconds. */
+const REQUEST_EXAMPLES: Durations.Examples = { help: "500ms, 10s, 2m; a bare number is ms", error: "500ms, 10s or 2m" }
 
 /** `--timeout`: per request after the handshake; for `call`, an idle timeout that progress restarts. */
 export const timeoutFlag = (defaultValue: string, description: string) =>
-  Flag.String("timeout").pipe(
-    Flag.withDescription(`${description} (e.g. 500ms, 10s, 2m; a bare number is ms). Default ${defaultValue}`),
-    Flag.withDefault(defaultValue),
-    Flag.filterMap(parseDuration, (text) => `expected a duration such as 500ms, 10s or 2m, got "${text}"`)
-  )
+  Durations.flag("timeout", defaultValue, description, REQUEST_EXAMPLES)
 
 /** `--connect-timeout`: how long spawning/connecting and the handshake may take. */
-export const connectTimeoutFlag = Flag.String("connect-timeout").pipe(
-  Flag.withDescription("How long connecting and the initialize handshake may take. Default 30s"),
-  Flag.withDefault("30s"),
-  Flag.filterMap(parseDuration, (text) => `expected a duration such as 500ms, 10s or 2m, got "${text}"`)
+export const connectTimeoutFlag = Durations.flag(
+  "connect-timeout",
+  "30s",
+  "How long connecting and the initialize handshake may take",
+  { error: REQUEST_EXAMPLES.error }
 )
 
 /** What `--protocol` accepts: `auto` or a revision we speak. */
