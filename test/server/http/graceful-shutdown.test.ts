@@ -13,7 +13,7 @@ import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope } from "ef
 import * as RequestMeta from "../../../src/RequestMeta.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import * as McpServer from "../../../src/server/McpServer.ts"
-import { initializeBody, openLegacy, openSession, openSse, post } from "./helpers.ts"
+import { initializeBody, openLegacy, openSession, openSse, post, sseMessages } from "./helpers.ts"
 
 const HANDSHAKE = "2025-11-25"
 const MODERN = "2026-07-28"
@@ -78,10 +78,6 @@ const modern = (method: string, params: Record<string, unknown>, init: RequestIn
 
 const sessionHeaders = (session: string) => ({ "mcp-session-id": session, "mcp-protocol-version": HANDSHAKE })
 const callBody = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "slow", arguments: {} } }
-
-/** The JSON messages of an SSE body's `data:` lines (a session's stream opens with an empty priming event). */
-const dataEvents = (body: string): Array<{ method?: string } & Record<string, unknown>> =>
-  body.split("\n").filter((line) => /^data: ?\S/.test(line)).map((line) => JSON.parse(line.slice(5)))
 
 const answered = (res: Response) =>
   Effect.promise(async () => ({
@@ -193,7 +189,7 @@ describe("graceful shutdown of the HTTP server transport", () => {
       expect(JSON.parse(call.body)).toEqual({ jsonrpc: "2.0", id: 2, error: shutDown })
       // One answering on its POST stream gets it as the stream's last event (else it would resume the
       // stream, here or on another instance, waiting for an answer nothing will give).
-      const sessionStream = dataEvents((yield* Effect.promise(() => handshakeStream)).body)
+      const sessionStream = sseMessages((yield* Effect.promise(() => handshakeStream)).body)
       expect(sessionStream.map((e) => e.method ?? "answer")).toEqual(["notifications/progress", "answer"])
       expect(sessionStream[1]).toEqual({ jsonrpc: "2.0", id: 3, error: shutDown })
       // A stateless-era request waiting for its answer gets the same error as its answer,
@@ -203,7 +199,7 @@ describe("graceful shutdown of the HTTP server transport", () => {
       // and one answering on a stream as the stream's last event.
       const streamed = yield* Effect.promise(() => modernStream)
       expect(streamed.contentType).toContain("text/event-stream")
-      const events = dataEvents(streamed.body)
+      const events = sseMessages(streamed.body)
       expect(events.map((e) => e.method ?? "answer")).toEqual(["notifications/progress", "answer"])
       expect(events[1]).toEqual({ jsonrpc: "2.0", id: 9, error: shutDown })
       // A legacy session's call gets it on the session's stream, before the stream ends.

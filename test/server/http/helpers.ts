@@ -135,6 +135,16 @@ const parseBlock = (block: string): SseEvent | "comment" => {
   return fields === 0 ? "comment" : { id, event, data: data.join("\n"), retry }
 }
 
+/** The JSON messages among `events` (priming and other empty events skipped). */
+const messagesOf = (events: ReadonlyArray<SseEvent>): Array<any> =>
+  events.filter((e) => e.event === "message" && e.data !== "").map((e) => JSON.parse(e.data))
+
+/** The JSON messages of a whole SSE body read as text, as `SseReader.messages` reads them from a stream. */
+export const sseMessages = (body: string): Array<any> =>
+  messagesOf(
+    body.replace(/\r\n?/g, "\n").split("\n\n").map(parseBlock).filter((e): e is SseEvent => e !== "comment")
+  )
+
 export class SseReader {
   readonly events: Array<SseEvent> = []
   raw = ""
@@ -203,7 +213,7 @@ export class SseReader {
 
   /** JSON messages received so far (priming and other empty events skipped). */
   messages(): Array<any> {
-    return this.events.filter((e) => e.event === "message" && e.data !== "").map((e) => JSON.parse(e.data))
+    return messagesOf(this.events)
   }
 
   lastId(): string | undefined {
@@ -222,7 +232,6 @@ export const openSse = async (url: string, init: RequestInit & { headers?: Recor
   return { response, reader: response.ok && (response.headers.get("content-type") ?? "").includes("text/event-stream") ? new SseReader(response, controller) : undefined, controller }
 }
 
-/** Polls a condition with a bound (for state that settles after a connection closes). */
 /** A legacy HTTP+SSE session: its stream and the `/messages` URL its `endpoint` event names. */
 export const openLegacy = async (base: string) => {
   const sse = await openSse(`${base}/sse`, { headers: { accept: "text/event-stream" } })
@@ -233,6 +242,7 @@ export const openLegacy = async (base: string) => {
   return { reader: sse.reader, send }
 }
 
+/** Polls a condition with a bound (for state that settles after a connection closes). */
 export const eventually = async (check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<boolean> => {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
