@@ -6,7 +6,6 @@
  * (DELETE) removes them. A request the instance interrupted as it shut down
  * ends its stream with the shutdown's error, which the resumed stream reads.
  */
-import type { ChildProcess } from "node:child_process"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Fleet from "../../fixtures/Fleet.ts"
@@ -30,15 +29,6 @@ const callOverSse = (url: string, session: string, id: number, name: string, arg
       method: "POST",
       headers: headersOf(session, { "content-type": "application/json", accept: "application/json, text/event-stream" }),
       body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args, _meta: { progressToken: `p${id}` } } })
-    })
-  )
-
-/** SIGTERM to an instance, done once it exited. */
-const stop = (instance: { readonly child: ChildProcess }) =>
-  Effect.promise(() =>
-    new Promise<void>((resolve) => {
-      instance.child.once("exit", () => resolve())
-      instance.child.kill("SIGTERM")
     })
   )
 
@@ -70,7 +60,7 @@ describe.skipIf(!RedisServer.present)("A dropped copy of a session in a fleet", 
       expect(JSON.parse(first.data).method).toBe("notifications/progress")
 
       // A goes away cleanly: its copy of the session is dropped, the session lives on.
-      yield* stop(a)
+      yield* fleet.stop("A")
 
       // Through B: the rest of the stream A wrote, then its end.
       const messages = yield* resumeOn(b.url, session, first.id!)
@@ -106,7 +96,7 @@ describe.skipIf(!RedisServer.present)("A dropped copy of a session in a fleet", 
       const first = call.reader!.events.find((e) => e.id !== undefined && e.data !== "")!
       expect(JSON.parse(first.data).method).toBe("notifications/progress")
 
-      yield* stop(a)
+      yield* fleet.stop("A")
       const shutDown = { jsonrpc: "2.0", id: 6, error: { code: -32603, message: "The server shut down before the request finished" } }
       // Read on A before it went: the error, then the stream's end.
       expect(yield* Effect.promise(() => call.reader!.until((r) => r.ended, 30_000))).toBe(true)
