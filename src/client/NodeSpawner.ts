@@ -4,7 +4,9 @@
  *
  * `NodeServices.layer` provides the same spawner, but also loads the terminal
  * and stdio services; a stdio client that provides this layer instead starts
- * about 100 ms sooner (module loading, measured in BENCHMARKS.md).
+ * about 90 ms of CPU sooner (`npx node bench/profile/import-cost.ts 7
+ * effect-mcp-transport/client/NodeSpawner @effect/platform-node/NodeServices`:
+ * 215 against 308 ms of CPU to import).
  */
 import * as NodeChildProcessSpawner from "@effect/platform-node/NodeChildProcessSpawner"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"

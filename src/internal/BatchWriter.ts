@@ -12,8 +12,7 @@
  *
  * A batch also goes out as soon as it holds `flushAt` lines (default 16):
  * the peer starts on the first lines while the rest are still being
- * produced, instead of both processes taking turns (measured in
- * BENCHMARKS.md, hot-path section 11).
+ * produced, instead of both processes taking turns.
  *
  * With `coalesceTurn` (both stdio transports), only the first batch after
  * the peer's input (`newTurn`) goes out at the end of its tick; later lines
