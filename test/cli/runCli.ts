@@ -33,7 +33,8 @@ export interface CliResult {
 }
 
 export interface CliOptions {
-  readonly env?: Record<string, string> | undefined
+  /** Added to this process's environment; a variable set to `undefined` is left out. */
+  readonly env?: Record<string, string | undefined> | undefined
   /** Run this command line instead of `node dist/cli/main.js <args>` (e.g. under `script` for a terminal). */
   readonly command?: ReadonlyArray<string> | undefined
   /** A pipe for the CLI's stdin (`child.stdin`) instead of none, to type into a terminal under `script`. Default false. */

@@ -5,7 +5,6 @@
  * ws, nor the OAuth client, nor any other subcommand's module; and what it
  * loads, Node's compile cache keeps for the next start.
  */
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -82,12 +81,9 @@ describe("the compile cache", () => {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "effect-mcp-cache-"))
     try {
       // The tests' own cache setting would decide where the cache goes (or that it is on at all).
-      const { NODE_COMPILE_CACHE: _, ...inherited } = process.env
-      const code = await new Promise<number | null>((resolve) =>
-        execFile(NODE, [MAIN, "ping", "--protocol", "2099-01-01", "--", NODE, "nothing.js"], {
-          env: { ...inherited, TMPDIR: tmp, ...env }
-        }).on("exit", resolve)
-      )
+      const { code } = await runCli(["ping", "--protocol", "2099-01-01", "--", NODE, "nothing.js"], {
+        env: { NODE_COMPILE_CACHE: undefined, TMPDIR: tmp, ...env }
+      })
       expect(code).toBe(2)
       return fs.existsSync(path.join(tmp, "node-compile-cache"))
     } finally {
