@@ -4,10 +4,13 @@
  * arrive, and reading stops at the limit; the answer closes the connection),
  * and the media-type checks around it.
  */
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { Readable } from "node:stream"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { errorResponse, invalid } from "./Security.ts"
 
@@ -29,7 +32,9 @@ export const read = (
   if (Number.isFinite(declared)) {
     if (declared > limit) return Effect.fail(new BodyTooLarge({ limit, seen: declared }))
     // The HTTP parser delivers exactly the declared length, so the limit already holds.
-    return request.text
+    const body = unreadNodeBody(request)
+    if (body === undefined) return request.text
+    return Effect.map(NodeStream.toArrayBuffer(() => body, { onError: unreadable_ }), (bytes) => decoder.decode(bytes))
   }
   const chunks: Array<Uint8Array> = []
   let size = 0
@@ -45,6 +50,28 @@ export const read = (
     }),
     Effect.map(() => decoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)))
   )
+}
+
+const unreadable_ = (cause: unknown) => new BodyUnreadable({ cause })
+
+/**
+ * The Node stream of a request whose body nobody has started reading, read
+ * here with effect's own reader: `request.text` wraps that reader in a cached
+ * effect run in fibers of its own, 24,000 instructions of a stateless
+ * `tools/call`'s 232,000 (BENCHMARKS.md, "The HTTP server's CPU per
+ * request"). What the transport reads, nothing after it reads again.
+ * `undefined` sends the request through `request.text`: a body an
+ * application's middleware read first is in its cache; a client waiting for
+ * `100 Continue` gets it from there; and a request that is not Node's
+ * (a web handler's) has no stream here.
+ */
+const unreadNodeBody = (request: HttpServerRequest.HttpServerRequest): Readable | undefined => {
+  if (request.headers["expect"] !== undefined) return undefined
+  const source: Partial<Readable> | undefined = NodeHttpServerRequest.toIncomingMessage(request)
+  return typeof source === "object" && source !== null && typeof source.on === "function" &&
+      source.readableFlowing === null && source.readableDidRead === false
+    ? source as Readable
+    : undefined
 }
 
 /** 413 with a JSON-RPC error; `Connection: close` so the rest of the body is never read. */

@@ -1,0 +1,103 @@
+/**
+ * How the transport reads a POST's body on Node: straight from the
+ * request's stream when nobody has started reading it, and through
+ * effect/http's own reader otherwise, so that a body an application's
+ * middleware read first, or one a client sends only after `100 Continue`,
+ * still arrives whole.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { expect, layer } from "@effect/vitest"
+import { createServer, request as httpRequest } from "node:http"
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServer, HttpServerRequest } from "effect/http"
+import { NetAddress } from "effect/net"
+import * as JsonRpc from "../../../src/JsonRpc.ts"
+import type { Handler } from "../../../src/server/Handler.ts"
+import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
+import { initializeBody, post } from "./helpers.ts"
+
+const handler: Handler = (message) =>
+  Effect.succeed(
+    !("id" in message)
+      ? null
+      : message.method === "initialize"
+      ? JsonRpc.success(message.id, { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "body", version: "1" } })
+      : JsonRpc.methodNotFound(message.id, message.method)
+  )
+
+/** Reads every request's body before the routes see the request, as a logging middleware would. */
+const readsBodyFirst = <A, E, R>(app: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    yield* Effect.ignore(request.text)
+    return yield* app
+  })
+
+const serverWith = (middleware: boolean) =>
+  HttpRouter.serve(HttpServerTransport.routes(handler, { path: "/mcp", eventsAndHealth: false, legacySse: false }), {
+    disableLogger: true,
+    disableListenLog: true,
+    ...(middleware ? { middleware: readsBodyFirst } : {})
+  }).pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })))
+
+const baseUrl = Effect.map(HttpServer.HttpServer, (server) => {
+  const address = server.address
+  if (!NetAddress.isInetAddress(address)) throw new Error("expected TCP")
+  return `http://127.0.0.1:${address.port}`
+})
+
+/** POSTs `body` with `Expect: 100-continue`, sending the body only once the server says to go on. */
+const postAfterContinue = (url: string, body: string) =>
+  new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = httpRequest(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "content-length": String(Buffer.byteLength(body)),
+        expect: "100-continue"
+      },
+      timeout: 5_000
+    })
+    req.on("continue", () => req.end(body))
+    req.on("timeout", () => req.destroy(new Error("no answer within 5 s")))
+    req.on("error", reject)
+    req.on("response", (res) => {
+      let text = ""
+      res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () => resolve({ status: res.statusCode!, text }))
+    })
+  })
+
+const initializeAnswer = { jsonrpc: "2.0", id: 1, result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "body", version: "1" } } }
+
+layer(serverWith(false))("HttpServerTransport: a POST's body on Node", (it) => {
+  it.effect("arrives whole, read from the request's stream", () =>
+    Effect.gen(function*() {
+      const base = yield* baseUrl
+      const answer = yield* Effect.promise(async () => {
+        const res = await post(`${base}/mcp`, initializeBody())
+        return { status: res.status, body: await res.json() }
+      })
+      expect(answer).toEqual({ status: 200, body: initializeAnswer })
+    }))
+
+  it.effect("arrives whole from a client that waits for 100 Continue before sending it", () =>
+    Effect.gen(function*() {
+      const base = yield* baseUrl
+      const answer = yield* Effect.promise(() => postAfterContinue(`${base}/mcp`, JSON.stringify(initializeBody())))
+      expect(answer.status).toBe(200)
+      expect(JSON.parse(answer.text)).toEqual(initializeAnswer)
+    }))
+})
+
+layer(serverWith(true))("HttpServerTransport: a POST's body an application's middleware read first", (it) => {
+  it.effect("arrives whole, from effect/http's copy of it", () =>
+    Effect.gen(function*() {
+      const base = yield* baseUrl
+      const answer = yield* Effect.promise(async () => {
+        const res = await post(`${base}/mcp`, initializeBody())
+        return { status: res.status, body: await res.json() }
+      })
+      expect(answer).toEqual({ status: 200, body: initializeAnswer })
+    }))
+})
