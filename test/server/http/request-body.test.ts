@@ -8,6 +8,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { expect, layer } from "@effect/vitest"
 import { createServer, request as httpRequest } from "node:http"
+import { connect as http2Connect, createServer as createHttp2Server } from "node:http2"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest } from "effect/http"
 import { NetAddress } from "effect/net"
@@ -33,12 +34,12 @@ const readsBodyFirst = <A, E, R>(app: Effect.Effect<A, E, R>) =>
     return yield* app
   })
 
-const serverWith = (middleware: boolean) =>
+const serverWith = (middleware: boolean, http2 = false) =>
   HttpRouter.serve(HttpServerTransport.routes(handler, { path: "/mcp", eventsAndHealth: false, legacySse: false }), {
     disableLogger: true,
     disableListenLog: true,
     ...(middleware ? { middleware: readsBodyFirst } : {})
-  }).pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })))
+  }).pipe(Layer.provideMerge(NodeHttpServer.layer(http2 ? () => createHttp2Server() : createServer, { host: "127.0.0.1", port: 0 })))
 
 const baseUrl = Effect.map(HttpServer.HttpServer, (server) => {
   const address = server.address
@@ -66,6 +67,30 @@ const postAfterContinue = (url: string, body: string) =>
       let text = ""
       res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () => resolve({ status: res.statusCode!, text }))
     })
+  })
+
+/** POSTs `body` over HTTP/2 without TLS (h2c). */
+const postHttp2 = (base: string, body: string) =>
+  new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const session = http2Connect(base)
+    session.on("error", reject)
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/mcp",
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "content-length": String(Buffer.byteLength(body))
+    })
+    let status = 0
+    let text = ""
+    stream.on("response", (headers) => (status = Number(headers[":status"])))
+    stream.setEncoding("utf8").on("data", (chunk: string) => (text += chunk))
+    stream.on("end", () => {
+      session.close()
+      resolve({ status, text })
+    })
+    stream.on("error", reject)
+    stream.end(body)
   })
 
 const initializeAnswer = { jsonrpc: "2.0", id: 1, result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "body", version: "1" } } }
@@ -99,5 +124,15 @@ layer(serverWith(true))("HttpServerTransport: a POST's body an application's mid
         return { status: res.status, body: await res.json() }
       })
       expect(answer).toEqual({ status: 200, body: initializeAnswer })
+    }))
+})
+
+layer(serverWith(false, true))("HttpServerTransport: a POST's body over HTTP/2", (it) => {
+  it.effect("arrives whole, read from the request's stream", () =>
+    Effect.gen(function*() {
+      const base = yield* baseUrl
+      const answer = yield* Effect.promise(() => postHttp2(base, JSON.stringify(initializeBody())))
+      expect(answer.status).toBe(200)
+      expect(JSON.parse(answer.text)).toEqual(initializeAnswer)
     }))
 })
