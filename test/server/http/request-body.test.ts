@@ -17,12 +17,14 @@ import type { Handler } from "../../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import { initializeBody, post } from "./helpers.ts"
 
+const initializeResult = { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "body", version: "1" } }
+
 const handler: Handler = (message) =>
   Effect.succeed(
     !("id" in message)
       ? null
       : message.method === "initialize"
-      ? JsonRpc.success(message.id, { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "body", version: "1" } })
+      ? JsonRpc.success(message.id, initializeResult)
       : JsonRpc.methodNotFound(message.id, message.method)
   )
 
@@ -39,7 +41,9 @@ const serverWith = (middleware: boolean, http2 = false) =>
     disableLogger: true,
     disableListenLog: true,
     ...(middleware ? { middleware: readsBodyFirst } : {})
-  }).pipe(Layer.provideMerge(NodeHttpServer.layer(http2 ? () => createHttp2Server() : createServer, { host: "127.0.0.1", port: 0 })))
+  }).pipe(Layer.provideMerge(
+    NodeHttpServer.layer(http2 ? () => createHttp2Server() : createServer, { host: "127.0.0.1", port: 0 })
+  ))
 
 const baseUrl = Effect.map(HttpServer.HttpServer, (server) => {
   const address = server.address
@@ -47,10 +51,21 @@ const baseUrl = Effect.map(HttpServer.HttpServer, (server) => {
   return `http://127.0.0.1:${address.port}`
 })
 
+interface Answer {
+  readonly status: number
+  readonly text: string
+}
+
+/** POSTs `body` to the endpoint as any client does. */
+const postPlain = async (base: string, body: string): Promise<Answer> => {
+  const res = await post(`${base}/mcp`, body)
+  return { status: res.status, text: await res.text() }
+}
+
 /** POSTs `body` with `Expect: 100-continue`, sending the body only once the server says to go on. */
-const postAfterContinue = (url: string, body: string) =>
-  new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const req = httpRequest(url, {
+const postAfterContinue = (base: string, body: string) =>
+  new Promise<Answer>((resolve, reject) => {
+    const req = httpRequest(`${base}/mcp`, {
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -65,13 +80,15 @@ const postAfterContinue = (url: string, body: string) =>
     req.on("error", reject)
     req.on("response", (res) => {
       let text = ""
-      res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () => resolve({ status: res.statusCode!, text }))
+      res.setEncoding("utf8")
+      res.on("data", (chunk: string) => (text += chunk))
+      res.on("end", () => resolve({ status: res.statusCode!, text }))
     })
   })
 
 /** POSTs `body` over HTTP/2 without TLS (h2c). */
 const postHttp2 = (base: string, body: string) =>
-  new Promise<{ status: number; text: string }>((resolve, reject) => {
+  new Promise<Answer>((resolve, reject) => {
     const session = http2Connect(base)
     session.on("error", reject)
     const stream = session.request({
@@ -93,46 +110,28 @@ const postHttp2 = (base: string, body: string) =>
     stream.end(body)
   })
 
-const initializeAnswer = { jsonrpc: "2.0", id: 1, result: { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "body", version: "1" } } }
+const initializeAnswer = { jsonrpc: "2.0", id: 1, result: initializeResult }
+
+/** An `initialize` sent by `send` is answered as the handler answers it. */
+const initializes = (send: (base: string, body: string) => Promise<Answer>) =>
+  Effect.gen(function*() {
+    const base = yield* baseUrl
+    const answer = yield* Effect.promise(() => send(base, JSON.stringify(initializeBody())))
+    expect(answer.status).toBe(200)
+    expect(JSON.parse(answer.text)).toEqual(initializeAnswer)
+  })
 
 layer(serverWith(false))("HttpServerTransport: a POST's body on Node", (it) => {
-  it.effect("arrives whole, read from the request's stream", () =>
-    Effect.gen(function*() {
-      const base = yield* baseUrl
-      const answer = yield* Effect.promise(async () => {
-        const res = await post(`${base}/mcp`, initializeBody())
-        return { status: res.status, body: await res.json() }
-      })
-      expect(answer).toEqual({ status: 200, body: initializeAnswer })
-    }))
+  it.effect("arrives whole, read from the request's stream", () => initializes(postPlain))
 
   it.effect("arrives whole from a client that waits for 100 Continue before sending it", () =>
-    Effect.gen(function*() {
-      const base = yield* baseUrl
-      const answer = yield* Effect.promise(() => postAfterContinue(`${base}/mcp`, JSON.stringify(initializeBody())))
-      expect(answer.status).toBe(200)
-      expect(JSON.parse(answer.text)).toEqual(initializeAnswer)
-    }))
+    initializes(postAfterContinue))
 })
 
 layer(serverWith(true))("HttpServerTransport: a POST's body an application's middleware read first", (it) => {
-  it.effect("arrives whole, from effect/http's copy of it", () =>
-    Effect.gen(function*() {
-      const base = yield* baseUrl
-      const answer = yield* Effect.promise(async () => {
-        const res = await post(`${base}/mcp`, initializeBody())
-        return { status: res.status, body: await res.json() }
-      })
-      expect(answer).toEqual({ status: 200, body: initializeAnswer })
-    }))
+  it.effect("arrives whole, from effect/http's copy of it", () => initializes(postPlain))
 })
 
 layer(serverWith(false, true))("HttpServerTransport: a POST's body over HTTP/2", (it) => {
-  it.effect("arrives whole, read from the request's stream", () =>
-    Effect.gen(function*() {
-      const base = yield* baseUrl
-      const answer = yield* Effect.promise(() => postHttp2(base, JSON.stringify(initializeBody())))
-      expect(answer.status).toBe(200)
-      expect(JSON.parse(answer.text)).toEqual(initializeAnswer)
-    }))
+  it.effect("arrives whole, read from the request's stream", () => initializes(postHttp2))
 })
