@@ -34,7 +34,10 @@ export const read = (
     // The HTTP parser delivers exactly the declared length, so the limit already holds.
     const body = unreadNodeBody(request)
     if (body === undefined) return request.text
-    return Effect.map(NodeStream.toArrayBuffer(() => body, { onError: unreadable_ }), (bytes) => decoder.decode(bytes))
+    return Effect.map(NodeStream.toArrayBuffer(() => body, { onError: unreadable_ }), (bytes) => {
+      keepForLaterReads(request, bytes)
+      return decoder.decode(bytes)
+    })
   }
   const chunks: Array<Uint8Array> = []
   let size = 0
@@ -58,8 +61,7 @@ const unreadable_ = (cause: unknown) => new BodyUnreadable({ cause })
  * The Node stream of a request whose body nobody has started reading, read
  * here with effect's own reader: `request.text` wraps that reader in a cached
  * effect run in fibers of its own, 24,000 instructions of a stateless
- * `tools/call`'s 232,000 (BENCHMARKS.md, "The HTTP server's CPU per
- * request"). What the transport reads, nothing after it reads again.
+ * `tools/call`'s 232,000 (BENCHMARKS.md, "The body read from Node's stream").
  * `undefined` sends the request through `request.text`: a body an
  * application's middleware read first is in its cache; a client waiting for
  * `100 Continue` gets it from there; and a request that is not Node's
@@ -72,6 +74,16 @@ const unreadNodeBody = (request: HttpServerRequest.HttpServerRequest): Readable 
       source.readableFlowing === null && source.readableDidRead === false
     ? source as Readable
     : undefined
+}
+
+/**
+ * What was read goes where effect's own read keeps it, so that a later
+ * `request.text` (`json`, `arrayBuffer`), in a middleware that reads the body
+ * after the route, gets these bytes and not a stream already at its end.
+ */
+const keepForLaterReads = (request: HttpServerRequest.HttpServerRequest, bytes: ArrayBuffer) => {
+  const cache = request as { arrayBufferEffect?: unknown }
+  if ("arrayBufferEffect" in cache && cache.arrayBufferEffect === undefined) cache.arrayBufferEffect = Effect.succeed(bytes)
 }
 
 /** 413 with a JSON-RPC error; `Connection: close` so the rest of the body is never read. */

@@ -10,7 +10,7 @@ import { expect, layer } from "@effect/vitest"
 import { createServer, request as httpRequest } from "node:http"
 import { connect as http2Connect, createServer as createHttp2Server } from "node:http2"
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServer, HttpServerRequest } from "effect/http"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NetAddress } from "effect/net"
 import * as JsonRpc from "../../../src/JsonRpc.ts"
 import type { Handler } from "../../../src/server/Handler.ts"
@@ -36,8 +36,19 @@ const readsBodyFirst = <A, E, R>(app: Effect.Effect<A, E, R>) =>
     return yield* app
   })
 
+/** Reads every request's body after the route has answered, and says what it read in a header. */
+const ReadsBodyAfter = HttpRouter.middleware((route) =>
+  Effect.gen(function*() {
+    const response = yield* route
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const text = yield* Effect.orElseSucceed(request.text, () => "unreadable")
+    return HttpServerResponse.setHeader(response, "x-body-read-after", text)
+  }), { global: true })
+
+const routes = HttpServerTransport.routes(handler, { path: "/mcp", eventsAndHealth: false, legacySse: false })
+
 const serverWith = (middleware: boolean, http2 = false) =>
-  HttpRouter.serve(HttpServerTransport.routes(handler, { path: "/mcp", eventsAndHealth: false, legacySse: false }), {
+  HttpRouter.serve(routes, {
     disableLogger: true,
     disableListenLog: true,
     ...(middleware ? { middleware: readsBodyFirst } : {})
@@ -112,6 +123,11 @@ const postHttp2 = (base: string, body: string) =>
 
 const initializeAnswer = { jsonrpc: "2.0", id: 1, result: initializeResult }
 
+const serverReadingAfter = HttpRouter.serve(Layer.mergeAll(routes, ReadsBodyAfter), {
+  disableLogger: true,
+  disableListenLog: true
+}).pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })))
+
 /** An `initialize` sent by `send` is answered as the handler answers it. */
 const initializes = (send: (base: string, body: string) => Promise<Answer>) =>
   Effect.gen(function*() {
@@ -134,4 +150,15 @@ layer(serverWith(true))("HttpServerTransport: a POST's body an application's mid
 
 layer(serverWith(false, true))("HttpServerTransport: a POST's body over HTTP/2", (it) => {
   it.effect("arrives whole, read from the request's stream", () => initializes(postHttp2))
+})
+
+layer(serverReadingAfter)("HttpServerTransport: a POST's body read again after the route", (it) => {
+  it.effect("is the body the transport read", () =>
+    Effect.gen(function*() {
+      const base = yield* baseUrl
+      const body = JSON.stringify(initializeBody())
+      const res = yield* Effect.promise(() => post(`${base}/mcp`, body))
+      expect(res.status).toBe(200)
+      expect(res.headers.get("x-body-read-after")).toBe(body)
+    }))
 })
