@@ -34,7 +34,7 @@ export const read = (
     // The HTTP parser delivers exactly the declared length, so the limit already holds.
     const body = unreadNodeBody(request)
     if (body === undefined) return request.text
-    return Effect.map(NodeStream.toArrayBuffer(() => body, { onError: unreadable_ }), (bytes) => {
+    return Effect.map(NodeStream.toArrayBuffer(() => body, { onError: bodyUnreadable }), (bytes) => {
       keepForLaterReads(request, bytes)
       return decoder.decode(bytes)
     })
@@ -55,7 +55,7 @@ export const read = (
   )
 }
 
-const unreadable_ = (cause: unknown) => new BodyUnreadable({ cause })
+const bodyUnreadable = (cause: unknown) => new BodyUnreadable({ cause })
 
 /**
  * The Node stream of a request whose body nobody has started reading, read
@@ -83,7 +83,9 @@ const unreadNodeBody = (request: HttpServerRequest.HttpServerRequest): Readable 
  */
 const keepForLaterReads = (request: HttpServerRequest.HttpServerRequest, bytes: ArrayBuffer) => {
   const cache = request as { arrayBufferEffect?: unknown }
-  if ("arrayBufferEffect" in cache && cache.arrayBufferEffect === undefined) cache.arrayBufferEffect = Effect.succeed(bytes)
+  if ("arrayBufferEffect" in cache && cache.arrayBufferEffect === undefined) {
+    cache.arrayBufferEffect = Effect.succeed(bytes)
+  }
 }
 
 /** 413 with a JSON-RPC error; `Connection: close` so the rest of the body is never read. */
