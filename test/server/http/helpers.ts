@@ -6,6 +6,8 @@
  */
 import * as http from "node:http"
 import { Context, Effect, Layer, Option, type Scope } from "effect"
+import { HttpServer } from "effect/http"
+import { NetAddress } from "effect/net"
 import type { Handler } from "../../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import { makeProbe, type Probe, testHandler } from "../../fixtures/http-test-server.ts"
@@ -44,6 +46,13 @@ export const withServer = <A>(
   Effect.scoped(Effect.flatMap(serve(options, handler), (server) => Effect.promise(() => body(server))))
 
 export const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect)
+
+/** `http://127.0.0.1:<port>` of the effect/http server in context (an application the transport is mounted in). */
+export const appBaseUrl = Effect.map(HttpServer.HttpServer, (server) => {
+  const address = server.address
+  if (!NetAddress.isInetAddress(address)) throw new Error("expected TCP")
+  return `http://127.0.0.1:${address.port}`
+})
 
 export const initializeBody = (id: number | string = 1, protocolVersion = "2025-11-25") => ({
   jsonrpc: "2.0",

@@ -7,13 +7,12 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { expect, layer } from "@effect/vitest"
 import { createServer } from "node:http"
 import { Context, Effect, Layer, Option } from "effect"
-import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
-import { NetAddress } from "effect/net"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import * as JsonRpc from "../../../src/JsonRpc.ts"
 import * as EventStore from "../../../src/server/EventStore.ts"
 import type { Handler } from "../../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
-import { initializeBody, post } from "./helpers.ts"
+import { appBaseUrl as baseUrl, initializeBody, post } from "./helpers.ts"
 
 class Greeting extends Context.Service<Greeting, { readonly text: string }>()("test/Greeting") {}
 
@@ -38,12 +37,6 @@ const ServerLive = HttpRouter.serve(App, { disableLogger: true, disableListenLog
   Layer.provide(Layer.succeed(EventStore.EventStore)(store)),
   Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }))
 )
-
-const baseUrl = Effect.map(HttpServer.HttpServer, (server) => {
-  const address = server.address
-  if (!NetAddress.isInetAddress(address)) throw new Error("expected TCP")
-  return `http://127.0.0.1:${address.port}`
-})
 
 layer(ServerLive)("HttpServerTransport.routes in an existing app", (it) => {
   it.effect("the app's routes and the transport's work side by side; the handler sees the app's services", () =>

@@ -10,12 +10,11 @@ import { expect, layer } from "@effect/vitest"
 import { createServer, request as httpRequest } from "node:http"
 import { connect as http2Connect, createServer as createHttp2Server } from "node:http2"
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { NetAddress } from "effect/net"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as JsonRpc from "../../../src/JsonRpc.ts"
 import type { Handler } from "../../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
-import { initializeBody, post } from "./helpers.ts"
+import { appBaseUrl as baseUrl, initializeBody, jsonHeaders, post } from "./helpers.ts"
 
 const initializeResult = { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "body", version: "1" } }
 
@@ -47,20 +46,22 @@ const ReadsBodyAfter = HttpRouter.middleware((route) =>
 
 const routes = HttpServerTransport.routes(handler, { path: "/mcp", eventsAndHealth: false, legacySse: false })
 
-const serverWith = (middleware: boolean, http2 = false) =>
-  HttpRouter.serve(routes, {
+/** The transport's routes on a loopback server, with a middleware that reads the body before or after them. */
+interface ServerOptions {
+  readonly readsFirst?: boolean
+  readonly readsAfter?: boolean
+  readonly http2?: boolean
+}
+
+const serverWith = (options: ServerOptions = {}) =>
+  HttpRouter.serve(options.readsAfter === true ? Layer.mergeAll(routes, ReadsBodyAfter) : routes, {
     disableLogger: true,
     disableListenLog: true,
-    ...(middleware ? { middleware: readsBodyFirst } : {})
-  }).pipe(Layer.provideMerge(
-    NodeHttpServer.layer(http2 ? () => createHttp2Server() : createServer, { host: "127.0.0.1", port: 0 })
-  ))
-
-const baseUrl = Effect.map(HttpServer.HttpServer, (server) => {
-  const address = server.address
-  if (!NetAddress.isInetAddress(address)) throw new Error("expected TCP")
-  return `http://127.0.0.1:${address.port}`
-})
+    ...(options.readsFirst === true ? { middleware: readsBodyFirst } : {})
+  }).pipe(Layer.provideMerge(NodeHttpServer.layer(
+    options.http2 === true ? () => createHttp2Server() : createServer,
+    { host: "127.0.0.1", port: 0 }
+  )))
 
 interface Answer {
   readonly status: number
@@ -78,12 +79,7 @@ const postAfterContinue = (base: string, body: string) =>
   new Promise<Answer>((resolve, reject) => {
     const req = httpRequest(`${base}/mcp`, {
       method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "content-length": String(Buffer.byteLength(body)),
-        expect: "100-continue"
-      },
+      headers: { ...jsonHeaders, "content-length": String(Buffer.byteLength(body)), expect: "100-continue" },
       timeout: 5_000
     })
     req.on("continue", () => req.end(body))
@@ -105,8 +101,7 @@ const postHttp2 = (base: string, body: string) =>
     const stream = session.request({
       ":method": "POST",
       ":path": "/mcp",
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
+      ...jsonHeaders,
       "content-length": String(Buffer.byteLength(body))
     })
     let status = 0
@@ -123,11 +118,6 @@ const postHttp2 = (base: string, body: string) =>
 
 const initializeAnswer = { jsonrpc: "2.0", id: 1, result: initializeResult }
 
-const serverReadingAfter = HttpRouter.serve(Layer.mergeAll(routes, ReadsBodyAfter), {
-  disableLogger: true,
-  disableListenLog: true
-}).pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })))
-
 /** An `initialize` sent by `send` is answered as the handler answers it. */
 const initializes = (send: (base: string, body: string) => Promise<Answer>) =>
   Effect.gen(function*() {
@@ -137,22 +127,22 @@ const initializes = (send: (base: string, body: string) => Promise<Answer>) =>
     expect(JSON.parse(answer.text)).toEqual(initializeAnswer)
   })
 
-layer(serverWith(false))("HttpServerTransport: a POST's body on Node", (it) => {
+layer(serverWith())("HttpServerTransport: a POST's body on Node", (it) => {
   it.effect("arrives whole, read from the request's stream", () => initializes(postPlain))
 
   it.effect("arrives whole from a client that waits for 100 Continue before sending it", () =>
     initializes(postAfterContinue))
 })
 
-layer(serverWith(true))("HttpServerTransport: a POST's body an application's middleware read first", (it) => {
+layer(serverWith({ readsFirst: true }))("HttpServerTransport: a POST's body an application's middleware read first", (it) => {
   it.effect("arrives whole, from effect/http's copy of it", () => initializes(postPlain))
 })
 
-layer(serverWith(false, true))("HttpServerTransport: a POST's body over HTTP/2", (it) => {
+layer(serverWith({ http2: true }))("HttpServerTransport: a POST's body over HTTP/2", (it) => {
   it.effect("arrives whole, read from the request's stream", () => initializes(postHttp2))
 })
 
-layer(serverReadingAfter)("HttpServerTransport: a POST's body read again after the route", (it) => {
+layer(serverWith({ readsAfter: true }))("HttpServerTransport: a POST's body read again after the route", (it) => {
   it.effect("is the body the transport read", () =>
     Effect.gen(function*() {
       const base = yield* baseUrl
