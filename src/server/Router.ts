@@ -186,13 +186,14 @@ export const dispatch = <Ctx, R>(
     return Effect.as(ServerSpans.unexpectedFailure(request.method, cause), JsonRpc.internalError(request.id))
   }
   // A route without a result schema sends the result as it is: no encoding step.
+  // A handler or encoder that answered at once (an `Exit`) is matched at once, with no step of its own.
   const onSuccess = route.encode === identity
     ? answer
-    : (result: unknown) => Effect.matchCauseEffect(route.encode(result), { onFailure, onSuccess: answer })
+    : (result: unknown) => Effect.matchCauseEffectEager(route.encode(result), { onFailure, onSuccess: answer })
   const serve = (params: unknown): Effect.Effect<JsonRpc.JsonRpcResponse, never, R> => {
     // A handler that throws instead of returning an effect dies like one that dies.
     const handled: Effect.Effect<unknown, unknown, R> = buildNow(() => route.handle(params, context))
-    return Effect.matchCauseEffect(handled, { onFailure, onSuccess })
+    return Effect.matchCauseEffectEager(handled, { onFailure, onSuccess })
   }
   const decoded = route.decode(request.params ?? {})
   // A Schema parser without async steps answers with an Exit: params that decoded go straight on.

@@ -34,7 +34,7 @@ const withinBudget = (work: EffectWork.EffectWork, steps: number, fibers: number
 const RUNS: EffectWork.Runs = { warm: 30, calls: 100 }
 
 describe("Effect work on the hot paths", () => {
-  it.live("HTTP server: a tools/call costs at most 28 steps and 2 fibers (2026-07-28), 33 and 3 (2025-11-25 session)", () =>
+  it.live("HTTP server: a tools/call costs at most 22 steps and 2 fibers (2026-07-28), 26 and 3 (2025-11-25 session)", () =>
     Effect.gen(function*() {
       const counter = EffectWork.make()
       const handle = yield* McpServer.toHandler(server)
@@ -56,11 +56,11 @@ describe("Effect work on the hot paths", () => {
         { name: "echo", arguments: { text: "hi" } },
         { "mcp-protocol-version": "2025-11-25", "mcp-session-id": session }
       ), RUNS)
-      withinBudget(stateless, 28, 2)
-      withinBudget(inSession, 33, 3)
+      withinBudget(stateless, 22, 2)
+      withinBudget(inSession, 26, 3)
     }).pipe(Effect.scoped))
 
-  it.live("stdio server: a tools/call costs at most 32 steps and 1 fiber (2025-11-25 session), its stdin and stdout in memory", () =>
+  it.live("stdio server: a tools/call costs at most 30 steps and 1 fiber (2025-11-25 session), its stdin and stdout in memory", () =>
     Effect.gen(function*() {
       const counter = EffectWork.make()
       const handle = yield* McpServer.toHandler(server)
@@ -81,7 +81,7 @@ describe("Effect work on the hot paths", () => {
         const reply = await exchange({ jsonrpc: "2.0", id: ++id, method: "tools/call", params: { name: "echo", arguments: { text: "hi" } } })
         expect(reply).toMatchObject({ result: { content: [{ text: "echo: hi" }] } })
       }, RUNS)
-      withinBudget(call, 32, 1)
+      withinBudget(call, 30, 1)
     }).pipe(Effect.scoped))
 
   it.live("stdio client: a callTool costs at most 26 steps and no fiber; 20 progress add none, or 14 beside onProgress's own", () => {

@@ -36,7 +36,7 @@ export const badVersion = (env: Env, request: HttpServerRequest.HttpServerReques
 }
 
 /** The named session, if it exists and belongs to this principal (anything else is 404: no hint it exists). */
-const lookup = (env: Env, request: HttpServerRequest.HttpServerRequest, principal: Security.Principal) => {
+export const lookup = (env: Env, request: HttpServerRequest.HttpServerRequest, principal: Security.Principal) => {
   const id = request.headers[SESSION_HEADER]
   if (id === undefined) return { _tag: "Missing" } as const
   const session = env.sessions.get(id)

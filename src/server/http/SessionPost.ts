@@ -7,8 +7,11 @@
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
@@ -22,13 +25,13 @@ import type * as RequestBody from "./RequestBody.ts"
 import * as ResponseHeaders from "./ResponseHeaders.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
-import { badVersion, find, missingSession, primes, sessionHeader, unknownSession } from "./SessionHeaders.ts"
+import { badVersion, find, lookup, missingSession, primes, sessionHeader, unknownSession } from "./SessionHeaders.ts"
 import {
   completesHandshake,
   isRefused,
   newStreamId,
   type RequestRoute,
-  runHoldingSlots,
+  runHoldingSlotsUnsafe,
   type Session,
   type Sessions
 } from "./Sessions.ts"
@@ -68,10 +71,14 @@ export const postToSession = Effect.fnUntraced(function*(
   const { config, sessions } = env
   const versionError = badVersion(env, request)
   if (Option.isSome(versionError)) return versionError.value
+  // The fiber this generator runs in: what is known at once is done here as plain code, since every
+  // `yield*`, even of an answer ready at once, is a step of the exchange.
+  const exchange = Fiber.getCurrent()!
 
   let session: Session | undefined
   if (config.stateful) {
-    const found = yield* find(env, request, principal)
+    // Without a fleet the session is in this instance's table: no registry to ask.
+    const found = env.shared === undefined ? lookup(env, request, principal) : yield* find(env, request, principal)
     if (found._tag === "Unknown") return unknownSession()
     if (found._tag === "Respond") return yield* found.response
     if (found._tag === "Found") session = found.session
@@ -121,7 +128,13 @@ export const postToSession = Effect.fnUntraced(function*(
   // Each request takes a slot, as it would in a POST of its own; the exchange takes one in any case.
   const requests = messages.reduce((n, m) => m._tag === "Request" ? n + 1 : n, 0)
   const wanted = hasReplies ? Math.max(1, requests) : 0
-  const grant = yield* sessions.enterSlots(principal.id, s, wanted)
+  // The slots' way out is registered before they are taken, and they are taken in the step that reads
+  // the registration: no step in between where the exchange could end holding them.
+  let leave: Effect.Effect<void> | undefined
+  yield* Scope.addFinalizerExit(Context.getUnsafe(exchange.context, Scope.Scope), () => leave ?? Effect.void)
+  const entry = sessions.enterSlotsUnsafe(principal.id, s, wanted, exchange.getRef(Clock.Clock))
+  leave = entry.leave
+  const grant = entry.grant
   if (wanted > 0 && grant.granted === 0) {
     // A session made for this initialize must not outlive the refusal.
     if (initialize) yield* sessions.close(s)
@@ -261,7 +274,7 @@ export const postToSession = Effect.fnUntraced(function*(
   })
   // The work belongs to the session: a client that disconnects does not cancel it,
   // and it keeps the slots taken until it ends.
-  const fiber = yield* runHoldingSlots(s, grant, work)
+  const fiber = runHoldingSlotsUnsafe(exchange, s, grant, work)
 
   if (lazy) {
     // A handler done by now (it started at once) answered without a stream: no wait.

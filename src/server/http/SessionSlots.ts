@@ -287,8 +287,16 @@ export const runHoldingSlots = <A, E>(
   grant: Grant,
   effect: Effect.Effect<A, E>
 ): Effect.Effect<Fiber.Fiber<A, E>> =>
-  Effect.withFiber((parent) => {
-    const fiber = runInSessionUnsafe(parent, session, effect)
-    grant.holdUntilDoneUnsafe(fiber)
-    return Effect.succeed(fiber)
-  })
+  Effect.withFiber((parent) => Effect.succeed(runHoldingSlotsUnsafe(parent, session, grant, effect)))
+
+/** `runHoldingSlots` as plain code, for a caller running in `parent`'s step. */
+export const runHoldingSlotsUnsafe = <A, E>(
+  parent: Fiber.Fiber<unknown, unknown>,
+  session: Session,
+  grant: Grant,
+  effect: Effect.Effect<A, E>
+): Fiber.Fiber<A, E> => {
+  const fiber = runInSessionUnsafe(parent, session, effect)
+  grant.holdUntilDoneUnsafe(fiber)
+  return fiber
+}

@@ -43,7 +43,7 @@ export {
   type SessionKind,
   sharedStandaloneId
 } from "./HttpSession.ts"
-export { type Admission, type Grant, type Refusal, runHoldingSlots, type Stats } from "./SessionSlots.ts"
+export { type Admission, type Grant, type Refusal, runHoldingSlots, runHoldingSlotsUnsafe, type Stats } from "./SessionSlots.ts"
 export type { SessionsConfig } from "./SessionsConfig.ts"
 
 export interface Refused {

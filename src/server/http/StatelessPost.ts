@@ -206,7 +206,8 @@ const work = (
       : notifyNobody,
     request: refuseAsk
   }
-  return Effect.matchCauseEffect(env.handler(rpc, hctx), {
+  // A handler that answered at once (an `Exit`) is delivered in this step.
+  return Effect.matchCauseEffectEager(env.handler(rpc, hctx), {
     onFailure: (cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)

@@ -7,6 +7,7 @@
  */
 import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type * as McpSchema from "effect/ai/McpSchema"
 import type * as JsonRpc from "../../JsonRpc.ts"
@@ -127,7 +128,10 @@ export class LiveSessionContext implements SessionContext {
   /** Ends the message's own slots (if it made any) with it. */
   releasing<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
     // No finalizer to run (most messages make no slots): the exit goes on without a step of its own.
-    return this.hasSession ? effect : Effect.onExitPrimitive(effect, () => this.#scratch?.close)
+    // A message answered already (an `Exit`) that made no slots has nothing to end either.
+    return this.hasSession || (Exit.isExit(effect) && this.#scratch === undefined)
+      ? effect
+      : Effect.onExitPrimitive(effect, () => this.#scratch?.close)
   }
   // Read when used: the transport's context makes it on first use too.
   get notify(): HandlerContext["notify"] {

@@ -9,7 +9,7 @@
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
+import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 import { buildNow } from "../../internal/BuildNow.ts"
@@ -323,7 +323,10 @@ export const make = Effect.fnUntraced(function*<R>(
   ): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
     // The fiber runs with the session's services (`R`), as `runHandler` provides them.
     const handled = buildNow(() => options.handler(request, ctx) as Effect.Effect<JsonRpc.JsonRpcResponse | null, unknown>)
-    return recover(request)(handled)
+    // An answer the handler gave at once has nothing to recover from: no step for it.
+    return Exit.isExit(handled) && Exit.isSuccess(handled)
+      ? handled as Exit.Exit<JsonRpc.JsonRpcResponse | null>
+      : recover(request)(handled)
   }
 
   const requestContext = (request: JsonRpc.JsonRpcRequest): HandlerContext =>

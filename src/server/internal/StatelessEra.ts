@@ -230,8 +230,9 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
       return serveRounds(request, request.params, hctx, session)
     }
     const ctx = new LiveRequestContext(request, hctx, session, stores, timeoutMs)
-    return ctx.releasing(Router.dispatch(router, request, ctx, missingCapability)).pipe(
-      Effect.map((response) => completeResponse(request.method, response))
+    return Effect.mapEager(
+      ctx.releasing(Router.dispatch(router, request, ctx, missingCapability)),
+      (response) => completeResponse(request.method, response)
     )
   }
 
@@ -295,8 +296,9 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
       : request
     const ctx = new LiveRequestContext(ownRequest, hctx, session, stores, timeoutMs, rounds)
     const stated = requestState !== undefined
+    // A handler that answered at once is finished here, with no step of its own.
     return ctx.releasing(Router.dispatch(router, ownRequest, ctx, missingCapability)).pipe(
-      Effect.matchCauseEffect({
+      Effect.matchCauseEffectEager({
         onFailure: (cause) =>
           rounds.invalid !== undefined
             ? invalidAnswer(request.id, rounds.invalid)
