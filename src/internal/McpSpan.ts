@@ -26,6 +26,10 @@ import { isRecord } from "./Records.ts"
 export const enabled = (fiber: Fiber.Fiber<unknown, unknown>): boolean =>
   fiber.getRef(References.TracerEnabled) && fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
 
+/** `enabled` for an effect that runs with `context` alone. */
+export const enabledIn = (context: Context.Context<never>): boolean =>
+  Context.get(context, References.TracerEnabled) && Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer
+
 /**
  * Whether tool arguments and results are recorded on spans
  * (`gen_ai.tool.call.arguments` / `gen_ai.tool.call.result`, opt-in: they may

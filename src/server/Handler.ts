@@ -73,6 +73,13 @@ export interface HandlerContext {
    * and HTTP sessions are connections).
    */
   readonly ephemeral?: boolean | undefined
+  /**
+   * False when neither metrics nor spans can record the request: the
+   * transport runs the handler with services of its own that turn on
+   * neither, so the handler need not look. Absent where the transport does
+   * not know (the handler then looks in its fiber).
+   */
+  readonly observed?: boolean | undefined
 }
 
 /**

@@ -27,6 +27,7 @@ import * as MetaHeaders from "./MetaHeaders.ts"
 import * as OwedReplies from "./OwedReplies.ts"
 import type * as OutStream from "./OutStream.ts"
 import * as RequestBody from "./RequestBody.ts"
+import * as MiddlewareChain from "../internal/MiddlewareChain.ts"
 import * as ServerSpans from "../internal/ServerSpans.ts"
 import type * as Security from "./Security.ts"
 import type { Sessions } from "./Sessions.ts"
@@ -195,6 +196,8 @@ const work = (
     principal: principalId,
     auth: principal.auth,
     // A JSON-only client reads the answer alone.
+    // The handler runs with the transport's services alone (`LazyStream.services`).
+    observed: MiddlewareChain.observedIn(env.services),
     notify: accepts.sse
       ? (method, params) =>
         Effect.suspend(() => {

@@ -5,6 +5,7 @@
  * `Middleware`.
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as JsonRpc from "../../JsonRpc.ts"
@@ -53,6 +54,16 @@ export const describeRequest = (message: JsonRpc.JsonRpcRequest, context: Handle
   message,
   context
 })
+
+/**
+ * Whether metrics or spans could record a request whose handler runs with
+ * `services` alone (`HandlerContext.observed`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const observedIn = (services: Context.Context<never>): boolean =>
+  Context.get(services, MetricsEnabled) || McpSpan.enabledIn(services)
 
 /**
  * Runs the serving of one request in a server span, by OpenTelemetry's
@@ -112,7 +123,8 @@ export const compose = <R>(
   // without either (the default) is not described at all (it would read `_meta` once more).
   const bare = middleware.length === 0
   return (message, context) =>
-    Effect.withFiber((fiber) => {
+    // The transport knows neither can record it: no step to look.
+    bare && context.observed === false ? serve(message, context) : Effect.withFiber((fiber) => {
       const recorded = fiber.getRef(MetricsEnabled) || McpSpan.enabled(fiber)
       if (bare && !recorded) return serve(message, context)
       const request = describeRequest(message, context, stateless)

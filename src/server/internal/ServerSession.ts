@@ -7,6 +7,7 @@
  * -32603 when the handler fails or dies, nothing for notifications).
  */
 import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -22,6 +23,7 @@ import * as Correlation from "../../internal/Correlation.ts"
 import * as Metrics from "../../observability/Metrics.ts"
 import * as EarlyCancels from "./EarlyCancels.ts"
 import * as HandlerServices from "./HandlerServices.ts"
+import * as MiddlewareChain from "./MiddlewareChain.ts"
 import * as RequestFibers from "./RequestFibers.ts"
 
 /** What a frame produces: one reply, a batch of replies, or nothing. */
@@ -200,6 +202,7 @@ class LiveHandlerContext implements HandlerContext {
   readonly requestId: JsonRpc.RequestId | undefined
   readonly closeSseStream: HandlerContext["closeSseStream"]
   readonly ephemeral: boolean | undefined
+  readonly observed: boolean | undefined
   readonly #send: Send
   readonly #call: CallClient
   readonly #identity: (() => Pick<HandlerContext, "principal" | "auth">) | undefined
@@ -213,12 +216,14 @@ class LiveHandlerContext implements HandlerContext {
     call: CallClient,
     closeSseStream: HandlerContext["closeSseStream"],
     ephemeral: boolean | undefined,
-    identity: (() => Pick<HandlerContext, "principal" | "auth">) | undefined
+    identity: (() => Pick<HandlerContext, "principal" | "auth">) | undefined,
+    observed: boolean | undefined
   ) {
     this.sessionId = sessionId
     this.requestId = requestId
     this.closeSseStream = closeSseStream
     this.ephemeral = ephemeral
+    this.observed = observed
     this.#send = send
     this.#call = call
     this.#identity = identity
@@ -245,6 +250,8 @@ export const make = Effect.fnUntraced(function*<R>(
   options: ServerSessionOptions<R>
 ): Effect.fn.Return<ServerSession, never, R | Scope.Scope> {
   const services = yield* Effect.context<R>()
+  // Handlers that run with these services alone: whether anything can record their requests is known now.
+  const observed = options.servicesOnly === true ? MiddlewareChain.observedIn(services as Context.Context<never>) : undefined
   if (options.ephemeral !== true) yield* Metrics.serverSession
   const maxBatchSize = options.maxBatchSize ?? BatchLimit.DEFAULT_MAX_BATCH_SIZE
   const serving = RequestFibers.make<JsonRpc.JsonRpcResponse | null>()
@@ -284,7 +291,8 @@ export const make = Effect.fnUntraced(function*<R>(
     callClient,
     undefined,
     ephemeral,
-    options.identity
+    options.identity,
+    observed
   )
 
   const earlyCancels = EarlyCancels.make(options.earlyCancels, (id) => serving.has(id))
@@ -337,7 +345,8 @@ export const make = Effect.fnUntraced(function*<R>(
       callClient,
       options.extendContext?.(request.id).closeSseStream,
       ephemeral,
-      options.identity
+      options.identity,
+      observed
     )
 
   const handleRequest = <B>(

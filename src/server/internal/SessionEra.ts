@@ -71,6 +71,9 @@ export const make = <R>({ router, runner, stores, timeoutMs }: Config<R>): Serve
     return ctx.releasing(Router.dispatch(router, request, ctx))
   }
 
+  // With no span to record the revision on (the transport knows), no step to look for one.
   return (request, hctx, session) =>
-    ServerSpans.withProtocolVersion(session.protocolVersion, serveInSession(request, hctx, session))
+    hctx.observed === false
+      ? serveInSession(request, hctx, session)
+      : ServerSpans.withProtocolVersion(session.protocolVersion, serveInSession(request, hctx, session))
 }
