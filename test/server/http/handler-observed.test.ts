@@ -20,6 +20,17 @@ const STATELESS_META = {
 }
 const STATELESS_HEADERS = { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo" }
 
+/** A stateless `tools/call`, then one in a 2025-11-25 session opened for it. */
+const callBothEras = async (url: string) => {
+  await post(url, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", _meta: STATELESS_META } }, STATELESS_HEADERS)
+  const session = await openSession(url)
+  await post(url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo" } }, {
+    ...jsonHeaders,
+    "mcp-protocol-version": "2025-11-25",
+    "mcp-session-id": session
+  })
+}
+
 /** A bare handler that keeps what each request's context said. */
 const recording = (seen: Array<boolean | undefined>): Handler =>
   Object.assign((message: JsonRpc.JsonRpcRequest | JsonRpc.JsonRpcNotification, context: Parameters<Handler>[1]) => {
@@ -43,15 +54,7 @@ const observedFor = (
   Effect.gen(function*() {
     const seen: Array<boolean | undefined> = []
     const server = yield* provide(serve(options, () => recording(seen)))
-    yield* Effect.promise(async () => {
-      await post(server.url, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", _meta: STATELESS_META } }, STATELESS_HEADERS)
-      const session = await openSession(server.url)
-      await post(server.url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo" } }, {
-        ...jsonHeaders,
-        "mcp-protocol-version": "2025-11-25",
-        "mcp-session-id": session
-      })
-    })
+    yield* Effect.promise(() => callBothEras(server.url))
     return seen
   }).pipe(Effect.scoped)
 
@@ -80,15 +83,7 @@ describe("HandlerContext.observed on the HTTP server transport", () => {
       )
       const handle = yield* McpServer.toHandler(definition)
       const server = yield* serve({}, () => handle.handler).pipe(Effect.provideService(Tracer.Tracer, tracer))
-      yield* Effect.promise(async () => {
-        await post(server.url, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", _meta: STATELESS_META } }, STATELESS_HEADERS)
-        const session = await openSession(server.url)
-        await post(server.url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo" } }, {
-          ...jsonHeaders,
-          "mcp-protocol-version": "2025-11-25",
-          "mcp-session-id": session
-        })
-      })
+      yield* Effect.promise(() => callBothEras(server.url))
       const calls = spans.filter((span) => span.name === "tools/call echo")
       expect(calls.map((span) => span.attributes.get("mcp.protocol.version"))).toEqual(["2026-07-28", "2025-11-25"])
     }).pipe(Effect.scoped))
