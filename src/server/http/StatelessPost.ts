@@ -195,9 +195,9 @@ const work = (
     requestId: rpc.id,
     principal: principalId,
     auth: principal.auth,
-    // A JSON-only client reads the answer alone.
     // The handler runs with the transport's services alone (`LazyStream.services`).
     observed: MiddlewareChain.observedIn(env.services),
+    // A JSON-only client reads the answer alone.
     notify: accepts.sse
       ? (method, params) =>
         Effect.suspend(() => {
