@@ -40,6 +40,7 @@ import * as Security from "./http/Security.ts"
 import * as SendWatch from "./http/SendWatch.ts"
 import * as Sessions from "./http/Sessions.ts"
 import * as SharedSessions from "./http/SharedSessions.ts"
+import * as MiddlewareChain from "./internal/MiddlewareChain.ts"
 import * as StreamableHttp from "./http/StreamableHttp.ts"
 import type { Options as RedisFleetOptions } from "./RedisFleet.ts"
 
@@ -212,6 +213,7 @@ const makeResolved = Effect.fnUntraced(function*<R>(
     lists,
     handler: handler as Handler<never>,
     services: services as Context.Context<never>,
+    observed: MiddlewareChain.observedIn(services as Context.Context<never>),
     sendWatch,
     authorize: authorization?.authorize,
     availability,

@@ -34,6 +34,8 @@ export interface Env {
   readonly handler: Handler<never>
   /** What the handler runs with. */
   readonly services: Context.Context<never>
+  /** Whether metrics or spans can record a request whose handler runs with `services` (`HandlerContext.observed`). */
+  readonly observed: boolean
   /** Cuts the connections of clients that stop taking their answer; absent: none are watched. */
   readonly sendWatch?: SendWatch | undefined
   /**

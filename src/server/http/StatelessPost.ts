@@ -27,7 +27,6 @@ import * as MetaHeaders from "./MetaHeaders.ts"
 import * as OwedReplies from "./OwedReplies.ts"
 import type * as OutStream from "./OutStream.ts"
 import * as RequestBody from "./RequestBody.ts"
-import * as MiddlewareChain from "../internal/MiddlewareChain.ts"
 import * as ServerSpans from "../internal/ServerSpans.ts"
 import type * as Security from "./Security.ts"
 import type { Sessions } from "./Sessions.ts"
@@ -196,7 +195,7 @@ const work = (
     principal: principalId,
     auth: principal.auth,
     // The handler runs with the transport's services alone (`LazyStream.services`).
-    observed: MiddlewareChain.observedIn(env.services),
+    observed: env.observed,
     // A JSON-only client reads the answer alone.
     notify: accepts.sse
       ? (method, params) =>
