@@ -256,12 +256,18 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
     session: Session | undefined,
     wanted: number
   ): Effect.Effect<Grant, never, Scope.Scope> =>
-    // One step and the finalizer's: one of these runs for every POST.
+    // The slots' way out is registered first and they are taken in the step that reads the registration:
+    // no step in between where the scope could close on slots it does not release.
     Effect.withFiber((fiber) => {
-      const entry = enterSlotsUnsafe(principalId, session, wanted, fiber.getRef(Clock.Clock))
-      return entry.leave === undefined
-        ? Effect.succeed(entry.grant)
-        : Effect.as(Scope.addFinalizer(Context.getUnsafe(fiber.context, Scope.Scope), entry.leave), entry.grant)
+      let leave: Effect.Effect<void> | undefined
+      return Effect.map(
+        Scope.addFinalizerExit(Context.getUnsafe(fiber.context, Scope.Scope), () => leave ?? Effect.void),
+        () => {
+          const entry = enterSlotsUnsafe(principalId, session, wanted, fiber.getRef(Clock.Clock))
+          leave = entry.leave
+          return entry.grant
+        }
+      )
     })
 
   const enter = (principalId: string, session: Session | undefined, stream: boolean) =>
