@@ -103,6 +103,27 @@ describe("RequestFibers", () => {
       expect(Exit.hasInterrupts(yield* Effect.exit(runIn(4, Effect.succeed("late"))))).toBe(true)
     }))
 
+  it.effect("runIn starts no fiber for an effect that is an exit when built: `then` reads it as it is", () =>
+    Effect.gen(function*() {
+      const fibers = RequestFibers.make<string>()
+      // The services a fiber would start with are made once per fiber started.
+      let fibersStarted = 0
+      const services = (callers: Context.Context<never>) => {
+        fibersStarted++
+        return callers
+      }
+      const runIn = (id: number, effect: Effect.Effect<string>) =>
+        Effect.withFiber((parent) => fibers.runIn(parent, id, () => effect, (exit) => Effect.succeed(exit), services))
+      expect(yield* runIn(1, Effect.succeed("built answered"))).toEqual(Exit.succeed("built answered"))
+      const failed = yield* runIn(2, Effect.die("refused"))
+      expect(failed !== undefined && Exit.isFailure(failed) && Cause.squash(failed.cause)).toBe("refused")
+      expect(fibersStarted).toBe(0)
+      expect(fibers.size()).toBe(0)
+      // Answered in its first step, not as it was built: a fiber runs it.
+      expect(yield* runIn(3, Effect.sync(() => "answered at once"))).toEqual(Exit.succeed("answered at once"))
+      expect(fibersStarted).toBe(1)
+    }))
+
   it.effect("runIn builds the fiber's effect only when it starts it, and a throw while building is the fiber's defect", () =>
     Effect.gen(function*() {
       const fibers = RequestFibers.make<string>()

@@ -84,13 +84,15 @@ const unansweredIds = <R>(
  */
 export const owedReplies = Effect.fnUntraced(function*(
   env: Env,
-  fiber: Fiber.Fiber<void>,
+  fiber: Fiber.Fiber<void> | undefined,
   messages: ReadonlyArray<JsonRpc.Classified>,
   replies: ReadonlyArray<Queued>
 ): Effect.fn.Return<HttpServerResponse.HttpServerResponse | Array<JsonRpc.JsonRpcResponse>> {
   const missing = unansweredIds(messages, replies, answeredBy)
   if (missing.length === 0) return []
   if (env.drain?.draining() === true) return missing.map(interruptedByShutdown)
+  // No fiber: the work was over, successfully, as it started.
+  if (fiber === undefined) return []
   const exit = yield* Fiber.await(fiber)
   if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return []
   if (replies.length === 0 && env.availability !== undefined && SharedUnavailable.isStoreFailure(exit.cause)) {

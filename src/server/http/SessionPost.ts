@@ -9,6 +9,7 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
@@ -234,7 +235,14 @@ export const postToSession = Effect.fnUntraced(function*(
       : runs(m)
       ? s.server.handleRequest(m.message, (reply) => delivered(m, reply))
       : Effect.flatMap(answer(m), (reply) => delivered(m, reply))
-  const answering = messages.length === 1 ? answerOne(messages[0]) : OwedReplies.answerEach(messages, answerOne)
+  // One request of a session here alone: its handler starts in this step, and one that answers while it
+  // starts leaves no work for a fiber of the session to do.
+  const only = messages.length === 1 ? messages[0] : undefined
+  const answering = only === undefined
+    ? OwedReplies.answerEach(messages, answerOne)
+    : shared === undefined && env.inFlight === undefined && runs(only) && s.work.state._tag === "Open"
+    ? s.server.handleRequestIn(exchange, only.message, (reply) => delivered(only, reply))
+    : answerOne(only)
   // Refused by the in-flight registry, the requests recorded there get its refusal; the rest are answered as usual.
   const others = env.inFlight === undefined ? undefined : () => {
     const rest = messages.filter((m) =>
@@ -266,15 +274,22 @@ export const postToSession = Effect.fnUntraced(function*(
     }
     return Effect.uninterruptible(out.end)
   }
-  // One continuation for either end, not `onExit`'s several steps: an interruption takes the failure's
-  // branch too, and the work's fiber keeps its exit (a failure is what `owedReplies` reads).
-  const work = Effect.matchCauseEffect(tracked, {
-    onSuccess: () => finish(undefined),
-    onFailure: (cause) => Effect.andThen(finish(cause), Effect.failCause(cause))
-  })
-  // The work belongs to the session: a client that disconnects does not cancel it,
-  // and it keeps the slots taken until it ends.
-  const fiber = runHoldingSlotsUnsafe(exchange, s, grant, work)
+  // The work's fiber; none when the work was over as it started (its end is then done here).
+  let fiber: Fiber.Fiber<void> | undefined
+  if (Exit.isExit(tracked) && Exit.isSuccess(tracked)) {
+    const ending = finish(undefined)
+    if (!Exit.isExit(ending)) yield* ending
+  } else {
+    // One continuation for either end, not `onExit`'s several steps: an interruption takes the failure's
+    // branch too, and the work's fiber keeps its exit (a failure is what `owedReplies` reads).
+    const work = Effect.matchCauseEffect(tracked, {
+      onSuccess: () => finish(undefined),
+      onFailure: (cause) => Effect.andThen(finish(cause), Effect.failCause(cause))
+    })
+    // The work belongs to the session: a client that disconnects does not cancel it,
+    // and it keeps the slots taken until it ends.
+    fiber = runHoldingSlotsUnsafe(exchange, s, grant, work)
+  }
 
   if (lazy) {
     // A handler done by now (it started at once) answered without a stream: no wait.

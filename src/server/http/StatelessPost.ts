@@ -158,19 +158,20 @@ const serve = (
       // The answer alone needs no response stream: one opens when the handler first sends the client
       // something on the way (an SSE client only), and this exchange waits for that or the answer.
       const route = new LazyStream(sessions, env.services, rpc.id)
-      const fiber = sessions.runStatelessUnsafe(exchange, () => work(env, rpc, principal, principalId, accepts, route), route)
-      handler = fiber
-      // A handler done by now (it started at once) with no stream opened: its answer goes as it is.
+      const run = sessions.runStatelessUnsafe(exchange, () => work(env, rpc, principal, principalId, accepts, route), route)
+      // A handler done by now (it started at once, or answered as it was built) with no stream opened: its
+      // answer goes as it is.
       if (route.finished && route.opened === undefined) {
         return Effect.succeed(directAnswer(rpc.id, route.direct, accepts, config.responseMode))
       }
+      if (!Exit.isExit(run)) handler = run
       // The exchange gone first: no stream opens any more, and one that opened ends for good.
       return Effect.flatMap(Effect.onInterrupt(route.openedOrAnswered, () => route.close), () => {
         const out = route.opened
         if (out === undefined) return Effect.succeed(directAnswer(rpc.id, route.direct, accepts, config.responseMode))
         // The stream ends after what it holds once the handler has ended, however it ends.
         return Effect.andThen(
-          Effect.forkIn(Effect.andThen(Fiber.await(fiber), out.end), scope),
+          Effect.forkIn(Effect.andThen(handler === undefined ? Effect.void : Fiber.await(handler), out.end), scope),
           streamed(request, rpc.id, accepts, config.responseMode, out)
         )
       })

@@ -9,6 +9,7 @@
  */
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Latch from "effect/Latch"
 import { buildNow } from "../../internal/BuildNow.ts"
@@ -29,7 +30,7 @@ export interface StatelessRequests {
     parent: Fiber.Fiber<unknown, unknown>,
     start: () => Effect.Effect<A, E>,
     run: StatelessRun
-  ) => Fiber.Fiber<A, E>
+  ) => Fiber.Fiber<A, E> | Exit.Exit<A, E>
   /** Handlers running now. */
   readonly running: () => number
   /** Completes when no handler runs. */
@@ -71,12 +72,18 @@ export const make = (options: {
     parent: Fiber.Fiber<unknown, unknown>,
     start: () => Effect.Effect<A, E>,
     run: StatelessRun
-  ): Fiber.Fiber<A, E> => {
+  ): Fiber.Fiber<A, E> | Exit.Exit<A, E> => {
     // Started at once, as a session's work is: scheduled instead, each request pays a scheduler round trip.
+    // The handler's effect is built in the caller's step: a throw there is the fiber's defect.
+    const effect = buildNow(start)
+    // Answered while it was built: no fiber to run it, nothing to count or to interrupt.
+    if (Exit.isExit(effect)) {
+      run.onEnd()
+      return effect as Exit.Exit<A, E>
+    }
     // Counted before it starts, so that a handler done while it starts is counted and uncounted alike.
     if (statelessRequests++ === 0) noStateless.closeUnsafe()
-    // The handler's effect is built in the caller's step: a throw there is the fiber's defect.
-    const fiber = Effect.runForkWith(run.services(parent.context))(buildNow(start))
+    const fiber = Effect.runForkWith(run.services(parent.context))(effect)
     let held = false
     // Called at once for a fiber that ended while it started.
     fiber.addObserver(() => {

@@ -13,7 +13,7 @@
  */
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import { buildNow } from "../../internal/BuildNow.ts"
@@ -104,7 +104,10 @@ export const make = <A>(): RequestFibers<A> => {
     runIn: (parent, id, build, then, services) => {
       if (closed) return Effect.interrupt
       if (fibers.has(id)) return then(undefined)
-      const fiber = launch(parent, id, buildNow(build), services)
+      const effect = buildNow(build)
+      // Answered while it was built: there is nothing for a fiber to run, nor anything to interrupt.
+      if (Exit.isExit(effect)) return then(effect as Exit.Exit<A>)
+      const fiber = launch(parent, id, effect, services)
       const done = fiber.pollUnsafe()
       return done !== undefined ? then(done) : Effect.flatMap(Fiber.await(fiber), then)
     },

@@ -125,6 +125,16 @@ export interface ServerSession {
     onReply: (reply: JsonRpc.JsonRpcResponse | null) => Effect.Effect<B>
   ) => Effect.Effect<B>
   /**
+   * `handleRequest` from inside a step of `parent` (`Effect.withFiber`): the
+   * handler starts in that step, and a reply known by then comes back as an
+   * `Exit` of what `onReply` gave it.
+   */
+  readonly handleRequestIn: <B>(
+    parent: Fiber.Fiber<unknown, unknown>,
+    request: JsonRpc.JsonRpcRequest,
+    onReply: (reply: JsonRpc.JsonRpcResponse | null) => Effect.Effect<B>
+  ) => Effect.Effect<B>
+  /**
    * Starts a request in its own fiber and hands its reply to `onReply` from
    * that fiber; returns once the request is registered (so a later
    * `notifications/cancelled` finds it). A cancelled request gets no reply.
@@ -349,23 +359,46 @@ export const make = Effect.fnUntraced(function*<R>(
       observed
     )
 
+  // Started at once: the handler runs now, not on the scheduler's next turn, and one that answered
+  // while it started is read at once. A second request with the id of one still running gets no reply.
+  // The fiber starts with the session's services, as `serve` starts one: no step to set them.
+  const runIn = <B>(
+    parent: Fiber.Fiber<unknown, unknown>,
+    request: JsonRpc.JsonRpcRequest,
+    onReply: (reply: JsonRpc.JsonRpcResponse | null) => Effect.Effect<B>
+  ) =>
+    serving.runIn(
+      parent,
+      request.id,
+      () => runHandlerWithServices(request, requestContext(request)),
+      (exit) => onReply(replyOf(exit)),
+      withServices
+    )
+
   const handleRequest = <B>(
     request: JsonRpc.JsonRpcRequest,
     onReply: (reply: JsonRpc.JsonRpcResponse | null) => Effect.Effect<B>
   ): Effect.Effect<B> => {
     observe(request)
-    // Started at once: the handler runs now, not on the scheduler's next turn, and one that answered
-    // while it started is read at once. A second request with the id of one still running gets no reply.
-    // The fiber starts with the session's services, as `serve` starts one: no step to set them.
-    const handled = () => runHandlerWithServices(request, requestContext(request))
-    const then = (exit: Exit.Exit<JsonRpc.JsonRpcResponse | null> | undefined) => onReply(replyOf(exit))
-    const run = (parent: Fiber.Fiber<unknown, unknown>) => serving.runIn(parent, request.id, handled, then, withServices)
     // Most sessions have no early cancel on record: nothing to consult first.
     return Effect.withFiber((parent) =>
       earlyCancels.none()
-        ? run(parent)
-        : Effect.flatMap(earlyCancels.consume(request.id), (cancelled) => cancelled ? onReply(null) : Effect.withFiber(run))
+        ? runIn(parent, request, onReply)
+        : Effect.flatMap(
+          earlyCancels.consume(request.id),
+          (cancelled) => cancelled ? onReply(null) : Effect.withFiber((parent) => runIn(parent, request, onReply))
+        )
     )
+  }
+
+  const handleRequestIn = <B>(
+    parent: Fiber.Fiber<unknown, unknown>,
+    request: JsonRpc.JsonRpcRequest,
+    onReply: (reply: JsonRpc.JsonRpcResponse | null) => Effect.Effect<B>
+  ): Effect.Effect<B> => {
+    if (!earlyCancels.none()) return handleRequest(request, onReply)
+    observe(request)
+    return runIn(parent, request, onReply)
   }
 
   const handleMessage = (classified: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
@@ -473,6 +506,7 @@ export const make = Effect.fnUntraced(function*<R>(
     handleDecoded,
     handleMessage,
     handleRequest,
+    handleRequestIn,
     serve,
     awaitIdle: serving.awaitEmpty,
     context,

@@ -1,8 +1,9 @@
 /**
  * A stateless-era request's handler: started at once in the caller's step
  * with the services made for it, counted while it runs, its end reported
- * once however it ends (at once for a handler done while it starts); at
- * shutdown the ones still running are told, then interrupted.
+ * once however it ends (at once for a handler done while it starts, with
+ * no fiber at all for one answered as it was built); at shutdown the ones
+ * still running are told, then interrupted.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Option } from "effect"
@@ -24,13 +25,36 @@ const recording = () => {
   return { ends, run }
 }
 
+/** The fiber a handler runs in: every handler here but the one answered as it was built has one. */
+const fiberOf = <A, E>(run: Fiber.Fiber<A, E> | Exit.Exit<A, E>): Fiber.Fiber<A, E> => {
+  if (Exit.isExit(run)) throw new Error("expected a fiber, got an exit")
+  return run
+}
+
 describe("a stateless request's handler", () => {
+  it.effect("answered as it was built (an exit): no fiber, its end reported, nothing counted", () =>
+    Effect.gen(function*() {
+      const stateless = requests()
+      const { ends, run } = recording()
+      const parent = yield* Effect.withFiber((fiber) => Effect.succeed(fiber))
+      expect(stateless.runStatelessUnsafe(parent, () => Effect.succeed("answered"), run)).toEqual(Exit.succeed("answered"))
+      const thrown = stateless.runStatelessUnsafe(parent, () => {
+        throw new Error("built badly")
+      }, run)
+      expect(Exit.isExit(thrown) && Exit.isFailure(thrown) && String(thrown.cause)).toContain("built badly")
+      expect(ends).toEqual(["end", "end"])
+      expect(stateless.running()).toBe(0)
+      yield* stateless.awaitNone
+    }))
+
   it.effect("done while it starts: its exit is there when the call returns, its end reported, nothing counted", () =>
     Effect.gen(function*() {
       const stateless = requests()
       const { ends, run } = recording()
       const parent = yield* Effect.withFiber((fiber) => Effect.succeed(fiber))
-      const fiber = stateless.runStatelessUnsafe(parent, () => Effect.map(Effect.serviceOption(Marker), Option.getOrUndefined), run)
+      const fiber = fiberOf(
+        stateless.runStatelessUnsafe(parent, () => Effect.map(Effect.serviceOption(Marker), Option.getOrUndefined), run)
+      )
       expect(fiber.pollUnsafe()).toEqual(Exit.succeed("handler's"))
       expect(ends).toEqual(["end"])
       expect(stateless.running()).toBe(0)
@@ -44,11 +68,11 @@ describe("a stateless request's handler", () => {
       const gate = yield* Deferred.make<string>()
       const parent = yield* Effect.withFiber((fiber) => Effect.succeed(fiber))
       const started: Array<string> = []
-      const fiber = stateless.runStatelessUnsafe(
+      const fiber = fiberOf(stateless.runStatelessUnsafe(
         parent,
         () => Effect.andThen(Effect.sync(() => started.push("started")), Deferred.await(gate)),
         run
-      )
+      ))
       // Started in the caller's step, not scheduled.
       expect(started).toEqual(["started"])
       expect(stateless.running()).toBe(1)
@@ -63,22 +87,17 @@ describe("a stateless request's handler", () => {
       expect(ends).toEqual(["end"])
     }))
 
-  it.effect("interrupted, or thrown while its effect is built: the fiber's exit says so, and it is uncounted", () =>
+  it.effect("interrupted: the fiber's exit says so, and it is uncounted", () =>
     Effect.gen(function*() {
       const stateless = requests()
       const { ends, run } = recording()
       const parent = yield* Effect.withFiber((fiber) => Effect.succeed(fiber))
-      const waiting = stateless.runStatelessUnsafe(parent, () => Effect.never, run)
+      const waiting = fiberOf(stateless.runStatelessUnsafe(parent, () => Effect.never, run))
       expect(stateless.running()).toBe(1)
       yield* Fiber.interrupt(waiting)
       expect(Exit.hasInterrupts(yield* Fiber.await(waiting))).toBe(true)
-      const thrown = stateless.runStatelessUnsafe(parent, () => {
-        throw new Error("built badly")
-      }, run)
-      const exit = yield* Fiber.await(thrown)
-      expect(Exit.isFailure(exit) && String(exit.cause)).toContain("built badly")
       expect(stateless.running()).toBe(0)
-      expect(ends).toEqual(["end", "end"])
+      expect(ends).toEqual(["end"])
     }))
 
   it.effect("shutdown: each handler still running is told, then interrupted; one that ended is neither", () =>
@@ -86,8 +105,12 @@ describe("a stateless request's handler", () => {
       const stateless = requests()
       const parent = yield* Effect.withFiber((fiber) => Effect.succeed(fiber))
       const done = recording()
-      const finished = stateless.runStatelessUnsafe(parent, () => Effect.succeed("answered"), done.run)
-      const waiting = [recording(), recording()].map((r) => ({ ...r, fiber: stateless.runStatelessUnsafe(parent, () => Effect.never, r.run) }))
+      const finished = fiberOf(stateless.runStatelessUnsafe(parent, () => Effect.as(Effect.yieldNow, "answered"), done.run))
+      yield* Fiber.await(finished)
+      const waiting = [recording(), recording()].map((r) => ({
+        ...r,
+        fiber: fiberOf(stateless.runStatelessUnsafe(parent, () => Effect.never, r.run))
+      }))
       expect(stateless.running()).toBe(2)
       yield* stateless.interruptAll
       expect(yield* Fiber.await(finished)).toEqual(Exit.succeed("answered"))
