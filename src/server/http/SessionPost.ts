@@ -7,39 +7,37 @@
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
-import * as Scope from "effect/Scope"
+import type * as Scope from "effect/Scope"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { Env } from "./Guard.ts"
 import * as InFlightWork from "./InFlightWork.ts"
-import type { OutStream } from "./OutStream.ts"
 import * as OwedReplies from "./OwedReplies.ts"
 import type { Queued } from "./OutStreamShape.ts"
 import type * as RequestBody from "./RequestBody.ts"
+import { isInitialize, negotiatedVersion, PostRoute } from "./PostRoute.ts"
 import * as ResponseHeaders from "./ResponseHeaders.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
 import { badVersion, find, lookup, missingSession, primes, sessionHeader, unknownSession } from "./SessionHeaders.ts"
 import {
   completesHandshake,
+  enterSlotsThen,
+  type Grant,
   isRefused,
   newStreamId,
-  type RequestRoute,
   runHoldingSlotsUnsafe,
-  type Session,
-  type Sessions
+  type Session
 } from "./Sessions.ts"
 import * as SharedSessions from "./SharedSessions.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
-import { WakeOnce } from "./WakeOnce.ts"
 
 const batchTooLarge = (limit: number, size: number) =>
   Security.errorResponse(413, JsonRpc.ErrorCode.InvalidRequest, `Invalid Request: ${BatchLimit.reason(limit)}`, { limit, size })
@@ -47,39 +45,120 @@ const batchTooLarge = (limit: number, size: number) =>
 const isInitializedNotification = (m: JsonRpc.Classified) =>
   m._tag === "Notification" && m.message.method === "notifications/initialized"
 
-const isInitialize = (m: JsonRpc.Classified) => m._tag === "Request" && m.message.method === "initialize"
-
-const negotiatedVersion = (reply: JsonRpc.JsonRpcResponse): string | undefined => {
-  if (!("result" in reply)) return undefined
-  const v = (reply.result as { protocolVersion?: unknown } | null)?.protocolVersion
-  return typeof v === "string" ? v : undefined
-}
+type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
+type Decoded = Exclude<JsonRpc.Decoded, { readonly _tag: "ParseError" }>
 
 /**
  * A POST of the handshake era (a session's, or one without a session).
  *
- * One generator function for every POST (`fnUntraced`), not one made per
- * POST: see docs/design.md, "Per-request code and the old generation".
+ * The common one, a single request of a session this instance holds, with
+ * no fleet, is answered by plain functions: through the generator
+ * (`admitAny`) it cost a fifth more instructions (BENCHMARKS.md, "A
+ * session's request without a generator").
  */
-export const postToSession = Effect.fnUntraced(function*(
+export const postToSession = (
   env: Env,
   request: HttpServerRequest.HttpServerRequest,
   principal: Security.Principal,
   accepts: RequestBody.Accepts,
-  decoded: Exclude<JsonRpc.Decoded, { readonly _tag: "ParseError" }>,
+  decoded: Decoded,
+  messages: ReadonlyArray<JsonRpc.Classified>
+): Response => {
+  const only = decoded._tag === "Single" ? messages[0] : undefined
+  if (
+    only?._tag === "Request" && !isInitialize(only) && isLazy(env, accepts) && env.config.stateful &&
+    env.shared === undefined && env.inFlight === undefined
+  ) {
+    const versionError = badVersion(env, request)
+    if (Option.isSome(versionError)) return Effect.succeed(versionError.value)
+    const found = lookup(env, request, principal)
+    if (found._tag === "Unknown") return Effect.succeed(unknownSession())
+    // Its id free and the session taking work; anything else is the generator's to tell apart.
+    if (
+      found._tag === "Found" && !found.session.requestRoutes.has(only.message.id) &&
+      found.session.work.state._tag === "Open"
+    ) {
+      const s = found.session
+      const forbidden = env.authorize?.(principal, messages)
+      if (forbidden !== undefined) return Effect.succeed(forbidden)
+      return Effect.withFiber((exchange) =>
+        enterSlotsThen(env.sessions, exchange, principal.id, s, 1, (grant): Response => {
+          if (grant.granted === 0) return SlotRefusal.refuse(grant.short!)
+          if (!s.initialized && completesHandshake(only)) s.initialized = true
+          const admitted: Admitted = {
+            env,
+            request,
+            accepts,
+            decoded,
+            messages,
+            session: s,
+            grant,
+            headers: sessionHeader(s),
+            initialize: false,
+            ephemeral: false,
+            shared: undefined,
+            lazy: true
+          }
+          const started = begin(admitted, exchange)
+          return started.ending === undefined
+            ? respond(admitted, started.route, started.fiber)
+            : Effect.andThen(started.ending, Effect.suspend(() => respond(admitted, started.route, started.fiber)))
+        })
+      )
+    }
+  }
+  return admitAny(env, request, principal, accepts, decoded, messages)
+}
+
+/**
+ * A single message answered with JSON needs no response stream unless its handler sends the client
+ * something on the way (or cuts the stream): the stream opens then, and the exchange waits for that
+ * or for the answer, whichever comes first.
+ */
+const isLazy = (env: Env, accepts: RequestBody.Accepts) => accepts.json && env.config.responseMode !== "sse"
+
+/** A POST whose slots are taken: what its work and its answer need. */
+interface Admitted {
+  readonly env: Env
+  readonly request: HttpServerRequest.HttpServerRequest
+  readonly accepts: RequestBody.Accepts
+  readonly decoded: Decoded
+  readonly messages: ReadonlyArray<JsonRpc.Classified>
+  readonly session: Session
+  readonly grant: Grant
+  /** The headers naming the session, for the answer. */
+  readonly headers: Record<string, string>
+  readonly initialize: boolean
+  /** A session made for this POST alone, ended with its exchange. */
+  readonly ephemeral: boolean
+  /** The fleet's store, for a session it shares. */
+  readonly shared: SharedSessions.Shared | undefined
+  /** Whether the response stream opens on first use only (`isLazy`). */
+  readonly lazy: boolean
+}
+
+/**
+ * Any POST of the handshake era: its session found or made, the checks it
+ * passes, its slots taken, then its work and answer as the common POST's.
+ *
+ * One generator function for every POST (`fnUntraced`), not one made per
+ * POST: see docs/design.md, "Per-request code and the old generation".
+ */
+const admitAny = Effect.fnUntraced(function*(
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal,
+  accepts: RequestBody.Accepts,
+  decoded: Decoded,
   messages: ReadonlyArray<JsonRpc.Classified>
 ) {
   const { config, sessions } = env
   const versionError = badVersion(env, request)
   if (Option.isSome(versionError)) return versionError.value
-  // The fiber this generator runs in: what is known at once is done here as plain code, since every
-  // `yield*`, even of an answer ready at once, is a step of the exchange.
-  const exchange = Fiber.getCurrent()!
 
   let session: Session | undefined
   if (config.stateful) {
-    // Without a fleet the session is in this instance's table: no registry to ask.
-    const found = env.shared === undefined ? lookup(env, request, principal) : yield* find(env, request, principal)
+    const found = yield* find(env, request, principal)
     if (found._tag === "Unknown") return unknownSession()
     if (found._tag === "Respond") return yield* found.response
     if (found._tag === "Found") session = found.session
@@ -129,13 +208,7 @@ export const postToSession = Effect.fnUntraced(function*(
   // Each request takes a slot, as it would in a POST of its own; the exchange takes one in any case.
   const requests = messages.reduce((n, m) => m._tag === "Request" ? n + 1 : n, 0)
   const wanted = hasReplies ? Math.max(1, requests) : 0
-  // The slots' way out is registered before they are taken, and they are taken in the step that reads
-  // the registration: no step in between where the exchange could end holding them.
-  let leave: Effect.Effect<void> | undefined
-  yield* Scope.addFinalizerExit(Context.getUnsafe(exchange.context, Scope.Scope), () => leave ?? Effect.void)
-  const entry = sessions.enterSlotsUnsafe(principal.id, s, wanted, exchange.getRef(Clock.Clock))
-  leave = entry.leave
-  const grant = entry.grant
+  const grant = yield* sessions.enterSlots(principal.id, s, wanted)
   if (wanted > 0 && grant.granted === 0) {
     // A session made for this initialize must not outlive the refusal.
     if (initialize) yield* sessions.close(s)
@@ -148,34 +221,71 @@ export const postToSession = Effect.fnUntraced(function*(
   if (shared !== undefined && messages.some(isInitializedNotification) && !(yield* SharedSessions.recordReady(shared, s))) {
     return SharedSessions.unavailable(shared)
   }
-  const handle = (m: JsonRpc.Classified) =>
-    shared === undefined ? s.server.handleMessage(m) : SharedSessions.handleMessage(shared, s, m)
-  // What the fleet must know before the client reads the answer: the new session, the level set.
-  const record = (m: JsonRpc.Classified, reply: JsonRpc.JsonRpcResponse | null) => {
-    if (shared === undefined || reply === null || m._tag !== "Request") return Effect.succeed(reply)
-    if (isInitialize(m)) {
-      s.protocolVersion = negotiatedVersion(reply)
-      return Effect.flatMap(Clock.currentTimeMillis, (now) => SharedSessions.recordInitialize(shared, s, m.message, reply, now))
-    }
-    return m.message.method === "logging/setLevel"
-      ? Effect.as(SharedSessions.recordLevel(shared, s, m.message, reply), reply)
-      : Effect.succeed(reply)
-  }
 
   if (!hasReplies) {
     // Notifications and responses only: handled (a cancel has interrupted its target) before the 202.
-    yield* Effect.forEach(messages, handle, { discard: true })
+    yield* Effect.forEach(messages, (m) => handle(shared, s, m), { discard: true })
     return HttpServerResponse.empty({ status: 202, headers })
   }
 
-  // A single message answered with JSON needs no response stream unless its handler sends the client
-  // something on the way (or cuts the stream): the stream opens then, and this exchange waits for that
-  // or for the answer, whichever comes first.
-  const lazy = decoded._tag === "Single" && !initialize && accepts.json && config.responseMode !== "sse"
+  const admitted: Admitted = {
+    env,
+    request,
+    accepts,
+    decoded,
+    messages,
+    session: s,
+    grant,
+    headers,
+    initialize,
+    ephemeral,
+    shared,
+    lazy: decoded._tag === "Single" && !initialize && isLazy(env, accepts)
+  }
+  const started = begin(admitted, Fiber.getCurrent()!)
+  if (started.ending !== undefined) yield* started.ending
+  return yield* respond(admitted, started.route, started.fiber)
+})
+
+const handle = (shared: SharedSessions.Shared | undefined, s: Session, m: JsonRpc.Classified) =>
+  shared === undefined ? s.server.handleMessage(m) : SharedSessions.handleMessage(shared, s, m)
+
+/** What the fleet must know before the client reads the answer: the new session, the level set. */
+const record = (
+  shared: SharedSessions.Shared,
+  s: Session,
+  m: JsonRpc.Classified,
+  reply: JsonRpc.JsonRpcResponse | null
+): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
+  if (reply === null || m._tag !== "Request") return Effect.succeed(reply)
+  if (m.message.method === "initialize") {
+    s.protocolVersion = negotiatedVersion(reply)
+    return Effect.flatMap(Clock.currentTimeMillis, (now) => SharedSessions.recordInitialize(shared, s, m.message, reply, now))
+  }
+  return m.message.method === "logging/setLevel"
+    ? Effect.as(SharedSessions.recordLevel(shared, s, m.message, reply), reply)
+    : Effect.succeed(reply)
+}
+
+/** A POST's work under way: where its replies go, and its fiber (none when it was over as it started). */
+interface Started {
+  readonly route: PostRoute
+  readonly fiber: Fiber.Fiber<void> | undefined
+  /** What a work over as it started left for the exchange to run (its stream's end). */
+  readonly ending: Effect.Effect<void> | undefined
+}
+
+/**
+ * Starts a POST's work in the step of `exchange` that took its slots: its
+ * requests claimed in the session, their handlers started, and the work
+ * given a fiber of the session's unless it was over as it started.
+ */
+const begin = (a: Admitted, exchange: Fiber.Fiber<unknown, unknown>): Started => {
+  const { env, messages, session: s, grant, shared } = a
   // Named before it opens, so the in-flight registry can say where the answer goes.
-  const streamId = env.inFlight !== undefined && !ephemeral ? newStreamId(s.id) : undefined
-  const route = new PostRoute(accepts.sse, sessions, s, !ephemeral, streamId)
-  if (!lazy) route.open()
+  const streamId = env.inFlight !== undefined && !a.ephemeral ? newStreamId(s.id) : undefined
+  const route = new PostRoute(a.accepts.sse, env.sessions, s, !a.ephemeral, streamId)
+  if (!a.lazy) route.open()
   const claimed = new Set<JsonRpc.RequestId>()
   // Requests past the slots granted, in batch order: answered with the refusal, never run (made only for those).
   let refused: Set<JsonRpc.Classified> | undefined
@@ -197,7 +307,7 @@ export const postToSession = Effect.fnUntraced(function*(
   const runs = (m: JsonRpc.Classified): m is JsonRpc.Classified & { readonly _tag: "Request" } =>
     m._tag === "Request" && refused?.has(m) !== true && claimed.has(m.message.id) && repeated?.has(m) !== true
   const answer = (m: JsonRpc.Classified): Effect.Effect<JsonRpc.JsonRpcResponse | null> => {
-    if (m._tag !== "Request") return handle(m)
+    if (m._tag !== "Request") return handle(shared, s, m)
     if (refused?.has(m) === true) return SlotRefusal.refuseEntry(m.message.id, grant.short!)
     if (!claimed.has(m.message.id)) {
       return Effect.succeed(JsonRpc.invalidRequest(m.message.id, "a request with this id is still running"))
@@ -207,41 +317,20 @@ export const postToSession = Effect.fnUntraced(function*(
     }
     return s.server.handleMessage(m)
   }
-  // The answer of a lazy exchange whose stream never opened.
-  let direct: JsonRpc.JsonRpcResponse | undefined
-  const deliver = (reply: JsonRpc.JsonRpcResponse) => {
-    if (route.opened === undefined) {
-      direct = reply
-      return Effect.void
-    }
-    route.replied(reply.id)
-    return route.opened.offer(reply)
-  }
-  // Whether an initialize got its result (not `s.initialized`, the client's `initialized`): until then, no
-  // answer may carry the session's id.
-  let initializeSucceeded = false
-  const delivered = (m: JsonRpc.Classified, reply: JsonRpc.JsonRpcResponse | null) => {
-    if (reply !== null && isInitialize(m)) {
-      s.protocolVersion = negotiatedVersion(reply)
-      initializeSucceeded = "result" in reply
-    }
-    if (reply === null) return Effect.void
-    return deliver(reply)
-  }
   // Without a fleet there is nothing to record: the reply goes straight on, from the step that reads it.
   const answerOne = (m: JsonRpc.Classified) =>
     shared !== undefined
-      ? Effect.flatMap(Effect.flatMap(answer(m), (reply) => record(m, reply)), (reply) => delivered(m, reply))
+      ? Effect.flatMap(Effect.flatMap(answer(m), (reply) => record(shared, s, m, reply)), (reply) => route.delivered(m, reply))
       : runs(m)
-      ? s.server.handleRequest(m.message, (reply) => delivered(m, reply))
-      : Effect.flatMap(answer(m), (reply) => delivered(m, reply))
+      ? s.server.handleRequest(m.message, (reply) => route.delivered(m, reply))
+      : Effect.flatMap(answer(m), (reply) => route.delivered(m, reply))
   // One request of a session here alone: its handler starts in this step, and one that answers while it
   // starts leaves no work for a fiber of the session to do.
   const only = messages.length === 1 ? messages[0] : undefined
   const answering = only === undefined
     ? OwedReplies.answerEach(messages, answerOne)
     : shared === undefined && env.inFlight === undefined && runs(only) && s.work.state._tag === "Open"
-    ? s.server.handleRequestIn(exchange, only.message, (reply) => delivered(only, reply))
+    ? s.server.handleRequestIn(exchange, only.message, (reply) => route.delivered(only, reply))
     : answerOne(only)
   // Refused by the in-flight registry, the requests recorded there get its refusal; the rest are answered as usual.
   const others = env.inFlight === undefined ? undefined : () => {
@@ -250,7 +339,7 @@ export const postToSession = Effect.fnUntraced(function*(
     )
     return rest.length === 0 ? Effect.void : OwedReplies.answerEach(rest, answerOne)
   }
-  const tracked = InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, deliver, others)
+  const tracked = InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, (r) => route.deliver(r), others)
   // What the work's end leaves to do, however it ends (`cause` when it failed or was interrupted).
   const finish = (cause: Cause.Cause<never> | undefined): Effect.Effect<void> => {
     for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)
@@ -267,35 +356,43 @@ export const postToSession = Effect.fnUntraced(function*(
     // otherwise wait, or resume the stream elsewhere, for an answer no instance will give.
     const failed = cause !== undefined && !Cause.hasInterruptsOnly(cause)
     if (
-      (failed || env.drain?.draining() === true) && accepts.sse &&
-      (config.responseMode === "sse" || !accepts.json || out.isStreaming())
+      (failed || env.drain?.draining() === true) && a.accepts.sse &&
+      (env.config.responseMode === "sse" || !a.accepts.json || out.isStreaming())
     ) {
       return Effect.uninterruptible(OwedReplies.onStream(env, out, route.unanswered(messages), failed ? cause : undefined))
     }
     return Effect.uninterruptible(out.end)
   }
-  // The work's fiber; none when the work was over as it started (its end is then done here).
-  let fiber: Fiber.Fiber<void> | undefined
   if (Exit.isExit(tracked) && Exit.isSuccess(tracked)) {
     const ending = finish(undefined)
-    if (!Exit.isExit(ending)) yield* ending
-  } else {
-    // One continuation for either end, not `onExit`'s several steps: an interruption takes the failure's
-    // branch too, and the work's fiber keeps its exit (a failure is what `owedReplies` reads).
-    const work = Effect.matchCauseEffect(tracked, {
-      onSuccess: () => finish(undefined),
-      onFailure: (cause) => Effect.andThen(finish(cause), Effect.failCause(cause))
-    })
-    // The work belongs to the session: a client that disconnects does not cancel it,
-    // and it keeps the slots taken until it ends.
-    fiber = runHoldingSlotsUnsafe(exchange, s, grant, work)
+    return { route, fiber: undefined, ending: Exit.isExit(ending) ? undefined : ending }
   }
+  // One continuation for either end, not `onExit`'s several steps: an interruption takes the failure's
+  // branch too, and the work's fiber keeps its exit (a failure is what `owedReplies` reads).
+  const work = Effect.matchCauseEffect(tracked, {
+    onSuccess: () => finish(undefined),
+    onFailure: (cause) => Effect.andThen(finish(cause), Effect.failCause(cause))
+  })
+  // The work belongs to the session: a client that disconnects does not cancel it,
+  // and it keeps the slots taken until it ends.
+  return { route, fiber: runHoldingSlotsUnsafe(exchange, s, grant, work), ending: undefined }
+}
 
-  if (lazy) {
+/** A POST's answer once its work is under way: the reply at once if the work gave it already. */
+const respond = (a: Admitted, route: PostRoute, fiber: Fiber.Fiber<void> | undefined): Response =>
+  a.lazy && route.opened === undefined && route.direct !== undefined && route.settled
+    ? Effect.succeed(jsonAnswer(JSON.stringify(route.direct), a.headers))
+    : awaitAnswer(a, route, fiber)
+
+/** `respond` for an answer not known yet, or not a single JSON reply. */
+const awaitAnswer = Effect.fnUntraced(function*(a: Admitted, route: PostRoute, fiber: Fiber.Fiber<void> | undefined) {
+  const { accepts, env, headers, initialize, messages, request, session: s } = a
+  const { config, sessions } = env
+  if (a.lazy) {
     // A handler done by now (it started at once) answered without a stream: no wait.
     if (!route.settled) yield* route.openedOrAnswered
     if (route.opened === undefined) {
-      if (direct !== undefined) return jsonAnswer(JSON.stringify(direct), headers)
+      if (route.direct !== undefined) return jsonAnswer(JSON.stringify(route.direct), headers)
       // The work is over (the stream can no longer open): what it left unanswered is owed now.
       const owed = yield* OwedReplies.owedReplies(env, fiber, messages, [])
       if (!Array.isArray(owed)) return owed
@@ -309,8 +406,8 @@ export const postToSession = Effect.fnUntraced(function*(
   // Answered already (a quick handler) with responses only: the whole SSE body in one write.
   const stream = Effect.suspend(() => {
     const opening = {
-      priming: !ephemeral && primes(s.protocolVersion ?? request.headers["mcp-protocol-version"]),
-      retryMs: ephemeral ? undefined : config.retryMs,
+      priming: !a.ephemeral && primes(s.protocolVersion ?? request.headers["mcp-protocol-version"]),
+      retryMs: a.ephemeral ? undefined : config.retryMs,
       lastEventId: undefined,
       cut: SseWire.cutter(request)
     }
@@ -321,7 +418,7 @@ export const postToSession = Effect.fnUntraced(function*(
   // An initialize is answered once its reply is known, whatever the wire: a failed one hands out no session
   // (below, with the JSON answer's own cleanup).
   if (initialize) yield* out.awaitEnded
-  if (!initialize || initializeSucceeded) {
+  if (!initialize || route.initializeSucceeded) {
     if (config.responseMode === "sse" && accepts.sse) return yield* stream
     // A JSON-only client waits for the end whatever the handler sends on the way.
     const streams = accepts.sse ? yield* out.awaitStreamingOrEnd : yield* Effect.as(out.awaitEnded, false)
@@ -349,67 +446,8 @@ export const postToSession = Effect.fnUntraced(function*(
   }
   if (replies.length === 0) return HttpServerResponse.empty({ status: 202, headers })
   // The replies' JSON was computed when they were queued (to size them): not serialized again.
-  return jsonAnswer(decoded._tag === "Single" ? replies[0].json : `[${replies.map((r) => r.json).join(",")}]`, headers)
+  return jsonAnswer(a.decoded._tag === "Single" ? replies[0].json : `[${replies.map((r) => r.json).join(",")}]`, headers)
 })
-
-/**
- * Where the messages a POST's handlers send on the way go. Its response
- * stream is made on first use (`out`, read by the session's `sendFor` and
- * `closeSseStream`), or up front with `open`.
- */
-class PostRoute implements RequestRoute {
-  opened: OutStream | undefined = undefined
-  /** Woken when the stream opens or the work ends without it. */
-  readonly #settled = new WakeOnce()
-  readonly canStream: boolean
-  readonly #sessions: Sessions
-  readonly #session: Session
-  readonly #resumable: boolean
-  readonly #streamId: string | undefined
-  // The ids of the replies offered to the stream, which a failed work reads to know what it still owes:
-  // the first apart, so that a POST of one request pays for no array.
-  #replies = 0
-  #firstReply: JsonRpc.RequestId | null = null
-  #moreReplies: Array<JsonRpc.RequestId | null> | undefined = undefined
-  constructor(canStream: boolean, sessions: Sessions, session: Session, resumable: boolean, streamId?: string) {
-    this.canStream = canStream
-    this.#sessions = sessions
-    this.#session = session
-    this.#resumable = resumable
-    this.#streamId = streamId
-  }
-  get out(): OutStream {
-    return this.open()
-  }
-  open(): OutStream {
-    if (this.opened === undefined) {
-      this.opened = this.#sessions.openStream(this.#session, this.#resumable, this.#streamId)
-      this.settle()
-    }
-    return this.opened
-  }
-  /** A reply with this id went into the stream. */
-  replied(id: JsonRpc.RequestId | null): void {
-    if (this.#replies++ === 0) this.#firstReply = id
-    else (this.#moreReplies ??= []).push(id)
-  }
-  /** The ids of `messages` owed a reply that the stream got none for, in the POST's order. */
-  unanswered(messages: ReadonlyArray<JsonRpc.Classified>): Array<JsonRpc.RequestId | null> {
-    const ids = this.#replies === 0 ? [] : [this.#firstReply, ...(this.#moreReplies ?? [])]
-    return OwedReplies.unansweredOnStream(messages, ids)
-  }
-  /** Wakes `openedOrAnswered`: the stream opened, or the work ended without it. */
-  settle(): void {
-    this.#settled.wake()
-  }
-  /** The stream opened, or the work ended without it. */
-  get settled(): boolean {
-    return this.#settled.woken
-  }
-  get openedOrAnswered(): Effect.Effect<void> {
-    return this.#settled.await
-  }
-}
 
 const toQueued = (reply: JsonRpc.JsonRpcResponse): Queued => ({ message: reply, json: JSON.stringify(reply) })
 

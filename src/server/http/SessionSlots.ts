@@ -256,19 +256,7 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
     session: Session | undefined,
     wanted: number
   ): Effect.Effect<Grant, never, Scope.Scope> =>
-    // The slots' way out is registered first and they are taken in the step that reads the registration:
-    // no step in between where the scope could close on slots it does not release.
-    Effect.withFiber((fiber) => {
-      let leave: Effect.Effect<void> | undefined
-      return Effect.map(
-        Scope.addFinalizerExit(Context.getUnsafe(fiber.context, Scope.Scope), () => leave ?? Effect.void),
-        () => {
-          const entry = enterSlotsUnsafe(principalId, session, wanted, fiber.getRef(Clock.Clock))
-          leave = entry.leave
-          return entry.grant
-        }
-      )
-    })
+    Effect.withFiber((fiber) => enterSlotsThen({ enterSlotsUnsafe }, fiber, principalId, session, wanted, Effect.succeed))
 
   const enter = (principalId: string, session: Session | undefined, stream: boolean) =>
     Effect.map(enterSlots(principalId, session, stream ? 1 : 0), (grant): Admission => grant.short ?? "ok")
@@ -281,6 +269,31 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
     slotsInUse: () => slotsInUse,
     awaitNoStreams: noStreams.await
   }
+}
+
+/**
+ * `enterSlots` from inside a step of `fiber` (the request's, which holds its
+ * scope), then `next` with the grant, in the step that takes the slots.
+ */
+export const enterSlotsThen = <A, E, R>(
+  slots: Pick<StreamSlots, "enterSlotsUnsafe">,
+  fiber: Fiber.Fiber<unknown, unknown>,
+  principalId: string,
+  session: Session | undefined,
+  wanted: number,
+  next: (grant: Grant) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => {
+  // The slots' way out is registered first and they are taken in the step that reads the registration:
+  // no step in between where the scope could close on slots it does not release.
+  let leave: Effect.Effect<void> | undefined
+  return Effect.flatMap(
+    Scope.addFinalizerExit(Context.getUnsafe(fiber.context, Scope.Scope), () => leave ?? Effect.void),
+    () => {
+      const entry = slots.enterSlotsUnsafe(principalId, session, wanted, fiber.getRef(Clock.Clock))
+      leave = entry.leave
+      return next(entry.grant)
+    }
+  )
 }
 
 /**

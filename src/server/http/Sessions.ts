@@ -43,7 +43,15 @@ export {
   type SessionKind,
   sharedStandaloneId
 } from "./HttpSession.ts"
-export { type Admission, type Grant, type Refusal, runHoldingSlots, runHoldingSlotsUnsafe, type Stats } from "./SessionSlots.ts"
+export {
+  type Admission,
+  enterSlotsThen,
+  type Grant,
+  type Refusal,
+  runHoldingSlots,
+  runHoldingSlotsUnsafe,
+  type Stats
+} from "./SessionSlots.ts"
 export type { SessionsConfig } from "./SessionsConfig.ts"
 
 export interface Refused {
