@@ -36,7 +36,9 @@
  * `toolkit` `McpServer` serving `echo` from an `effect/ai` `Toolkit`
  * (bench/stateless-server/server-toolkit.ts). Every
  * era but `session` gets the same request, byte for byte: the stateless
- * era's headers and `_meta`.
+ * era's headers and `_meta`. `REQUEST_SHAPE=session` sends any server a
+ * session's requests instead (an `initialize` first, then no `_meta`), to
+ * tell what the stateless era's bigger messages cost a bare server.
  */
 import { execFileSync, spawn } from "node:child_process"
 import { readFileSync, rmSync } from "node:fs"
@@ -105,7 +107,9 @@ const meta = {
 }
 const { close, post } = mcpPoster(url, concurrency)
 let headers: Record<string, string>
-if (era === "session") {
+// The requests' shape: a session's (no `_meta`, a session header) or the stateless era's, whatever the server.
+const sessionShaped = (process.env.REQUEST_SHAPE ?? (era === "session" ? "session" : "stateless")) === "session"
+if (sessionShaped) {
   headers = await openSession(post, "era-drive")
 } else {
   headers = { "mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo" }
@@ -113,7 +117,7 @@ if (era === "session") {
 let nextId = 0
 const call = async () => {
   const id = ++nextId
-  const params = era === "session"
+  const params = sessionShaped
     ? { name: "echo", arguments: { text: "hi" } }
     : { name: "echo", arguments: { text: "hi" }, _meta: meta }
   const res = await post({ jsonrpc: "2.0", id, method: "tools/call", params }, headers)
