@@ -8,6 +8,8 @@
  *   (bench/stateless-server/server-bare.ts): what the transport costs without `McpServer`;
  * - `node:http`: a bare node:http server doing the same JSON work (parse the
  *   body, answer the JSON-RPC request, JSON reply; bench/stateless-server/server-minimal.ts);
+ *   `node:http session` the same server given a session's request (no `_meta`,
+ *   a session's headers), the floor a session's request is held to;
  * - `effect/http`: one effect/http route on NodeHttpServer doing the same
  *   (bench/http/server-effect-min.ts): what effect/http and the platform cost
  *   by themselves.
@@ -135,6 +137,12 @@ const variants: ReadonlyArray<Variant> = [
   ...(await bothEras("bare", bare)),
   // The floors read the same request as `ours stateless` (headers and `_meta`), byte for byte.
   variant("node:http", minimal.child.pid!, minimal.url, statelessHeaders, true),
+  // The bare server given a session's request instead (no `_meta`, a session id of a session's length).
+  variant("node:http session", minimal.child.pid!, minimal.url, {
+    ...base,
+    "mcp-protocol-version": SESSION,
+    "mcp-session-id": "00000000-0000-4000-8000-000000000000"
+  }, false),
   variant("effect/http", effectMin.child.pid!, effectMin.url, statelessHeaders, true),
   variant("effect/http checked", effectChecked.child.pid!, effectChecked.url, statelessHeaders, true)
 ]
