@@ -71,7 +71,7 @@ const sessionIdOf = (url: string): string | undefined => {
 }
 
 export const message = (env: Env): Guarded => (request, principal) =>
-  ServerSpans.withHttpPeer(request, messageOf(env, request, principal))
+  env.observed ? ServerSpans.withHttpPeer(request, messageOf(env, request, principal)) : messageOf(env, request, principal)
 
 const messageOf = Effect.fnUntraced(function*(
   env: Env,

@@ -65,7 +65,8 @@ export const withHttpPeer = <A, E, R>(
  * come back as they are.
  */
 export const carryRequest = (current: Context.Context<never>, services: Context.Context<never>): Context.Context<never> => {
-  // The peer is there exactly when tracing is on (`withHttpPeer`): without it there is no span to carry either.
+  // The peer is there exactly when tracing is on (`withHttpPeer`, which an HTTP transport whose services record
+  // nothing skips): without it there is no span to carry either.
   const peer = Context.get(current, CurrentPeer)
   if (peer === undefined) return services
   const withPeer = Context.add(services, CurrentPeer, peer)
