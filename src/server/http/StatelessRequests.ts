@@ -24,7 +24,8 @@ export interface StatelessRequests {
    * Starts a request's handler at once, in the step of `parent` (the
    * request's fiber) that calls this, with the services `run` makes of
    * `parent`'s. Not tied to any scope: whoever calls this interrupts the
-   * fiber when the request ends before it.
+   * fiber when the request ends before it. A handler whose effect is an
+   * `Exit` when built needs no fiber: that `Exit` comes back instead.
    */
   readonly runStatelessUnsafe: <A, E>(
     parent: Fiber.Fiber<unknown, unknown>,
@@ -73,7 +74,6 @@ export const make = (options: {
     start: () => Effect.Effect<A, E>,
     run: StatelessRun
   ): Fiber.Fiber<A, E> | Exit.Exit<A, E> => {
-    // Started at once, as a session's work is: scheduled instead, each request pays a scheduler round trip.
     // The handler's effect is built in the caller's step: a throw there is the fiber's defect.
     const effect = buildNow(start)
     // Answered while it was built: no fiber to run it, nothing to count or to interrupt.
@@ -83,6 +83,7 @@ export const make = (options: {
     }
     // Counted before it starts, so that a handler done while it starts is counted and uncounted alike.
     if (statelessRequests++ === 0) noStateless.closeUnsafe()
+    // Started at once, as a session's work is: scheduled instead, each request pays a scheduler round trip.
     const fiber = Effect.runForkWith(run.services(parent.context))(effect)
     let held = false
     // Called at once for a fiber that ended while it started.

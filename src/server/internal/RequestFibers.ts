@@ -32,7 +32,8 @@ export interface RequestFibers<A> {
    * `run` for a caller that waits for the fiber, from inside a step it takes
    * (`Effect.withFiber`, whose fiber is `parent`): `then` of the fiber's exit
    * once it ends, or of `undefined` when `id` is taken, run by the caller. A
-   * fiber that ended while it started costs no step more. The fiber's effect
+   * fiber that ended while it started costs no step more, and an effect that
+   * is an `Exit` when built gets no fiber at all. The fiber's effect
    * is built in that step, only when it starts (a throw is the fiber's
    * defect). With `services`, as in `start`.
    */
