@@ -99,10 +99,7 @@ export const postToSession = (
             shared: undefined,
             lazy: true
           }
-          const started = begin(admitted, exchange)
-          return started.ending === undefined
-            ? respond(admitted, started.route, started.fiber)
-            : Effect.andThen(started.ending, Effect.suspend(() => respond(admitted, started.route, started.fiber)))
+          return beginAndRespond(admitted, exchange)
         })
       )
     }
@@ -242,9 +239,7 @@ const admitAny = Effect.fnUntraced(function*(
     shared,
     lazy: decoded._tag === "Single" && !initialize && isLazy(env, accepts)
   }
-  const started = begin(admitted, Fiber.getCurrent()!)
-  if (started.ending !== undefined) yield* started.ending
-  return yield* respond(admitted, started.route, started.fiber)
+  return yield* beginAndRespond(admitted, Fiber.getCurrent()!)
 })
 
 const handle = (shared: SharedSessions.Shared | undefined, s: Session, m: JsonRpc.Classified) =>
@@ -376,6 +371,14 @@ const begin = (a: Admitted, exchange: Fiber.Fiber<unknown, unknown>): Started =>
   // The work belongs to the session: a client that disconnects does not cancel it,
   // and it keeps the slots taken until it ends.
   return { route, fiber: runHoldingSlotsUnsafe(exchange, s, grant, work), ending: undefined }
+}
+
+/** `begin`, then `respond` once what a work over as it started left to run has run. */
+const beginAndRespond = (a: Admitted, exchange: Fiber.Fiber<unknown, unknown>): Response => {
+  const started = begin(a, exchange)
+  return started.ending === undefined
+    ? respond(a, started.route, started.fiber)
+    : Effect.andThen(started.ending, Effect.suspend(() => respond(a, started.route, started.fiber)))
 }
 
 /** A POST's answer once its work is under way: the reply at once if the work gave it already. */
