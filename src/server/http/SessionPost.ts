@@ -85,21 +85,7 @@ export const postToSession = (
         enterSlotsThen(env.sessions, exchange, principal.id, s, 1, (grant): Response => {
           if (grant.granted === 0) return SlotRefusal.refuse(grant.short!)
           if (!s.initialized && completesHandshake(only)) s.initialized = true
-          const admitted: Admitted = {
-            env,
-            request,
-            accepts,
-            decoded,
-            messages,
-            session: s,
-            grant,
-            headers: sessionHeader(s),
-            initialize: false,
-            ephemeral: false,
-            shared: undefined,
-            lazy: true
-          }
-          return beginAndRespond(admitted, exchange)
+          return beginAndRespond(admittedOf(env, request, accepts, decoded, messages, s, grant, false, false), exchange)
         })
       )
     }
@@ -133,6 +119,32 @@ interface Admitted {
   /** Whether the response stream opens on first use only (`isLazy`). */
   readonly lazy: boolean
 }
+
+/** The record of a POST whose slots are taken, for either path. */
+const admittedOf = (
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  accepts: RequestBody.Accepts,
+  decoded: Decoded,
+  messages: ReadonlyArray<JsonRpc.Classified>,
+  session: Session,
+  grant: Grant,
+  initialize: boolean,
+  ephemeral: boolean
+): Admitted => ({
+  env,
+  request,
+  accepts,
+  decoded,
+  messages,
+  session,
+  grant,
+  headers: sessionHeader(session),
+  initialize,
+  ephemeral,
+  shared: ephemeral ? undefined : env.shared,
+  lazy: decoded._tag === "Single" && !initialize && isLazy(env, accepts)
+})
 
 /**
  * Any POST of the handshake era: its session found or made, the checks it
@@ -211,9 +223,9 @@ const admitAny = Effect.fnUntraced(function*(
     if (initialize) yield* sessions.close(s)
     return yield* SlotRefusal.refuse(grant.short!)
   }
-  const headers = sessionHeader(s)
+  const admitted = admittedOf(env, request, accepts, decoded, messages, s, grant, initialize, ephemeral)
+  const { headers, shared } = admitted
   if (!s.initialized && messages.some(completesHandshake)) s.initialized = true
-  const shared = ephemeral ? undefined : env.shared
   // The fleet learns the handshake is over before the client does (the 202), so its next request may go anywhere.
   if (shared !== undefined && messages.some(isInitializedNotification) && !(yield* SharedSessions.recordReady(shared, s))) {
     return SharedSessions.unavailable(shared)
@@ -225,20 +237,6 @@ const admitAny = Effect.fnUntraced(function*(
     return HttpServerResponse.empty({ status: 202, headers })
   }
 
-  const admitted: Admitted = {
-    env,
-    request,
-    accepts,
-    decoded,
-    messages,
-    session: s,
-    grant,
-    headers,
-    initialize,
-    ephemeral,
-    shared,
-    lazy: decoded._tag === "Single" && !initialize && isLazy(env, accepts)
-  }
   return yield* beginAndRespond(admitted, Fiber.getCurrent()!)
 })
 
