@@ -17,7 +17,15 @@
  * Prints one JSON line { client, op, progress, concurrency, cpuUs, rps, progressSeen }.
  * Run it under `npx node --cpu-prof --cpu-prof-dir=/tmp/x ...` and summarise with
  * bench/profile/summarize.ts.
+ *
+ * INSTR=1 runs the client again under valgrind's callgrind, counting its
+ * instructions only while the measured calls run, and adds `instructionsPerCall`:
+ * a count that machine load does not move, for comparing two builds of the
+ * client (the responder, not traced, then outpaces the client, so each read
+ * brings many lines).
  */
+import { execFileSync, spawn } from "node:child_process"
+import { readFileSync, rmSync } from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -28,6 +36,31 @@ import { drive } from "../stats.ts"
 const [client = "ours", op = "callTool", progressText = "20", concurrencyText = "4", totalText = "5000", warmText = "2000"] =
   process.argv.slice(2)
 const progress = Number(progressText)
+
+if (process.env.INSTR === "1") {
+  const out = `/tmp/progress-client-callgrind.${process.pid}.out`
+  const line = execFileSync("valgrind", [
+    "--tool=callgrind",
+    "--instr-atstart=no",
+    // V8 writes the code it compiles: every block is checked for changes.
+    "--smc-check=all",
+    `--callgrind-out-file=${out}`,
+    process.execPath,
+    ...process.execArgv,
+    ...process.argv.slice(1)
+  ], { env: { ...process.env, INSTR: "counting" }, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
+  const totals = /^totals: (\d+)/m.exec(readFileSync(out, "utf8"))
+  rmSync(out, { force: true })
+  const cell = JSON.parse(line.trim().split("\n").at(-1)!) as Record<string, unknown>
+  const calls = Number(totalText)
+  console.log(JSON.stringify({ ...cell, instructionsPerCall: totals === null ? undefined : Math.round(Number(totals[1]) / calls) }))
+  process.exit(0)
+}
+/** Turns callgrind's counting on or off in this process (when it runs under callgrind). */
+const counting = (on: boolean): Promise<void> =>
+  process.env.INSTR !== "counting" ? Promise.resolve() : new Promise((ok) =>
+    spawn("callgrind_control", ["-i", on ? "on" : "off", String(process.pid)], { stdio: "ignore" }).once("exit", () => ok())
+  )
 const concurrency = Number(concurrencyText)
 const total = Number(totalText)
 const warm = Number(warmText)
@@ -121,9 +154,11 @@ if (driven === undefined) throw new Error(`unknown client ${client} (raw, ours, 
 
 await driven.run(warm)
 progressSeen = 0
+await counting(true)
 const cpu0 = process.cpuUsage()
 const measured = await driven.run(total)
 const cpu = process.cpuUsage(cpu0)
+await counting(false)
 process.stdout.write(
   JSON.stringify({
     client,
