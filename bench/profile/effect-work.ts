@@ -1,6 +1,7 @@
 /**
  * The Effect work per request of the hot paths, counted exactly
- * (test/fixtures/EffectWork.ts: steps the runtime evaluates, fibers started),
+ * (test/fixtures/EffectWork.ts: steps the runtime evaluates, fibers started,
+ * tasks queued on dispatchers),
  * one request at a time after a warm-up:
  * - the HTTP server: `tools/call` on this project's server (McpServer, Schema
  *   params) in 2026-07-28 and in a 2025-11-25 session, and on one bare
@@ -38,7 +39,7 @@ const HttpServerTransport = await loadHttpServerTransport()
 const McpClient = await loadMcpClient()
 const StdioClientTransport = await loadStdioClientTransport()
 
-const rows: Array<{ path: string; steps: number; fibers: number }> = []
+const rows: Array<{ path: string; steps: number; fibers: number; tasks: number }> = []
 const report = (path: string, work: EffectWork.EffectWork) => rows.push({ path, ...work })
 
 const runs: EffectWork.Runs = { warm, calls }
@@ -152,6 +153,8 @@ for (const era of ["2025-11-25", "2026-07-28"] as const) {
   }
 }
 
-process.stdout.write("| path | steps per call | fibers per call |\n|---|---:|---:|\n")
-for (const row of rows) process.stdout.write(`| ${row.path} | ${+row.steps.toFixed(2)} | ${+row.fibers.toFixed(2)} |\n`)
+process.stdout.write("| path | steps per call | fibers per call | dispatcher tasks per call |\n|---|---:|---:|---:|\n")
+for (const row of rows) {
+  process.stdout.write(`| ${row.path} | ${+row.steps.toFixed(2)} | ${+row.fibers.toFixed(2)} | ${+row.tasks.toFixed(2)} |\n`)
+}
 process.exit(0)

@@ -1,6 +1,7 @@
 /**
  * The Effect work of the hot paths, counted exactly (test/fixtures/EffectWork.ts):
- * the steps `effect`'s runtime evaluates and the fibers it starts for one
+ * the steps `effect`'s runtime evaluates, the fibers it starts and the tasks
+ * queued on fibers' dispatchers (each a `setImmediate`) for one
  * `tools/call` on the HTTP server in each era and on the stdio server (its
  * stdin and stdout in memory, their own steps included), and for one
  * `McpClient.callTool` over stdio, with and without progress. Each path has a budget, the count
@@ -21,20 +22,21 @@ import * as StdioInMemory from "../fixtures/stdio-in-memory.ts"
 import { openSession, post } from "../server/http/helpers.ts"
 
 /**
- * Holds `work` to a budget of whole steps and fibers per call. Work the
- * process does on a timer (a sweep, a keep-alive) can fall in the measured
- * window, more of it on a loaded machine: under one step or fiber per call is
- * tolerated, one more per call is not.
+ * Holds `work` to a budget of whole steps, fibers and dispatcher tasks per
+ * call. Work the process does on a timer (a sweep, a keep-alive) can fall in
+ * the measured window, more of it on a loaded machine: under one of each per
+ * call is tolerated, one more per call is not.
  */
-const withinBudget = (work: EffectWork.EffectWork, steps: number, fibers: number) => {
+const withinBudget = (work: EffectWork.EffectWork, steps: number, fibers: number, tasks = 0) => {
   expect(work.steps).toBeLessThan(steps + 1)
   expect(work.fibers).toBeLessThan(fibers + 1)
+  expect(work.tasks).toBeLessThan(tasks + 1)
 }
 
 const RUNS: EffectWork.Runs = { warm: 30, calls: 100 }
 
 describe("Effect work on the hot paths", () => {
-  it.live("HTTP server: a tools/call costs at most 17 steps and 1 fiber in either era (2026-07-28, 2025-11-25 session)", () =>
+  it.live("HTTP server: a tools/call costs at most 17 steps, 1 fiber and no dispatcher task in either era (2026-07-28, 2025-11-25 session)", () =>
     Effect.gen(function*() {
       const counter = EffectWork.make()
       const handle = yield* McpServer.toHandler(server)
@@ -60,7 +62,7 @@ describe("Effect work on the hot paths", () => {
       withinBudget(inSession, 17, 1)
     }).pipe(Effect.scoped))
 
-  it.live("stdio server: a tools/call costs at most 30 steps and 1 fiber (2025-11-25 session), its stdin and stdout in memory", () =>
+  it.live("stdio server: a tools/call costs at most 30 steps, 1 fiber and no dispatcher task (2025-11-25 session), its stdin and stdout in memory", () =>
     Effect.gen(function*() {
       const counter = EffectWork.make()
       const handle = yield* McpServer.toHandler(server)
@@ -84,7 +86,7 @@ describe("Effect work on the hot paths", () => {
       withinBudget(call, 30, 1)
     }).pipe(Effect.scoped))
 
-  it.live("stdio client: a callTool costs at most 26 steps and no fiber; 20 progress add none, or 14 beside onProgress's own", () => {
+  it.live("stdio client: a callTool costs at most 26 steps, no fiber and no dispatcher task; 20 progress add none, or 14 steps beside onProgress's own", () => {
     const counter = EffectWork.make()
     const fixture = new URL("../fixtures/progress-stdio-server.ts", import.meta.url).pathname
     return Effect.gen(function*() {
@@ -97,7 +99,7 @@ describe("Effect work on the hot paths", () => {
       const withCallback = yield* EffectWork.perEffect(counter, calls(20, () => Effect.void), RUNS)
       withinBudget(plain, 26, 0)
       withinBudget(progressed, 26, 0)
-      withinBudget({ steps: withCallback.steps - 20 - 14, fibers: withCallback.fibers }, 26, 0)
+      withinBudget({ ...withCallback, steps: withCallback.steps - 20 - 14 }, 26, 0)
     }).pipe(Effect.scoped, Effect.provide(NodeServices.layer), Effect.provide(counter.layer))
   })
 })

@@ -343,6 +343,26 @@ const withProgress = <A, E>(
   })
 
 /**
+ * Relays given progress during this tick, looked at once the tick's own
+ * work is done: by then the rest of the read that brought the progress has
+ * been routed, and a call whose result came with it has finished. One
+ * reaction per tick serves every call, where a task on the caller's
+ * dispatcher cost each call a `setImmediate` of its own (every fiber has a
+ * dispatcher of its own). A reaction on a settled promise, since
+ * `queueMicrotask` makes an `AsyncResource` per call.
+ */
+let toKick: Array<ProgressRelay> = []
+const resolved = Promise.resolve()
+const kickAll = (): void => {
+  const relays = toKick
+  toKick = []
+  for (const relay of relays) relay.kick()
+}
+const kickAtEndOfTick = (relay: ProgressRelay): void => {
+  if (toKick.push(relay) === 1) void resolved.then(kickAll)
+}
+
+/**
  * The progress of one call on its way to `onProgress` (see `withProgress`).
  * A call whose progress comes with its result builds only this and its
  * queue; the parts of the callbacks' own fiber are made when it starts.
@@ -353,7 +373,6 @@ class ProgressRelay {
   private parked: ((resume: Effect.Effect<void>) => void) | undefined = undefined
   private kickScheduled = false
   private settled = false
-  private kickTask: (() => void) | undefined = undefined
   private readonly caller: Fiber.Fiber<unknown, unknown>
   private readonly onProgress: (progress: Progress) => Effect.Effect<void>
   private readonly watch: Watch
@@ -368,15 +387,16 @@ class ProgressRelay {
     this.pending.push(progress)
     if (!this.kickScheduled && (this.deliverer === undefined || this.parked !== undefined)) {
       this.kickScheduled = true
-      this.caller.currentDispatcher.scheduleTask(this.kickTask ??= () => this.kick(), 0)
+      kickAtEndOfTick(this)
     }
   }
 
-  private kick(): void {
+  /** Starts the callbacks' fiber, or wakes it, unless the call is over. */
+  kick(): void {
     this.kickScheduled = false
     if (this.settled) return
     if (this.deliverer === undefined) {
-      // Started on the next tick: a callback that wakes a fiber which then ends this call finds it here.
+      // It yields first: a callback that wakes a fiber which then ends this call finds it here.
       this.deliverer = Effect.runForkWith(this.caller.context)(Effect.andThen(Effect.yieldNow, this.loop()))
       return
     }
