@@ -8,7 +8,10 @@
  *   `effect/http` route doing the same JSON work (the floor);
  * - the stdio client: `McpClient.callTool` against bench/raw-responder.ts in
  *   both eras, with 0 and 20 progress notifications per call, with and
- *   without an `onProgress` callback (`Effect.void`, one step of its own each).
+ *   without an `onProgress` callback (`Effect.void`, one step of its own each);
+ * - the HTTP client: `McpClient.callTool` over Streamable HTTP against this
+ *   project's server in both eras (and the transport's own request in a
+ *   session), beside `effect/http`'s client posting the same body alone.
  *
  *   npx node bench/profile/effect-work.ts [calls=200] [--by-kind[=session]]
  *
@@ -19,16 +22,28 @@
  * first: for finding steps a path could do without.
  */
 import { createServer } from "node:http"
-import { NodeHttpServer, NodeServices } from "@effect/platform-node"
+import { NodeHttpClient, NodeHttpServer, NodeServices } from "@effect/platform-node"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import {
+  HttpClient,
+  HttpClientRequest,
+  HttpRouter,
+  HttpServer,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
 import { echoCallServer as definition, STATELESS_META as META } from "../../test/fixtures/echo-call-server.ts"
 import * as EffectWork from "../../test/fixtures/EffectWork.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
-import { loadHttpServerTransport, loadMcpClient, loadStdioClientTransport } from "../our-modules.ts"
+import {
+  loadHttpServerTransport,
+  loadMcpClient,
+  loadStdioClientTransport,
+  loadStreamableHttpClientTransport
+} from "../our-modules.ts"
 
 const kindFlag = process.argv.find((a) => a.startsWith("--by-kind"))
 const byKind = kindFlag !== undefined
@@ -38,6 +53,7 @@ const warm = Math.max(20, calls / 4)
 const HttpServerTransport = await loadHttpServerTransport()
 const McpClient = await loadMcpClient()
 const StdioClientTransport = await loadStdioClientTransport()
+const StreamableHttpClientTransport = await loadStreamableHttpClientTransport()
 
 const rows: Array<{ path: string; steps: number; fibers: number; tasks: number }> = []
 const report = (path: string, work: EffectWork.EffectWork) => rows.push({ path, ...work })
@@ -152,6 +168,48 @@ for (const era of ["2025-11-25", "2026-07-28"] as const) {
     })).pipe(Effect.provide(NodeServices.layer), Effect.provide(counter.layer)))
   }
 }
+
+// --- the HTTP client -----------------------------------------------------------
+// Against this project's server (not counted: it runs without the counter), and
+// effect/http's own client posting the same body and parsing the answer (the floor).
+await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+  const handle = yield* McpServer.toHandler(definition)
+  const context = yield* Layer.build(HttpServerTransport.layer(handle.handler, { port: 0 }))
+  const url = Option.getOrThrow(Context.get(context, HttpServerTransport.HttpServerTransport).url)
+  const params = { name: "echo", arguments: { text: "hi" } }
+  for (const era of ["2025-11-25", "2026-07-28"] as const) {
+    const counter = EffectWork.make()
+    yield* Effect.scoped(Effect.gen(function*() {
+      const transport = yield* StreamableHttpClientTransport.make({ url })
+      const client = yield* McpClient.fromTransport(transport, {
+        clientInfo: { name: "work", version: "1.0.0" },
+        protocol: era
+      })
+      if (era === "2025-11-25") {
+        const request = transport.request("tools/call", params)
+        report(`HTTP client, ${era}, transport's request`, yield* EffectWork.perEffect(counter, request, runs))
+      }
+      const call = client.callTool(params)
+      report(`HTTP client, ${era}, McpClient.callTool`, yield* EffectWork.perEffect(counter, call, runs))
+    })).pipe(Effect.provide(NodeHttpClient.layerUndici), Effect.provide(counter.layer))
+  }
+  const counter = EffectWork.make()
+  const body = JSON.stringify(toolCall({ ...params, _meta: META }))
+  const headers = {
+    accept: "application/json, text/event-stream",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "echo"
+  }
+  yield* Effect.gen(function*() {
+    const client = yield* HttpClient.HttpClient
+    const once = Effect.flatMap(
+      client.execute(HttpClientRequest.bodyText(HttpClientRequest.post(url, { headers }), body, "application/json")),
+      (response) => Effect.map(response.text, (text) => JSON.parse(text) as unknown)
+    )
+    report("HTTP, effect/http client alone", yield* EffectWork.perEffect(counter, Effect.orDie(once), runs))
+  }).pipe(Effect.provide(NodeHttpClient.layerUndici), Effect.provide(counter.layer))
+})))
 
 process.stdout.write("| path | steps per call | fibers per call | dispatcher tasks per call |\n|---|---:|---:|---:|\n")
 for (const row of rows) {
