@@ -12,6 +12,7 @@ import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { buildNow } from "../../internal/BuildNow.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
+import * as ServerSpans from "../internal/ServerSpans.ts"
 import type { AvailabilityShape } from "../Availability.ts"
 import type { EventStoreShape } from "../EventStore.ts"
 import type { Handler } from "../Handler.ts"
@@ -76,6 +77,14 @@ export type Guarded = (
   request: HttpServerRequest.HttpServerRequest,
   principal: Security.Principal
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
+
+/**
+ * `f` serving its messages with the request's peer known (`ServerSpans.withHttpPeer`) when the
+ * transport's services record anything (`Env.observed`), and `f` itself when they record nothing:
+ * decided once, when the route is made, so that such a request pays no step for a peer.
+ */
+export const withPeer = (env: Env, f: Guarded): Guarded =>
+  env.observed ? (request, principal) => ServerSpans.withHttpPeer(request, f(request, principal)) : f
 
 export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded): Route => (request) => {
   const origin = request.headers["origin"]

@@ -21,9 +21,8 @@ import type * as Scope from "effect/Scope"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
-import * as ServerSpans from "../internal/ServerSpans.ts"
 import * as EraRouting from "./EraRouting.ts"
-import type { Env, Guarded } from "./Guard.ts"
+import { type Env, type Guarded, withPeer } from "./Guard.ts"
 import * as OwedReplies from "./OwedReplies.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
@@ -70,8 +69,7 @@ const sessionIdOf = (url: string): string | undefined => {
   return new URLSearchParams(url.slice(query + 1)).get("sessionId") ?? undefined
 }
 
-export const message = (env: Env): Guarded => (request, principal) =>
-  env.observed ? ServerSpans.withHttpPeer(request, messageOf(env, request, principal)) : messageOf(env, request, principal)
+export const message = (env: Env): Guarded => withPeer(env, (request, principal) => messageOf(env, request, principal))
 
 const messageOf = Effect.fnUntraced(function*(
   env: Env,

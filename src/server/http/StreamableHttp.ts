@@ -24,9 +24,8 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 import * as Metrics from "../../observability/Metrics.ts"
-import * as ServerSpans from "../internal/ServerSpans.ts"
 import * as EraRouting from "./EraRouting.ts"
-import type { Env, Guarded } from "./Guard.ts"
+import { type Env, type Guarded, withPeer } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
 import * as Security from "./Security.ts"
 import { badVersion, find, missingSession, primes, sessionHeader, unknownSession } from "./SessionHeaders.ts"
@@ -43,11 +42,7 @@ const modernOnly = () =>
     allow: "POST"
   })
 
-// With nothing to record a request (`Env.observed`), its peer is not looked for: no step for it.
-export const post = (env: Env): Guarded => (request, principal) =>
-  env.observed
-    ? ServerSpans.withHttpPeer(request, postMessages(env, request, principal))
-    : postMessages(env, request, principal)
+export const post = (env: Env): Guarded => withPeer(env, (request, principal) => postMessages(env, request, principal))
 
 type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
 
