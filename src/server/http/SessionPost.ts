@@ -82,7 +82,7 @@ export const postToSession = (
       const forbidden = env.authorize?.(principal, messages)
       if (forbidden !== undefined) return Effect.succeed(forbidden)
       return Effect.withFiber((exchange) =>
-        enterSlotsThen(env.sessions, exchange, principal.id, s, 1, (grant): Response => {
+        enterSlotsThen(env.sessions.enterSlotsUnsafe, exchange, principal.id, s, 1, (grant): Response => {
           if (grant.granted === 0) return SlotRefusal.refuse(grant.short!)
           if (!s.initialized && completesHandshake(only)) s.initialized = true
           return beginAndRespond(admittedOf(env, request, accepts, decoded, messages, s, grant, false, false), exchange)

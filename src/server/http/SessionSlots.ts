@@ -256,7 +256,7 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
     session: Session | undefined,
     wanted: number
   ): Effect.Effect<Grant, never, Scope.Scope> =>
-    Effect.withFiber((fiber) => enterSlotsThen({ enterSlotsUnsafe }, fiber, principalId, session, wanted, Effect.succeed))
+    Effect.withFiber((fiber) => enterSlotsThen(enterSlotsUnsafe, fiber, principalId, session, wanted, Effect.succeed))
 
   const enter = (principalId: string, session: Session | undefined, stream: boolean) =>
     Effect.map(enterSlots(principalId, session, stream ? 1 : 0), (grant): Admission => grant.short ?? "ok")
@@ -276,7 +276,7 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
  * scope), then `next` with the grant, in the step that takes the slots.
  */
 export const enterSlotsThen = <A, E, R>(
-  slots: Pick<StreamSlots, "enterSlotsUnsafe">,
+  enterSlotsUnsafe: StreamSlots["enterSlotsUnsafe"],
   fiber: Fiber.Fiber<unknown, unknown>,
   principalId: string,
   session: Session | undefined,
@@ -289,7 +289,7 @@ export const enterSlotsThen = <A, E, R>(
   return Effect.flatMap(
     Scope.addFinalizerExit(Context.getUnsafe(fiber.context, Scope.Scope), () => leave ?? Effect.void),
     () => {
-      const entry = slots.enterSlotsUnsafe(principalId, session, wanted, fiber.getRef(Clock.Clock))
+      const entry = enterSlotsUnsafe(principalId, session, wanted, fiber.getRef(Clock.Clock))
       leave = entry.leave
       return next(entry.grant)
     }
