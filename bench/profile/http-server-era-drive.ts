@@ -41,9 +41,10 @@
  * tell what the stateless era's bigger messages cost a bare server.
  */
 import { execFileSync, spawn } from "node:child_process"
-import { readFileSync, rmSync } from "node:fs"
+import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { createInterface } from "node:readline"
+import { totalIn, valgrindArgs } from "./callgrind.ts"
 import { mcpPoster, openSession } from "./mcp-post.ts"
 
 const [era = "stateless", totalText = "30000", concText = "32", dir = "/tmp/era-prof"] = process.argv.slice(2)
@@ -70,16 +71,7 @@ const [scriptPath, ...scriptArgs] = scripts[era] ?? ["bench/stateless-server/ser
 const script = [resolve(root, scriptPath), ...scriptArgs]
 const callgrindOut = `/tmp/era-drive-callgrind.${process.pid}.out`
 const child = instr
-  ? spawn("valgrind", [
-    "--tool=callgrind",
-    "--instr-atstart=no",
-    // V8 writes the code it compiles: every block is checked for changes.
-    "--smc-check=all",
-    `--callgrind-out-file=${callgrindOut}`,
-    process.execPath,
-    ...flags,
-    ...script
-  ], { stdio: ["ignore", "pipe", "pipe"] })
+  ? spawn("valgrind", valgrindArgs(callgrindOut, [...flags, ...script]), { stdio: ["ignore", "pipe", "pipe"] })
   : spawn(process.execPath, [...flags, ...script], { stdio: ["ignore", "pipe", "inherit"] })
 // A driver that fails (a refused request) does not leave its server running.
 process.once("exit", () => child.kill("SIGKILL"))
@@ -156,9 +148,8 @@ child.kill("SIGINT")
 await new Promise((ok) => child.once("exit", ok))
 let counted = {}
 if (instr) {
-  // callgrind writes its count when the server exits: `totals: <instructions>`.
-  const summary = /^totals: (\d+)/m.exec(readFileSync(callgrindOut, "utf8"))
-  if (process.env.SHOW_VALGRIND !== "1") rmSync(callgrindOut, { force: true })
-  counted = { instructionsPerReq: summary === null ? undefined : Math.round(Number(summary[1]) / total) }
+  // callgrind writes its count when the server exits.
+  const instructions = totalIn(callgrindOut, process.env.SHOW_VALGRIND === "1")
+  counted = { instructionsPerReq: instructions === undefined ? undefined : Math.round(instructions / total) }
 }
 console.log(JSON.stringify({ era, total, concurrency, serverCpuUsPerReq: cpuUs, ...gc, ...counted }))

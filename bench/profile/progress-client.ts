@@ -25,13 +25,13 @@
  * brings many lines).
  */
 import { execFileSync, spawn } from "node:child_process"
-import { readFileSync, rmSync } from "node:fs"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { connect, INITIALIZE_PARAMS } from "../clients/raw-core.ts"
 import { driveEffect } from "../clients/effect-drive.ts"
 import { drive } from "../stats.ts"
+import { totalIn, valgrindArgs } from "./callgrind.ts"
 
 const [client = "ours", op = "callTool", progressText = "20", concurrencyText = "4", totalText = "5000", warmText = "2000"] =
   process.argv.slice(2)
@@ -39,21 +39,15 @@ const progress = Number(progressText)
 
 if (process.env.INSTR === "1") {
   const out = `/tmp/progress-client-callgrind.${process.pid}.out`
-  const line = execFileSync("valgrind", [
-    "--tool=callgrind",
-    "--instr-atstart=no",
-    // V8 writes the code it compiles: every block is checked for changes.
-    "--smc-check=all",
-    `--callgrind-out-file=${out}`,
-    process.execPath,
-    ...process.execArgv,
-    ...process.argv.slice(1)
-  ], { env: { ...process.env, INSTR: "counting" }, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
-  const totals = /^totals: (\d+)/m.exec(readFileSync(out, "utf8"))
-  rmSync(out, { force: true })
+  const line = execFileSync("valgrind", valgrindArgs(out, [...process.execArgv, ...process.argv.slice(1)]), {
+    env: { ...process.env, INSTR: "counting" },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "ignore"]
+  })
+  const counted = totalIn(out)
   const cell = JSON.parse(line.trim().split("\n").at(-1)!) as Record<string, unknown>
   const calls = Number(totalText)
-  console.log(JSON.stringify({ ...cell, instructionsPerCall: totals === null ? undefined : Math.round(Number(totals[1]) / calls) }))
+  console.log(JSON.stringify({ ...cell, instructionsPerCall: counted === undefined ? undefined : Math.round(counted / calls) }))
   process.exit(0)
 }
 /** Turns callgrind's counting on or off in this process (when it runs under callgrind). */
