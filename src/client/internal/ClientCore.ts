@@ -8,7 +8,6 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberMap from "effect/FiberMap"
-import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
@@ -23,6 +22,7 @@ import {
 import * as JsonRpc from "../../JsonRpc.ts"
 import { type MessageTooLarge, RpcError, TransportClosed, truncate } from "../../McpError.ts"
 import * as Correlation from "../../internal/Correlation.ts"
+import * as ListenedPubSub from "../../internal/ListenedPubSub.ts"
 import * as NotificationListener from "./NotificationListener.ts"
 
 export interface ClientCoreOptions {
@@ -74,8 +74,8 @@ export const make = Effect.fnUntraced(function*(
   options: ClientCoreOptions
 ): Effect.fn.Return<ClientCore, never, Scope.Scope> {
   const state = yield* SubscriptionRef.make<ConnectionState>(ConnectionState.Connecting())
-  const notifications = yield* PubSub.sliding<JsonRpc.JsonRpcNotification>(options.notificationBuffer ?? 1024)
-  const diagnostics = yield* PubSub.sliding<Diagnostic>(256)
+  const notifications = yield* ListenedPubSub.sliding<JsonRpc.JsonRpcNotification>(options.notificationBuffer ?? 1024)
+  const diagnostics = yield* ListenedPubSub.sliding<Diagnostic>(256)
   const serving = yield* FiberMap.make<JsonRpc.RequestId>()
   const closedSignal = yield* Deferred.make<TransportClosed>()
   let handler: RequestHandler = defaultRequestHandler
@@ -89,7 +89,7 @@ export const make = Effect.fnUntraced(function*(
   })
 
   const diagnose = (d: Diagnostic) => {
-    PubSub.publishUnsafe(diagnostics, d)
+    diagnostics.publish(d)
   }
 
   // See NotificationListener: called in the routing of each notification, before its subscribers hear of it.
@@ -154,15 +154,15 @@ export const make = Effect.fnUntraced(function*(
             // Whoever hears of the cancellation finds our handler for it already interrupted.
             return Effect.andThen(
               FiberMap.remove(serving, id),
-              Effect.suspend(() => {
+              Effect.sync(() => {
                 if (listeners.length > 0) notifyListeners(n)
-                return PubSub.publish(notifications, n)
+                notifications.publish(n)
               })
             )
           }
         }
         if (listeners.length > 0) notifyListeners(n)
-        PubSub.publishUnsafe(notifications, n)
+        notifications.publish(n)
         return Effect.void
       }
       case "Request":
@@ -202,8 +202,8 @@ export const make = Effect.fnUntraced(function*(
   yield* Effect.addFinalizer(() =>
     close(new TransportClosed({ reason: "transport scope closed" })).pipe(
       Effect.andThen(FiberMap.clear(serving)),
-      Effect.andThen(PubSub.shutdown(notifications)),
-      Effect.andThen(PubSub.shutdown(diagnostics))
+      Effect.andThen(notifications.shutdown),
+      Effect.andThen(diagnostics.shutdown)
     )
   )
 
@@ -238,9 +238,9 @@ export const make = Effect.fnUntraced(function*(
     kind: parts.kind,
     request: parts.request,
     notify: parts.notify,
-    notifications: Stream.fromPubSub(notifications),
-    subscribeNotifications: Effect.map(PubSub.subscribe(notifications), Stream.fromSubscription),
-    diagnostics: Stream.fromPubSub(diagnostics),
+    notifications: notifications.stream,
+    subscribeNotifications: notifications.subscribe,
+    diagnostics: diagnostics.stream,
     stderr: parts.stderr ?? Stream.empty,
     setRequestHandler: (h) => Effect.sync(() => void (handler = h)),
     setProtocolVersion: parts.setProtocolVersion ?? (() => Effect.void),

@@ -10,10 +10,10 @@
  * what a list change drops from the result cache.
  */
 import * as Effect from "effect/Effect"
-import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as JsonRpc from "../../JsonRpc.ts"
+import * as ListenedPubSub from "../../internal/ListenedPubSub.ts"
 import type { ClientTransportShape } from "../ClientTransport.ts"
 import type { ListChanged, McpClientShape } from "./ClientShape.ts"
 import * as LazySchemas from "./LazySchemas.ts"
@@ -61,8 +61,8 @@ export const make = Effect.fnUntraced(function*(
   routeProgress: (progress: Progress) => void,
   buffer: number
 ): Effect.fn.Return<NotificationHub, never, Scope.Scope> {
-  const hub = yield* PubSub.sliding<ServerNotification>(buffer)
-  yield* Effect.addFinalizer(() => PubSub.shutdown(hub))
+  const hub = yield* ListenedPubSub.sliding<ServerNotification>(buffer)
+  yield* Effect.addFinalizer(() => hub.shutdown)
 
   let decodeNotification: Decode | undefined
   let admit: (raw: JsonRpc.JsonRpcNotification) => boolean = () => true
@@ -76,7 +76,7 @@ export const make = Effect.fnUntraced(function*(
       dropCached("resources/list")
       dropCached("resources/templates/list")
     }
-    PubSub.publishUnsafe(hub, n)
+    hub.publish(n)
   }
 
   const listen = NotificationListener.of(transport)
@@ -136,9 +136,9 @@ export const make = Effect.fnUntraced(function*(
 const isListChanged = (n: ServerNotification): n is ListChanged =>
   n._tag === "ToolListChanged" || n._tag === "ResourceListChanged" || n._tag === "PromptListChanged"
 
-const viewsOf = (hub: PubSub.PubSub<ServerNotification>): NotificationViews => {
-  const notifications = Stream.fromPubSub(hub)
-  const subscribeNotifications = Effect.map(PubSub.subscribe(hub), Stream.fromSubscription)
+const viewsOf = (hub: ListenedPubSub.ListenedPubSub<ServerNotification>): NotificationViews => {
+  const notifications = hub.stream
+  const subscribeNotifications = hub.subscribe
   const isProgress = ServerNotification.$is("Progress")
   const isLogging = ServerNotification.$is("LoggingMessage")
   const isResourceUpdated = ServerNotification.$is("ResourceUpdated")
