@@ -172,12 +172,17 @@ const keepStderr = Effect.fnUntraced(function*(
   const publish = (lines: Array<string>): Effect.Effect<void> => {
     if (lines.length === 0) return Effect.void
     for (const line of lines) tail.push(line)
-    PubSub.publishUnsafe(hub, lines as unknown as Arr.NonEmptyReadonlyArray<string>)
+    // Not `publishUnsafe`: a reader that fell behind by the hub's capacity would lose the newest lines
+    // (a crash's last words) where sliding drops its oldest.
+    const published = PubSub.publish(hub, lines as unknown as Arr.NonEmptyReadonlyArray<string>)
     return options.logStderr
-      ? Effect.forEach(lines, (line) => Effect.logDebug(line), { discard: true }).pipe(
-        Effect.annotateLogs(logAnnotations)
+      ? Effect.andThen(
+        published,
+        Effect.forEach(lines, (line) => Effect.logDebug(line), { discard: true }).pipe(
+          Effect.annotateLogs(logAnnotations)
+        )
       )
-      : Effect.void
+      : Effect.asVoid(published)
   }
   const onFrame = (lines: Array<string>) => (frame: LineFramer.Frame) => {
     lines.push(frame._tag === "Line" ? frame.text : `[stderr line of at least ${frame.size} bytes omitted]`)
