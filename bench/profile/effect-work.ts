@@ -17,9 +17,11 @@
  *
  * The counts do not depend on the machine or its load. With `--by-kind`, only
  * the HTTP server's 2026-07-28 `tools/call` (with `=session`, its 2025-11-25
- * session's), its steps listed by kind and the function each carries (or,
- * for a value, the continuation it goes to), per request, most frequent
- * first: for finding steps a path could do without.
+ * session's; with `=stdio`, the stdio client's 2025-11-25 `McpClient.callTool`
+ * without progress, `=stdio-progress` with 20 and an `onProgress`), its steps
+ * listed by kind and the function each carries (or, for a value, the
+ * continuation it goes to), per request, most frequent first: for finding
+ * steps a path could do without.
  */
 import { createServer } from "node:http"
 import { NodeHttpClient, NodeHttpServer, NodeServices } from "@effect/platform-node"
@@ -48,6 +50,7 @@ import {
 const kindFlag = process.argv.find((a) => a.startsWith("--by-kind"))
 const byKind = kindFlag !== undefined
 const kindsOfSession = kindFlag === "--by-kind=session"
+const kindsOfStdio = kindFlag === "--by-kind=stdio" || kindFlag === "--by-kind=stdio-progress"
 const calls = Number(process.argv.slice(2).find((a) => !a.startsWith("--by-kind")) ?? "200")
 const warm = Math.max(20, calls / 4)
 const HttpServerTransport = await loadHttpServerTransport()
@@ -84,6 +87,31 @@ const printKinds = async (counter: EffectWork.WorkCounter, once: () => Promise<u
     process.stdout.write(`${(n / calls).toFixed(2).padStart(6)}  ${kind}\n`)
   }
   process.stdout.write(`${(total / calls).toFixed(2).padStart(6)}  in all\n`)
+}
+
+const responder = new URL("../raw-responder.ts", import.meta.url).pathname
+
+if (kindsOfStdio) {
+  const progress = kindFlag === "--by-kind=stdio-progress" ? 20 : 0
+  const counter = EffectWork.make({ bySteps: true })
+  await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const client = yield* McpClient.connect(StdioClientTransport.make({
+      command: process.execPath,
+      args: [responder, "--progress", String(progress)]
+    }), { clientInfo: { name: "work", version: "1.0.0" }, protocol: "2025-11-25" })
+    const params = { name: "echo", arguments: { text: "hi" } }
+    const call = progress === 0 ? client.callTool(params) : client.callTool(params, { onProgress: () => Effect.void })
+    for (let i = 0; i < warm; i++) yield* call
+    counter.steps()
+    for (let i = 0; i < calls; i++) yield* call
+    let total = 0
+    for (const [kind, n] of counter.steps()) {
+      total += n
+      process.stdout.write(`${(n / calls).toFixed(2).padStart(6)}  ${kind}\n`)
+    }
+    process.stdout.write(`${(total / calls).toFixed(2).padStart(6)}  in all (the loop's own step included)\n`)
+  })).pipe(Effect.provide(NodeServices.layer), Effect.provide(counter.layer)))
+  process.exit(0)
 }
 
 await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
@@ -146,7 +174,6 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
 })))
 
 // --- the stdio client ---------------------------------------------------------
-const responder = new URL("../raw-responder.ts", import.meta.url).pathname
 for (const era of ["2025-11-25", "2026-07-28"] as const) {
   for (const progress of [0, 20]) {
     const counter = EffectWork.make()
