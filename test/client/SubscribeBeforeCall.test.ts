@@ -20,6 +20,7 @@ import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpC
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import { makeServer } from "../fixtures/router-stdio-server.ts"
+import { openLoggingSession } from "../fixtures/stdio-helpers.ts"
 
 const fixturePath = new URL("../fixtures/router-stdio-server.ts", import.meta.url).pathname
 const RUNS = 200
@@ -131,13 +132,7 @@ describe("subscriptions that exist before the call", () => {
   it.live("the transport's subscription, made before the request, holds what the request made the server say", () =>
     Effect.gen(function*() {
       const transport = yield* StdioClientTransport.make(fixtureProcess)
-      yield* transport.request("initialize", {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "raw", version: "1.0.0" }
-      })
-      yield* transport.notify("notifications/initialized")
-      yield* transport.request("logging/setLevel", { level: "debug" })
+      yield* openLoggingSession(transport)
       const incoming = yield* transport.subscribeNotifications
       yield* transport.request("tools/call", logTwice)
       const received = yield* incoming.pipe(Stream.take(2), Stream.runCollect)

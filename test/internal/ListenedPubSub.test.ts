@@ -12,6 +12,7 @@ import { Effect, Fiber, Stream } from "effect"
 import * as McpClient from "../../src/client/McpClient.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import * as ListenedPubSub from "../../src/internal/ListenedPubSub.ts"
+import { openLoggingSession } from "../fixtures/stdio-helpers.ts"
 
 const fixturePath = new URL("../fixtures/router-stdio-server.ts", import.meta.url).pathname
 const fixture: StdioClientTransport.StdioClientConfig = {
@@ -73,13 +74,7 @@ describe("a client's subscriber that falls behind", () => {
   it.live("the transport's subscription keeps the newest lines", () =>
     Effect.gen(function*() {
       const transport = yield* StdioClientTransport.make(fixture)
-      yield* transport.request("initialize", {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "raw", version: "1.0.0" }
-      })
-      yield* transport.notify("notifications/initialized")
-      yield* transport.request("logging/setLevel", { level: "debug" })
+      yield* openLoggingSession(transport)
       const notifications = yield* transport.subscribeNotifications
       yield* transport.request("tools/call", logTen)
       const lines = yield* notifications.pipe(
