@@ -76,17 +76,22 @@ const postJson = (url: string, body: object, headers: Record<string, string> = {
 let nextId = 0
 const toolCall = (params: object) => ({ jsonrpc: "2.0", id: ++nextId, method: "tools/call", params })
 
-/** Each kind of step counted over `calls` requests after the warm-up, per request. */
-const printKinds = async (counter: EffectWork.WorkCounter, once: () => Promise<unknown>) => {
-  for (let i = 0; i < warm; i++) await once()
-  counter.steps()
-  for (let i = 0; i < calls; i++) await once()
+/** Each kind of step the counter saw since it was last read, per request of `calls`. */
+const printSteps = (counter: EffectWork.WorkCounter, totalLabel = "in all") => {
   let total = 0
   for (const [kind, n] of counter.steps()) {
     total += n
     process.stdout.write(`${(n / calls).toFixed(2).padStart(6)}  ${kind}\n`)
   }
-  process.stdout.write(`${(total / calls).toFixed(2).padStart(6)}  in all\n`)
+  process.stdout.write(`${(total / calls).toFixed(2).padStart(6)}  ${totalLabel}\n`)
+}
+
+/** Each kind of step counted over `calls` requests after the warm-up, per request. */
+const printKinds = async (counter: EffectWork.WorkCounter, once: () => Promise<unknown>) => {
+  for (let i = 0; i < warm; i++) await once()
+  counter.steps()
+  for (let i = 0; i < calls; i++) await once()
+  printSteps(counter)
 }
 
 const responder = new URL("../raw-responder.ts", import.meta.url).pathname
@@ -104,12 +109,7 @@ if (kindsOfStdio) {
     for (let i = 0; i < warm; i++) yield* call
     counter.steps()
     for (let i = 0; i < calls; i++) yield* call
-    let total = 0
-    for (const [kind, n] of counter.steps()) {
-      total += n
-      process.stdout.write(`${(n / calls).toFixed(2).padStart(6)}  ${kind}\n`)
-    }
-    process.stdout.write(`${(total / calls).toFixed(2).padStart(6)}  in all (the loop's own step included)\n`)
+    printSteps(counter, "in all (the loop's own step included)")
   })).pipe(Effect.provide(NodeServices.layer), Effect.provide(counter.layer)))
   process.exit(0)
 }
