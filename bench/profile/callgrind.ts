@@ -4,6 +4,7 @@
  * starts with counting off, is told to count around the measured work
  * (`callgrind_control -i on|off <pid>`), and writes its total when it exits.
  */
+import { spawn } from "node:child_process"
 import { readFileSync, rmSync } from "node:fs"
 
 /** valgrind's arguments to run `node` with `args` under callgrind, its counts written to `out`. */
@@ -23,3 +24,13 @@ export const totalIn = (out: string, keep = false): number | undefined => {
   if (!keep) rmSync(out, { force: true })
   return totals === null ? undefined : Number(totals[1])
 }
+
+/**
+ * Turns counting on or off in the process `pid` runs under callgrind. Asynchronous, so that a process
+ * may switch its own counting: it must keep running while `callgrind_control` waits for its answer.
+ */
+export const count = (pid: number, on: boolean, showOutput = false): Promise<void> =>
+  new Promise((done) =>
+    spawn("callgrind_control", ["-i", on ? "on" : "off", String(pid)], { stdio: showOutput ? "inherit" : "ignore" })
+      .once("exit", () => done())
+  )

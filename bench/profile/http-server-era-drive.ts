@@ -40,11 +40,11 @@
  * session's requests instead (an `initialize` first, then no `_meta`), to
  * tell what the stateless era's bigger messages cost a bare server.
  */
-import { execFileSync, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { createInterface } from "node:readline"
-import { totalIn, valgrindArgs } from "./callgrind.ts"
+import { count, totalIn, valgrindArgs } from "./callgrind.ts"
 import { mcpPoster, openSession } from "./mcp-post.ts"
 
 const [era = "stateless", totalText = "30000", concText = "32", dir = "/tmp/era-prof"] = process.argv.slice(2)
@@ -76,7 +76,8 @@ const child = instr
 // A driver that fails (a refused request) does not leave its server running.
 process.once("exit", () => child.kill("SIGKILL"))
 // valgrind's own lines on stderr are read only when asked for.
-if (instr && process.env.SHOW_VALGRIND === "1") child.stderr!.pipe(process.stderr)
+const showValgrind = process.env.SHOW_VALGRIND === "1"
+if (instr && showValgrind) child.stderr!.pipe(process.stderr)
 else child.stderr?.resume()
 const url = await new Promise<string>((ok) =>
   createInterface({ input: child.stdout! }).on("line", (line) => {
@@ -127,13 +128,12 @@ const cpuOf = (pid: number): number => {
   return (Number(fields[11]) + Number(fields[12])) * TICK_US
 }
 await drive(Math.min(total, 5000))
-const callgrind = (...args: Array<string>) => execFileSync("callgrind_control", [...args, String(child.pid)], { stdio: process.env.SHOW_VALGRIND === "1" ? "inherit" : "ignore" })
-if (instr) callgrind("-i", "on")
+if (instr) await count(child.pid!, true, showValgrind)
 const c0 = cpuOf(child.pid!)
 young.measuring = true
 await drive(total)
 young.measuring = false
-if (instr) callgrind("-i", "off")
+if (instr) await count(child.pid!, false, showValgrind)
 const gc = traceGc
   ? {
     scavenges: young.scavenges,
@@ -149,7 +149,7 @@ await new Promise((ok) => child.once("exit", ok))
 let counted = {}
 if (instr) {
   // callgrind writes its count when the server exits.
-  const instructions = totalIn(callgrindOut, process.env.SHOW_VALGRIND === "1")
+  const instructions = totalIn(callgrindOut, showValgrind)
   counted = { instructionsPerReq: instructions === undefined ? undefined : Math.round(instructions / total) }
 }
 console.log(JSON.stringify({ era, total, concurrency, serverCpuUsPerReq: cpuUs, ...gc, ...counted }))

@@ -24,14 +24,14 @@
  * client (the responder, not traced, then outpaces the client, so each read
  * brings many lines).
  */
-import { execFileSync, spawn } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { connect, INITIALIZE_PARAMS } from "../clients/raw-core.ts"
 import { driveEffect } from "../clients/effect-drive.ts"
 import { drive } from "../stats.ts"
-import { totalIn, valgrindArgs } from "./callgrind.ts"
+import { count, totalIn, valgrindArgs } from "./callgrind.ts"
 
 const [client = "ours", op = "callTool", progressText = "20", concurrencyText = "4", totalText = "5000", warmText = "2000"] =
   process.argv.slice(2)
@@ -52,9 +52,7 @@ if (process.env.INSTR === "1") {
 }
 /** Turns callgrind's counting on or off in this process (when it runs under callgrind). */
 const counting = (on: boolean): Promise<void> =>
-  process.env.INSTR !== "counting" ? Promise.resolve() : new Promise((ok) =>
-    spawn("callgrind_control", ["-i", on ? "on" : "off", String(process.pid)], { stdio: "ignore" }).once("exit", () => ok())
-  )
+  process.env.INSTR !== "counting" ? Promise.resolve() : count(process.pid, on)
 const concurrency = Number(concurrencyText)
 const total = Number(totalText)
 const warm = Number(warmText)
