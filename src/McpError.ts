@@ -181,11 +181,18 @@ export class HttpError extends Data.TaggedError("HttpError")<{
   readonly method?: string | undefined
   readonly wwwAuthenticate?: string | undefined
   readonly mcpAuthServer?: string | undefined
+  /**
+   * The answer's `Retry-After`, in milliseconds from when it came (a date is
+   * turned into the wait until then): when the server says to ask again.
+   * `undefined` without the header or with one that is neither.
+   */
+  readonly retryAfterMs?: number | undefined
 }> {
   override get message(): string {
     let text = `HTTP ${this.status}: ${this.body}`
     if (this.wwwAuthenticate !== undefined) text += ` (WWW-Authenticate: ${this.wwwAuthenticate})`
     if (this.mcpAuthServer !== undefined) text += ` (Mcp-Auth-Server: ${this.mcpAuthServer})`
+    if (this.retryAfterMs !== undefined) text += ` (Retry-After: ${this.retryAfterMs} ms)`
     return text
   }
 }

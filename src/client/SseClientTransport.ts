@@ -33,6 +33,7 @@ import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
 import * as ClientCore from "./internal/ClientCore.ts"
 import * as Http from "./internal/HttpExchange.ts"
 import * as PostExchange from "./internal/PostExchange.ts"
+import * as UnavailableRetry from "./internal/UnavailableRetry.ts"
 import * as SseReader from "./internal/SseReader.ts"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../Defaults.ts"
 import {
@@ -43,6 +44,7 @@ import {
 } from "./ClientTransport.ts"
 
 export type { HeaderContext, HeaderHook } from "./internal/HttpExchange.ts"
+export type { RetryUnavailableOptions } from "./internal/UnavailableRetry.ts"
 
 /**
  * `url` is the SSE endpoint the client GETs; the rest are headers, limits,
@@ -123,13 +125,17 @@ interface Poster {
   readonly maxBytes: number
   /** `undefined` until the server named it. */
   readonly endpoint: () => string | undefined
+  /** When a refused POST is sent again (`retryUnavailable`); `undefined`: never. */
+  readonly retry: UnavailableRetry.Policy | undefined
 }
+
+type PostError = HttpError | RedirectRefused | TransportClosed | MessageTooLarge | AuthError
 
 /** One message POSTed to the endpoint; one generator function for every message (docs/design.md, "Per-request code and the old generation"). */
 const postMessage = Effect.fnUntraced(function*(
   poster: Poster,
   message: JsonRpc.JsonRpcMessage
-): Effect.fn.Return<void, HttpError | RedirectRefused | TransportClosed | MessageTooLarge | AuthError> {
+): Effect.fn.Return<void, PostError> {
   const target = poster.endpoint()
   if (target === undefined) return yield* new TransportClosed({ reason: "no endpoint yet" })
   const bytes = encoder.encode(JSON.stringify(message))
@@ -137,8 +143,27 @@ const postMessage = Effect.fnUntraced(function*(
     return yield* new MessageTooLarge({ limit: poster.maxBytes, size: bytes.length, direction: "outgoing" })
   }
   const method = "method" in message ? message.method : undefined
+  const send = (left: number): Effect.Effect<void, PostError> =>
+    Effect.flatMap(postOnce(poster, target, bytes, message, method), (response) =>
+      Http.isSuccess(response.status)
+        ? Http.discard(response)
+        : Effect.flatMap(
+          Http.httpError(response, method),
+          (error) => UnavailableRetry.afterRefusal(poster.retry, method, error, left, send)
+        ))
+  return yield* send(poster.retry === undefined ? 0 : poster.retry.attempts)
+})
+
+/** One POST of the encoded `message` to the endpoint `target`, whatever the answer's status. */
+const postOnce = (
+  poster: Poster,
+  target: string,
+  bytes: Uint8Array,
+  message: JsonRpc.JsonRpcMessage,
+  method: string | undefined
+) =>
   // The endpoint is on the SSE URL's origin (resolveEndpoint makes sure): its tokens are the SSE URL's.
-  const response = yield* PostExchange.authorized(
+  PostExchange.authorized(
     poster.options.auth,
     poster.sseUrl,
     (auth) =>
@@ -153,9 +178,6 @@ const postMessage = Effect.fnUntraced(function*(
       ),
     { method: "POST", url: target }
   )
-  if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, method), Effect.fail)
-  yield* Http.discard(response)
-})
 
 /**
  * Opens the SSE stream and waits for its `endpoint` event; the connection lives as long as the scope.
@@ -197,7 +219,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const reader = yield* FiberSet.make<void, never>()
   const endpoint = yield* Deferred.make<string, ConnectError>()
 
-  const poster: Poster = { client, options, sseUrl, maxBytes, endpoint: () => endpointUrl }
+  const poster: Poster = {
+    client,
+    options,
+    sseUrl,
+    maxBytes,
+    endpoint: () => endpointUrl,
+    retry: UnavailableRetry.policy(options.retryUnavailable)
+  }
   const post = (message: JsonRpc.JsonRpcMessage) => postMessage(poster, message)
 
   const core = yield* ClientCore.make({

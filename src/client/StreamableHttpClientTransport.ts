@@ -52,6 +52,7 @@ import {
 } from "./ClientTransport.ts"
 
 export type { HeaderContext, HeaderHook } from "./internal/HttpExchange.ts"
+export type { RetryUnavailableOptions } from "./internal/UnavailableRetry.ts"
 export { defaultSchedule as defaultReconnectSchedule } from "./internal/SseReconnect.ts"
 
 /**
@@ -207,7 +208,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     state: core.state,
     sessionId: options.sessionId,
     protocolVersion: options.protocolVersion,
-    closeTimeout: options.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT
+    closeTimeout: options.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT,
+    retryUnavailable: options.retryUnavailable
   })
   const { markReady, openGet } = channel
 

@@ -4,6 +4,7 @@
  * HTTP outcomes to our typed errors.
  */
 import * as Cause from "effect/Cause"
+import type * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -17,6 +18,7 @@ import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as JsonRpc from "../../JsonRpc.ts"
 import { HttpError, MessageTooLarge, RedirectRefused, TransportClosed, truncate } from "../../McpError.ts"
+import * as UnavailableRetry from "./UnavailableRetry.ts"
 
 export type HttpVerb = "POST" | "GET" | "DELETE"
 
@@ -61,6 +63,14 @@ export interface TransportOptions extends HeaderSource {
    * comment) before it counts as dead. Default 5 minutes.
    */
   readonly sseIdleTimeout?: Duration.Input | undefined
+  /**
+   * A POST refused with 503 or 429 and a `Retry-After` is sent again after
+   * that wait: a fleet's draining instance, a full server or one whose shared
+   * store is down answer so before running anything. Default: two more
+   * attempts, waits up to 5 seconds, not for `tools/call` (a server may refuse
+   * after the tool ran). `false`: never. A request's timeout covers the waits.
+   */
+  readonly retryUnavailable?: UnavailableRetry.RetryUnavailableOptions | false | undefined
 }
 
 export const DEFAULT_SSE_IDLE = Duration.minutes(5)
@@ -294,16 +304,24 @@ export const httpError = (
 ): Effect.Effect<HttpError> =>
   readText(response, ERROR_BODY_LIMIT).pipe(
     Effect.orElseSucceed(() => ""),
-    Effect.map((body) =>
-      new HttpError({
-        status: response.status,
-        body: truncate(body.trim()),
-        method,
-        wwwAuthenticate: response.headers["www-authenticate"],
-        mcpAuthServer: response.headers["mcp-auth-server"]
-      })
-    )
+    Effect.flatMap((body) => Effect.clockWith((clock) => Effect.succeed(refusal(response, body, method, clock))))
   )
+
+/** The `HttpError` of a non-2xx `response` whose body (read up to a bound) is `body`. */
+export const refusal = (
+  response: HttpClientResponse.HttpClientResponse,
+  body: string,
+  method: string | undefined,
+  clock: Clock.Clock
+): HttpError =>
+  new HttpError({
+    status: response.status,
+    body: truncate(body.trim()),
+    method,
+    wwwAuthenticate: response.headers["www-authenticate"],
+    mcpAuthServer: response.headers["mcp-auth-server"],
+    retryAfterMs: UnavailableRetry.retryAfterMs(response.headers["retry-after"], clock.currentTimeMillisUnsafe())
+  })
 
 /** Reads and drops a body nobody needs (202 answers), so the connection can be reused. */
 export const discard = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<void> => {

@@ -14,7 +14,7 @@ import type { Implementation } from "../../Implementation.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
 import {
   type HeaderMismatch,
-  HttpError,
+  type HttpError,
   type InvalidPayload,
   MalformedMessage,
   type MessageTooLarge,
@@ -24,7 +24,6 @@ import {
   type RequestTimeout,
   type RpcError,
   TransportClosed,
-  truncate,
   type UnsupportedProtocolVersion
 } from "../../McpError.ts"
 import type * as Negotiation from "../Negotiation.ts"
@@ -162,18 +161,11 @@ export const readAnswer = (
   if (!Http.isSuccess(status)) {
     return Http.readText(response, REFUSAL_BODY_LIMIT).pipe(
       Effect.orElseSucceed(() => ""),
-      Effect.map((body): Answer => ({
-        _tag: "Refused",
-        status,
-        body,
-        error: new HttpError({
-          status,
-          body: truncate(body.trim()),
-          method: request.method,
-          wwwAuthenticate: response.headers["www-authenticate"],
-          mcpAuthServer: response.headers["mcp-auth-server"]
-        })
-      }))
+      Effect.flatMap((body) =>
+        Effect.clockWith((clock) =>
+          Effect.succeed<Answer>({ _tag: "Refused", status, body, error: Http.refusal(response, body, request.method, clock) })
+        )
+      )
     )
   }
   let found: JsonRpc.JsonRpcResponse | undefined

@@ -1,0 +1,97 @@
+/**
+ * Sending a POST again when the server asks to be asked later: a 503 or a
+ * 429 whose `Retry-After` the policy is willing to wait for. A draining
+ * instance of a fleet, a full server and one whose shared store is down all
+ * answer that way before running anything, so the next attempt (through a
+ * load balancer, on another instance) usually succeeds. A tool call is not
+ * sent again unless the policy says so: a server may refuse after the tool
+ * ran (this project's does when its store fails under a request), and a tool
+ * with effects would run twice.
+ *
+ * The wait is a `Clock` sleep in the caller's fiber, so a request's deadline
+ * and its caller's interruption cut it short like any other part of the send.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type { HttpError } from "../../McpError.ts"
+
+/**
+ * When a refused POST is sent again (`retryUnavailable`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RetryUnavailableOptions {
+  /** Attempts after the first. Default 2. */
+  readonly attempts?: number | undefined
+  /** The longest `Retry-After` waited for; a refusal asking for longer fails at once. Default 5 seconds. */
+  readonly maxDelay?: Duration.Input | undefined
+  /** Send `tools/call` again too: only for tools that may run twice. Default false. */
+  readonly toolCalls?: boolean | undefined
+}
+
+export interface Policy {
+  readonly attempts: number
+  readonly maxDelayMs: number
+  readonly toolCalls: boolean
+}
+
+const DEFAULT: Policy = { attempts: 2, maxDelayMs: 5_000, toolCalls: false }
+
+/** The policy of a transport's options: the default when absent, none when `false`. */
+export const policy = (options: RetryUnavailableOptions | false | undefined): Policy | undefined => {
+  if (options === false) return undefined
+  if (options === undefined) return DEFAULT
+  return {
+    attempts: Math.max(0, Math.floor(options.attempts ?? DEFAULT.attempts)),
+    maxDelayMs: options.maxDelay === undefined
+      ? DEFAULT.maxDelayMs
+      : Duration.toMillis(Duration.fromInputUnsafe(options.maxDelay)),
+    toolCalls: options.toolCalls ?? DEFAULT.toolCalls
+  }
+}
+
+const DELTA_SECONDS = /^\d+$/
+/** An HTTP date names its day and month; `Date.parse` would also take "-1" or "2026". */
+const HAS_LETTER = /[A-Za-z]/
+
+/**
+ * A `Retry-After` value as milliseconds from `nowMs`: delay-seconds, or an
+ * HTTP date (a date already past is no wait). `undefined` for anything else.
+ */
+export const retryAfterMs = (value: string | undefined, nowMs: number): number | undefined => {
+  if (value === undefined) return undefined
+  const text = value.trim()
+  if (DELTA_SECONDS.test(text)) return Number(text) * 1000
+  if (!HAS_LETTER.test(text)) return undefined
+  const at = Date.parse(text)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs)
+}
+
+/** How long to wait before sending `method` again after `error`; `undefined`: fail with it. */
+export const delayFor = (policy: Policy, method: string | undefined, error: HttpError): number | undefined => {
+  if (error.status !== 503 && error.status !== 429) return undefined
+  const delay = error.retryAfterMs
+  if (delay === undefined || delay > policy.maxDelayMs) return undefined
+  return method === "tools/call" && !policy.toolCalls ? undefined : delay
+}
+
+/**
+ * What a refused POST goes on with: with attempts `left`, a wait of the
+ * refusal's `Retry-After` and `again` with one attempt fewer; else the
+ * refusal itself.
+ */
+export const afterRefusal = <A, E>(
+  policy: Policy | undefined,
+  method: string | undefined,
+  error: HttpError,
+  left: number,
+  again: (left: number) => Effect.Effect<A, E>
+): Effect.Effect<A, E | HttpError> => {
+  const delay = policy === undefined || left <= 0 ? undefined : delayFor(policy, method, error)
+  if (delay === undefined) return Effect.fail(error)
+  return Effect.logDebug(`MCP HTTP: ${error.status} for ${method ?? "a reply"}, sending again in ${delay} ms`).pipe(
+    Effect.andThen(Effect.sleep(delay)),
+    Effect.andThen(again(left - 1))
+  )
+}

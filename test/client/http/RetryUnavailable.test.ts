@@ -1,0 +1,181 @@
+/**
+ * A POST refused with 503 or 429 and a `Retry-After` is sent again after
+ * that wait, by both HTTP client transports: how many times, for which
+ * methods (not `tools/call` unless asked), never for a wait over the bound
+ * nor without the header, and within the request's timeout. Against a
+ * loopback server scripted per test; every outcome is typed and leaves
+ * nothing pending.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import * as McpClient from "../../../src/client/McpClient.ts"
+import * as SseTransport from "../../../src/client/SseClientTransport.ts"
+import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
+import * as UnavailableRetry from "../../../src/client/internal/UnavailableRetry.ts"
+import * as Server from "./MisbehavingServer.ts"
+import { httpClients, liveWith } from "./httpClients.ts"
+
+const isMethod = (method: string) => (r: Server.Received) => r.json?.method === method
+const posts = (server: Server.MisbehavingServer, method: string) =>
+  server.received("POST").filter((r) => r.json?.method === method)
+
+/** Refuses the first `times` POSTs of `method` with `status` and `headers`; the rest get the default answer. */
+const refuseFirst = (
+  server: Server.MisbehavingServer,
+  method: string,
+  times: number,
+  status: number,
+  headers: Record<string, string>
+) => {
+  let refused = 0
+  return server.setHandler((r) =>
+    Effect.sync(() =>
+      isMethod(method)(r) && refused++ < times
+        ? Server.json({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "come back later" } }, {
+          status,
+          headers
+        })
+        : undefined
+    )
+  )
+}
+
+/** A handshake-era transport with a session, as `McpClient` would leave it. */
+const connect = (server: Server.MisbehavingServer, options?: StreamableHttp.Options["retryUnavailable"]) =>
+  Effect.gen(function*() {
+    const t = yield* StreamableHttp.make({ url: server.url, retryUnavailable: options })
+    yield* t.request("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "0" } })
+    yield* t.setProtocolVersion("2025-11-25")
+    return t
+  })
+
+describe("Retry-After values", () => {
+  it("delay-seconds, an HTTP date (one past is no wait), and nothing for anything else", () => {
+    const now = Date.parse("Mon, 07 Dec 2026 07:00:00 GMT")
+    expect(UnavailableRetry.retryAfterMs("0", now)).toBe(0)
+    expect(UnavailableRetry.retryAfterMs(" 3 ", now)).toBe(3000)
+    expect(UnavailableRetry.retryAfterMs("Mon, 07 Dec 2026 07:00:02 GMT", now)).toBe(2000)
+    expect(UnavailableRetry.retryAfterMs("Mon, 07 Dec 2026 06:59:00 GMT", now)).toBe(0)
+    for (const value of [undefined, "", "-1", "1.5", "soon"]) {
+      expect(UnavailableRetry.retryAfterMs(value, now)).toBeUndefined()
+    }
+  })
+})
+
+describe.each(httpClients)("a refused POST sent again, via %s", (_name, clientLayer) => {
+  const live = liveWith(clientLayer, 15_000)
+
+  live("503 and 429 with Retry-After: the handshake and a request go through on a later attempt", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      yield* refuseFirst(server, "initialize", 2, 503, { "retry-after": "0" })
+      const client = yield* McpClient.connect(StreamableHttp.make({ url: server.url }), { protocol: "2025-11-25" })
+      expect(client.serverInfo.name).toBe("misbehaving")
+      expect(posts(server, "initialize")).toHaveLength(3)
+
+      yield* refuseFirst(server, "x/echo", 1, 429, { "retry-after": "0" })
+      const answer = yield* client.request("x/echo", {})
+      expect(answer).toMatchObject({ method: "x/echo" })
+      expect(posts(server, "x/echo")).toHaveLength(2)
+      // The attempt after a refusal still carries the session.
+      expect(posts(server, "x/echo").map((p) => p.headers["mcp-session-id"])).toEqual([Server.SESSION_ID, Server.SESSION_ID])
+      expect(yield* client.connection.pendingCount).toBe(0)
+    }))
+
+  live("attempts run out: the last refusal is the error, with its Retry-After", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      const client = yield* connect(server, { attempts: 1 })
+      yield* refuseFirst(server, "tools/list", 5, 503, { "retry-after": "0" })
+      const error = yield* Effect.flip(client.request("tools/list", {}))
+      expect(error).toMatchObject({ _tag: "HttpError", status: 503, retryAfterMs: 0 })
+      expect(posts(server, "tools/list")).toHaveLength(2)
+      expect(yield* client.pendingCount).toBe(0)
+    }))
+
+  live("sent once: without Retry-After, another status, a wait over maxDelay, or retryUnavailable false", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      const cases = [
+        { status: 503, headers: {}, options: undefined, retryAfterMs: undefined },
+        { status: 500, headers: { "retry-after": "0" }, options: undefined, retryAfterMs: 0 },
+        { status: 503, headers: { "retry-after": "6" }, options: undefined, retryAfterMs: 6000 },
+        { status: 503, headers: { "retry-after": "2" }, options: { maxDelay: "1 second" }, retryAfterMs: 2000 },
+        { status: 503, headers: { "retry-after": "0" }, options: false, retryAfterMs: 0 }
+      ] as const
+      for (const c of cases) {
+        const client = yield* connect(server, c.options)
+        const before = posts(server, "tools/list").length
+        yield* refuseFirst(server, "tools/list", 1, c.status, c.headers)
+        const error = yield* Effect.flip(client.request("tools/list", {}))
+        expect(error).toMatchObject({ _tag: "HttpError", status: c.status, retryAfterMs: c.retryAfterMs })
+        expect(posts(server, "tools/list").length - before).toBe(1)
+        yield* server.setHandler(() => Effect.succeed(undefined))
+      }
+    }))
+
+  live("tools/call is sent again only with toolCalls: true", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      const plain = yield* connect(server)
+      yield* refuseFirst(server, "tools/call", 1, 503, { "retry-after": "0" })
+      const error = yield* Effect.flip(plain.request("tools/call", { name: "deploy", arguments: {} }))
+      expect(error).toMatchObject({ _tag: "HttpError", status: 503, retryAfterMs: 0 })
+      expect(posts(server, "tools/call")).toHaveLength(1)
+
+      const opted = yield* connect(server, { toolCalls: true })
+      yield* refuseFirst(server, "tools/call", 1, 503, { "retry-after": "0" })
+      const result = yield* opted.request("tools/call", { name: "deploy", arguments: {} })
+      expect(result).toMatchObject({ method: "tools/call" })
+      expect(posts(server, "tools/call")).toHaveLength(3)
+    }))
+
+  live("the wait is the server's: a second attempt a second after a Retry-After of 1", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      const client = yield* connect(server)
+      yield* refuseFirst(server, "ping", 1, 503, { "retry-after": "1" })
+      yield* client.request("ping")
+      const [first, second] = posts(server, "ping")
+      expect(second!.at - first!.at).toBeGreaterThanOrEqual(900)
+    }))
+
+  live("the request's timeout covers the wait: RequestTimeout, no second attempt, nothing pending", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      const client = yield* connect(server, { maxDelay: "1 minute" })
+      yield* refuseFirst(server, "tools/list", 1, 503, { "retry-after": "30" })
+      const error = yield* Effect.flip(client.request("tools/list", {}, { timeout: "300 millis" }))
+      expect(error._tag).toBe("RequestTimeout")
+      expect(posts(server, "tools/list")).toHaveLength(1)
+      expect(yield* client.pendingCount).toBe(0)
+    }))
+
+  live("the legacy HTTP+SSE transport sends a refused POST again too", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      const feed = yield* server.pushable()
+      let refused = 0
+      yield* server.setHandler((r, s) =>
+        Effect.gen(function*() {
+          if (r.verb === "GET" && r.path === "/sse") {
+            yield* feed.push(Server.event({ event: "endpoint", data: "/message?sessionId=abc" }))
+            return s.sse(feed.stream, { label: "sse" })
+          }
+          if (r.verb !== "POST" || r.path !== "/message") return undefined
+          if (refused++ === 0) return Server.status(503, "not reading the stream", { "retry-after": "0" })
+          yield* feed.push(Server.event({ event: "message", data: Server.result(r.json.id, { method: r.json.method }) }))
+          return Server.status(202, "Accepted")
+        })
+      )
+      const t = yield* SseTransport.make({ url: `${server.origin}/sse` })
+      expect(yield* t.request("ping")).toEqual({ method: "ping" })
+      expect(server.received("POST")).toHaveLength(2)
+
+      const once = yield* SseTransport.make({ url: `${server.origin}/sse`, retryUnavailable: false })
+      refused = 0
+      const exit = yield* Effect.exit(once.request("ping"))
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(server.received("POST")).toHaveLength(3)
+    }))
+})
