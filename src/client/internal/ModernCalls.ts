@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as JsonRpc from "../../JsonRpc.ts"
 import {
   type HeaderMismatch,
+  type HttpError,
   InvalidPayload,
   type MissingClientCapability,
   RpcError,
@@ -62,16 +63,21 @@ interface InputRequired {
 /**
  * The typed error a JSON-RPC error of the stateless era stands for, whether
  * it came as a JSON-RPC error or (over HTTP) as the body of a 4xx answer;
- * `undefined` leaves the error as it is.
+ * `undefined` leaves the error as it is. A refusal for now (503 or 429 with
+ * `Retry-After`) stays the `HttpError` it is, whatever its body says, as in
+ * the handshake era: its status and its wait are what a caller acts on.
  */
 export const typedError = (method: string, error: unknown): FlatError | ModernError | undefined => {
   if (error instanceof RpcError) return Negotiation.modernError(error.code, error.data, method, error.rpcMessage)
   if (typeof error !== "object" || error === null || (error as { _tag?: unknown })._tag !== "HttpError") return undefined
+  if ((error as HttpError).retryAfterMs !== undefined && isRefusalForNow((error as HttpError).status)) return undefined
   const rpc = Negotiation.rpcErrorFromHttpBody((error as { body: string }).body)
   if (rpc === undefined) return undefined
   return Negotiation.modernError(rpc.code, rpc.data, method, rpc.message) ??
     new RpcError({ code: rpc.code, rpcMessage: rpc.message, data: rpc.data, method })
 }
+
+const isRefusalForNow = (status: number): boolean => status === 503 || status === 429
 
 /** Whether a header mismatch is about the `Mcp-Param-*` headers (then a fresh tool list may fix it). */
 const aboutParamHeaders = (error: HeaderMismatch): boolean =>

@@ -3,15 +3,19 @@
  * that wait, by both HTTP client transports: how many times, for which
  * methods (not `tools/call` unless asked), never for a wait over the bound
  * nor without the header, and within the request's timeout. Against a
- * loopback server scripted per test; every outcome is typed and leaves
- * nothing pending.
+ * loopback server scripted per test, and against this project's server
+ * while it drains; every outcome is typed and leaves nothing pending.
  */
+import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Context, Effect, Exit, Layer, Option, Schema } from "effect"
 import * as McpClient from "../../../src/client/McpClient.ts"
 import * as SseTransport from "../../../src/client/SseClientTransport.ts"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
 import * as UnavailableRetry from "../../../src/client/internal/UnavailableRetry.ts"
+import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
+import * as McpServer from "../../../src/server/McpServer.ts"
+import * as Tool from "../../../src/server/Tool.ts"
 import * as Server from "./MisbehavingServer.ts"
 import { httpClients, liveWith } from "./httpClients.ts"
 
@@ -178,4 +182,28 @@ describe.each(httpClients)("a refused POST sent again, via %s", (_name, clientLa
       expect(Exit.isFailure(exit)).toBe(true)
       expect(server.received("POST")).toHaveLength(3)
     }))
+})
+
+describe("against this project's server while it drains", () => {
+  it.live("McpClient sends a request again on each 503 with Retry-After, then fails with the last", () =>
+    Effect.gen(function*() {
+      const server = McpServer.make({ serverInfo: { name: "draining", version: "1.0.0" }, capabilities: { tools: {} } })
+        .pipe(Tool.add("echo", { parameters: { text: Schema.String } }, ({ text }) => Effect.succeed(text)))
+      const context = yield* Layer.build(McpServer.layerHttp(server, { port: 0 }))
+      const transport = Context.get(context, HttpServerTransport.HttpServerTransport)
+      const url = Option.getOrThrow(transport.url)
+      const sent: Array<string> = []
+      const client = yield* McpClient.connect(StreamableHttp.make({
+        url,
+        requestHeaders: (request) => Effect.sync(() => (sent.push(request.message !== undefined && "method" in request.message ? request.message.method : request.verb), {}))
+      }))
+      expect((yield* client.listTools()).tools.map((t) => t.name)).toEqual(["echo"])
+
+      yield* transport.shutdown
+      sent.length = 0
+      const error = yield* Effect.flip(client.listTools())
+      expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "HttpError", status: 503, retryAfterMs: 1000 } })
+      expect(sent).toEqual(["tools/list", "tools/list", "tools/list"])
+      expect(yield* client.connection.pendingCount).toBe(0)
+    }).pipe(Effect.scoped, Effect.provide(NodeHttpClient.layerUndici)), 15_000)
 })
