@@ -19,6 +19,7 @@ import type { ChildProcessSpawner } from "effect/process"
 import type { HttpError, RequestError, SpawnError } from "../McpError.ts"
 import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
 import * as Http from "./internal/HttpExchange.ts"
+import { isNeutralStatus } from "./internal/NeutralStatus.ts"
 import { ClientTransport, type ClientTransportShape, type ConnectionState, type RequestHandler } from "./ClientTransport.ts"
 import * as SseClientTransport from "./SseClientTransport.ts"
 import * as StdioClientTransport from "./StdioClientTransport.ts"
@@ -104,11 +105,12 @@ const isStdio = (config: McpServerConfig): config is StdioServerConfig =>
   config.type === undefined || config.type === "stdio"
 
 /**
- * A refusal that means "no Streamable HTTP here". Auth failures (401, 403)
- * are not a protocol answer and are reported as they are.
+ * A refusal that means "no Streamable HTTP here". Authorization (401, 403,
+ * 407), a timeout (408) and a rate limit (429) say nothing about the
+ * transport and are reported as they are: a legacy attempt would hide them.
  */
 const isLegacyProbe = (error: HttpError): boolean =>
-  error.status >= 400 && error.status < 500 && error.status !== 401 && error.status !== 403
+  error.status >= 400 && error.status < 500 && !isNeutralStatus(error.status)
 
 /** What either HTTP transport takes from the entry; its own options (`streamableHttp`, `sse`) go over it. */
 const httpOptions = (config: HttpServerConfig) => ({

@@ -32,6 +32,7 @@ import * as ProtocolVersion from "../ProtocolVersion.ts"
 import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
 import * as ClientSpans from "./internal/ClientSpans.ts"
 import type * as Http from "./internal/HttpExchange.ts"
+import { isNeutralStatus } from "./internal/NeutralStatus.ts"
 import type * as OneShotHandshake from "./internal/OneShotHandshake.ts"
 import { type CallContext, Drains, type ExchangeError } from "./internal/OneShotExchange.ts"
 import * as Stateless from "./internal/OneShotStateless.ts"
@@ -334,13 +335,13 @@ const run = (
       Effect.catchTag("FallBack", () => legacyOnly(context, origin, ProtocolVersion.LATEST, method, params, true))
     )
   if (known?.era === "legacy") {
-    // The cached era is checked by the handshake itself: a refused initialize (other than for
-    // credentials) means the server changed, so it is probed afresh, stateless first, without a second fallback.
+    // The handshake checks the cached era: an initialize refused for another reason than a neutral status
+    // means the server changed, so it is probed afresh, stateless first, without a second fallback.
     return Effect.flatMap(handshake, (module) =>
       module.call(context, origin, ProtocolVersion.LATEST, method, params, true).pipe(
         Effect.catchTag("InitializeRefused", (refused) => {
           const { status } = refused.answer
-          if (status < 400 || status >= 500 || status === 401 || status === 403) return Effect.fail(refusedError(refused))
+          if (status < 400 || status >= 500 || isNeutralStatus(status)) return Effect.fail(refusedError(refused))
           Negotiation.invalidate(context.eras, origin)
           return modernFirst(ProtocolVersion.LATEST_STATELESS, false)
         })

@@ -42,8 +42,8 @@ const scripted = (answer: (seen: Seen, res: ServerResponse, req: IncomingMessage
     return { url: server.url, seen }
   })
 
-const json = (res: ServerResponse, status: number, body: unknown) =>
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body))
+const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body))
 
 const result = (id: unknown, value: unknown) => ({ jsonrpc: "2.0", id, result: value })
 const rpcError = (id: unknown, code: number, message: string, data?: unknown) => ({
@@ -211,7 +211,7 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
       expect(methods(server.seen)).toEqual(["tools/call", "prompts/list"])
     }))
 
-  live("no fallback on 401, 403 or 500: one request, an HttpError", () =>
+  live("no fallback on 401, 403, 408, 429 or 500: one request, an HttpError", () =>
     Effect.gen(function*() {
       for (const status of [401, 403, 500]) {
         const server = yield* scripted((_seen, res) =>
@@ -220,6 +220,17 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
         const error = yield* Effect.flip(OneShot.callTool(server.url, "echo"))
         expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "HttpError", status } })
         if (status === 401) expect(error).toMatchObject({ reason: { wwwAuthenticate: "Bearer realm=\"x\"" } })
+        expect(server.seen).toHaveLength(1)
+      }
+      // A JSON-RPC error in the body does not hide the status, nor the wait a 429 asks for. (A 407
+      // from a server that is no proxy is a network error to fetch, so it is left out here.)
+      for (const status of [408, 429]) {
+        const server = yield* scripted((seen, res) =>
+          json(res, status, rpcError(seen.json?.id ?? null, -32000, "not now"), status === 429 ? { "retry-after": "2" } : {})
+        )
+        const error = yield* Effect.flip(OneShot.callTool(server.url, "echo"))
+        expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "HttpError", status } })
+        if (status === 429) expect(error).toMatchObject({ reason: { retryAfterMs: 2000 } })
         expect(server.seen).toHaveLength(1)
       }
     }))
@@ -456,6 +467,29 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
       const got = yield* OneShot.callTool(server.url, "echo", { text: "b" })
       expect(got.content).toEqual([{ type: "text", text: "echo b" }])
       expect(methods(server.seen.slice(before))).toEqual(["initialize", "tools/call"])
+    }))
+
+  live("a cached session era answered with a rate limit: the call fails with it and the era stays known", () =>
+    Effect.gen(function*() {
+      let limited = false
+      const server = yield* scripted((seen, res) => {
+        if (limited) return res.writeHead(429, { "retry-after": "30" }).end("slow down")
+        if (seen.json?.method === "initialize") {
+          return res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s1" })
+            .end(JSON.stringify(result(seen.json.id, { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "s", version: "1" } })))
+        }
+        if (seen.json?.method === "tools/call" && seen.headers["mcp-session-id"] === "s1") return modernEcho(seen, res)
+        if (seen.verb === "POST" && seen.json?.id === undefined) return res.writeHead(202).end()
+        if (seen.verb === "DELETE") return res.writeHead(200).end()
+        return res.writeHead(400).end("Bad Request: no session")
+      })
+      yield* OneShot.callTool(server.url, "echo", { text: "a" })
+      limited = true
+      const before = server.seen.length
+      const error = yield* Effect.flip(OneShot.callTool(server.url, "echo", { text: "b" }))
+      expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "HttpError", status: 429, retryAfterMs: 30_000 } })
+      expect(methods(server.seen.slice(before))).toEqual(["initialize"])
+      expect(Negotiation.get(yield* OneShot.CurrentEras, new URL(server.url).origin)).toMatchObject({ era: "legacy" })
     }))
 
   // ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import { type HttpError, InvalidPayload, RpcError, UnsupportedProtocolVersion } 
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import * as Negotiation from "../Negotiation.ts"
+import { isNeutralStatus } from "./NeutralStatus.ts"
 import {
   type Answer,
   type CallContext,
@@ -194,9 +195,10 @@ export const call = Effect.fnUntraced(function*(
         version = decision.version
         continue
       }
-      // Credentials and server failures stay HTTP errors, whatever their body: the status is what matters.
+      // Neutral statuses (credentials, a timeout, a rate limit) and server failures stay HTTP errors,
+      // whatever their body: the status, and the wait a 429 asks for, are what matter.
       const status = answer.status
-      const inBody = status === 401 || status === 403 || status >= 500 ? undefined : rpcErrorIn(answer.body)
+      const inBody = isNeutralStatus(status) || status >= 500 ? undefined : rpcErrorIn(answer.body)
       if (inBody === undefined) return yield* answer.error
       error = inBody
     } else if ("error" in answer.response) {

@@ -95,14 +95,17 @@ describe("fromConfig", () => {
       }).pipe(Effect.scoped, Effect.provide(Env)))
   }
 
-  it.live("type sse does not fall back on 401 (an auth answer, not a protocol one)", () =>
-    Effect.gen(function*() {
-      const { server } = yield* legacyOnly(401)
-      const t = yield* FromConfig.make({ type: "sse", url: server.url })
-      const error = yield* Effect.flip(t.request("initialize", {}))
-      expect(error).toMatchObject({ _tag: "HttpError", status: 401 })
-      expect(server.received("GET")).toEqual([])
-    }).pipe(Effect.scoped, Effect.provide(Env)))
+  // Authorization, a proxy's authorization, a timeout and a rate limit are no answer about the transport.
+  for (const status of [401, 403, 407, 408, 429]) {
+    it.live(`type sse does not fall back on ${status} (not an answer about the transport)`, () =>
+      Effect.gen(function*() {
+        const { server } = yield* legacyOnly(status)
+        const t = yield* FromConfig.make({ type: "sse", url: server.url })
+        const error = yield* Effect.flip(t.request("initialize", {}))
+        expect(error).toMatchObject({ _tag: "HttpError", status })
+        expect(server.received("GET")).toEqual([])
+      }).pipe(Effect.scoped, Effect.provide(Env)))
+  }
 
   it.live("type sse: when the legacy attempt fails too, the first refusal is reported", () =>
     Effect.gen(function*() {
