@@ -25,7 +25,6 @@ import { constTrue } from "effect/Function"
 import * as HttpClient from "effect/http/HttpClient"
 import { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS } from "../Defaults.ts"
 import type { Implementation } from "../Implementation.ts"
-import type * as JsonRpc from "../JsonRpc.ts"
 import { type HttpError, InvalidPayload, RequestTimeout, truncate } from "../McpError.ts"
 import { group, type McpAuthError, McpProtocolError, type McpServerError, type McpTransportError } from "../McpErrorGroup.ts"
 import * as ProtocolVersion from "../ProtocolVersion.ts"
@@ -35,9 +34,19 @@ import type * as Http from "./internal/HttpExchange.ts"
 import { isNeutralStatus } from "./internal/NeutralStatus.ts"
 import type * as OneShotHandshake from "./internal/OneShotHandshake.ts"
 import { type CallContext, Drains, type ExchangeError } from "./internal/OneShotExchange.ts"
+import { CurrentEras, RequestIds } from "./internal/OneShotShared.ts"
 import * as Stateless from "./internal/OneShotStateless.ts"
 import * as PostExchange from "./internal/PostExchange.ts"
+import * as UnavailableRetry from "./internal/UnavailableRetry.ts"
 import * as Negotiation from "./Negotiation.ts"
+
+export {
+  CurrentEras,
+  forgetServers,
+  makeRequestIds,
+  RequestIds,
+  type RequestIdSource
+} from "./internal/OneShotShared.ts"
 
 // ---------------------------------------------------------------------------
 // Options and errors
@@ -94,6 +103,13 @@ export interface Options {
    * `HttpError` with the server's hints.
    */
   readonly auth?: OAuthProviderShape | undefined
+  /**
+   * A request refused with 503 or 429 and a `Retry-After` is sent again
+   * after that wait, as by the HTTP transports: by default twice more, for
+   * waits up to 5 seconds, never for `tools/call` unless `toolCalls: true`.
+   * `false` turns it off. The call's `timeout` covers the waits.
+   */
+  readonly retryUnavailable?: UnavailableRetry.RetryUnavailableOptions | false | undefined
 }
 
 /**
@@ -202,70 +218,6 @@ export const decideFallback: (
   answer: { readonly status: number; readonly body: string },
   requested: string
 ) => FallbackDecision = Stateless.decideFallback
-
-// ---------------------------------------------------------------------------
-// What was learnt per origin, and the request ids
-
-const processEras = Negotiation.make()
-
-/**
- * Where `auto` calls remember, per origin, the era its server turned out to
- * speak, so the next call goes straight to it. Default: one cache for the
- * whole process. Provide another (`Negotiation.make()`) to start a test or
- * a group of calls from nothing, or to share what is learnt some other way.
- *
- * @since 0.1.0
- * @category references
- */
-export class CurrentEras extends Services.Reference<Negotiation.EraCache>("effect-mcp-transport/client/OneShot/CurrentEras", {
-  defaultValue: () => processEras
-}) {}
-
-/**
- * Forgets what `auto` calls learnt about servers in the process-wide cache
- * (their era, per origin): the next call to each probes again. A provided
- * `CurrentEras` is left alone.
- *
- * @since 0.1.0
- * @category utils
- */
-export const forgetServers = (): void => processEras.entries.clear()
-
-/**
- * Where the JSON-RPC ids of one-shot requests come from: `next` is called
- * once per request sent (`initialize` included).
- *
- * @since 0.1.0
- * @category models
- */
-export interface RequestIdSource {
-  readonly next: () => JsonRpc.RequestId
-}
-
-/**
- * Ids counting up from 1.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const makeRequestIds = (): RequestIdSource => {
-  let last = 0
-  return { next: () => ++last }
-}
-
-const processIds = makeRequestIds()
-
-/**
- * The ids one-shot calls use. Default: one counter for the whole process,
- * so no two calls of a process share an id. Provide `makeRequestIds()` for
- * ids a test can predict.
- *
- * @since 0.1.0
- * @category references
- */
-export class RequestIds extends Services.Reference<RequestIdSource>("effect-mcp-transport/client/OneShot/RequestIds", {
-  defaultValue: () => processIds
-}) {}
 
 // ---------------------------------------------------------------------------
 // One call
@@ -398,6 +350,7 @@ export const call = (
       eras: Services.get(services, CurrentEras),
       ids: Services.get(services, RequestIds),
       drains: Services.get(services, Drains),
+      retry: UnavailableRetry.policy(opts.retryUnavailable),
       current: { method, id: 0 }
     }
     const timeout = opts.timeout === undefined ? DEFAULT_TIMEOUT : Duration.fromInputUnsafe(opts.timeout)

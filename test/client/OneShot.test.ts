@@ -19,6 +19,8 @@ interface Seen {
   readonly verb: string
   readonly headers: IncomingHttpHeaders
   readonly json: any
+  /** When it arrived (ms since the epoch). */
+  readonly at: number
 }
 
 const readBody = (req: IncomingMessage): Promise<string> =>
@@ -34,7 +36,7 @@ const scripted = (answer: (seen: Seen, res: ServerResponse, req: IncomingMessage
     const seen: Array<Seen> = []
     const server = yield* listen((req, res) => {
       void readBody(req).then((text) => {
-        const entry = { verb: req.method ?? "", headers: req.headers, json: text.length > 0 ? JSON.parse(text) : undefined }
+        const entry = { verb: req.method ?? "", headers: req.headers, json: text.length > 0 ? JSON.parse(text) : undefined, at: Date.now() }
         seen.push(entry)
         answer(entry, res, req)
       })
@@ -58,14 +60,17 @@ const modernEcho = (seen: Seen, res: ServerResponse) =>
 
 /**
  * A proxy in front of `target` that records what the client sends; a client
- * that goes away aborts the upstream request too.
+ * that goes away aborts the upstream request too. `answer` may answer a
+ * request itself (it returns true) instead of passing it on.
  */
-const recordingProxy = (target: string) =>
+const recordingProxy = (target: string, answer?: (seen: Seen, res: ServerResponse) => boolean) =>
   Effect.gen(function*() {
     const seen: Array<Seen> = []
     const server = yield* listen((req, res) => {
       void readBody(req).then(async (body) => {
-        seen.push({ verb: req.method ?? "", headers: req.headers, json: body.length > 0 ? JSON.parse(body) : undefined })
+        const entry = { verb: req.method ?? "", headers: req.headers, json: body.length > 0 ? JSON.parse(body) : undefined, at: Date.now() }
+        seen.push(entry)
+        if (answer?.(entry, res)) return
         const abort = new AbortController()
         res.on("close", () => abort.abort())
         const headers: Record<string, string> = {}
@@ -233,6 +238,75 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
         if (status === 429) expect(error).toMatchObject({ reason: { retryAfterMs: 2000 } })
         expect(server.seen).toHaveLength(1)
       }
+    }))
+
+  // ---------------------------------------------------------------------------
+  // Refusals with Retry-After
+
+  /** Refuses the first `refusals` requests with `status` and `Retry-After: after`, then echoes. */
+  const refusing = (refusals: number, after: string, status = 503) =>
+    scripted((seen, res) => {
+      if (refusals-- > 0) return json(res, status, rpcError(seen.json.id, -32000, "busy"), { "retry-after": after })
+      if (seen.json.method === "tools/call") return modernEcho(seen, res)
+      return json(res, 200, result(seen.json.id, { tools: [], resultType: "complete" }))
+    })
+
+  live("a request refused with 503 or 429 and Retry-After is sent again, with the same id, after the wait", () =>
+    Effect.gen(function*() {
+      const server = yield* refusing(1, "1")
+      const got = yield* OneShot.call(server.url, "tools/list")
+      expect(got).toMatchObject({ tools: [] })
+      expect(methods(server.seen)).toEqual(["tools/list", "tools/list"])
+      expect(server.seen[1]!.json.id).toEqual(server.seen[0]!.json.id)
+      expect(server.seen[1]!.at - server.seen[0]!.at).toBeGreaterThanOrEqual(900)
+
+      const limited = yield* refusing(2, "0", 429)
+      expect(yield* OneShot.call(limited.url, "tools/list")).toMatchObject({ tools: [] })
+      expect(methods(limited.seen)).toEqual(["tools/list", "tools/list", "tools/list"])
+    }))
+
+  live("the attempts spent, the last refusal is the HttpError, with its wait", () =>
+    Effect.gen(function*() {
+      const server = yield* refusing(Infinity, "0")
+      const error = yield* Effect.flip(OneShot.call(server.url, "tools/list"))
+      expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "HttpError", status: 503, retryAfterMs: 0 } })
+      expect(methods(server.seen)).toEqual(["tools/list", "tools/list", "tools/list"])
+
+      const once = yield* refusing(Infinity, "0")
+      yield* Effect.flip(OneShot.call(once.url, "tools/list", {}, { retryUnavailable: { attempts: 1 } }))
+      expect(once.seen).toHaveLength(2)
+    }))
+
+  live("not sent again: a tool call unless asked, a wait past maxDelay, retryUnavailable false", () =>
+    Effect.gen(function*() {
+      const tool = yield* refusing(1, "0")
+      const error = yield* Effect.flip(OneShot.callTool(tool.url, "echo", { text: "x" }))
+      expect(error).toMatchObject({ reason: { _tag: "HttpError", status: 503 } })
+      expect(tool.seen).toHaveLength(1)
+      const asked = yield* refusing(1, "0")
+      const got = yield* OneShot.callTool(asked.url, "echo", { text: "x" }, { retryUnavailable: { toolCalls: true } })
+      expect(got.content).toEqual([{ type: "text", text: "echo x" }])
+      expect(methods(asked.seen)).toEqual(["tools/call", "tools/call"])
+
+      const long = yield* refusing(1, "30")
+      expect(yield* Effect.flip(OneShot.call(long.url, "tools/list"))).toMatchObject({ reason: { retryAfterMs: 30_000 } })
+      expect(long.seen).toHaveLength(1)
+      const off = yield* refusing(1, "0")
+      yield* Effect.flip(OneShot.call(off.url, "tools/list", {}, { retryUnavailable: false }))
+      expect(off.seen).toHaveLength(1)
+    }))
+
+  live("the session era's initialize refused for now is sent again; the handshake goes on", () =>
+    Effect.gen(function*() {
+      let refusals = 1
+      const server = yield* recordingProxy((yield* serve()).url, (seen, res) => {
+        if (seen.json?.method !== "initialize" || refusals-- <= 0) return false
+        json(res, 503, {}, { "retry-after": "0" })
+        return true
+      })
+      const got = yield* OneShot.callTool(server.url, "echo", { text: "late" }, { protocol: "2025-11-25" })
+      expect(got.content).toEqual([{ type: "text", text: "late" }])
+      expect(methods(server.seen)).toEqual(["initialize", "initialize", "notifications/initialized", "tools/call", "DELETE"])
     }))
 
   live("timeout: RequestTimeout, with no fallback", () =>

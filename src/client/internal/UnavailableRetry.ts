@@ -90,8 +90,27 @@ export const afterRefusal = <A, E>(
 ): Effect.Effect<A, E | HttpError> => {
   const delay = policy === undefined || left <= 0 ? undefined : delayFor(policy, method, error)
   if (delay === undefined) return Effect.fail(error)
-  return Effect.logDebug(`MCP HTTP: ${error.status} for ${method ?? "a reply"}, sending again in ${delay} ms`).pipe(
-    Effect.andThen(Effect.sleep(delay)),
-    Effect.andThen(again(left - 1))
-  )
+  return waitThen(error, method, delay, again(left - 1))
 }
+
+/**
+ * What a refused request answered with a refusal goes on with: with
+ * attempts `left`, a wait and `again`; else `refused`, which the caller
+ * reads as it reads any refusal (a one-shot call decides on its body).
+ */
+export const orRefused = <R extends { readonly error: HttpError }, A, E>(
+  policy: Policy | undefined,
+  method: string,
+  refused: R,
+  left: number,
+  again: (left: number) => Effect.Effect<A, E>
+): Effect.Effect<A | R, E> => {
+  const delay = policy === undefined || left <= 0 ? undefined : delayFor(policy, method, refused.error)
+  return delay === undefined ? Effect.succeed(refused) : waitThen(refused.error, method, delay, again(left - 1))
+}
+
+const waitThen = <A, E>(error: HttpError, method: string | undefined, delay: number, again: Effect.Effect<A, E>) =>
+  Effect.logDebug(`MCP HTTP: ${error.status} for ${method ?? "a reply"}, sending again in ${delay} ms`).pipe(
+    Effect.andThen(Effect.sleep(delay)),
+    Effect.andThen(again)
+  )
