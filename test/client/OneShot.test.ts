@@ -58,6 +58,18 @@ const text = (t: string) => ({ content: [{ type: "text", text: t }] })
 const modernEcho = (seen: Seen, res: ServerResponse) =>
   json(res, 200, result(seen.json.id, { ...text(`echo ${seen.json.params?.arguments?.text}`), resultType: "complete" }))
 
+/** A scripted session-era server: one session "s1" whose `tools/call` echoes. */
+const sessionEra = (seen: Seen, res: ServerResponse) => {
+  if (seen.json?.method === "initialize") {
+    return res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s1" })
+      .end(JSON.stringify(result(seen.json.id, { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "s", version: "1" } })))
+  }
+  if (seen.json?.method === "tools/call" && seen.headers["mcp-session-id"] === "s1") return modernEcho(seen, res)
+  if (seen.verb === "POST" && seen.json?.id === undefined) return res.writeHead(202).end()
+  if (seen.verb === "DELETE") return res.writeHead(200).end()
+  return res.writeHead(400).end("Bad Request: no session")
+}
+
 /**
  * A proxy in front of `target` that records what the client sends; a client
  * that goes away aborts the upstream request too. `answer` may answer a
@@ -519,16 +531,7 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
     Effect.gen(function*() {
       let modern = false
       const server = yield* scripted((seen, res) => {
-        if (!modern) {
-          if (seen.json?.method === "initialize") {
-            return res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s1" })
-              .end(JSON.stringify(result(seen.json.id, { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "s", version: "1" } })))
-          }
-          if (seen.json?.method === "tools/call" && seen.headers["mcp-session-id"] === "s1") return modernEcho(seen, res)
-          if (seen.verb === "POST" && seen.json?.id === undefined) return res.writeHead(202).end()
-          if (seen.verb === "DELETE") return res.writeHead(200).end()
-          return res.writeHead(400).end("Bad Request: no session")
-        }
+        if (!modern) return sessionEra(seen, res)
         if (seen.headers["mcp-protocol-version"] !== "2026-07-28") {
           return json(res, 400, rpcError(seen.json?.id ?? null, -32020, "MCP-Protocol-Version is required"))
         }
@@ -548,14 +551,7 @@ describe.each(httpClients)("OneShot via %s", (_name, clientLayer) => {
       let limited = false
       const server = yield* scripted((seen, res) => {
         if (limited) return res.writeHead(429, { "retry-after": "30" }).end("slow down")
-        if (seen.json?.method === "initialize") {
-          return res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s1" })
-            .end(JSON.stringify(result(seen.json.id, { protocolVersion: "2025-11-25", capabilities: {}, serverInfo: { name: "s", version: "1" } })))
-        }
-        if (seen.json?.method === "tools/call" && seen.headers["mcp-session-id"] === "s1") return modernEcho(seen, res)
-        if (seen.verb === "POST" && seen.json?.id === undefined) return res.writeHead(202).end()
-        if (seen.verb === "DELETE") return res.writeHead(200).end()
-        return res.writeHead(400).end("Bad Request: no session")
+        return sessionEra(seen, res)
       })
       yield* OneShot.callTool(server.url, "echo", { text: "a" })
       limited = true
