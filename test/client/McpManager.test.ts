@@ -7,11 +7,12 @@ import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpManager from "../../src/client/McpManager.ts"
 import * as StdioClientTransport from "../../src/client/StdioClientTransport.ts"
 import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpClientTransport.ts"
-import { SpawnError } from "../../src/McpError.ts"
+import { HttpError, SpawnError } from "../../src/McpError.ts"
 import type { Handler } from "../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
 import * as McpServer from "../../src/server/McpServer.ts"
 import { makeServer } from "../fixtures/router-stdio-server.ts"
+import * as Misbehaving from "./http/MisbehavingServer.ts"
 import { isAlive } from "../fixtures/stdio-helpers.ts"
 
 const { Config, ServerStatus, ToolCache } = McpManager
@@ -262,6 +263,25 @@ describe("McpManager", () => {
       }).pipe(Effect.provide(NodeServices.layer)))
   })
 
+  describe("over HTTP (a real loopback server)", () => {
+    it.live("a server refusing with 503 and Retry-After: the manager waits what it asked before the next attempt", () =>
+      Effect.gen(function*() {
+        const server = yield* Misbehaving.make
+        yield* server.setHandler(() => Effect.succeed(Misbehaving.status(503, "draining", { "retry-after": "30" })))
+        const manager = yield* McpManager.make({
+          config: { mcpServers: { busy: { type: "http", url: server.url } } },
+          reconnectSchedule: Schedule.spaced("1 second")
+        })
+        expect((yield* manager.statuses).busy).toMatchObject({
+          _tag: "Reconnecting",
+          delayMs: 30_000,
+          lastError: { _tag: "HttpError", status: 503, retryAfterMs: 30_000 }
+        })
+        // 30 seconds is past what a transport waits for itself: one POST, then the manager's wait.
+        expect(server.received("POST")).toHaveLength(1)
+      }).pipe(Effect.scoped, Effect.provide([NodeServices.layer, NodeHttpClient.layerUndici])))
+  })
+
   describe("healing policy (in-memory, TestClock)", () => {
     it.effect("follows the schedule, then the circuit breaker opens; after the cool-down one trial goes through", () =>
       Effect.gen(function*() {
@@ -308,6 +328,48 @@ describe("McpManager", () => {
         yield* settle
         expect(yield* Ref.get(attempts)).toBe(4)
         expect(Option.getOrThrow(yield* Stream.runHead(manager.status("flaky")))).toMatchObject({ _tag: "Ready" })
+      }))
+
+    it.effect("a refusal for now (503 or 429 with Retry-After) is waited out, up to the cool-down, before the next attempt", () =>
+      Effect.gen(function*() {
+        const refusals: Array<HttpError> = [
+          new HttpError({ status: 503, body: "draining", method: "initialize", retryAfterMs: 20_000 }),
+          new HttpError({ status: 429, body: "", method: "initialize", retryAfterMs: 3_600_000 }),
+          new HttpError({ status: 500, body: "", method: "initialize", retryAfterMs: 20_000 })
+        ]
+        const attempts = yield* Ref.make(0)
+        const handle = yield* McpServer.toHandler(makeServer())
+        const manager = yield* McpManager.make({
+          config: { mcpServers: { busy: { command: "x" } } },
+          transport: () =>
+            Effect.gen(function*() {
+              const n = yield* Ref.getAndUpdate(attempts, (k) => k + 1)
+              if (n < refusals.length) return yield* refusals[n]!
+              return yield* InMemoryTransport.make(handle.handler)
+            }),
+          reconnectSchedule: Schedule.spaced("1 second"),
+          circuitBreaker: { failureThreshold: 10, cooldown: "60 seconds" },
+          slowStartThreshold: "1 millis"
+        })
+        const status = Effect.map(Stream.runHead(manager.status("busy")), Option.getOrThrow)
+        yield* settle
+        expect(yield* status).toMatchObject({ _tag: "Reconnecting", delayMs: 20_000, lastError: { _tag: "HttpError", status: 503 } })
+        yield* TestClock.adjust("19 seconds")
+        yield* settle
+        expect(yield* Ref.get(attempts)).toBe(1)
+        yield* TestClock.adjust("1 second")
+        yield* settle
+        // An hour asked for: the manager stays away for its cool-down only.
+        expect(yield* status).toMatchObject({ _tag: "Reconnecting", delayMs: 60_000, lastError: { status: 429 } })
+        yield* TestClock.adjust("60 seconds")
+        yield* settle
+        // A 500 is not a refusal for now: the schedule alone decides.
+        expect(yield* status).toMatchObject({ _tag: "Reconnecting", delayMs: 1_000, lastError: { status: 500 } })
+        yield* TestClock.adjust("1 second")
+        yield* settle
+        expect(yield* Ref.get(attempts)).toBe(4)
+        const ready = yield* Stream.runHead(Stream.filter(manager.status("busy"), (s) => s._tag === "Ready"))
+        expect(Option.isSome(ready)).toBe(true)
       }))
 
     it.effect("a half-open trial that fails opens the circuit again", () =>

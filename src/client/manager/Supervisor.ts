@@ -26,7 +26,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as McpSchema from "effect/ai/McpSchema"
-import type { TransportClosed } from "../../McpError.ts"
+import type { HttpError, TransportClosed } from "../../McpError.ts"
 import { reasonOf } from "../../McpErrorGroup.ts"
 import type { ClientTransportShape } from "../ClientTransport.ts"
 import * as McpClient from "../McpClient.ts"
@@ -112,6 +112,18 @@ const lastErrorOf = (server: string, exit: Exit.Exit<unknown, unknown>): LastErr
     }
   }
   return new ConnectFailed({ server, reason: "interrupted" })
+}
+
+/**
+ * The wait a server asked for when it refused the connection for now (503
+ * or 429 with `Retry-After`): coming back sooner only earns another
+ * refusal. Bounded by the breaker's cool-down, the longest the manager is
+ * set to stay away from a server.
+ */
+const askedWait = (error: LastError, boundMs: number): number => {
+  if (error._tag !== "HttpError") return 0
+  const { retryAfterMs, status } = error as HttpError
+  return retryAfterMs !== undefined && (status === 503 || status === 429) ? Math.min(retryAfterMs, boundMs) : 0
 }
 
 /** One connection attempt, in its own scope: transport, handshake, tool listing, session setup restored. */
@@ -238,10 +250,11 @@ export const supervise = <R>(server: ManagedServer, options: SupervisorOptions<R
         if (admitted.waitMs > 0) {
           return { status: ServerStatus.CircuitOpen({ retryInMs: admitted.waitMs, lastError: error }), waitMs: admitted.waitMs }
         }
-        const delay = yield* Pull.catchDone(
+        const scheduled = yield* Pull.catchDone(
           Effect.map(step(now, error), ([, d]) => Duration.toMillis(d)),
           () => Effect.succeed(undefined)
         )
+        const delay = scheduled === undefined ? undefined : Math.max(scheduled, askedWait(error, breaker.cooldownMs))
         return delay === undefined
           ? { status: ServerStatus.Failed({ lastError: error }), waitMs: undefined }
           : { status: ServerStatus.Reconnecting({ attempt: attempt + 1, delayMs: delay, lastError: error }), waitMs: delay }
