@@ -42,6 +42,7 @@ import * as SseAnswer from "./internal/SseAnswer.ts"
 import * as SseReader from "./internal/SseReader.ts"
 import * as SseReconnect from "./internal/SseReconnect.ts"
 import * as SessionChannel from "./internal/SessionChannel.ts"
+import * as UnavailableRetry from "./internal/UnavailableRetry.ts"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../Defaults.ts"
 import type { OAuthProviderShape } from "./auth/OAuthProvider.ts"
 import {
@@ -223,7 +224,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // ---------------------------------------------------------------------------
   // Requests
 
-  const readAnswer = SseAnswer.make({ core, maxBytes, schedule, background, openGet })
+  const readAnswer = SseAnswer.make({
+    core,
+    maxBytes,
+    schedule,
+    background,
+    openGet,
+    retry: UnavailableRetry.policy(options.retryUnavailable)
+  })
 
   const exchangeRequest = (
     request: JsonRpc.JsonRpcRequest,

@@ -26,6 +26,7 @@ import { ConnectionState, Diagnostic } from "../ClientTransport.ts"
 import type * as ClientCore from "./ClientCore.ts"
 import * as SseReader from "./SseReader.ts"
 import * as SseReconnect from "./SseReconnect.ts"
+import * as UnavailableRetry from "./UnavailableRetry.ts"
 
 /** The standalone GET stream's own state, separate from the POST channel's. */
 export type ListenerState = Data.TaggedEnum<{
@@ -121,7 +122,8 @@ export const make = Effect.fnUntraced(function*(
         )
         if (cursor.bytes > 0) yield* backoff.reset
       }
-      const delay = yield* backoff.next(failure, cursor.retryMs)
+      // A refusal for now is waited out however long it asks: nobody waits on the listener.
+      const delay = yield* backoff.next(failure, UnavailableRetry.askedWait(failure) ?? cursor.retryMs)
       if (delay === undefined) return yield* giveUp(failure)
       const attempt = backoff.attempts()
       yield* setListener(ListenerState.Reconnecting({ attempt, delayMs: delay }))

@@ -30,6 +30,7 @@ import type { AuthError } from "../../AuthError.ts"
 import type { OpenGet } from "./HttpGetListener.ts"
 import * as SseReader from "./SseReader.ts"
 import * as SseReconnect from "./SseReconnect.ts"
+import * as UnavailableRetry from "./UnavailableRetry.ts"
 
 /**
  * After a POST's response arrived, its SSE body is read on in the background
@@ -53,6 +54,8 @@ export interface SseAnswerContext {
   readonly background: FiberSet.FiberSet<unknown, unknown>
   /** Opens the GET that resumes an answer after its last event id. */
   readonly openGet: OpenGet
+  /** Which refusals for now of that GET are waited out (`retryUnavailable`); `undefined`: none. */
+  readonly retry: UnavailableRetry.Policy | undefined
 }
 
 /** Why reading an answer failed. */
@@ -126,6 +129,8 @@ const resume = Effect.fnUntraced(function*(
   const { core, maxBytes, openGet, schedule } = context
   let ending = first
   let backoff: SseReconnect.Backoff | undefined
+  // The wait the last refusal asked for, which wins over the stream's own `retry:` once.
+  let askedMs: number | undefined
   const readOptions: SseReader.ReadOptions<MalformedMessage, never> = {
     maxEventBytes: maxBytes,
     idleTimeoutMs: idleMs,
@@ -148,7 +153,8 @@ const resume = Effect.fnUntraced(function*(
     }
     backoff ??= yield* SseReconnect.make(schedule)
     if (cursor.bytes > 0) yield* backoff.reset
-    const delay = yield* backoff.next(ending, cursor.retryMs)
+    const delay = yield* backoff.next(ending, askedMs ?? cursor.retryMs)
+    askedMs = undefined
     if (delay === undefined) return yield* noResponse(request)
     yield* Effect.sleep(Duration.millis(delay))
     cursor.bytes = 0
@@ -161,6 +167,12 @@ const resume = Effect.fnUntraced(function*(
         continue
       }
       if (error._tag === "HttpError" && error.status === 405) return yield* noResponse(request)
+      // Refused for now (a draining instance): after the wait, another instance may resume it.
+      askedMs = UnavailableRetry.resumeDelay(context.retry, error)
+      if (askedMs !== undefined) {
+        ending = { _tag: "Broken", cause: error }
+        continue
+      }
       return yield* error
     }
     ending = yield* SseReader.read(opened.success.stream, cursor, readOptions)

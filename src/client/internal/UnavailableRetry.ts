@@ -77,6 +77,21 @@ export const delayFor = (policy: Policy, method: string | undefined, error: Http
 }
 
 /**
+ * The wait a refusal for now asks of a `GET` that resumes a stream: no
+ * request runs again, so a tool call's is waited for too. `undefined`:
+ * not such a refusal, or a wait the policy declines.
+ */
+export const resumeDelay = (policy: Policy | undefined, error: unknown): number | undefined =>
+  policy !== undefined && isHttpError(error) ? delayFor(policy, undefined, error) : undefined
+
+/** The wait a refusal for now asks, whatever its length; `undefined` for any other failure. */
+export const askedWait = (error: unknown): number | undefined =>
+  isHttpError(error) && (error.status === 503 || error.status === 429) ? error.retryAfterMs : undefined
+
+const isHttpError = (error: unknown): error is HttpError =>
+  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "HttpError"
+
+/**
  * What a refused POST goes on with: with attempts `left`, a wait of the
  * refusal's `Retry-After` and `again` with one attempt fewer; else the
  * refusal itself.

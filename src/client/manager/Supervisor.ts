@@ -26,10 +26,11 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as McpSchema from "effect/ai/McpSchema"
-import type { HttpError, TransportClosed } from "../../McpError.ts"
+import type { TransportClosed } from "../../McpError.ts"
 import { reasonOf } from "../../McpErrorGroup.ts"
 import type { ClientTransportShape } from "../ClientTransport.ts"
 import * as McpClient from "../McpClient.ts"
+import * as UnavailableRetry from "../internal/UnavailableRetry.ts"
 import * as Metrics from "../../observability/Metrics.ts"
 import * as McpSpan from "../../internal/McpSpan.ts"
 import * as CircuitBreaker from "./CircuitBreaker.ts"
@@ -120,11 +121,8 @@ const lastErrorOf = (server: string, exit: Exit.Exit<unknown, unknown>): LastErr
  * refusal. Bounded by the breaker's cool-down, the longest the manager is
  * set to stay away from a server.
  */
-const askedWait = (error: LastError, boundMs: number): number => {
-  if (error._tag !== "HttpError") return 0
-  const { retryAfterMs, status } = error as HttpError
-  return retryAfterMs !== undefined && (status === 503 || status === 429) ? Math.min(retryAfterMs, boundMs) : 0
-}
+const askedWait = (error: LastError, boundMs: number): number =>
+  Math.min(UnavailableRetry.askedWait(error) ?? 0, boundMs)
 
 /** One connection attempt, in its own scope: transport, handshake, tool listing, session setup restored. */
 const connectOnce = <R>(server: ManagedServer, config: Config.ServerConfig, scope: Scope.Scope, options: SupervisorOptions<R>) => {

@@ -4,11 +4,13 @@
  * methods (not `tools/call` unless asked), never for a wait over the bound
  * nor without the header, and within the request's timeout. Against a
  * loopback server scripted per test, and against this project's server
- * while it drains; every outcome is typed and leaves nothing pending.
+ * while it drains; every outcome is typed and leaves nothing pending. The
+ * GETs that resume an answer and the standalone stream wait out such a
+ * refusal too.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Option, Schema } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Option, Schema, Stream, SubscriptionRef } from "effect"
 import * as McpClient from "../../../src/client/McpClient.ts"
 import * as SseTransport from "../../../src/client/SseClientTransport.ts"
 import * as StreamableHttp from "../../../src/client/StreamableHttpClientTransport.ts"
@@ -181,6 +183,77 @@ describe.each(httpClients)("a refused POST sent again, via %s", (_name, clientLa
       const exit = yield* Effect.exit(once.request("ping"))
       expect(Exit.isFailure(exit)).toBe(true)
       expect(server.received("POST")).toHaveLength(3)
+    }))
+})
+
+describe.each(httpClients)("a refused GET waited out, via %s", (_name, clientLayer) => {
+  const live = liveWith(clientLayer, 15_000)
+
+  /** `long` answers on SSE with one event and breaks; the GETs that resume it are refused `refusals` times first. */
+  const breakingAnswer = (server: Server.MisbehavingServer, refusals: number, after: string) => {
+    let requestId: unknown
+    return server.setHandler((r, s) =>
+      Effect.succeed(
+        isMethod("long")(r)
+          ? (requestId = r.json.id,
+            s.sse(Server.cutAfter([Server.event({ id: "ev-1", data: Server.notification("notifications/progress", { progress: 1 }) })])))
+          : r.verb === "GET"
+          ? refusals-- > 0
+            ? Server.status(503, "draining", { "retry-after": after })
+            : s.sse(Stream.make(Server.event({ id: "ev-2", data: Server.result(requestId, { resumed: true }) })))
+          : undefined
+      )
+    )
+  }
+
+  live("a resumption refused for now is tried again after the wait (another instance may resume it)", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      yield* breakingAnswer(server, 1, "1")
+      const t = yield* connect(server)
+      expect(yield* t.request("long")).toEqual({ resumed: true })
+      const [refused, resumed] = server.received("GET")
+      expect([refused!.headers["last-event-id"], resumed!.headers["last-event-id"]]).toEqual(["ev-1", "ev-1"])
+      expect(resumed!.at - refused!.at).toBeGreaterThanOrEqual(900)
+      expect(yield* t.pendingCount).toBe(0)
+    }))
+
+  live("a resumption refused for longer than maxDelay, or with retryUnavailable false, fails with the refusal", () =>
+    Effect.gen(function*() {
+      const long = yield* Server.make
+      yield* breakingAnswer(long, 1, "30")
+      const t = yield* connect(long)
+      expect(yield* Effect.flip(t.request("long"))).toMatchObject({ _tag: "HttpError", status: 503, retryAfterMs: 30_000 })
+      expect(long.received("GET")).toHaveLength(1)
+
+      const off = yield* Server.make
+      yield* breakingAnswer(off, 1, "0")
+      const u = yield* connect(off, false)
+      expect(yield* Effect.flip(u.request("long"))).toMatchObject({ _tag: "HttpError", status: 503 })
+      expect(off.received("GET")).toHaveLength(1)
+    }))
+
+  live("the standalone GET stream refused for now reconnects after the wait the server asked", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      let gets = 0
+      yield* server.setHandler((r, s) =>
+        Effect.sync(() => {
+          if (r.verb !== "GET") return undefined
+          return gets++ === 0 ? Server.status(503, "draining", { "retry-after": "1" }) : s.sse(Server.thenSilence([]))
+        })
+      )
+      const t = yield* connect(server)
+      const reconnecting = yield* SubscriptionRef.changes(t.listenerState).pipe(
+        Stream.filter((state) => state._tag === "Reconnecting"),
+        Stream.runHead,
+        Effect.forkChild({ startImmediately: true })
+      )
+      yield* t.listen
+      expect(yield* Fiber.join(reconnecting)).toEqual(Option.some({ _tag: "Reconnecting", attempt: 1, delayMs: 1000 }))
+      yield* server.waitForRequest((r) => r.verb === "GET" && server.received("GET").length === 2)
+      const [refused, open] = server.received("GET")
+      expect(open!.at - refused!.at).toBeGreaterThanOrEqual(900)
     }))
 })
 
