@@ -12,7 +12,6 @@ import * as Effect from "effect/Effect"
 import * as JsonRpc from "../../JsonRpc.ts"
 import {
   type HeaderMismatch,
-  type HttpError,
   InvalidPayload,
   type MissingClientCapability,
   RpcError,
@@ -23,6 +22,7 @@ import * as Negotiation from "../Negotiation.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import type { RequestHandler } from "../ClientTransport.ts"
 import type { CallEngine, CallOptions, Decode, FlatError } from "./McpCallEngine.ts"
+import * as UnavailableRetry from "./UnavailableRetry.ts"
 
 /**
  * What a typed method can fail with in the stateless era only.
@@ -70,14 +70,12 @@ interface InputRequired {
 export const typedError = (method: string, error: unknown): FlatError | ModernError | undefined => {
   if (error instanceof RpcError) return Negotiation.modernError(error.code, error.data, method, error.rpcMessage)
   if (typeof error !== "object" || error === null || (error as { _tag?: unknown })._tag !== "HttpError") return undefined
-  if ((error as HttpError).retryAfterMs !== undefined && isRefusalForNow((error as HttpError).status)) return undefined
+  if (UnavailableRetry.askedWait(error) !== undefined) return undefined
   const rpc = Negotiation.rpcErrorFromHttpBody((error as { body: string }).body)
   if (rpc === undefined) return undefined
   return Negotiation.modernError(rpc.code, rpc.data, method, rpc.message) ??
     new RpcError({ code: rpc.code, rpcMessage: rpc.message, data: rpc.data, method })
 }
-
-const isRefusalForNow = (status: number): boolean => status === 503 || status === 429
 
 /** Whether a header mismatch is about the `Mcp-Param-*` headers (then a fresh tool list may fix it). */
 const aboutParamHeaders = (error: HeaderMismatch): boolean =>

@@ -109,9 +109,9 @@ export const afterRefusal = <A, E>(
 }
 
 /**
- * What a refused request answered with a refusal goes on with: with
- * attempts `left`, a wait and `again`; else `refused`, which the caller
- * reads as it reads any refusal (a one-shot call decides on its body).
+ * What a request whose answer was a refusal goes on with: with attempts
+ * `left`, a wait and `again`; else `refused`, which the caller reads as it
+ * reads any refusal (a one-shot call decides on its body).
  */
 export const orRefused = <R extends { readonly error: HttpError }, A, E>(
   policy: Policy | undefined,
