@@ -37,7 +37,7 @@ import { type CallContext, Drains, type ExchangeError } from "./internal/OneShot
 import { CurrentEras, RequestIds } from "./internal/OneShotShared.ts"
 import * as Stateless from "./internal/OneShotStateless.ts"
 import * as PostExchange from "./internal/PostExchange.ts"
-import * as UnavailableRetry from "./internal/UnavailableRetry.ts"
+import type * as UnavailableRetry from "./internal/UnavailableRetry.ts"
 import * as Negotiation from "./Negotiation.ts"
 
 export {
@@ -350,7 +350,6 @@ export const call = (
       eras: Services.get(services, CurrentEras),
       ids: Services.get(services, RequestIds),
       drains: Services.get(services, Drains),
-      retry: UnavailableRetry.policy(opts.retryUnavailable),
       current: { method, id: 0 }
     }
     const timeout = opts.timeout === undefined ? DEFAULT_TIMEOUT : Duration.fromInputUnsafe(opts.timeout)

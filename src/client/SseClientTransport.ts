@@ -129,13 +129,12 @@ interface Poster {
   readonly retry: UnavailableRetry.Policy | undefined
 }
 
-type PostError = HttpError | RedirectRefused | TransportClosed | MessageTooLarge | AuthError
 
 /** One message POSTed to the endpoint; one generator function for every message (docs/design.md, "Per-request code and the old generation"). */
 const postMessage = Effect.fnUntraced(function*(
   poster: Poster,
   message: JsonRpc.JsonRpcMessage
-): Effect.fn.Return<void, PostError> {
+): Effect.fn.Return<void, HttpError | RedirectRefused | TransportClosed | MessageTooLarge | AuthError> {
   const target = poster.endpoint()
   if (target === undefined) return yield* new TransportClosed({ reason: "no endpoint yet" })
   const bytes = encoder.encode(JSON.stringify(message))
@@ -143,41 +142,31 @@ const postMessage = Effect.fnUntraced(function*(
     return yield* new MessageTooLarge({ limit: poster.maxBytes, size: bytes.length, direction: "outgoing" })
   }
   const method = "method" in message ? message.method : undefined
-  const send = (left: number): Effect.Effect<void, PostError> =>
-    Effect.flatMap(postOnce(poster, target, bytes, message, method), (response) =>
-      Http.isSuccess(response.status)
-        ? Http.discard(response)
-        : Effect.flatMap(
-          Http.httpError(response, method),
-          (error) => UnavailableRetry.afterRefusal(poster.retry, method, error, left, send)
-        ))
-  return yield* send(poster.retry === undefined ? 0 : poster.retry.attempts)
-})
-
-/** One POST of the encoded `message` to the endpoint `target`, whatever the answer's status. */
-const postOnce = (
-  poster: Poster,
-  target: string,
-  bytes: Uint8Array,
-  message: JsonRpc.JsonRpcMessage,
-  method: string | undefined
-) =>
+  const body = HttpBody.uint8Array(bytes, "application/json")
+  const attempt = (
+    auth: Readonly<Record<string, string>>,
+    left: number
+  ): Effect.Effect<HttpClientResponse.HttpClientResponse, RedirectRefused | TransportClosed> =>
+    Effect.flatMap(
+      Http.assemble(poster.options, { verb: "POST", url: target, message }, auth),
+      (headers) =>
+        Http.execute(
+          poster.client,
+          HttpClientRequest.post(target, { headers, body }),
+          method,
+          PostExchange.resendWhile(poster.retry, left, () => attempt(auth, left - 1))
+        )
+    )
   // The endpoint is on the SSE URL's origin (resolveEndpoint makes sure): its tokens are the SSE URL's.
-  PostExchange.authorized(
+  const response = yield* PostExchange.authorized(
     poster.options.auth,
     poster.sseUrl,
-    (auth) =>
-      Effect.flatMap(
-        Http.assemble(poster.options, { verb: "POST", url: target, message }, auth),
-        (headers) =>
-          Http.execute(
-            poster.client,
-            HttpClientRequest.post(target, { headers, body: HttpBody.uint8Array(bytes, "application/json") }),
-            method
-          )
-      ),
+    (auth) => attempt(auth, poster.retry?.attempts ?? 0),
     { method: "POST", url: target }
   )
+  if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, method), Effect.fail)
+  yield* Http.discard(response)
+})
 
 /**
  * Opens the SSE stream and waits for its `endpoint` event; the connection lives as long as the scope.

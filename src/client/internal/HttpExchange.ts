@@ -151,6 +151,34 @@ const isRedirect = (status: number): boolean =>
   status === 301 || status === 302 || status === 303 || status === 307 || status === 308
 
 /**
+ * How `execute` sends a request again when the answer is a refusal for now
+ * (503 or 429 with a `Retry-After` the policy waits for): `again` builds the
+ * request anew (its headers too) with one attempt fewer. Given only while
+ * attempts are left.
+ */
+export interface Resend {
+  readonly policy: UnavailableRetry.Policy
+  readonly again: () => Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused>
+}
+
+/** The refusal read away, the wait it asks for, and the request again; or the refusal, for the caller to read. */
+const resendAfter = (
+  response: HttpClientResponse.HttpClientResponse,
+  method: string | undefined,
+  resend: Resend
+): Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused> =>
+  Effect.clockWith((clock) => {
+    const asked = UnavailableRetry.retryAfterMs(response.headers["retry-after"], clock.currentTimeMillisUnsafe())
+    const delay = UnavailableRetry.delayFor(resend.policy, method, response.status, asked)
+    if (delay === undefined) return Effect.succeed(response)
+    return Effect.logDebug(`MCP HTTP: ${response.status} for ${method ?? "a reply"}, sending again in ${delay} ms`).pipe(
+      Effect.andThen(discard(response)),
+      Effect.andThen(Effect.sleep(delay)),
+      Effect.andThen(Effect.suspend(resend.again))
+    )
+  })
+
+/**
  * Sends one HTTP request and returns its answer, whatever the status, after
  * following the redirects an MCP exchange survives. 307 and 308 keep the
  * method and the body, so they are followed for every verb; 301, 302 and
@@ -165,7 +193,8 @@ const isRedirect = (status: number): boolean =>
 export const execute = (
   client: HttpClient.HttpClient,
   request: HttpClientRequest.HttpClientRequest,
-  method?: string
+  method?: string,
+  resend?: Resend
 ): Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused> => {
   const verb = request.method
   const send = (current: HttpClientRequest.HttpClientRequest) =>
@@ -179,7 +208,11 @@ export const execute = (
   ): Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused> =>
     Effect.flatMap(send(current), (response) => {
       const location = headersOf(response)["location"]
-      if (!isRedirect(response.status) || location === undefined) return Effect.succeed(response)
+      if (!isRedirect(response.status) || location === undefined) {
+        return resend === undefined || isSuccess(response.status)
+          ? Effect.succeed(response)
+          : resendAfter(response, method, resend)
+      }
       const refuse = (target: string, reason: string) =>
         Effect.andThen(
           discard(response),

@@ -30,7 +30,6 @@ import type * as Negotiation from "../Negotiation.ts"
 import * as ClientSpans from "./ClientSpans.ts"
 import * as Http from "./HttpExchange.ts"
 import * as PostExchange from "./PostExchange.ts"
-import * as UnavailableRetry from "./UnavailableRetry.ts"
 
 /** The failures of a call's requests, before they are grouped. */
 export type ExchangeError =
@@ -61,8 +60,6 @@ export interface CallContext {
   readonly ids: { readonly next: () => JsonRpc.RequestId }
   /** Where the rest of a streamed answer is read after its response. */
   readonly drains: FiberSet.FiberSet<unknown, unknown>
-  /** When a request refused with 503 or 429 and a `Retry-After` is sent again; `undefined`: never. */
-  readonly retry: UnavailableRetry.Policy | undefined
   /** The request that is (or was last) on the wire: what a timeout reports. */
   current: { method: string; id: JsonRpc.RequestId }
 }
@@ -195,28 +192,6 @@ export const readAnswer = (
     if (ending._tag === "Broken" && ending.cause instanceof TransportClosed) return Effect.fail(ending.cause)
     return Effect.fail(PostExchange.noResponse(request))
   })
-}
-
-/**
- * POSTs `request` and reads its answer, sending it again (same id: it was
- * refused, not run) after the wait a refusal asks for when the call's
- * policy allows. `adopt` sees each 2xx response before its body is read.
- */
-export const exchange = (
-  context: CallContext,
-  request: JsonRpc.JsonRpcRequest,
-  own: Readonly<Record<string, string | undefined>>,
-  adopt?: (response: HttpClientResponse.HttpClientResponse) => void
-): Effect.Effect<Answer, ReadError | PostExchange.PostError> => {
-  const attempt = (left: number): Effect.Effect<Answer, ReadError | PostExchange.PostError> =>
-    Effect.flatMap(post(context, request, own), (response) => {
-      if (adopt !== undefined && Http.isSuccess(response.status)) adopt(response)
-      return Effect.flatMap(readAnswer(context, response, request), (answer) =>
-        answer._tag === "Refused"
-          ? UnavailableRetry.orRefused(context.retry, request.method, answer, left, attempt)
-          : Effect.succeed(answer))
-    })
-  return attempt(context.retry === undefined ? 0 : context.retry.attempts)
 }
 
 /** The next request of the call, which becomes the one a timeout reports. */

@@ -12,7 +12,7 @@ import { RpcError, UnsupportedProtocolVersion } from "../../McpError.ts"
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
 import * as Negotiation from "../Negotiation.ts"
 import * as Http from "./HttpExchange.ts"
-import { type Answer, type CallContext, exchange, type ExchangeError, nextRequest, post } from "./OneShotExchange.ts"
+import { type Answer, type CallContext, type ExchangeError, nextRequest, post, readAnswer } from "./OneShotExchange.ts"
 import * as PostExchange from "./PostExchange.ts"
 
 const FIRST_VERSION_WITH_HEADER = "2025-06-18"
@@ -53,10 +53,10 @@ export const call = Effect.fnUntraced(function*(
     capabilities: context.capabilities,
     clientInfo: context.clientInfo
   })
+  const response = yield* post(context, initialize, {})
   // Adopted before the body is read: a call interrupted while reading it still ends the session.
-  const answer = yield* exchange(context, initialize, {}, (response) => {
-    session = validSession(response.headers["mcp-session-id"])
-  })
+  if (Http.isSuccess(response.status)) session = validSession(response.headers["mcp-session-id"])
+  const answer = yield* readAnswer(context, response, initialize)
   if (answer._tag === "Refused") return yield* new InitializeRefused({ answer })
   if ("error" in answer.response) return yield* RpcError.fromObject(answer.response.error, "initialize", initialize.id)
   const negotiated = (answer.response.result as { protocolVersion?: unknown } | null)?.protocolVersion
@@ -78,7 +78,7 @@ export const call = Effect.fnUntraced(function*(
   yield* Http.discard(initialized)
 
   const request = nextRequest(context, method, params)
-  const reply = yield* exchange(context, request, own)
+  const reply = yield* readAnswer(context, yield* post(context, request, own), request)
   if (reply._tag === "Refused") return yield* reply.error
   if ("error" in reply.response) return yield* RpcError.fromObject(reply.response.error, method, request.id)
   return reply.response.result

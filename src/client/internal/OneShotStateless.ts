@@ -16,9 +16,10 @@ import { isNeutralStatus } from "./NeutralStatus.ts"
 import {
   type Answer,
   type CallContext,
-  exchange,
   type ExchangeError,
   nextRequest,
+  post,
+  readAnswer,
   type ReadError
 } from "./OneShotExchange.ts"
 import type { RedirectRefused } from "../../McpError.ts"
@@ -104,7 +105,8 @@ const modernOnce = (
     const request = nextRequest(context, method, withMeta(context, version, params))
     const own = RequestMeta.standardHeaders(version, method, params)
     const headers = paramHeaders === undefined ? own : { ...own, ...paramHeaders }
-    return Effect.map(exchange(context, request, headers), (answer) => ({ answer, request }))
+    return Effect.flatMap(post(context, request, headers), (response) =>
+      Effect.map(readAnswer(context, response, request), (answer) => ({ answer, request })))
   })
 
 const mentionsParamHeader = (error: JsonRpc.JsonRpcErrorObject): boolean =>

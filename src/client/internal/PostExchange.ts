@@ -29,6 +29,7 @@ import type { AuthRequest, OAuthProviderShape } from "../auth/OAuthProvider.ts"
 import type * as AuthorizedRetry from "./AuthorizedRetry.ts"
 import * as Http from "./HttpExchange.ts"
 import type * as SseReader from "./SseReader.ts"
+import * as UnavailableRetry from "./UnavailableRetry.ts"
 
 type Response = HttpClientResponse.HttpClientResponse
 
@@ -86,6 +87,8 @@ export interface Endpoint {
   readonly headers: Readonly<Record<string, string>>
   readonly requestHeaders: Http.HeaderHook | undefined
   readonly auth: OAuthProviderShape | undefined
+  /** When a POST refused for now is sent again (`retryUnavailable`); `undefined`: never. */
+  readonly retry: UnavailableRetry.Policy | undefined
 }
 
 /** An endpoint's fields from a client's options. */
@@ -93,14 +96,18 @@ export const endpoint = (
   client: HttpClient.HttpClient,
   url: string,
   maxBytes: number,
-  options: Http.HeaderSource & { readonly auth?: OAuthProviderShape | undefined }
+  options: Http.HeaderSource & {
+    readonly auth?: OAuthProviderShape | undefined
+    readonly retryUnavailable?: UnavailableRetry.RetryUnavailableOptions | false | undefined
+  }
 ): Endpoint => ({
   client,
   url,
   maxBytes,
   headers: Http.lowerKeys(options.headers),
   requestHeaders: options.requestHeaders,
-  auth: options.auth
+  auth: options.auth,
+  retry: UnavailableRetry.policy(options.retryUnavailable)
 })
 
 export type PostError = TransportClosed | RedirectRefused | MessageTooLarge | AuthError
@@ -138,7 +145,8 @@ export const headersFor = (
  * POSTs `message` (its `body`, from `encode`) with the exchange's own
  * headers `own`, and returns the answer whatever its status (but for the 401
  * and 403 the provider, when there is one, answers by signing in and
- * sending once more).
+ * sending once more, and a refusal for now the endpoint's policy waits for
+ * is sent again after the wait).
  */
 export const post = (
   target: Endpoint,
@@ -148,13 +156,29 @@ export const post = (
 ): Effect.Effect<Response, PostError> => {
   const method = "method" in message ? message.method : undefined
   const context: Http.HeaderContext = { verb: "POST", url: target.url, message }
-  const attempt = (auth: Readonly<Record<string, string>>) =>
+  const attempt = (
+    auth: Readonly<Record<string, string>>,
+    left: number
+  ): Effect.Effect<Response, TransportClosed | RedirectRefused> =>
     Effect.flatMap(
       headersFor(target, context, auth === NONE ? own : { ...own, ...auth }),
-      (headers) => Http.execute(target.client, HttpClientRequest.post(target.url, { headers, body }), method)
+      (headers) =>
+        Http.execute(
+          target.client,
+          HttpClientRequest.post(target.url, { headers, body }),
+          method,
+          resendWhile(target.retry, left, () => attempt(auth, left - 1))
+        )
     )
-  return authorized(target.auth, target.url, attempt)
+  return authorized(target.auth, target.url, (auth) => attempt(auth, target.retry?.attempts ?? 0))
 }
+
+/** `execute`'s resend while attempts are left. */
+export const resendWhile = (
+  policy: UnavailableRetry.Policy | undefined,
+  left: number,
+  again: Http.Resend["again"]
+): Http.Resend | undefined => policy === undefined || left <= 0 ? undefined : { policy, again }
 
 /** Ends a session with a DELETE, bounded by `timeout`; a refusal or a failure is not worth reporting. */
 export const deleteSession = (

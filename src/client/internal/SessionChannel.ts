@@ -28,7 +28,7 @@ import { ConnectionState } from "../ClientTransport.ts"
 import * as Http from "./HttpExchange.ts"
 import * as PostExchange from "./PostExchange.ts"
 import * as StatelessHeaders from "./StatelessHeaders.ts"
-import * as UnavailableRetry from "./UnavailableRetry.ts"
+import type * as UnavailableRetry from "./UnavailableRetry.ts"
 
 type Response = HttpClientResponse.HttpClientResponse
 
@@ -83,7 +83,6 @@ export interface SessionChannel {
 export const make = (options: SessionChannelOptions): SessionChannel => {
   const { client, state, url } = options
   const endpoint = PostExchange.endpoint(client, url, options.maxBytes, options)
-  const retry = UnavailableRetry.policy(options.retryUnavailable)
 
   let protocolVersion: string | undefined = options.protocolVersion
   let stateless: StatelessHeaders.StatelessHeaders | undefined = protocolVersion !== undefined &&
@@ -139,19 +138,11 @@ export const make = (options: SessionChannelOptions): SessionChannel => {
       "mcp-session-id": sentSession,
       "mcp-protocol-version": initialize ? undefined : versionHeader()
     }
-    const method = "method" in message ? message.method : undefined
-    const send = (left: number): Effect.Effect<Response, PostError> =>
-      Effect.flatMap(PostExchange.post(endpoint, message, body, own), (response): Effect.Effect<Response, PostError> => {
-        if (Http.isSuccess(response.status)) return Effect.succeed(response)
-        if (response.status === 404 && sentSession !== undefined) {
-          return Effect.andThen(Http.discard(response), expire(sentSession))
-        }
-        return Effect.flatMap(
-          Http.httpError(response, method),
-          (error) => UnavailableRetry.afterRefusal(retry, method, error, left, send)
-        )
-      })
-    return send(retry === undefined ? 0 : retry.attempts)
+    return Effect.flatMap(PostExchange.post(endpoint, message, body, own), (response): Effect.Effect<Response, PostError> => {
+      if (Http.isSuccess(response.status)) return Effect.succeed(response)
+      if (response.status === 404 && sentSession !== undefined) return Effect.andThen(Http.discard(response), expire(sentSession))
+      return Effect.flatMap(Http.httpError(response, "method" in message ? message.method : undefined), Effect.fail)
+    })
   }
 
   const openGet: SessionChannel["openGet"] = (lastEventId) =>

@@ -1,6 +1,7 @@
 /**
- * Sending a POST again when the server asks to be asked later: a 503 or a
- * 429 whose `Retry-After` the policy is willing to wait for. A draining
+ * When a request is sent again because the server asks to be asked later
+ * (`HttpExchange.execute` does the sending): a 503 or a 429 whose
+ * `Retry-After` the policy is willing to wait for. A draining
  * instance of a fleet, a full server and one whose shared store is down all
  * answer that way before running anything, so the next attempt (through a
  * load balancer, on another instance) usually succeeds. A tool call is not
@@ -12,7 +13,6 @@
  * and its caller's interruption cut it short like any other part of the send.
  */
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
 import type { HttpError } from "../../McpError.ts"
 
 /**
@@ -68,12 +68,20 @@ export const retryAfterMs = (value: string | undefined, nowMs: number): number |
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs)
 }
 
-/** How long to wait before sending `method` again after `error`; `undefined`: fail with it. */
-export const delayFor = (policy: Policy, method: string | undefined, error: HttpError): number | undefined => {
-  if (error.status !== 503 && error.status !== 429) return undefined
-  const delay = error.retryAfterMs
-  if (delay === undefined || delay > policy.maxDelayMs) return undefined
-  return method === "tools/call" && !policy.toolCalls ? undefined : delay
+/**
+ * How long to wait before sending `method` again after an answer with
+ * `status` and a `Retry-After` of `retryAfterMs`; `undefined`: the answer
+ * stands.
+ */
+export const delayFor = (
+  policy: Policy,
+  method: string | undefined,
+  status: number,
+  retryAfterMs: number | undefined
+): number | undefined => {
+  if (status !== 503 && status !== 429) return undefined
+  if (retryAfterMs === undefined || retryAfterMs > policy.maxDelayMs) return undefined
+  return method === "tools/call" && !policy.toolCalls ? undefined : retryAfterMs
 }
 
 /**
@@ -82,7 +90,7 @@ export const delayFor = (policy: Policy, method: string | undefined, error: Http
  * not such a refusal, or a wait the policy declines.
  */
 export const resumeDelay = (policy: Policy | undefined, error: unknown): number | undefined =>
-  policy !== undefined && isHttpError(error) ? delayFor(policy, undefined, error) : undefined
+  policy !== undefined && isHttpError(error) ? delayFor(policy, undefined, error.status, error.retryAfterMs) : undefined
 
 /** The wait a refusal for now asks, whatever its length; `undefined` for any other failure. */
 export const askedWait = (error: unknown): number | undefined =>
@@ -90,42 +98,3 @@ export const askedWait = (error: unknown): number | undefined =>
 
 const isHttpError = (error: unknown): error is HttpError =>
   typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "HttpError"
-
-/**
- * What a refused POST goes on with: with attempts `left`, a wait of the
- * refusal's `Retry-After` and `again` with one attempt fewer; else the
- * refusal itself.
- */
-export const afterRefusal = <A, E>(
-  policy: Policy | undefined,
-  method: string | undefined,
-  error: HttpError,
-  left: number,
-  again: (left: number) => Effect.Effect<A, E>
-): Effect.Effect<A, E | HttpError> => {
-  const delay = policy === undefined || left <= 0 ? undefined : delayFor(policy, method, error)
-  if (delay === undefined) return Effect.fail(error)
-  return waitThen(error, method, delay, again(left - 1))
-}
-
-/**
- * What a request whose answer was a refusal goes on with: with attempts
- * `left`, a wait and `again`; else `refused`, which the caller reads as it
- * reads any refusal (a one-shot call decides on its body).
- */
-export const orRefused = <R extends { readonly error: HttpError }, A, E>(
-  policy: Policy | undefined,
-  method: string,
-  refused: R,
-  left: number,
-  again: (left: number) => Effect.Effect<A, E>
-): Effect.Effect<A | R, E> => {
-  const delay = policy === undefined || left <= 0 ? undefined : delayFor(policy, method, refused.error)
-  return delay === undefined ? Effect.succeed(refused) : waitThen(refused.error, method, delay, again(left - 1))
-}
-
-const waitThen = <A, E>(error: HttpError, method: string | undefined, delay: number, again: Effect.Effect<A, E>) =>
-  Effect.logDebug(`MCP HTTP: ${error.status} for ${method ?? "a reply"}, sending again in ${delay} ms`).pipe(
-    Effect.andThen(Effect.sleep(delay)),
-    Effect.andThen(again)
-  )
