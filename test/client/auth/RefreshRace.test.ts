@@ -92,6 +92,8 @@ describe("OAuth: refreshes racing over one token store", () => {
       yield* signIn(world, yield* FileTokenStore.make(file))
       const signedIn = onlyTokens(yield* (yield* FileTokenStore.make(file)).load)
       const refreshesBefore = world.count("/token", "refresh_token")
+      // The refreshed pair is not due: a run that reads the file only after the refresh uses it, however late.
+      world.knobs.expiresIn = 3600
       racing = true
 
       const runs = yield* Effect.all(Array.from({ length: RUNS }, () => client(file, world.mcpUrl)))
@@ -107,7 +109,18 @@ describe("OAuth: refreshes racing over one token store", () => {
       expect(world.count("/token", "refresh_token") - refreshesBefore).toBe(1)
       expect(fs.existsSync(`${file}.lock`)).toBe(false)
 
-      // A later run refreshes with the pair left in the file; nobody signs in again.
+      // A run that reads the file after the refresh uses the new pair as it is.
+      const late = yield* client(file, world.mcpUrl)
+      expect(yield* Effect.promise(() => late.done)).toEqual({ ok: true })
+      expect(world.count("/token", "refresh_token") - refreshesBefore).toBe(1)
+
+      // Once that pair is due, a later run refreshes with it; nobody signs in again.
+      yield* (yield* FileTokenStore.make(file)).update((contents) => ({
+        ...contents,
+        tokens: Object.fromEntries(
+          Object.entries(contents.tokens).map(([key, tokens]) => [key, { ...tokens, expiresAt: Date.now() - 1_000 }])
+        )
+      }))
       const later = yield* client(file, world.mcpUrl)
       expect(yield* Effect.promise(() => later.done)).toEqual({ ok: true })
       expect(world.count("/authorize")).toBe(1)
