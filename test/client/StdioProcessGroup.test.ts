@@ -2,7 +2,9 @@
  * The end of a stdio server's process group at teardown: a group that is
  * already empty when the server has exited gets no signal (the spawner is
  * told there is nothing left to end), and a group that still has members
- * gets SIGTERM as before, so that nothing it holds survives the scope.
+ * gets SIGTERM as before, so that nothing it holds survives the scope. A
+ * group whose number names another process since the server was reaped is
+ * someone else's, and gets no signal either.
  */
 import { NodeServices } from "@effect/platform-node"
 import { afterEach, describe, expect, it, vi } from "@effect/vitest"
@@ -74,19 +76,34 @@ describe.skipIf(!posix)("StdioProcess and the server's process group", () => {
       expect(isAlive(t.pid)).toBe(false)
     }).pipe(Effect.provide(NodeServices.layer)))
 
-  it.live("groupGone: false while the leader runs, true once it has exited alone", () =>
+  it.live("leaveGroupAlone: true once the leader has exited alone", () =>
     Effect.gen(function*() {
       const child = spawn(process.execPath, ["-e", "process.stdin.resume()"], {
         detached: true,
         stdio: ["pipe", "ignore", "ignore"]
       })
-      expect(StdioProcess.groupGone(child.pid!)).toBe(false)
       child.stdin!.end()
       yield* exited(child)
-      expect(StdioProcess.groupGone(child.pid!)).toBe(true)
+      expect(StdioProcess.leaveGroupAlone(child.pid!)).toBe(true)
     }))
 
-  it.live("groupGone: false after the leader exited while another member runs", () =>
+  it.live("leaveGroupAlone: true when the exited server's pid names another process, leader of its own group", () =>
+    Effect.gen(function*() {
+      // What a reused pid looks like: a running group leader that is not the server.
+      const other = spawn(process.execPath, ["-e", "process.stdin.resume()"], {
+        detached: true,
+        stdio: ["pipe", "ignore", "ignore"]
+      })
+      try {
+        expect(isAlive(other.pid!)).toBe(true)
+        expect(StdioProcess.leaveGroupAlone(other.pid!)).toBe(true)
+      } finally {
+        other.stdin!.end()
+        yield* exited(other)
+      }
+    }))
+
+  it.live("leaveGroupAlone: false after the leader exited while another member runs", () =>
     Effect.gen(function*() {
       // The leader starts a member in its own group, prints its pid and exits.
       const source = "const { spawn } = require('node:child_process');" +
@@ -100,7 +117,7 @@ describe.skipIf(!posix)("StdioProcess and the server's process group", () => {
       const member = Number(out.trim())
       try {
         expect(isAlive(member)).toBe(true)
-        expect(StdioProcess.groupGone(leader.pid!)).toBe(false)
+        expect(StdioProcess.leaveGroupAlone(leader.pid!)).toBe(false)
       } finally {
         process.kill(member, "SIGKILL")
       }

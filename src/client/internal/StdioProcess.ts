@@ -127,17 +127,32 @@ const makeRing = (capacity: number) => {
 }
 
 /**
- * Whether the process group led by `pid` has no member left (POSIX; the
- * spawner starts the server as a group leader). EPERM means members exist
- * that cannot be signalled, such as zombies on macOS: not gone.
+ * Whether the process group of a server that has exited and been reaped is
+ * to be left alone at teardown (POSIX; the spawner starts the server as a
+ * group leader): it has no member left, or its number names another process
+ * now. A pid is not reused while a group of that number has members, so a
+ * process found by the reaped server's pid started since, and the group by
+ * that number is someone else's: signalling it would end an unrelated
+ * program. EPERM means members exist that cannot be signalled, such as
+ * zombies on macOS: not gone.
  */
-export const groupGone = (pid: number): boolean => {
+export const leaveGroupAlone = (pid: number): boolean => {
   if (process.platform === "win32") return false
+  if (signallable(pid)) return true
   try {
     process.kill(-pid, 0)
     return false
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "ESRCH"
+  }
+}
+
+const signallable = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
   }
 }
 
@@ -317,8 +332,9 @@ export const spawn = Effect.fnUntraced(function*(
       if (reaper !== undefined) yield* reaper.terminate
       // A server that exited and left no member of its group behind leaves the
       // spawner nothing to end: it would still signal the group, fail, build
-      // two errors and ignore them, on the teardown's critical path.
-      if (processExit !== undefined && groupGone(handle.pid)) yield* Effect.ignore(handle.unref)
+      // two errors and ignore them, on the teardown's critical path. Nor is
+      // the group its own once the pid names another process.
+      if (processExit !== undefined && leaveGroupAlone(handle.pid)) yield* Effect.ignore(handle.unref)
     })
   )
 
