@@ -125,10 +125,9 @@ interface Poster {
   readonly maxBytes: number
   /** `undefined` until the server named it. */
   readonly endpoint: () => string | undefined
-  /** When a refused POST is sent again (`retryUnavailable`); `undefined`: never. */
+  /** When a refused POST or stream GET is sent again (`retryUnavailable`); `undefined`: never. */
   readonly retry: UnavailableRetry.Policy | undefined
 }
-
 
 /** One message POSTed to the endpoint; one generator function for every message (docs/design.md, "Per-request code and the old generation"). */
 const postMessage = Effect.fnUntraced(function*(
@@ -294,20 +293,32 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         orElse: () => Effect.fail(new TransportClosed({ reason: `no endpoint event within ${connectMs}ms` }))
       }))
 
+  /** One GET of the stream; one refused for now is sent again after the wait, within the connect timeout. */
+  const get = (
+    auth: Readonly<Record<string, string>>,
+    left: number
+  ): Effect.Effect<HttpClientResponse.HttpClientResponse, RedirectRefused | TransportClosed> =>
+    Effect.flatMap(
+      Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream", ...auth }),
+      (headers) =>
+        Http.execute(
+          client,
+          HttpClientRequest.get(sseUrl, { headers }),
+          "GET",
+          PostExchange.resendWhile(poster.retry, left, () => get(auth, left - 1))
+        )
+    )
+
   const open = Effect.gen(function*() {
     // A 401 before the stream opens signs in and opens it once more.
     const response = yield* PostExchange.authorized(
       options.auth,
       sseUrl,
       (auth) =>
-        Effect.flatMap(
-          Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream", ...auth }),
-          (headers) =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) => {
-              lastGetAt = now
-              return withinConnectTimeout(Http.execute(client, HttpClientRequest.get(sseUrl, { headers }), "GET"))
-            })
-        ),
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          lastGetAt = now
+          return withinConnectTimeout(get(auth, poster.retry?.attempts ?? 0))
+        }),
       { method: "GET", url: sseUrl }
     )
     streamUrl = response.request.url

@@ -69,6 +69,8 @@ export interface TransportOptions extends HeaderSource {
    * store is down answer so before running anything. Default: two more
    * attempts, waits up to 5 seconds, not for `tools/call` (a server may refuse
    * after the tool ran). `false`: never. A request's timeout covers the waits.
+   * The GETs that open a stream (the legacy transport's, within its connect
+   * timeout) and resume one wait such a refusal out as well.
    */
   readonly retryUnavailable?: UnavailableRetry.RetryUnavailableOptions | false | undefined
 }

@@ -5,8 +5,8 @@
  * nor without the header, and within the request's timeout. Against a
  * loopback server scripted per test, and against this project's server
  * while it drains; every outcome is typed and leaves nothing pending. The
- * GETs that resume an answer and the standalone stream wait out such a
- * refusal too.
+ * GETs that resume an answer, the standalone stream and the legacy
+ * transport's stream wait out such a refusal too.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -255,6 +255,37 @@ describe.each(httpClients)("a refused GET waited out, via %s", (_name, clientLay
       const [refused, open] = server.received("GET")
       expect(open!.at - refused!.at).toBeGreaterThanOrEqual(900)
     }))
+
+  live("the legacy HTTP+SSE transport's stream GET refused for now is sent again; past the attempts, or off, the connect fails with the refusal", () =>
+    Effect.gen(function*() {
+      const server = yield* Server.make
+      let refusals = 0
+      yield* server.setHandler((r, s) =>
+        Effect.gen(function*() {
+          if (r.verb !== "GET" || r.path !== "/sse") return undefined
+          if (refusals-- > 0) return Server.status(503, "draining", { "retry-after": "1" })
+          const feed = yield* server.pushable()
+          yield* feed.push(Server.event({ event: "endpoint", data: "/message?sessionId=abc" }))
+          return s.sse(feed.stream, { label: "sse" })
+        })
+      )
+      refusals = 2
+      const t = yield* SseTransport.make({ url: `${server.origin}/sse` })
+      expect(t.endpoint).toBe(`${server.origin}/message?sessionId=abc`)
+      const [first, , third] = server.received("GET")
+      expect(server.received("GET")).toHaveLength(3)
+      expect(third!.at - first!.at).toBeGreaterThanOrEqual(1_800)
+
+      refusals = 2
+      const spent = yield* Effect.flip(SseTransport.make({ url: `${server.origin}/sse`, retryUnavailable: { attempts: 1 } }))
+      expect(spent).toMatchObject({ _tag: "HttpError", status: 503, retryAfterMs: 1000 })
+      expect(server.received("GET")).toHaveLength(5)
+
+      refusals = 1
+      const off = yield* Effect.flip(SseTransport.make({ url: `${server.origin}/sse`, retryUnavailable: false }))
+      expect(off).toMatchObject({ _tag: "HttpError", status: 503 })
+      expect(server.received("GET")).toHaveLength(6)
+    }), 20_000)
 })
 
 describe("against this project's server while it drains", () => {
