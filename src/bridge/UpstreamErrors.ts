@@ -45,7 +45,8 @@ export const ErrorCode = {
  * How a failed forwarded request is answered. A JSON-RPC error from the
  * peer is passed on unchanged; a transport failure gets a bridge code and a
  * one-line message naming it (no stderr or stack on the wire), with
- * `data: { bridge: <error tag> }`.
+ * `data: { bridge: <error tag> }`; an HTTP status from the upstream adds
+ * `status`, and its `Retry-After` `retryAfterMs`.
  *
  * @since 0.1.0
  * @category utils
@@ -66,6 +67,15 @@ export const toRpcError = (error: RequestError | SpawnError | UpstreamUnavailabl
         code: ErrorCode.UpstreamTimeout,
         rpcMessage: `Upstream ${error.message}`,
         data: { bridge: error._tag }
+      })
+    case "HttpError":
+      // The status, and the wait an upstream refusing for now asked for: the downstream client's to honour.
+      return new RpcError({
+        code: ErrorCode.UpstreamFailed,
+        rpcMessage: `Upstream error: ${firstLine(error.message)}`,
+        data: error.retryAfterMs === undefined
+          ? { bridge: error._tag, status: error.status }
+          : { bridge: error._tag, status: error.status, retryAfterMs: error.retryAfterMs }
       })
     default:
       return new RpcError({

@@ -104,6 +104,21 @@ describe("bridge: an HTTP server over stdio", { timeout: 60_000 }, () => {
       yield* close
     }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
 
+  it.live("an upstream refusing for now: the bridge's error carries the status and the wait it asked for", () =>
+    Effect.gen(function*() {
+      const server = yield* serve({})
+      const { client, close } = yield* spawnBridge(server.url)
+      yield* client.ping()
+      // A draining server refuses every request with 503 and `Retry-After: 1`; the bridge's upstream tries twice more.
+      yield* server.transport.shutdown
+      const refused = yield* Effect.flip(client.ping())
+      expect(refused).toMatchObject({
+        _tag: "McpServerError",
+        reason: { _tag: "RpcError", code: Bridge.ErrorCode.UpstreamFailed, data: { bridge: "HttpError", status: 503, retryAfterMs: 1000 } }
+      })
+      yield* close
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)))
+
   it.live("the official SDK's stdio client: tools, progress, roots; close() ends the bridge", () =>
     Effect.gen(function*() {
       const server = yield* serve({})
