@@ -63,6 +63,23 @@ describe.skipIf(!posix)("StdioProcess and the server's process group", () => {
       expect(isAlive(grandchild)).toBe(false)
     }).pipe(Effect.provide(NodeServices.layer)))
 
+  it.live("a server that crashed and left its group empty: its group's number gets no signal when the scope closes later", () =>
+    Effect.gen(function*() {
+      for (const code of [3, 0]) {
+        const scope = yield* Scope.make()
+        const t = yield* StdioClientTransport.make(testServer([`--exit-on-start=${code}`])).pipe(Scope.provide(scope))
+        const closed = yield* t.awaitClosed
+        expect(closed.exitCode).toBe(code)
+        // The exit's own handling is over once the events of that turn have run; the scope closes later,
+        // when the pid may name another program, leader of its own group: nothing may reach that group.
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+        const signals = groupSignals()
+        yield* Scope.close(scope, Exit.void)
+        expect(signals).toEqual([])
+        vi.restoreAllMocks()
+      }
+    }).pipe(Effect.provide(NodeServices.layer)))
+
   it.live("a server that ignores stdin EOF is still ended with the scope", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()

@@ -26,7 +26,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as PlatformError from "effect/PlatformError"
 import * as PubSub from "effect/PubSub"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import type * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
 import type * as Arr from "effect/Array"
@@ -240,7 +240,12 @@ export const spawn = Effect.fnUntraced(function*(
   // Added before the spawn so that it runs after the spawner has ended the process group.
   let reaper: DescendantReaper.DescendantReaper | undefined
   yield* Effect.addFinalizer(() => reaper === undefined ? Effect.void : reaper.finish)
+  // The process in a scope of its own, closed as soon as the server is gone with nothing left in its
+  // group: the spawner's release then signals the group's number while it can name nothing else,
+  // rather than when the transport's scope closes, by which time the pid may have been reused.
+  const processScope = yield* Scope.fork(yield* Effect.scope)
   const handle = yield* spawner.spawn(command).pipe(
+    Scope.provide(processScope),
     Effect.mapError((cause) => new SpawnError({ command: options.command, args, cause }))
   )
   const sampleIntervalMs = options.descendantSampleIntervalMs
@@ -284,6 +289,11 @@ export const spawn = Effect.fnUntraced(function*(
       processExit = exit
       return Effect.andThen(Deferred.succeed(exited, exit), Deferred.succeed(peerEnd, { _tag: "Exited", exit }))
     }),
+    Effect.andThen(Effect.suspend(() =>
+      leaveGroupAlone(handle.pid)
+        ? Effect.uninterruptible(Effect.andThen(Effect.ignore(handle.unref), Scope.close(processScope, Exit.void)))
+        : Effect.void
+    )),
     Effect.forkScoped
   )
 
