@@ -157,7 +157,7 @@ const signallable = (pid: number): boolean => {
 }
 
 /** The server's stderr as the transport keeps it. */
-interface KeptStderr {
+export interface KeptStderr {
   /** Line by line; a late subscriber gets the kept tail first. */
   readonly lines: Stream.Stream<string>
   /** The last lines, oldest first. */
@@ -170,7 +170,7 @@ interface KeptStderr {
 const notKept: KeptStderr = { lines: Stream.empty, tail: () => [], done: Effect.void }
 
 /** Reads a piped stderr to its end, in a fiber of the scope: ring buffer, stream, debug log. */
-const keepStderr = Effect.fnUntraced(function*(
+export const keepStderr = Effect.fnUntraced(function*(
   source: Stream.Stream<Uint8Array, PlatformError.PlatformError>,
   options: Options,
   pid: number
@@ -209,7 +209,10 @@ const keepStderr = Effect.fnUntraced(function*(
       for (const chunk of chunks) framer.push(chunk, push)
       return publish(lines)
     }),
-    Effect.ignore,
+    // The lines read so far are kept and published either way; a failed read says why the rest is missing.
+    Effect.catch((error) =>
+      Effect.logWarning("MCP stdio: reading the server's stderr failed", error).pipe(Effect.annotateLogs(logAnnotations))
+    ),
     Effect.andThen(Effect.suspend(() => {
       const lines: Array<string> = []
       framer.end(onFrame(lines))
