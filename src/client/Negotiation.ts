@@ -60,7 +60,13 @@ export {
 export type ProbeOutcome = Data.TaggedEnum<{
   Answered: { readonly result: unknown }
   RpcError: { readonly code: number; readonly message: string; readonly data?: unknown }
-  HttpStatus: { readonly status: number; readonly contentType?: string | undefined; readonly body: string }
+  HttpStatus: {
+    readonly status: number
+    readonly contentType?: string | undefined
+    readonly body: string
+    /** The answer's `Retry-After`, as `HttpError.retryAfterMs`. */
+    readonly retryAfterMs?: number | undefined
+  }
   Timeout: {}
   TransportFailure: { readonly error: unknown }
 }>
@@ -137,7 +143,7 @@ export const outcomeOf = (exit: Exit.Exit<unknown, RequestError>): ProbeOutcome 
     case "RpcError":
       return ProbeOutcome.RpcError({ code: error.code, message: error.rpcMessage, data: error.data })
     case "HttpError":
-      return ProbeOutcome.HttpStatus({ status: error.status, body: error.body })
+      return ProbeOutcome.HttpStatus({ status: error.status, body: error.body, retryAfterMs: error.retryAfterMs })
     case "RequestTimeout":
       return ProbeOutcome.Timeout()
     default:
@@ -339,12 +345,13 @@ const fromRpcError = (speaks: Speaks, code: number, data: unknown, what: string)
 /** Statuses that say nothing about the era: asking again in the other era would hide the real problem. */
 const isNoFallbackStatus = (status: number): boolean => isNeutralStatus(status) || status >= 500 || status < 400
 
-const fromHttpStatus = (speaks: Speaks, status: number, body: string): Verdict => {
+const fromHttpStatus = (speaks: Speaks, status: number, body: string, retryAfterMs: number | undefined): Verdict => {
   if (isNoFallbackStatus(status)) {
     const reason = status === 401 || status === 403 || status === 407
       ? `HTTP ${status}: the server needs authorization`
       : `HTTP ${status}`
-    return Verdict.Fail({ reason, error: new HttpError({ status, body: truncate(body), method: "server/discover" }) })
+    const error = new HttpError({ status, body: truncate(body), method: "server/discover", retryAfterMs })
+    return Verdict.Fail({ reason, error })
   }
   const error = rpcErrorFromHttpBody(body)
   if (error === undefined) return Verdict.Legacy({ reason: `HTTP ${status} without a JSON-RPC error body` })
@@ -410,7 +417,7 @@ export const classify = (input: ClassifyInput): Verdict => {
       return fromRpcError(speaks, outcome.code, outcome.data, "server/discover answered")
     case "HttpStatus":
       return input.transport === "http"
-        ? fromHttpStatus(speaks, outcome.status, outcome.body)
+        ? fromHttpStatus(speaks, outcome.status, outcome.body, outcome.retryAfterMs)
         : Verdict.Fail({ reason: `an HTTP status (${outcome.status}) on a stdio transport` })
     case "Timeout":
       return input.transport === "stdio"

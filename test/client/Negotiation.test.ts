@@ -4,7 +4,7 @@
  * space (any status, any body, any outcome).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Arbitrary, Schema } from "effect"
+import { Arbitrary, Exit, Schema } from "effect"
 import { HeaderMismatch, HttpError, MissingClientCapability, UnsupportedProtocolVersion } from "../../src/McpError.ts"
 import * as Negotiation from "../../src/client/Negotiation.ts"
 import { STATELESS, SUPPORTED } from "../../src/ProtocolVersion.ts"
@@ -209,6 +209,14 @@ describe("classify: HTTP error statuses", () => {
     expect(error).toBeInstanceOf(HttpError)
     expect(error).toMatchObject({ status: 401, body: "no token" })
     expect((verdict as { reason: string }).reason).toMatch(/authorization/)
+  })
+
+  it("a refusal for now fails with an HttpError holding the wait it asked for, from the probe's own error", () => {
+    const outcome = Negotiation.outcomeOf(Exit.fail(new HttpError({ status: 503, body: "draining", retryAfterMs: 2_000 })))
+    expect(outcome).toEqual(ProbeOutcome.HttpStatus({ status: 503, body: "draining", retryAfterMs: 2_000 }))
+    const verdict = classify("http", outcome)
+    expect(verdict._tag).toBe("Fail")
+    expect((verdict as { error?: unknown }).error).toMatchObject({ _tag: "HttpError", status: 503, retryAfterMs: 2_000 })
   })
 
   it("the content type does not decide: a mislabelled modern error is still read", () => {
