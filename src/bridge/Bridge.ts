@@ -46,7 +46,7 @@ import type { ClientTransportShape } from "../client/ClientTransport.ts"
 import * as ClientSpans from "../client/internal/ClientSpans.ts"
 import * as JsonRpc from "../JsonRpc.ts"
 import type * as ProtocolVersion from "../ProtocolVersion.ts"
-import { RpcError, TransportClosed } from "../McpError.ts"
+import { TransportClosed } from "../McpError.ts"
 import type { Handler, HandlerContext } from "../server/Handler.ts"
 import * as HttpServerTransport from "../server/HttpServerTransport.ts"
 import * as RequestStateKeys from "../server/internal/RequestStateKeys.ts"
@@ -56,7 +56,8 @@ import * as EraFront from "./EraFront.ts"
 import * as EraRouter from "./EraRouter.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import * as UpstreamSlots from "./UpstreamSlots.ts"
-import { ErrorCode, firstLine, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
+import { failureOf, firstLine, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
+import * as UpstreamRouting from "./UpstreamRouting.ts"
 
 export { ErrorCode, toRpcError, UpstreamUnavailable } from "./UpstreamErrors.ts"
 
@@ -174,16 +175,7 @@ export class Bridge extends Context.Service<Bridge, BridgeShape>()("effect-mcp-t
 // ---------------------------------------------------------------------------
 // One upstream per session
 
-interface Upstream {
-  readonly transport: ClientTransportShape
-  /** Downstream requests being forwarded, oldest first. */
-  readonly running: Set<HandlerContext>
-  /** Progress token → the downstream request that carries it. */
-  readonly progress: Map<string | number, HandlerContext>
-  /** For traffic tied to no request: the session's own context, once a notification showed it. */
-  session: HandlerContext | undefined
-  closed: TransportClosed | undefined
-}
+type Upstream = UpstreamRouting.Upstream
 
 interface Entry {
   readonly scope: Scope.Closeable
@@ -191,29 +183,6 @@ interface Entry {
 }
 
 const SHARED = ""
-
-const failureOf = (cause: Cause.Cause<UpstreamUnavailable>): UpstreamUnavailable => {
-  const fail = cause.reasons.find((r) => r._tag === "Fail")
-  if (fail !== undefined && fail._tag === "Fail") return fail.error
-  return new UpstreamUnavailable({
-    cause: Cause.hasInterruptsOnly(cause) ? new TransportClosed({ reason: "bridge closed" }) : Cause.squash(cause)
-  })
-}
-
-const progressTokenOf = (params: unknown): string | number | undefined => {
-  if (typeof params !== "object" || params === null) return undefined
-  const meta = (params as { _meta?: unknown })._meta
-  if (typeof meta !== "object" || meta === null) return undefined
-  const token = (meta as { progressToken?: unknown }).progressToken
-  return typeof token === "string" || typeof token === "number" ? token : undefined
-}
-
-/** Where traffic tied to no request goes: the newest request still running, else the session. */
-const contextFor = (up: Upstream): HandlerContext | undefined => {
-  let last: HandlerContext | undefined
-  for (const ctx of up.running) last = ctx
-  return last ?? up.session
-}
 
 const toMillis = (input: Duration.Input | undefined): number => {
   if (input === undefined) return Number.POSITIVE_INFINITY
@@ -259,41 +228,6 @@ const makeUntraced = Effect.fnUntraced(function*<E, R>(
   const requestTimeout = options.requestTimeout === undefined ? Duration.infinity : options.requestTimeout
   const clientTimeoutMs = toMillis(options.clientRequestTimeout)
 
-  const routeNotification = (up: Upstream, n: JsonRpc.JsonRpcNotification): Effect.Effect<void> => {
-    // Upstream ids mean nothing downstream; ClientCore already interrupted the forwarded request.
-    if (n.method === "notifications/cancelled") return Effect.void
-    if (n.method === "notifications/progress") {
-      const token = (n.params as { progressToken?: unknown } | undefined)?.progressToken
-      // A token no running request carries: its request ended, and progress after the end is dropped.
-      const ctx = typeof token === "string" || typeof token === "number" ? up.progress.get(token) : undefined
-      return ctx === undefined ? Effect.void : Effect.ignore(ctx.notify(n.method, n.params))
-    }
-    const ctx = contextFor(up)
-    return ctx === undefined
-      ? Effect.logDebug(`bridge: dropped ${n.method} from upstream: no downstream session yet`)
-      : Effect.ignore(ctx.notify(n.method, n.params))
-  }
-
-  const serveUpstreamRequest = (up: Upstream) => (request: JsonRpc.JsonRpcRequest): Effect.Effect<unknown, RpcError> => {
-    const ctx = contextFor(up)
-    if (ctx === undefined) {
-      return Effect.fail(
-        new RpcError({ code: ErrorCode.UpstreamClosed, rpcMessage: "No downstream client connected to the bridge yet" })
-      )
-    }
-    return ctx.request(request.method, request.params, { timeout: clientTimeoutMs }).pipe(
-      Effect.mapError((error) =>
-        error._tag === "RpcError"
-          ? error
-          : new RpcError({
-            code: error._tag === "RequestTimeout" ? ErrorCode.UpstreamTimeout : ErrorCode.UpstreamClosed,
-            rpcMessage: `Downstream client did not answer: ${firstLine(error.message)}`,
-            data: { bridge: error._tag }
-          })
-      )
-    )
-  }
-
   const open = (key: string, entry: Entry): Effect.Effect<Upstream, UpstreamUnavailable> =>
     Effect.gen(function*() {
       const transport = yield* options.connect.pipe(
@@ -302,10 +236,10 @@ const makeUntraced = Effect.fnUntraced(function*<E, R>(
         Effect.mapError((cause) => new UpstreamUnavailable({ cause }))
       ) as Effect.Effect<ClientTransportShape, UpstreamUnavailable>
       const up: Upstream = { transport, running: new Set(), progress: new Map(), session: undefined, closed: undefined }
-      yield* transport.setRequestHandler(serveUpstreamRequest(up))
+      yield* transport.setRequestHandler(UpstreamRouting.serveRequest(up, clientTimeoutMs))
       // Subscribed before anything is sent, so nothing the server says is missed.
       yield* transport.notifications.pipe(
-        Stream.runForEach((n) => routeNotification(up, n)),
+        Stream.runForEach((n) => UpstreamRouting.routeNotification(up, n)),
         Effect.forkIn(entry.scope, { startImmediately: true })
       )
       yield* transport.awaitClosed.pipe(
@@ -379,7 +313,7 @@ const makeUntraced = Effect.fnUntraced(function*<E, R>(
   const forwardRequest = (request: JsonRpc.JsonRpcRequest, ctx: HandlerContext): Effect.Effect<JsonRpc.JsonRpcResponse> =>
     upstreamFor(ctx.sessionId ?? SHARED, request.method === "initialize").pipe(
       Effect.flatMap((up) => {
-        const token = progressTokenOf(request.params)
+        const token = UpstreamRouting.progressTokenOf(request.params)
         up.running.add(ctx)
         if (token !== undefined) up.progress.set(token, ctx)
         return up.transport.request(request.method, request.params, { timeout: requestTimeout }).pipe(

@@ -87,6 +87,21 @@ export const toRpcError = (error: RequestError | SpawnError | UpstreamUnavailabl
 }
 
 /**
+ * The error of a failed connection attempt: its failure as it is; a defect,
+ * or an interruption (the bridge closing), wrapped in `UpstreamUnavailable`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const failureOf = (cause: Cause.Cause<UpstreamUnavailable>): UpstreamUnavailable => {
+  const fail = cause.reasons.find((r) => r._tag === "Fail")
+  if (fail !== undefined && fail._tag === "Fail") return fail.error
+  return new UpstreamUnavailable({
+    cause: Cause.hasInterruptsOnly(cause) ? new TransportClosed({ reason: "bridge closed" }) : Cause.squash(cause)
+  })
+}
+
+/**
  * Ends an upstream connection attempt that failed: its error (a failure as it
  * is; a defect, or an interruption, which is the bridge closing, wrapped in
  * `UpstreamUnavailable`) is logged, handed to whoever waits on `ready`, and
@@ -100,12 +115,7 @@ export const failConnecting = <A>(
   scope: Scope.Closeable,
   cause: Cause.Cause<UpstreamUnavailable>
 ): Effect.Effect<void> => {
-  const fail = cause.reasons.find((r) => r._tag === "Fail")
-  const error = fail !== undefined && fail._tag === "Fail"
-    ? fail.error
-    : new UpstreamUnavailable({
-      cause: Cause.hasInterruptsOnly(cause) ? new TransportClosed({ reason: "bridge closed" }) : Cause.squash(cause)
-    })
+  const error = failureOf(cause)
   return Effect.logWarning(`bridge: ${describe(error)}`).pipe(
     Effect.andThen(Deferred.fail(ready, error)),
     Effect.andThen(Scope.close(scope, Exit.void))
