@@ -21,12 +21,13 @@ import type * as JsonSchema from "effect/JsonSchema"
 import type * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type * as McpSchema from "effect/ai/McpSchema"
-import * as Prompt from "effect/ai/Prompt"
+import type * as Prompt from "effect/ai/Prompt"
 import * as Tool from "effect/ai/Tool"
 import * as Toolkit from "effect/ai/Toolkit"
 import type * as McpClient from "./McpClient.ts"
 import type * as McpManager from "./McpManager.ts"
 import { reasonOf } from "../McpErrorGroup.ts"
+import * as ToolModelOutput from "./internal/ToolModelOutput.ts"
 
 // ---------------------------------------------------------------------------
 // Schemas and models
@@ -203,36 +204,6 @@ export const modelName = (name: string): string => name.replace(/[^a-zA-Z0-9_-]/
 // ---------------------------------------------------------------------------
 // What the model sees
 
-const text = (value: string): Prompt.ToolModelOutputPart => Prompt.textPart({ text: value })
-
-/** Binary content arrives decoded (bytes); a peer's raw base64 text is passed on as it is. */
-const file = (mediaType: string, raw: unknown, fileName?: string): Prompt.ToolModelOutputPart => {
-  const data = raw instanceof Uint8Array ? raw : String(raw)
-  return Prompt.filePart(fileName === undefined ? { mediaType, data } : { mediaType, data, fileName })
-}
-
-type Block = { readonly type?: unknown } & Record<string, unknown>
-
-const blockOutput = (block: Block): Prompt.ToolModelOutputPart => {
-  switch (block.type) {
-    case "text":
-      return text(String(block.text))
-    case "image":
-    case "audio":
-      return file(String(block.mimeType), block.data)
-    case "resource": {
-      const resource = (block.resource ?? {}) as Record<string, unknown>
-      return typeof resource.text === "string"
-        ? text(resource.text)
-        : file(String(resource.mimeType ?? "application/octet-stream"), resource.blob, String(resource.uri))
-    }
-    case "resource_link":
-      return text(`${String(block.title ?? block.name)}: ${String(block.uri)}`)
-    default:
-      return text(JSON.stringify(block))
-  }
-}
-
 /**
  * The parts the model is sent for a successful call: each content block
  * (text as text; images, audio and binary resources as files; resource
@@ -242,16 +213,8 @@ const blockOutput = (block: Block): Prompt.ToolModelOutputPart => {
  * @since 0.1.0
  * @category utils
  */
-export const toModelOutput = (result: ToolResult): ReadonlyArray<Prompt.ToolModelOutputPart> =>
-  result.content.length === 0
-    ? [text(result.structuredContent === undefined ? "" : JSON.stringify(result.structuredContent))]
-    : result.content.map((block) => blockOutput(block as Block))
-
-const contentText = (content: ReadonlyArray<unknown>): string =>
-  content.map((block) => {
-    const b = block as Block
-    return b.type === "text" ? String(b.text) : JSON.stringify(b)
-  }).join("\n")
+export const toModelOutput: (result: ToolResult) => ReadonlyArray<Prompt.ToolModelOutputPart> =
+  ToolModelOutput.toModelOutput
 
 // ---------------------------------------------------------------------------
 // Building
@@ -330,7 +293,7 @@ const makeHandler = (entry: Entry, options: ToolkitOptions) =>
     ),
     Effect.flatMap((result) =>
       result.isError === true
-        ? Effect.fail(failure(entry, { kind: "tool-error", message: contentText(result.content), content: result.content }))
+        ? Effect.fail(failure(entry, { kind: "tool-error", message: ToolModelOutput.contentText(result.content), content: result.content }))
         : Effect.succeed(
           result.structuredContent === undefined
             ? { content: result.content }
