@@ -31,6 +31,15 @@ const groupSignals = () => {
   return calls
 }
 
+const groupExists = (pgid: number): boolean => {
+  try {
+    process.kill(-pgid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
 const exited = (child: ChildProcess) =>
   Effect.callback<void>((resume) => {
     if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
@@ -78,6 +87,21 @@ describe.skipIf(!posix)("StdioProcess and the server's process group", () => {
         expect(signals).toEqual([])
         vi.restoreAllMocks()
       }
+    }).pipe(Effect.provide(NodeServices.layer)))
+
+  it.live("a server that exited with a non-zero code while its group had a member: once the group is empty, the scope's close sends it nothing", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const t = yield* StdioClientTransport.make(testServer()).pipe(Scope.provide(scope))
+      const { pid: member } = (yield* t.request("test/spawnGrandchild")) as { pid: number }
+      yield* Effect.exit(t.request("test/exit", { code: 3 }))
+      expect((yield* t.awaitClosed).exitCode).toBe(3)
+      // The member ends (the spawner signals the group of a server that failed) and is reaped: the group
+      // is gone, and its number free for anyone.
+      while (isAlive(member) || groupExists(t.pid)) yield* Effect.sleep("10 millis")
+      const signals = groupSignals()
+      yield* Scope.close(scope, Exit.void)
+      expect(signals).toEqual([])
     }).pipe(Effect.provide(NodeServices.layer)))
 
   it.live("a server that ignores stdin EOF is still ended with the scope", () =>

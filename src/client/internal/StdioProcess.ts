@@ -243,14 +243,24 @@ export const spawn = Effect.fnUntraced(function*(
   // Added before the spawn so that it runs after the spawner has ended the process group.
   let reaper: DescendantReaper.DescendantReaper | undefined
   yield* Effect.addFinalizer(() => reaper === undefined ? Effect.void : reaper.finish)
-  // The process in a scope of its own, closed as soon as the server is gone with nothing left in its
-  // group: the spawner's release then signals the group's number while it can name nothing else,
-  // rather than when the transport's scope closes, by which time the pid may have been reused.
-  const processScope = yield* Scope.fork(yield* Effect.scope)
+  // The spawner's release (SIGTERM to the group, SIGKILL after `killAfter`) lives in a scope this
+  // transport closes itself, here, after the finalizer below: it is left out once the server has
+  // exited and its group has nothing of the server's left to end. For a server that exited with a
+  // non-zero code the spawner signals the group whatever it is told, and by the scope's close the
+  // group's number may be another program's (see leaveGroupAlone).
+  const processScope = yield* Scope.make()
+  let processExit: ProcessExit | undefined
+  let spawnedPid: number | undefined
+  yield* Effect.addFinalizer(() =>
+    processExit !== undefined && spawnedPid !== undefined && leaveGroupAlone(spawnedPid)
+      ? Effect.void
+      : Scope.close(processScope, Exit.void)
+  )
   const handle = yield* spawner.spawn(command).pipe(
     Scope.provide(processScope),
     Effect.mapError((cause) => new SpawnError({ command: options.command, args, cause }))
   )
+  spawnedPid = handle.pid
   const sampleIntervalMs = options.descendantSampleIntervalMs
   let sampler: Fiber.Fiber<void> | undefined
   if (sampleIntervalMs !== undefined) {
@@ -268,7 +278,6 @@ export const spawn = Effect.fnUntraced(function*(
   const peerEnd = yield* Deferred.make<PeerEnd>()
   const stdoutDone = yield* Deferred.make<void>()
   const exited = yield* Deferred.make<ProcessExit>()
-  let processExit: ProcessExit | undefined
   yield* wire.read(handle.stdout).pipe(
     Effect.matchEffect({
       onSuccess: () => Deferred.succeed(peerEnd, { _tag: "StdoutEnded" }),
@@ -292,11 +301,6 @@ export const spawn = Effect.fnUntraced(function*(
       processExit = exit
       return Effect.andThen(Deferred.succeed(exited, exit), Deferred.succeed(peerEnd, { _tag: "Exited", exit }))
     }),
-    Effect.andThen(Effect.suspend(() =>
-      leaveGroupAlone(handle.pid)
-        ? Effect.uninterruptible(Effect.andThen(Effect.ignore(handle.unref), Scope.close(processScope, Exit.void)))
-        : Effect.void
-    )),
     Effect.forkScoped
   )
 
@@ -343,11 +347,6 @@ export const spawn = Effect.fnUntraced(function*(
       yield* Fiber.interruptAll(sampler === undefined ? [closing] : [closing, sampler])
       yield* Deferred.await(exited).pipe(Effect.timeoutOption(Duration.millis(options.graceMs)))
       if (reaper !== undefined) yield* reaper.terminate
-      // A server that exited and left no member of its group behind leaves the
-      // spawner nothing to end: it would still signal the group, fail, build
-      // two errors and ignore them, on the teardown's critical path. Nor is
-      // the group its own once the pid names another process.
-      if (processExit !== undefined && leaveGroupAlone(handle.pid)) yield* Effect.ignore(handle.unref)
     })
   )
 
