@@ -142,25 +142,18 @@ const postMessage = Effect.fnUntraced(function*(
   }
   const method = "method" in message ? message.method : undefined
   const body = HttpBody.uint8Array(bytes, "application/json")
-  const attempt = (
-    auth: Readonly<Record<string, string>>,
-    left: number
-  ): Effect.Effect<HttpClientResponse.HttpClientResponse, RedirectRefused | TransportClosed> =>
-    Effect.flatMap(
-      Http.assemble(poster.options, { verb: "POST", url: target, message }, auth),
-      (headers) =>
-        Http.execute(
-          poster.client,
-          HttpClientRequest.post(target, { headers, body }),
-          method,
-          PostExchange.resendWhile(poster.retry, left, () => attempt(auth, left - 1))
-        )
-    )
   // The endpoint is on the SSE URL's origin (resolveEndpoint makes sure): its tokens are the SSE URL's.
   const response = yield* PostExchange.authorized(
     poster.options.auth,
     poster.sseUrl,
-    (auth) => attempt(auth, poster.retry?.attempts ?? 0),
+    (auth) =>
+      Http.executeResending(
+        poster.client,
+        Http.assemble(poster.options, { verb: "POST", url: target, message }, auth),
+        (headers) => HttpClientRequest.post(target, { headers, body }),
+        method,
+        poster.retry
+      ),
     { method: "POST", url: target }
   )
   if (!Http.isSuccess(response.status)) return yield* Effect.flatMap(Http.httpError(response, method), Effect.fail)
@@ -293,22 +286,6 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         orElse: () => Effect.fail(new TransportClosed({ reason: `no endpoint event within ${connectMs}ms` }))
       }))
 
-  /** One GET of the stream; one refused for now is sent again after the wait, within the connect timeout. */
-  const get = (
-    auth: Readonly<Record<string, string>>,
-    left: number
-  ): Effect.Effect<HttpClientResponse.HttpClientResponse, RedirectRefused | TransportClosed> =>
-    Effect.flatMap(
-      Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream", ...auth }),
-      (headers) =>
-        Http.execute(
-          client,
-          HttpClientRequest.get(sseUrl, { headers }),
-          "GET",
-          PostExchange.resendWhile(poster.retry, left, () => get(auth, left - 1))
-        )
-    )
-
   const open = Effect.gen(function*() {
     // A 401 before the stream opens signs in and opens it once more.
     const response = yield* PostExchange.authorized(
@@ -317,7 +294,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       (auth) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           lastGetAt = now
-          return withinConnectTimeout(get(auth, poster.retry?.attempts ?? 0))
+          // A GET refused for now is sent again after the wait, within the connect timeout.
+          return withinConnectTimeout(Http.executeResending(
+            client,
+            Http.assemble(options, { verb: "GET", url: sseUrl }, { accept: "text/event-stream", ...auth }),
+            (headers) => HttpClientRequest.get(sseUrl, { headers }),
+            "GET",
+            poster.retry
+          ))
         }),
       { method: "GET", url: sseUrl }
     )

@@ -158,7 +158,7 @@ const isRedirect = (status: number): boolean =>
  * request anew (its headers too) with one attempt fewer. Given only while
  * attempts are left.
  */
-export interface Resend {
+interface Resend {
   readonly policy: UnavailableRetry.Policy
   readonly again: () => Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused>
 }
@@ -179,6 +179,30 @@ const resendAfter = (
       Effect.andThen(Effect.suspend(resend.again))
     )
   })
+
+/**
+ * `execute` for a request built from `headers`, which are evaluated anew
+ * (the header hook, the token) for each attempt: a refusal for now that
+ * `policy` waits for is sent again after the wait, as long as attempts are
+ * left; `undefined`: never.
+ */
+export const executeResending = (
+  client: HttpClient.HttpClient,
+  headers: Effect.Effect<Record<string, string>>,
+  request: (headers: Record<string, string>) => HttpClientRequest.HttpClientRequest,
+  method: string | undefined,
+  policy: UnavailableRetry.Policy | undefined
+): Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused> => {
+  const attempt = (left: number): Effect.Effect<HttpClientResponse.HttpClientResponse, TransportClosed | RedirectRefused> =>
+    Effect.flatMap(headers, (built) =>
+      execute(
+        client,
+        request(built),
+        method,
+        policy === undefined || left <= 0 ? undefined : { policy, again: () => attempt(left - 1) }
+      ))
+  return attempt(policy?.attempts ?? 0)
+}
 
 /**
  * Sends one HTTP request and returns its answer, whatever the status, after

@@ -156,29 +156,15 @@ export const post = (
 ): Effect.Effect<Response, PostError> => {
   const method = "method" in message ? message.method : undefined
   const context: Http.HeaderContext = { verb: "POST", url: target.url, message }
-  const attempt = (
-    auth: Readonly<Record<string, string>>,
-    left: number
-  ): Effect.Effect<Response, TransportClosed | RedirectRefused> =>
-    Effect.flatMap(
+  return authorized(target.auth, target.url, (auth) =>
+    Http.executeResending(
+      target.client,
       headersFor(target, context, auth === NONE ? own : { ...own, ...auth }),
-      (headers) =>
-        Http.execute(
-          target.client,
-          HttpClientRequest.post(target.url, { headers, body }),
-          method,
-          resendWhile(target.retry, left, () => attempt(auth, left - 1))
-        )
-    )
-  return authorized(target.auth, target.url, (auth) => attempt(auth, target.retry?.attempts ?? 0))
+      (headers) => HttpClientRequest.post(target.url, { headers, body }),
+      method,
+      target.retry
+    ))
 }
-
-/** `execute`'s resend while attempts are left. */
-export const resendWhile = (
-  policy: UnavailableRetry.Policy | undefined,
-  left: number,
-  again: Http.Resend["again"]
-): Http.Resend | undefined => policy === undefined || left <= 0 ? undefined : { policy, again }
 
 /** Ends a session with a DELETE, bounded by `timeout`; a refusal or a failure is not worth reporting. */
 export const deleteSession = (
