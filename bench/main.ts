@@ -14,10 +14,21 @@
  *   that users run (`npm run bench` builds it first); `src` for the sources
  * Each workload documents its own extra variables.
  */
+import { execFileSync } from "node:child_process"
 import { readdirSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, totalmem } from "node:os"
 import { basename } from "node:path"
 import { comparable, higherIsBetter, type Metric, type Row, type Target, type Workload } from "./workload.ts"
+
+/** The commit measured, marked when the work tree differs from it; absent outside a git checkout. */
+const commit = (() => {
+  const git = (...args: Array<string>) => execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
+  try {
+    return `${git("rev-parse", "--short", "HEAD")}${git("status", "--porcelain", "--untracked-files=no") === "" ? "" : " with uncommitted changes"}`
+  } catch {
+    return undefined
+  }
+})()
 
 // Set before any workload starts a process: they inherit it.
 const buildDefaulted = process.env.BENCH_BUILD === undefined
@@ -147,6 +158,7 @@ const lines: Array<string> = []
 lines.push("## Benchmark report")
 lines.push("")
 lines.push(`- command: \`${command}\` (${runs} run(s) per cell${smoke ? ", smoke sizes: not a measurement" : ""})`)
+if (commit !== undefined) lines.push(`- commit: ${commit}`)
 lines.push(
   `- machine: ${cpus().length} cores, ${cpus()[0]?.model.trim() ?? "unknown CPU"}, ${
     Math.round(totalmem() / 2 ** 30)

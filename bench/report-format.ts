@@ -1,0 +1,253 @@
+/**
+ * A report of `npm run bench` as the tables BENCHMARKS.md shows: one table per
+ * workload with implementations side by side (each figure with its ratio
+ * against the peer of the same run, above 1× = better than the peer), the
+ * sweep's tables by era, concurrency and progress, and the targets.
+ * BENCHMARKS.md's tables are this module's output for the report committed
+ * beside it (bench/todays-run.md); a test holds them to it.
+ */
+import { higherIsBetter, type Metric } from "./workload.ts"
+
+interface Cell {
+  readonly workload: string
+  readonly variant: string
+  readonly impl: string
+  readonly metric: Metric
+  readonly median: number
+}
+
+/** A table as printed: the line that names it, then its Markdown rows. */
+export interface Table {
+  readonly title: string
+  readonly rows: ReadonlyArray<string>
+}
+
+const tableRows = (text: string, header: string): Array<Array<string>> => {
+  const lines = text.split("\n")
+  const start = lines.indexOf(header)
+  if (start < 0) return []
+  const rows: Array<Array<string>> = []
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith("| ")) break
+    rows.push(line.split("|").slice(1, -1).map((s) => s.trim()))
+  }
+  return rows
+}
+
+const ROWS = "| workload | variant | impl | metric | median | min | max | p50 ms | p99 ms | vs peer |"
+const TARGETS = "| workload | variant | ours | peer | metric | needs | measured | status |"
+
+const cellsOf = (report: string): Array<Cell> =>
+  tableRows(report, ROWS).map(([workload, variant, impl, metric, median]) => ({
+    workload: workload!,
+    variant: variant!,
+    impl: impl!,
+    metric: metric as Metric,
+    median: Number(median!.replace(/,/g, ""))
+  }))
+
+const number = (n: number): string => {
+  const digits = Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2
+  return n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+}
+
+const distinct = <A>(xs: ReadonlyArray<A>) => [...new Set(xs)]
+
+interface Pivot {
+  readonly title: string
+  readonly workloads: ReadonlyArray<string>
+  /** "impl": one line per implementation, a column per variant; "variant": the other way round. */
+  readonly lines: "impl" | "variant"
+  readonly metric: Metric
+  readonly peer?: string
+  /** several peers, each ratio named */
+  readonly peers?: ReadonlyArray<string>
+  readonly impls?: ReadonlyArray<string>
+  readonly variants?: ReadonlyArray<string>
+}
+
+const stdioVariants = ["tools/call c1", "tools/call c32", "ping c1", "ping c32"]
+const pivots: ReadonlyArray<Pivot> = [
+  ...(["req/s", "CPU µs/req"] as const).map((metric): Pivot => ({
+    title: "Stateless era, three clients",
+    workloads: ["stateless http"],
+    lines: "variant",
+    metric,
+    peers: ["sdk2", "effect-ai"]
+  })),
+  ...(["req/s", "CPU µs/req"] as const).map((metric): Pivot => ({
+    title: "One-shot call",
+    workloads: ["one-shot"],
+    lines: "variant",
+    metric,
+    peer: "hand-written fetch"
+  })),
+  ...(["req/s", "CPU µs/req", "MiB", "ms"] as const).map((metric): Pivot => ({
+    title: "Stateless era, servers",
+    workloads: ["stateless server"],
+    lines: "impl",
+    metric,
+    peers: ["sdk2", "effect-ai"]
+  })),
+  {
+    title: "Stateless era, servers",
+    workloads: ["stateless server"],
+    lines: "impl",
+    metric: "KiB/req",
+    peers: ["sdk2", "effect-ai"],
+    variants: ["in flight heap (500)"]
+  },
+  ...(["req/s", "CPU µs/req"] as const).map((metric): Pivot => ({
+    title: "stdio client, transport",
+    workloads: ["stdio client"],
+    lines: "impl",
+    metric,
+    peer: "sdk",
+    impls: ["raw", "ours", "sdk-transport", "sdk"],
+    variants: stdioVariants
+  })),
+  ...(["req/s", "CPU µs/req"] as const).map((metric): Pivot => ({
+    title: "McpClient",
+    workloads: ["stdio client"],
+    lines: "impl",
+    metric,
+    peer: "sdk",
+    impls: ["ours-mcp", "sdk", "effect-ai"],
+    variants: stdioVariants
+  })),
+  { title: "stdio server", workloads: ["stdio server"], lines: "impl", metric: "req/s", peer: "sdk" },
+  { title: "stdio server", workloads: ["stdio server"], lines: "impl", metric: "CPU µs/req", peer: "sdk" },
+  { title: "Streamable HTTP", workloads: ["http json", "http sse"], lines: "impl", metric: "req/s", peer: "sdk→sdk" },
+  {
+    title: "Streamable HTTP, client and server together",
+    workloads: ["http json", "http sse"],
+    lines: "impl",
+    metric: "CPU µs/req",
+    peer: "sdk→sdk"
+  },
+  {
+    title: "Streamable HTTP, the server's own CPU",
+    workloads: ["http json"],
+    lines: "impl",
+    metric: "server CPU µs/req",
+    peer: "sdk→sdk",
+    impls: ["ours→ours-tool", "ours→ours-typed", "sdk→sdk"]
+  },
+  ...(["req/s", "CPU µs/req"] as const).map((metric): Pivot => ({
+    title: "Schema-first definitions",
+    workloads: ["stdio server"],
+    lines: "impl",
+    metric,
+    peer: "ours-typed",
+    impls: ["ours", "ours-typed", "ours-tool", "sdk"],
+    variants: ["tools/call c1", "tools/call c32"]
+  })),
+  { title: "Large messages", workloads: ["large 1 MiB", "large 10 MiB"], lines: "variant", metric: "ms", peer: "sdk" },
+  { title: "Large messages", workloads: ["large 1 MiB", "large 10 MiB"], lines: "variant", metric: "MiB", peer: "sdk" },
+  { title: "In flight", workloads: ["in flight"], lines: "variant", metric: "KiB/req", peer: "sdk" },
+  { title: "In flight", workloads: ["in flight"], lines: "variant", metric: "ms", peer: "sdk" },
+  { title: "Cold start", workloads: ["cold start"], lines: "variant", metric: "ms", peer: "sdk" },
+  { title: "Quick start", workloads: ["quick start"], lines: "variant", metric: "ms", peer: "sdk" },
+  { title: "Quick start", workloads: ["quick start"], lines: "variant", metric: "MiB", peer: "sdk" },
+  { title: "Bridge", workloads: ["bridge"], lines: "variant", metric: "req/s" },
+  { title: "Bridge", workloads: ["bridge"], lines: "variant", metric: "ms" },
+  ...(["ms", "server CPU µs/req", "MiB"] as const).map((metric): Pivot => ({
+    title: "Tasks",
+    workloads: ["tasks"],
+    lines: "variant",
+    metric,
+    peer: "sdk2"
+  }))
+]
+
+/** How the sweep's tables are cut: per transport, calls a second with ratios, then CPU per call. */
+const sweeps: ReadonlyArray<{ readonly workload: string; readonly metric: Metric; readonly title: string }> = [
+  { workload: "sweep stdio", metric: "req/s", title: "stdio, req/s (× raw; × sdk)" },
+  { workload: "sweep stdio", metric: "CPU µs/req", title: "stdio, client CPU µs per call" },
+  { workload: "sweep http", metric: "req/s", title: "HTTP, req/s (× raw; × sdk)" },
+  { workload: "sweep http", metric: "CPU µs/req", title: "HTTP, CPU µs per call (client; for `ours→ours` both sides)" }
+]
+const SWEEP_PEERS = ["raw", "sdk"]
+
+const ratioOf = (metric: Metric, cell: Cell, other: Cell): number =>
+  higherIsBetter(metric) ? cell.median / other.median : other.median / cell.median
+
+/** Every table of a report, in BENCHMARKS.md's order: the targets, the sweep, then one per workload. */
+export const reportTables = (report: string): Array<Table> => {
+  const cells = cellsOf(report)
+  const find = (workload: string, variant: string, impl: string, metric: Metric) =>
+    cells.find((c) => c.workload === workload && c.variant === variant && c.impl === impl && c.metric === metric)
+
+  /** A figure with its ratio against each peer measured beside it; a lone peer's ratio is not named. */
+  const figure = (workload: string, variant: string, impl: string, metric: Metric, peers: ReadonlyArray<string>) => {
+    const cell = find(workload, variant, impl, metric)
+    if (cell === undefined) return ""
+    const ratios = peers.filter((peer) => peer !== impl).flatMap((peer) => {
+      const other = find(workload, variant, peer, metric)
+      if (other === undefined) return []
+      const ratio = `${ratioOf(metric, cell, other).toFixed(2)}×`
+      return [peers.length === 1 ? ratio : `${ratio} ${peer}`]
+    })
+    return ratios.length === 0 ? number(cell.median) : `${number(cell.median)} (${ratios.join("; ")})`
+  }
+
+  const pivot = (p: Pivot): Table | undefined => {
+    const mine = cells.filter((c) => p.workloads.includes(c.workload) && c.metric === p.metric)
+    if (mine.length === 0) return undefined
+    const multi = p.workloads.length > 1
+    const variants = p.variants ?? distinct(mine.map((c) => multi ? `${c.workload}: ${c.variant}` : c.variant))
+    const impls = p.impls ?? distinct(mine.map((c) => c.impl))
+    const split = (v: string): [string, string] => {
+      if (!multi) return [p.workloads[0]!, v]
+      const i = v.indexOf(": ")
+      return [v.slice(0, i), v.slice(i + 2)]
+    }
+    const at = (v: string, impl: string) => {
+      const [workload, variant] = split(v)
+      return figure(workload, variant, impl, p.metric, p.peers ?? (p.peer === undefined ? [] : [p.peer]))
+    }
+    const [lines, columns] = p.lines === "impl" ? [impls, variants] : [variants, impls]
+    const peers = p.peers ?? (p.peer === undefined ? [] : [p.peer])
+    const corner = `${p.metric}${peers.length === 0 ? "" : ` (vs ${peers.join("; ")})`}`
+    const rows = [`| ${corner} | ${columns.join(" | ")} |`, `|---|${columns.map(() => "---:").join("|")}|`]
+    for (const line of lines) {
+      const values = columns.map((column) => p.lines === "impl" ? at(column, line) : at(line, column))
+      if (values.every((v) => v === "")) continue
+      rows.push(`| ${line} | ${values.join(" | ")} |`)
+    }
+    return { title: p.title, rows }
+  }
+
+  const sweep = (s: (typeof sweeps)[number]): Table | undefined => {
+    const mine = cells.filter((c) => c.workload === s.workload && c.metric === s.metric)
+    if (mine.length === 0) return undefined
+    const impls = distinct(mine.map((c) => c.impl))
+    const rows = [`| variant | ${impls.join(" | ")} |`, `|---|${impls.map(() => "---:").join("|")}|`]
+    for (const variant of distinct(mine.map((c) => c.variant))) {
+      const values = impls.map((impl) => {
+        const cell = find(s.workload, variant, impl, s.metric)
+        if (cell === undefined) return ""
+        const ratios = higherIsBetter(s.metric)
+          ? SWEEP_PEERS.filter((peer) => peer !== impl).flatMap((peer) => {
+            const other = find(s.workload, variant, peer, s.metric)
+            return other === undefined ? [] : [`${ratioOf(s.metric, cell, other).toFixed(2)}× ${peer}`]
+          })
+          : []
+        return ratios.length === 0 ? number(cell.median) : `${number(cell.median)} (${ratios.join("; ")})`
+      })
+      rows.push(`| ${variant} | ${values.join(" | ")} |`)
+    }
+    return { title: s.title, rows }
+  }
+
+  const status: Record<string, string> = { "✅": "yes", "❌": "**no**", "❓": "not measured" }
+  const targets = tableRows(report, TARGETS).map((columns) =>
+    `| ${columns.slice(0, -1).join(" | ")} | ${status[columns.at(-1)!] ?? columns.at(-1)} |`
+  )
+  const all: Array<Table | undefined> = [
+    targets.length === 0 ? undefined : { title: "Targets", rows: [TARGETS, "|---|---|---|---|---|---:|---:|---|", ...targets] },
+    ...sweeps.map(sweep),
+    ...pivots.map(pivot)
+  ]
+  return all.filter((t): t is Table => t !== undefined)
+}
