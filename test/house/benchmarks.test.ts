@@ -1,0 +1,42 @@
+/**
+ * BENCHMARKS.md shows the tables of the report it is written from: every
+ * table bench/report-format.ts makes of bench/todays-run.md appears in it row
+ * for row, so a figure copied by hand or left from an older run shows up here.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { reportTables } from "../../bench/report-format.ts"
+
+const read = (path: string) => readFileSync(fileURLToPath(new URL(`../../${path}`, import.meta.url)), "utf8")
+
+describe("BENCHMARKS.md", () => {
+  const page = read("BENCHMARKS.md")
+  const report = read("bench/todays-run.md")
+  const tables = reportTables(report)
+
+  it("is written from a report with a targets table, the sweep and every workload's tables", () => {
+    expect(tables.map((t) => t.title)).toEqual(expect.arrayContaining([
+      "Targets",
+      "stdio, req/s (× raw; × sdk)",
+      "stdio, client CPU µs per call",
+      "HTTP, req/s (× raw; × sdk)",
+      "stdio client, transport",
+      "Streamable HTTP",
+      "Bridge"
+    ]))
+  })
+
+  it("names the commit the report measured", () => {
+    const commit = /^- commit: (\S+)$/m.exec(report)?.[1]
+    expect(commit, "the report's commit line").toBeDefined()
+    expect(page).toContain(`commit \`${commit}\``)
+  })
+
+  it.each(tables.map((t, i) => [`${t.title} (${i})`, t] as const))(
+    "shows %s as the report has it",
+    (_, table) => {
+      expect(page).toContain(table.rows.join("\n"))
+    }
+  )
+})
