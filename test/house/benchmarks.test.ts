@@ -33,6 +33,12 @@ describe("BENCHMARKS.md", () => {
     expect(page).toContain(`commit \`${commit}\``)
   })
 
+  it("counts the report's targets met as the report does", () => {
+    const statuses = tables.find((t) => t.title === "Targets")!.rows.slice(2).map((row) => row.split("|").at(-2)!.trim())
+    const met = statuses.filter((status) => status === "yes").length
+    expect(page).toContain(`${met} of its ${statuses.length} targets are met`)
+  })
+
   it.each(tables.map((t, i) => [`${t.title} (${i})`, t] as const))(
     "shows %s as the report has it",
     (_, table) => {
