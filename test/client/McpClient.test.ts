@@ -391,7 +391,10 @@ describe("McpClient", () => {
         expect(fiber.pollUnsafe()).toBeUndefined()
         yield* TestClock.adjust("1100 millis")
         const error = yield* Effect.flip(Fiber.join(fiber))
-        expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", method: "tools/call", timeoutMs: 1000 } })
+        expect(error).toMatchObject({
+          _tag: "McpTransportError",
+          reason: { _tag: "RequestTimeout", method: "tools/call", timeoutMs: 1000, phase: "No response or progress" }
+        })
       }))
 
     it.effect("without onProgress too, progress restarts the idle timeout, and its expiry names the idle phase and the call's timeout", () =>

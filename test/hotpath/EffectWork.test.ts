@@ -86,7 +86,7 @@ describe("Effect work on the hot paths", () => {
       withinBudget(call, 30, 1)
     }).pipe(Effect.scoped))
 
-  it.live("stdio client: a callTool costs at most 26 steps, no fiber and no dispatcher task; 20 progress add none, or 14 steps beside onProgress's own", () => {
+  it.live("stdio client: a callTool costs at most 26 steps, no fiber and no dispatcher task; 20 progress add none, or 8 steps beside onProgress's own", () => {
     const counter = EffectWork.make()
     const fixture = new URL("../fixtures/progress-stdio-server.ts", import.meta.url).pathname
     return Effect.gen(function*() {
@@ -99,7 +99,7 @@ describe("Effect work on the hot paths", () => {
       const withCallback = yield* EffectWork.perEffect(counter, calls(20, () => Effect.void), RUNS)
       withinBudget(plain, 26, 0)
       withinBudget(progressed, 26, 0)
-      withinBudget({ ...withCallback, steps: withCallback.steps - 20 - 14 }, 26, 0)
+      withinBudget({ ...withCallback, steps: withCallback.steps - 20 - 8 }, 26, 0)
     }).pipe(Effect.scoped, Effect.provide(NodeServices.layer), Effect.provide(counter.layer))
   })
 })
