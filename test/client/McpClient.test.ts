@@ -460,6 +460,40 @@ describe("McpClient", () => {
         expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", timeoutMs: 2000, phase: "Maximum total time exceeded" } })
       }))
 
+    it.effect("with onProgress too, under maxTotalTimeout: the callbacks see each progress, the result comes, and the cap still holds", () =>
+      Effect.gen(function*() {
+        const { client, steps } = yield* steered
+        const seen: Array<number> = []
+        const onProgress = (p: { readonly progress: number }) => Effect.sync(() => void seen.push(p.progress))
+        const finished = yield* client.callTool({ name: "long" }, { maxTotalTimeout: "1 minute", onProgress }).pipe(
+          Effect.forkChild({ startImmediately: true })
+        )
+        yield* settle
+        for (let i = 1; i <= 3; i++) {
+          yield* TestClock.adjust("900 millis")
+          yield* Queue.offer(steps, i)
+          yield* settle
+        }
+        yield* Queue.offer(steps, "done")
+        expect((yield* Fiber.join(finished)).content).toEqual([{ type: "text", text: "finished" }])
+        expect(seen).toEqual([1, 2, 3])
+
+        const capped = yield* client.callTool({ name: "long" }, { maxTotalTimeout: "2 seconds", onProgress }).pipe(
+          Effect.forkChild({ startImmediately: true })
+        )
+        yield* settle
+        for (let i = 1; i <= 2; i++) {
+          yield* TestClock.adjust("900 millis")
+          yield* Queue.offer(steps, 3 + i)
+          yield* settle
+        }
+        yield* TestClock.adjust("300 millis")
+        expect(yield* Effect.flip(Fiber.join(capped))).toMatchObject({
+          reason: { _tag: "RequestTimeout", timeoutMs: 2000, phase: "Maximum total time exceeded" }
+        })
+        expect(seen).toEqual([1, 2, 3, 4, 5])
+      }))
+
     it.effect("resetTimeoutOnProgress: false keeps the plain timeout", () =>
       Effect.gen(function*() {
         const { client, steps } = yield* steered

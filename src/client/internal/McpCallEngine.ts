@@ -301,13 +301,13 @@ export const make = (
       // `send` comes here for an `onProgress` or a total timeout: without the one, the other.
       return withProgress(caller, request, failure, watch, onProgress!, () => void watches.delete(token))
     }
-    let effect: Effect.Effect<unknown, FlatError> = failure === undefined ? request : Effect.catchCause(request, failure)
+    const mapped: Effect.Effect<unknown, FlatError> = failure === undefined ? request : Effect.catchCause(request, failure)
     // Under a total timeout the callbacks' fiber takes the services of the fiber the timeout runs the call in.
-    if (onProgress !== undefined) {
-      effect = Effect.withFiber((inner) => withProgress(inner, effect, undefined, watch, onProgress, undefined))
-    }
+    const relayed = onProgress === undefined
+      ? mapped
+      : Effect.withFiber((inner) => withProgress(inner, mapped, undefined, watch, onProgress, undefined))
     const max = Duration.fromInputUnsafe(maxTotal)
-    effect = Effect.timeoutOrElse(effect, {
+    const effect = Effect.timeoutOrElse(relayed, {
       duration: max,
       orElse: () =>
         Effect.fail(new RequestTimeout({ method, id: token, timeoutMs: millis(max), phase: "Maximum total time exceeded" }))
