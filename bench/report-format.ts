@@ -59,11 +59,12 @@ interface Pivot {
   /** "impl": one line per implementation, a column per variant; "variant": the other way round. */
   readonly lines: "impl" | "variant"
   readonly metric: Metric
-  readonly peer?: string
-  /** several peers, each ratio named */
+  /** Each figure's ratios against these, in the same run; a lone peer's ratio is not named. */
   readonly peers?: ReadonlyArray<string>
   readonly impls?: ReadonlyArray<string>
   readonly variants?: ReadonlyArray<string>
+  /** The header's first cell; default the metric and its peers. */
+  readonly corner?: string
 }
 
 const stdioVariants = ["tools/call c1", "tools/call c32", "ping c1", "ping c32"]
@@ -80,7 +81,7 @@ const pivots: ReadonlyArray<Pivot> = [
     workloads: ["one-shot"],
     lines: "variant",
     metric,
-    peer: "hand-written fetch"
+    peers: ["hand-written fetch"]
   })),
   ...(["req/s", "CPU µs/req", "MiB", "ms"] as const).map((metric): Pivot => ({
     title: "Stateless era, servers",
@@ -102,7 +103,7 @@ const pivots: ReadonlyArray<Pivot> = [
     workloads: ["stdio client"],
     lines: "impl",
     metric,
-    peer: "sdk",
+    peers: ["sdk"],
     impls: ["raw", "ours", "sdk-transport", "sdk"],
     variants: stdioVariants
   })),
@@ -111,26 +112,26 @@ const pivots: ReadonlyArray<Pivot> = [
     workloads: ["stdio client"],
     lines: "impl",
     metric,
-    peer: "sdk",
+    peers: ["sdk"],
     impls: ["ours-mcp", "sdk", "effect-ai"],
     variants: stdioVariants
   })),
-  { title: "stdio server", workloads: ["stdio server"], lines: "impl", metric: "req/s", peer: "sdk" },
-  { title: "stdio server", workloads: ["stdio server"], lines: "impl", metric: "CPU µs/req", peer: "sdk" },
-  { title: "Streamable HTTP", workloads: ["http json", "http sse"], lines: "impl", metric: "req/s", peer: "sdk→sdk" },
+  { title: "stdio server", workloads: ["stdio server"], lines: "impl", metric: "req/s", peers: ["sdk"] },
+  { title: "stdio server", workloads: ["stdio server"], lines: "impl", metric: "CPU µs/req", peers: ["sdk"] },
+  { title: "Streamable HTTP", workloads: ["http json", "http sse"], lines: "impl", metric: "req/s", peers: ["sdk→sdk"] },
   {
     title: "Streamable HTTP, client and server together",
     workloads: ["http json", "http sse"],
     lines: "impl",
     metric: "CPU µs/req",
-    peer: "sdk→sdk"
+    peers: ["sdk→sdk"]
   },
   {
     title: "Streamable HTTP, the server's own CPU",
     workloads: ["http json"],
     lines: "impl",
     metric: "server CPU µs/req",
-    peer: "sdk→sdk",
+    peers: ["sdk→sdk"],
     impls: ["ours→ours-tool", "ours→ours-typed", "sdk→sdk"]
   },
   ...(["req/s", "CPU µs/req"] as const).map((metric): Pivot => ({
@@ -138,17 +139,17 @@ const pivots: ReadonlyArray<Pivot> = [
     workloads: ["stdio server"],
     lines: "impl",
     metric,
-    peer: "ours-typed",
+    peers: ["ours-typed"],
     impls: ["ours", "ours-typed", "ours-tool", "sdk"],
     variants: ["tools/call c1", "tools/call c32"]
   })),
-  { title: "Large messages", workloads: ["large 1 MiB", "large 10 MiB"], lines: "variant", metric: "ms", peer: "sdk" },
-  { title: "Large messages", workloads: ["large 1 MiB", "large 10 MiB"], lines: "variant", metric: "MiB", peer: "sdk" },
-  { title: "In flight", workloads: ["in flight"], lines: "variant", metric: "KiB/req", peer: "sdk" },
-  { title: "In flight", workloads: ["in flight"], lines: "variant", metric: "ms", peer: "sdk" },
-  { title: "Cold start", workloads: ["cold start"], lines: "variant", metric: "ms", peer: "sdk" },
-  { title: "Quick start", workloads: ["quick start"], lines: "variant", metric: "ms", peer: "sdk" },
-  { title: "Quick start", workloads: ["quick start"], lines: "variant", metric: "MiB", peer: "sdk" },
+  { title: "Large messages", workloads: ["large 1 MiB", "large 10 MiB"], lines: "variant", metric: "ms", peers: ["sdk"] },
+  { title: "Large messages", workloads: ["large 1 MiB", "large 10 MiB"], lines: "variant", metric: "MiB", peers: ["sdk"] },
+  { title: "In flight", workloads: ["in flight"], lines: "variant", metric: "KiB/req", peers: ["sdk"] },
+  { title: "In flight", workloads: ["in flight"], lines: "variant", metric: "ms", peers: ["sdk"] },
+  { title: "Cold start", workloads: ["cold start"], lines: "variant", metric: "ms", peers: ["sdk"] },
+  { title: "Quick start", workloads: ["quick start"], lines: "variant", metric: "ms", peers: ["sdk"] },
+  { title: "Quick start", workloads: ["quick start"], lines: "variant", metric: "MiB", peers: ["sdk"] },
   { title: "Bridge", workloads: ["bridge"], lines: "variant", metric: "req/s" },
   { title: "Bridge", workloads: ["bridge"], lines: "variant", metric: "ms" },
   ...(["ms", "server CPU µs/req", "MiB"] as const).map((metric): Pivot => ({
@@ -156,18 +157,24 @@ const pivots: ReadonlyArray<Pivot> = [
     workloads: ["tasks"],
     lines: "variant",
     metric,
-    peer: "sdk2"
+    peers: ["sdk2"]
   }))
 ]
 
-/** How the sweep's tables are cut: per transport, calls a second with ratios, then CPU per call. */
-const sweeps: ReadonlyArray<{ readonly workload: string; readonly metric: Metric; readonly title: string }> = [
-  { workload: "sweep stdio", metric: "req/s", title: "stdio, req/s (× raw; × sdk)" },
-  { workload: "sweep stdio", metric: "CPU µs/req", title: "stdio, client CPU µs per call" },
-  { workload: "sweep http", metric: "req/s", title: "HTTP, req/s (× raw; × sdk)" },
-  { workload: "sweep http", metric: "CPU µs/req", title: "HTTP, CPU µs per call (client; for `ours→ours` both sides)" }
-]
-const SWEEP_PEERS = ["raw", "sdk"]
+/** The sweep's tables, per transport: calls a second with ratios against raw and the SDK, then CPU per call. */
+const sweeps: ReadonlyArray<Pivot> = [
+  ["sweep stdio", "req/s", "stdio, req/s (× raw; × sdk)"],
+  ["sweep stdio", "CPU µs/req", "stdio, client CPU µs per call"],
+  ["sweep http", "req/s", "HTTP, req/s (× raw; × sdk)"],
+  ["sweep http", "CPU µs/req", "HTTP, CPU µs per call (client; for `ours→ours` both sides)"]
+].map(([workload, metric, title]): Pivot => ({
+  title: title!,
+  workloads: [workload!],
+  lines: "variant",
+  metric: metric as Metric,
+  peers: metric === "req/s" ? ["raw", "sdk"] : [],
+  corner: "variant"
+}))
 
 const ratioOf = (metric: Metric, cell: Cell, other: Cell): number =>
   higherIsBetter(metric) ? cell.median / other.median : other.median / cell.median
@@ -197,6 +204,7 @@ export const reportTables = (report: string): Array<Table> => {
     const multi = p.workloads.length > 1
     const variants = p.variants ?? distinct(mine.map((c) => multi ? `${c.workload}: ${c.variant}` : c.variant))
     const impls = p.impls ?? distinct(mine.map((c) => c.impl))
+    const peers = p.peers ?? []
     const split = (v: string): [string, string] => {
       if (!multi) return [p.workloads[0]!, v]
       const i = v.indexOf(": ")
@@ -204,11 +212,10 @@ export const reportTables = (report: string): Array<Table> => {
     }
     const at = (v: string, impl: string) => {
       const [workload, variant] = split(v)
-      return figure(workload, variant, impl, p.metric, p.peers ?? (p.peer === undefined ? [] : [p.peer]))
+      return figure(workload, variant, impl, p.metric, peers)
     }
     const [lines, columns] = p.lines === "impl" ? [impls, variants] : [variants, impls]
-    const peers = p.peers ?? (p.peer === undefined ? [] : [p.peer])
-    const corner = `${p.metric}${peers.length === 0 ? "" : ` (vs ${peers.join("; ")})`}`
+    const corner = p.corner ?? `${p.metric}${peers.length === 0 ? "" : ` (vs ${peers.join("; ")})`}`
     const rows = [`| ${corner} | ${columns.join(" | ")} |`, `|---|${columns.map(() => "---:").join("|")}|`]
     for (const line of lines) {
       const values = columns.map((column) => p.lines === "impl" ? at(column, line) : at(line, column))
@@ -218,35 +225,13 @@ export const reportTables = (report: string): Array<Table> => {
     return { title: p.title, rows }
   }
 
-  const sweep = (s: (typeof sweeps)[number]): Table | undefined => {
-    const mine = cells.filter((c) => c.workload === s.workload && c.metric === s.metric)
-    if (mine.length === 0) return undefined
-    const impls = distinct(mine.map((c) => c.impl))
-    const rows = [`| variant | ${impls.join(" | ")} |`, `|---|${impls.map(() => "---:").join("|")}|`]
-    for (const variant of distinct(mine.map((c) => c.variant))) {
-      const values = impls.map((impl) => {
-        const cell = find(s.workload, variant, impl, s.metric)
-        if (cell === undefined) return ""
-        const ratios = higherIsBetter(s.metric)
-          ? SWEEP_PEERS.filter((peer) => peer !== impl).flatMap((peer) => {
-            const other = find(s.workload, variant, peer, s.metric)
-            return other === undefined ? [] : [`${ratioOf(s.metric, cell, other).toFixed(2)}× ${peer}`]
-          })
-          : []
-        return ratios.length === 0 ? number(cell.median) : `${number(cell.median)} (${ratios.join("; ")})`
-      })
-      rows.push(`| ${variant} | ${values.join(" | ")} |`)
-    }
-    return { title: s.title, rows }
-  }
-
   const status: Record<string, string> = { "✅": "yes", "❌": "**no**", "❓": "not measured" }
   const targets = tableRows(report, TARGETS).map((columns) =>
     `| ${columns.slice(0, -1).join(" | ")} | ${status[columns.at(-1)!] ?? columns.at(-1)} |`
   )
   const all: Array<Table | undefined> = [
     targets.length === 0 ? undefined : { title: "Targets", rows: [TARGETS, "|---|---|---|---|---|---:|---:|---|", ...targets] },
-    ...sweeps.map(sweep),
+    ...sweeps.map(pivot),
     ...pivots.map(pivot)
   ]
   return all.filter((t): t is Table => t !== undefined)
