@@ -301,11 +301,12 @@ export const make = (
       // `send` comes here for an `onProgress` or a total timeout: without the one, the other.
       return withProgress(caller, request, failure, watch, onProgress!, () => void watches.delete(token))
     }
-    const mapped: Effect.Effect<unknown, FlatError> = failure === undefined ? request : Effect.catchCause(request, failure)
     // Under a total timeout the callbacks' fiber takes the services of the fiber the timeout runs the call in.
-    const relayed = onProgress === undefined
-      ? mapped
-      : Effect.withFiber((inner) => withProgress(inner, mapped, undefined, watch, onProgress, undefined))
+    const relayed: Effect.Effect<unknown, FlatError> = onProgress !== undefined
+      ? Effect.withFiber((inner) => withProgress(inner, request, failure, watch, onProgress, undefined))
+      : failure === undefined
+      ? request
+      : Effect.catchCause(request, failure)
     const max = Duration.fromInputUnsafe(maxTotal)
     const effect = Effect.timeoutOrElse(relayed, {
       duration: max,
