@@ -56,9 +56,8 @@ const exampleClient = join(here, "everything-client.ts")
 export const clientScenarios = (revision: Revision): ReadonlyArray<string> =>
   inScope(readRequirements(revision), "client")
 
-/** The client's OAuth extension scenarios, judged as one group without a protocol revision. */
+/** The client's OAuth extension scenarios: every list runs them unscored; judged as one group, from every list's run. */
 export const clientAuthExtensions = (): ReadonlyArray<string> => authExtensions(revisions.map(readRequirements))
-
 
 /** The server scenarios of a requirement list the runner judges (no extensions). */
 export const serverScenarios = (revision: Revision): ReadonlyArray<string> =>
@@ -283,7 +282,9 @@ type ClientListRun = Effect.Success<ReturnType<typeof clientListRun>>
  */
 export const clientResults = (
   scenarios: ReadonlyArray<string>,
-  runs: ReadonlyArray<{ readonly revision: string; readonly results: ReadonlyArray<Detailed>; readonly started: boolean }>
+  runs: ReadonlyArray<
+    { readonly revision: string; readonly results: ReadonlyArray<Detailed>; readonly started: boolean }
+  >
 ): Array<Detailed> => {
   const results: Array<Detailed> = scenarios.map((name) => {
     let passed = 0
@@ -300,7 +301,8 @@ export const clientResults = (
     return { name, passed, failed: problems.length, problems }
   })
   for (const run of runs) {
-    if (!run.started) results.push({ name: `(suite at ${run.revision})`, passed: 0, failed: 1, problems: ["the suite did not start the list"] })
+    if (run.started) continue
+    results.push({ name: `(suite at ${run.revision})`, passed: 0, failed: 1, problems: ["the suite did not start the list"] })
   }
   return results
 }
