@@ -1,6 +1,6 @@
 import { NodeHttpClient, NodeServices } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Queue, Ref, Scope, Stream, SubscriptionRef } from "effect"
+import { Deferred, type Duration, Effect, Exit, Fiber, Layer, Queue, Ref, Scope, Stream, SubscriptionRef } from "effect"
 import { TestClock } from "effect/testing"
 import * as InMemoryTransport from "../../src/bridge/InMemoryTransport.ts"
 import * as McpClient from "../../src/client/McpClient.ts"
@@ -373,6 +373,15 @@ describe("McpClient", () => {
       for (let i = 0; i < 50; i++) yield* Effect.yieldNow
     })
 
+    /** For each progress value: `gap` passes on the clock, then the tool reports it and the link delivers it. */
+    const progressAfter = (steps: Queue.Queue<number | "done">, gap: Duration.Input, values: ReadonlyArray<number>) =>
+      Effect.forEach(values, (value) =>
+        Effect.gen(function*() {
+          yield* TestClock.adjust(gap)
+          yield* Queue.offer(steps, value)
+          yield* settle
+        }), { discard: true })
+
     it.effect("each progress restarts the idle timeout; silence past it fails the call", () =>
       Effect.gen(function*() {
         const { client, steps } = yield* steered
@@ -381,11 +390,7 @@ describe("McpClient", () => {
           onProgress: (p) => Effect.sync(() => void seen.push(p.progress))
         }).pipe(Effect.forkChild({ startImmediately: true }))
         yield* settle
-        for (let i = 1; i <= 4; i++) {
-          yield* TestClock.adjust("900 millis")
-          yield* Queue.offer(steps, i)
-          yield* settle
-        }
+        yield* progressAfter(steps, "900 millis", [1, 2, 3, 4])
         // 3.6 s in, well past the 1 s timeout, still alive thanks to progress.
         expect(seen).toEqual([1, 2, 3, 4])
         expect(fiber.pollUnsafe()).toBeUndefined()
@@ -404,11 +409,7 @@ describe("McpClient", () => {
           Effect.forkChild({ startImmediately: true })
         )
         yield* settle
-        for (let i = 1; i <= 3; i++) {
-          yield* TestClock.adjust("1900 millis")
-          yield* Queue.offer(steps, i)
-          yield* settle
-        }
+        yield* progressAfter(steps, "1900 millis", [1, 2, 3])
         expect(fiber.pollUnsafe()).toBeUndefined()
         yield* TestClock.adjust("2100 millis")
         const error = yield* Effect.flip(Fiber.join(fiber))
@@ -450,11 +451,7 @@ describe("McpClient", () => {
           Effect.forkChild({ startImmediately: true })
         )
         yield* settle
-        for (let i = 1; i <= 2; i++) {
-          yield* TestClock.adjust("900 millis")
-          yield* Queue.offer(steps, i)
-          yield* settle
-        }
+        yield* progressAfter(steps, "900 millis", [1, 2])
         yield* TestClock.adjust("300 millis")
         const error = yield* Effect.flip(Fiber.join(fiber))
         expect(error).toMatchObject({ _tag: "McpTransportError", reason: { _tag: "RequestTimeout", timeoutMs: 2000, phase: "Maximum total time exceeded" } })
@@ -469,11 +466,7 @@ describe("McpClient", () => {
           Effect.forkChild({ startImmediately: true })
         )
         yield* settle
-        for (let i = 1; i <= 3; i++) {
-          yield* TestClock.adjust("900 millis")
-          yield* Queue.offer(steps, i)
-          yield* settle
-        }
+        yield* progressAfter(steps, "900 millis", [1, 2, 3])
         yield* Queue.offer(steps, "done")
         expect((yield* Fiber.join(finished)).content).toEqual([{ type: "text", text: "finished" }])
         expect(seen).toEqual([1, 2, 3])
@@ -482,11 +475,7 @@ describe("McpClient", () => {
           Effect.forkChild({ startImmediately: true })
         )
         yield* settle
-        for (let i = 1; i <= 2; i++) {
-          yield* TestClock.adjust("900 millis")
-          yield* Queue.offer(steps, 3 + i)
-          yield* settle
-        }
+        yield* progressAfter(steps, "900 millis", [4, 5])
         yield* TestClock.adjust("300 millis")
         expect(yield* Effect.flip(Fiber.join(capped))).toMatchObject({
           reason: { _tag: "RequestTimeout", timeoutMs: 2000, phase: "Maximum total time exceeded" }
