@@ -18,7 +18,17 @@ import { execFileSync } from "node:child_process"
 import { readdirSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, totalmem } from "node:os"
 import { basename } from "node:path"
-import { comparable, higherIsBetter, type Metric, type Row, type Target, type Workload } from "./workload.ts"
+import {
+  advantage,
+  comparable,
+  formatFigure,
+  type Metric,
+  type Row,
+  ROWS_HEADER,
+  type Target,
+  TARGETS_HEADER,
+  type Workload
+} from "./workload.ts"
 
 /** The commit measured, marked when the work tree differs from it; absent outside a git checkout. */
 const commit = (() => {
@@ -96,9 +106,6 @@ const variantMatches = (pattern: string, variant: string) =>
       .test(variant)
     : pattern === variant
 
-/** Oriented so that > 1 means `a` is better than `b` (faster, or less time or memory). */
-const advantage = (a: Row, b: Row): number =>
-  higherIsBetter(a.metric) ? a.median / b.median : b.median / a.median
 
 const rowsOf = (r: Ran) => r.rows
 const allRows = ran.flatMap(rowsOf)
@@ -135,7 +142,7 @@ const checkTarget = (target: Target): Array<Checked> => {
   if (mine.length === 0) return [{ target, variant: target.variant, metric: target.metric, ratio: undefined, met: undefined }]
   return mine.map((row) => {
     const peer = find(row.workload, row.variant, target.peer, row.metric)
-    const ratio = peer === undefined ? undefined : advantage(row, peer)
+    const ratio = peer === undefined ? undefined : advantage(row.metric, row.median, peer.median)
     return { target, variant: row.variant, metric: row.metric, ratio, met: ratio === undefined ? undefined : ratio >= target.atLeast }
   })
 }
@@ -143,11 +150,6 @@ const checkTarget = (target: Target): Array<Checked> => {
 // ---------------------------------------------------------------------------
 // Formatting
 
-const fmt = (n: number | undefined, digits?: number): string => {
-  if (n === undefined || !Number.isFinite(n)) return "n/a"
-  const d = digits ?? (Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2)
-  return n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d })
-}
 const load = (l: ReadonlyArray<number>) => l.map((x) => x.toFixed(2)).join(" / ")
 const shownEnv = Object.keys(process.env).filter((name) =>
   name.startsWith("BENCH_") && name !== "BENCH_JSON" && !(name === "BENCH_BUILD" && buildDefaulted)
@@ -166,25 +168,25 @@ lines.push(
 )
 lines.push(
   `- load average (1 / 5 / 15 min): ${load(loadBefore)} before, ${load(loadAfter)} after; ${
-    fmt(totalSeconds / 60, 1)
-  } min in all (${ran.map((r) => `${r.file} ${fmt(r.seconds, 0)} s`).join(", ")})`
+    formatFigure(totalSeconds / 60, 1)
+  } min in all (${ran.map((r) => `${r.file} ${formatFigure(r.seconds, 0)} s`).join(", ")})`
 )
 lines.push(`- our modules loaded from \`${process.env.BENCH_BUILD === "dist" ? "dist/" : "src/"}\` by every process`)
 lines.push("- ratios are oriented so that above 1× means better than the peer: faster, or less time or memory")
 lines.push("")
-lines.push("| workload | variant | impl | metric | median | min | max | p50 ms | p99 ms | vs peer |")
+lines.push(ROWS_HEADER)
 lines.push("|---|---|---|---|---:|---:|---:|---:|---:|---|")
 for (const r of ran) {
   for (const row of r.rows) {
     const ratios = peersOf(r, row).flatMap((peer) => {
       const other = find(row.workload, row.variant, peer, row.metric)
-      const ratio = other === undefined ? Number.NaN : advantage(row, other)
-      return Number.isFinite(ratio) ? [`${fmt(ratio, 2)}× ${peer}`] : []
+      const ratio = other === undefined ? Number.NaN : advantage(row.metric, row.median, other.median)
+      return Number.isFinite(ratio) ? [`${formatFigure(ratio, 2)}× ${peer}`] : []
     })
     lines.push(
-      `| ${row.workload} | ${row.variant} | ${row.impl} | ${row.metric} | ${fmt(row.median)} | ${fmt(row.min)} | ${
-        fmt(row.max)
-      } | ${row.p50 === undefined ? "" : fmt(row.p50, 3)} | ${row.p99 === undefined ? "" : fmt(row.p99, 3)} | ${
+      `| ${row.workload} | ${row.variant} | ${row.impl} | ${row.metric} | ${formatFigure(row.median)} | ${formatFigure(row.min)} | ${
+        formatFigure(row.max)
+      } | ${row.p50 === undefined ? "" : formatFigure(row.p50, 3)} | ${row.p99 === undefined ? "" : formatFigure(row.p99, 3)} | ${
         ratios.join(", ")
       } |`
     )
@@ -200,13 +202,13 @@ const checked = ran.flatMap((r) => (r.workload?.targets ?? []).flatMap(checkTarg
 lines.push("")
 lines.push("### Targets")
 lines.push("")
-lines.push("| workload | variant | ours | peer | metric | needs | measured | status |")
+lines.push(TARGETS_HEADER)
 lines.push("|---|---|---|---|---|---:|---:|---|")
 for (const c of checked) {
   lines.push(
     `| ${c.target.workload} | ${c.variant} | ${c.target.ours} | ${c.target.peer} | ${c.metric ?? "any"} | ≥ ${
-      fmt(c.target.atLeast, 2)
-    }× | ${c.ratio === undefined ? "not measured" : `${fmt(c.ratio, 2)}×`} | ${
+      formatFigure(c.target.atLeast, 2)
+    }× | ${c.ratio === undefined ? "not measured" : `${formatFigure(c.ratio, 2)}×`} | ${
       c.met === undefined ? "❓" : c.met ? "✅" : "❌"
     } |`
   )

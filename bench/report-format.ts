@@ -6,7 +6,7 @@
  * BENCHMARKS.md's tables are this module's output for the report committed
  * beside it (bench/todays-run.md); a test holds them to it.
  */
-import { higherIsBetter, type Metric } from "./workload.ts"
+import { advantage, formatFigure, type Metric, ROWS_HEADER, TARGETS_HEADER } from "./workload.ts"
 
 interface Cell {
   readonly workload: string
@@ -34,22 +34,14 @@ const tableRows = (text: string, header: string): Array<Array<string>> => {
   return rows
 }
 
-const ROWS = "| workload | variant | impl | metric | median | min | max | p50 ms | p99 ms | vs peer |"
-const TARGETS = "| workload | variant | ours | peer | metric | needs | measured | status |"
-
 const cellsOf = (report: string): Array<Cell> =>
-  tableRows(report, ROWS).map(([workload, variant, impl, metric, median]) => ({
+  tableRows(report, ROWS_HEADER).map(([workload, variant, impl, metric, median]) => ({
     workload: workload!,
     variant: variant!,
     impl: impl!,
     metric: metric as Metric,
     median: Number(median!.replace(/,/g, ""))
   }))
-
-const number = (n: number): string => {
-  const digits = Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2
-  return n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
-}
 
 const distinct = <A>(xs: ReadonlyArray<A>) => [...new Set(xs)]
 
@@ -176,9 +168,6 @@ const sweeps: ReadonlyArray<Pivot> = [
   corner: "variant"
 }))
 
-const ratioOf = (metric: Metric, cell: Cell, other: Cell): number =>
-  higherIsBetter(metric) ? cell.median / other.median : other.median / cell.median
-
 /** Every table of a report, in BENCHMARKS.md's order: the targets, the sweep, then one per workload. */
 export const reportTables = (report: string): Array<Table> => {
   const cells = cellsOf(report)
@@ -192,10 +181,10 @@ export const reportTables = (report: string): Array<Table> => {
     const ratios = peers.filter((peer) => peer !== impl).flatMap((peer) => {
       const other = find(workload, variant, peer, metric)
       if (other === undefined) return []
-      const ratio = `${ratioOf(metric, cell, other).toFixed(2)}×`
+      const ratio = `${advantage(metric, cell.median, other.median).toFixed(2)}×`
       return [peers.length === 1 ? ratio : `${ratio} ${peer}`]
     })
-    return ratios.length === 0 ? number(cell.median) : `${number(cell.median)} (${ratios.join("; ")})`
+    return ratios.length === 0 ? formatFigure(cell.median) : `${formatFigure(cell.median)} (${ratios.join("; ")})`
   }
 
   const pivot = (p: Pivot): Table | undefined => {
@@ -226,11 +215,11 @@ export const reportTables = (report: string): Array<Table> => {
   }
 
   const status: Record<string, string> = { "✅": "yes", "❌": "**no**", "❓": "not measured" }
-  const targets = tableRows(report, TARGETS).map((columns) =>
+  const targets = tableRows(report, TARGETS_HEADER).map((columns) =>
     `| ${columns.slice(0, -1).join(" | ")} | ${status[columns.at(-1)!] ?? columns.at(-1)} |`
   )
   const all: Array<Table | undefined> = [
-    targets.length === 0 ? undefined : { title: "Targets", rows: [TARGETS, "|---|---|---|---|---|---:|---:|---|", ...targets] },
+    targets.length === 0 ? undefined : { title: "Targets", rows: [TARGETS_HEADER, "|---|---|---|---|---|---:|---:|---|", ...targets] },
     ...sweeps.map(pivot),
     ...pivots.map(pivot)
   ]

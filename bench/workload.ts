@@ -74,5 +74,20 @@ export interface Workload {
 
 export const higherIsBetter = (metric: Metric): boolean => metric === "req/s"
 
+/** Of two figures of `metric`, oriented so that > 1 means `a` is better than `b` (faster, or less time or memory). */
+export const advantage = (metric: Metric, a: number, b: number): number => higherIsBetter(metric) ? a / b : b / a
+
+/** A figure as reports and tables print it: `digits` decimals, by default 0 from 100, 1 from 10, else 2. */
+export const formatFigure = (n: number | undefined, digits?: number): string => {
+  if (n === undefined || !Number.isFinite(n)) return "n/a"
+  const d = digits ?? (Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2)
+  return n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d })
+}
+
+/** The header of a report's table of rows (bench/main.ts writes it, bench/report-format.ts reads it back). */
+export const ROWS_HEADER = "| workload | variant | impl | metric | median | min | max | p50 ms | p99 ms | vs peer |"
+/** The header of a report's table of targets. */
+export const TARGETS_HEADER = "| workload | variant | ours | peer | metric | needs | measured | status |"
+
 /** Whether a ratio between two rows of this metric means anything ("progress/call" is a check, not a cost). */
 export const comparable = (metric: Metric): boolean => metric !== "progress/call"
