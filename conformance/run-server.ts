@@ -222,6 +222,41 @@ const tempDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 )
 
+/** Whether the suite started a requirement list (`Running requirements REV (N scenarios)`). */
+const startedList = (output: string): boolean => /Running requirements \S+ \(\d+ scenarios\)/.test(output)
+
+/**
+ * The results of the judged `scenarios` in the suite's `runs` of a list: a scenario fails when it
+ * failed in any run, or saved nothing in one (it crashed, or the suite skipped it); a run that never
+ * started its list fails as a whole.
+ */
+export const judgedResults = (
+  scenarios: ReadonlyArray<string>,
+  runs: ReadonlyArray<
+    { readonly revision: string; readonly results: ReadonlyArray<Detailed>; readonly started: boolean }
+  >
+): Array<Detailed> => {
+  const results: Array<Detailed> = scenarios.map((name) => {
+    let passed = 0
+    const problems: Array<string> = []
+    for (const run of runs) {
+      const saved = run.results.find((r) => r.name === name)
+      const at = runs.length > 1 ? ` (at ${run.revision})` : ""
+      if (saved === undefined) problems.push(`no saved checks${at}`)
+      else {
+        passed += saved.passed
+        if (saved.failed > 0) problems.push(...(saved.problems ?? [`${saved.failed} failed`]).map((p) => `${p}${at}`))
+      }
+    }
+    return { name, passed, failed: problems.length, problems }
+  })
+  for (const run of runs) {
+    if (run.started) continue
+    results.push({ name: `(suite at ${run.revision})`, passed: 0, failed: 1, problems: ["the suite did not start the list"] })
+  }
+  return results
+}
+
 /** The server scenarios of one requirement list against our example server, started here on a free loopback port. */
 export const serverSuite = (baseline: Baseline, revision: Revision) =>
   Effect.scoped(Effect.gen(function*() {
@@ -230,15 +265,8 @@ export const serverSuite = (baseline: Baseline, revision: Revision) =>
     const url = Option.getOrThrow(transport.url)
     const dir = yield* tempDir
     const { output } = yield* runCli(["server", "--url", url, "--requirements", revision, "-o", dir])
-    const judged = serverScenarios(revision)
-    const saved = readResults(dir).filter((r) => judged.includes(r.name))
-    // A judged scenario that saved nothing (it crashed, or the suite skipped it) still counts.
-    const missing = judged
-      .filter((name) => !saved.some((r) => r.name === name))
-      .map((name) => ({ name, passed: 0, failed: 1, problems: ["no saved checks"] }))
-    const results: Array<Detailed> = [...saved, ...missing]
-    const expected = /Running requirements \S+ \((\d+) scenarios\)/.exec(output)
-    if (expected === null) results.push({ name: "(suite)", passed: 0, failed: 1, problems: ["the suite did not start the list"] })
+    const run = { revision, results: readResults(dir), started: startedList(output) }
+    const results = judgedResults(serverScenarios(revision), [run])
     return yield* report(`server ${revision}`, results, output, baseline[revision].server)
   }))
 
@@ -269,49 +297,17 @@ const clientListRun = (revision: Revision) =>
       "-o",
       dir
     ])
-    const started = /Running requirements \S+ \((\d+) scenarios\)/.test(run.output)
-    return { revision, results: readResults(dir), output: `\n=== client ${revision}\n${run.output}`, started }
+    const output = `\n=== client ${revision}\n${run.output}`
+    return { revision, results: readResults(dir), output, started: startedList(run.output) }
   }))
 
 type ClientListRun = Effect.Success<ReturnType<typeof clientListRun>>
-
-/**
- * The results of `scenarios` in `runs`: a scenario fails when it failed in any run, or saved
- * nothing in one (it crashed, or the suite skipped it); a run that never started its list fails
- * as a whole.
- */
-export const clientResults = (
-  scenarios: ReadonlyArray<string>,
-  runs: ReadonlyArray<
-    { readonly revision: string; readonly results: ReadonlyArray<Detailed>; readonly started: boolean }
-  >
-): Array<Detailed> => {
-  const results: Array<Detailed> = scenarios.map((name) => {
-    let passed = 0
-    const problems: Array<string> = []
-    for (const run of runs) {
-      const saved = run.results.find((r) => r.name === name)
-      const at = runs.length > 1 ? ` (at ${run.revision})` : ""
-      if (saved === undefined) problems.push(`no saved checks${at}`)
-      else {
-        passed += saved.passed
-        if (saved.failed > 0) problems.push(...(saved.problems ?? [`${saved.failed} failed`]).map((p) => `${p}${at}`))
-      }
-    }
-    return { name, passed, failed: problems.length, problems }
-  })
-  for (const run of runs) {
-    if (run.started) continue
-    results.push({ name: `(suite at ${run.revision})`, passed: 0, failed: 1, problems: ["the suite did not start the list"] })
-  }
-  return results
-}
 
 /** The client scenarios one requirement list judges, from that list's run. */
 const clientSuite = (baseline: Baseline, run: ClientListRun) =>
   report(
     `client ${run.revision}`,
-    clientResults(clientScenarios(run.revision), [run]),
+    judgedResults(clientScenarios(run.revision), [run]),
     run.output,
     baseline[run.revision].client
   )
@@ -323,7 +319,7 @@ const clientSuite = (baseline: Baseline, run: ClientListRun) =>
 const clientExtensionSuite = (baseline: Baseline, runs: ReadonlyArray<ClientListRun>) =>
   report(
     "client extensions (auth)",
-    clientResults(clientAuthExtensions(), runs),
+    judgedResults(clientAuthExtensions(), runs),
     runs.map((r) => r.output).join(""),
     baseline.extensions.client
   )

@@ -17,7 +17,7 @@ import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpC
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
 import {
   clientAuthExtensions,
-  clientResults,
+  judgedResults,
   fromChecks,
   judge,
   parseSummary,
@@ -57,13 +57,13 @@ describe("conformance runner: verdicts", () => {
     const ok = { name: "auth/dpop", passed: 3, failed: 0 }
     const bad = { name: "auth/dpop", passed: 2, failed: 1, problems: ["dpop-proof: FAILURE no proof"] }
     const run = (revision: string, results: ReadonlyArray<typeof ok>, started = true) => ({ revision, results, started })
-    expect(clientResults(["auth/dpop"], [run("2025-11-25", [ok]), run("2026-07-28", [ok])])).toEqual([
+    expect(judgedResults(["auth/dpop"], [run("2025-11-25", [ok]), run("2026-07-28", [ok])])).toEqual([
       { name: "auth/dpop", passed: 6, failed: 0, problems: [] }
     ])
-    expect(clientResults(["auth/dpop"], [run("2025-11-25", [ok]), run("2026-07-28", [bad])])).toEqual([
+    expect(judgedResults(["auth/dpop"], [run("2025-11-25", [ok]), run("2026-07-28", [bad])])).toEqual([
       { name: "auth/dpop", passed: 5, failed: 1, problems: ["dpop-proof: FAILURE no proof (at 2026-07-28)"] }
     ])
-    expect(clientResults(["tools_call"], [run("2026-07-28", [], false)])).toEqual([
+    expect(judgedResults(["tools_call"], [run("2026-07-28", [], false)])).toEqual([
       { name: "tools_call", passed: 0, failed: 1, problems: ["no saved checks"] },
       { name: "(suite at 2026-07-28)", passed: 0, failed: 1, problems: ["the suite did not start the list"] }
     ])
