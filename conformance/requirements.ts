@@ -96,9 +96,9 @@ export const inScope = (requirements: Requirements, leg: Leg): ReadonlyArray<str
 
 /**
  * The client's OAuth extension scenarios (client credentials, DPoP,
- * enterprise-managed authorization, workload identity…): every list runs
- * them, unscored, and they are judged as a group of their own. Every list
- * names them; the union is taken, in order of first appearance.
+ * enterprise-managed authorization, workload identity…): run without a
+ * protocol revision, judged as a group of their own. Every list names
+ * them; the union is taken, in order of first appearance.
  */
 export const authExtensions = (lists: ReadonlyArray<Requirements>): ReadonlyArray<string> => {
   const names = lists.flatMap((requirements) =>

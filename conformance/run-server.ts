@@ -7,13 +7,12 @@
  * - server: starts `everything-server` (in this process, 127.0.0.1, a free
  *   port) and runs `conformance server --url … --requirements REV` against it.
  * - client: runs `conformance client --command "node
- *   conformance/everything-client.ts" --requirements REV` once per list: the
- *   suite starts every client scenario the list runs at once, each against a
- *   test server that speaks REV and tells the client through
- *   `MCP_CONFORMANCE_PROTOCOL_VERSION`. Each list runs the client's OAuth
- *   extension scenarios (DPoP, private_key_jwt, workload identity,
- *   enterprise-managed authorization…) too, unscored; they are judged from
- *   every list's run as a third group, printed `client extensions (auth): …`.
+ *   conformance/everything-client.ts" --scenario NAME --spec-version REV` for
+ *   each client scenario of the list (the suite's test server speaks REV and
+ *   tells the client through `MCP_CONFORMANCE_PROTOCOL_VERSION`), three at
+ *   a time. Then, as a third group printed `client extensions (auth): …`,
+ *   the client's OAuth extension scenarios (DPoP, private_key_jwt, workload
+ *   identity, enterprise-managed authorization…), without `--spec-version`.
  *
  * Which scenarios are judged: those the list scores (the client's OAuth
  * scenarios `auth/*` included) plus the ones it runs unscored as pending or
@@ -56,8 +55,16 @@ const exampleClient = join(here, "everything-client.ts")
 export const clientScenarios = (revision: Revision): ReadonlyArray<string> =>
   inScope(readRequirements(revision), "client")
 
-/** The client's OAuth extension scenarios: every list runs them unscored; judged as one group, from every list's run. */
+/** The client's OAuth extension scenarios, judged as one group without a protocol revision. */
 export const clientAuthExtensions = (): ReadonlyArray<string> => authExtensions(revisions.map(readRequirements))
+
+/**
+ * How many client scenarios run at once: each is two processes (the suite and our client). Not the
+ * suite's own `--requirements REV`, which starts every scenario of a list at once in one process: half
+ * the CPU, but on a loaded two-core machine its clients' requests waited past 30 s and reused
+ * keep-alive connections the test servers had closed (ECONNRESET), failing scenarios at random.
+ */
+const CLIENT_CONCURRENCY = 3
 
 /** The server scenarios of a requirement list the runner judges (no extensions). */
 export const serverScenarios = (revision: Revision): ReadonlyArray<string> =>
@@ -89,6 +96,8 @@ export const readBaseline = (path = baselinePath): Baseline => {
 
 // The suite's summary: `✓ name: 3 passed, 0 failed` (✗ when something failed).
 const SUMMARY_LINE = /^\s*([✓✗])\s+(\S+):\s+(\d+) passed,\s+(\d+) failed/u
+// The single-scenario form: `Passed: 3/3, 0 failed, 0 warnings`.
+const SINGLE_LINE = /^\s*Passed:\s+(\d+)\/(\d+),\s+(\d+) failed/u
 
 /** Scenario results from the suite's summary lines. */
 export const parseSummary = (output: string): ReadonlyArray<ScenarioResult> =>
@@ -98,6 +107,19 @@ export const parseSummary = (output: string): ReadonlyArray<ScenarioResult> =>
     const failed = Number(m[4])
     return [{ name: m[2]!, passed: Number(m[3]), failed: m[1] === "✗" && failed === 0 ? 1 : failed }]
   })
+
+/** The result of a run with `--scenario NAME` (no summary table; `Passed: p/n, f failed`). */
+export const parseSingle = (name: string, output: string, exitCode: number): ScenarioResult => {
+  for (const line of output.split("\n")) {
+    const m = SINGLE_LINE.exec(line)
+    if (m !== null) {
+      const failed = Number(m[3])
+      return { name, passed: Number(m[1]), failed: failed === 0 && exitCode !== 0 ? 1 : failed }
+    }
+  }
+  // No result line at all: the scenario did not run to the end.
+  return { name, passed: 0, failed: 1 }
+}
 
 export interface Check {
   readonly id: string
@@ -194,7 +216,7 @@ const flagValue = (name: string): string | undefined => {
 }
 const verbose = process.argv.includes("--verbose")
 
-export type Detailed = ScenarioResult & { readonly problems?: ReadonlyArray<string> | undefined }
+type Detailed = ScenarioResult & { readonly problems?: ReadonlyArray<string> | undefined }
 
 const report = (
   suite: string,
@@ -222,41 +244,6 @@ const tempDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 )
 
-/** Whether the suite started a requirement list (`Running requirements REV (N scenarios)`). */
-const startedList = (output: string): boolean => /Running requirements \S+ \(\d+ scenarios\)/.test(output)
-
-/**
- * The results of the judged `scenarios` in the suite's `runs` of a list: a scenario fails when it
- * failed in any run, or saved nothing in one (it crashed, or the suite skipped it); a run that never
- * started its list fails as a whole.
- */
-export const judgedResults = (
-  scenarios: ReadonlyArray<string>,
-  runs: ReadonlyArray<
-    { readonly revision: string; readonly results: ReadonlyArray<Detailed>; readonly started: boolean }
-  >
-): Array<Detailed> => {
-  const results: Array<Detailed> = scenarios.map((name) => {
-    let passed = 0
-    const problems: Array<string> = []
-    for (const run of runs) {
-      const saved = run.results.find((r) => r.name === name)
-      const at = runs.length > 1 ? ` (at ${run.revision})` : ""
-      if (saved === undefined) problems.push(`no saved checks${at}`)
-      else {
-        passed += saved.passed
-        if (saved.failed > 0) problems.push(...(saved.problems ?? [`${saved.failed} failed`]).map((p) => `${p}${at}`))
-      }
-    }
-    return { name, passed, failed: problems.length, problems }
-  })
-  for (const run of runs) {
-    if (run.started) continue
-    results.push({ name: `(suite at ${run.revision})`, passed: 0, failed: 1, problems: ["the suite did not start the list"] })
-  }
-  return results
-}
-
 /** The server scenarios of one requirement list against our example server, started here on a free loopback port. */
 export const serverSuite = (baseline: Baseline, revision: Revision) =>
   Effect.scoped(Effect.gen(function*() {
@@ -265,64 +252,61 @@ export const serverSuite = (baseline: Baseline, revision: Revision) =>
     const url = Option.getOrThrow(transport.url)
     const dir = yield* tempDir
     const { output } = yield* runCli(["server", "--url", url, "--requirements", revision, "-o", dir])
-    const run = { revision, results: readResults(dir), started: startedList(output) }
-    const results = judgedResults(serverScenarios(revision), [run])
+    const judged = serverScenarios(revision)
+    const saved = readResults(dir).filter((r) => judged.includes(r.name))
+    // A judged scenario that saved nothing (it crashed, or the suite skipped it) still counts.
+    const missing = judged
+      .filter((name) => !saved.some((r) => r.name === name))
+      .map((name) => ({ name, passed: 0, failed: 1, problems: ["no saved checks"] }))
+    const results: Array<Detailed> = [...saved, ...missing]
+    const expected = /Running requirements \S+ \((\d+) scenarios\)/.exec(output)
+    if (expected === null) results.push({ name: "(suite)", passed: 0, failed: 1, problems: ["the suite did not start the list"] })
     return yield* report(`server ${revision}`, results, output, baseline[revision].server)
   }))
 
-/**
- * How long the suite gives one client scenario. All of a list's start at once, each with a process of its
- * own, so one lasts about as long as the whole run: under a minute with the other tests beside it on two
- * cores. A hang still ends within the client test's own limit.
- */
-const CLIENT_SCENARIO_TIMEOUT_MS = 240_000
-
-/**
- * Every client scenario a requirement list runs, our example client as the client, in one run of
- * the suite (`--requirements REV`: it starts them all at once and gives the test server REV's wire
- * version): each scenario's saved result, and whether the suite started the list.
- */
-const clientListRun = (revision: Revision) =>
+/** One client scenario against our example client (at `revision`'s wire version when one is given). */
+const clientScenario = (scenario: string, revision: Revision | undefined) =>
   Effect.scoped(Effect.gen(function*() {
     const command = `${process.execPath} ${exampleClient}`
     const dir = yield* tempDir
-    const run = yield* runCli([
-      "client",
-      "--command",
-      command,
-      "--requirements",
-      revision,
-      "--timeout",
-      String(CLIENT_SCENARIO_TIMEOUT_MS),
-      "-o",
-      dir
-    ])
-    const output = `\n=== client ${revision}\n${run.output}`
-    return { revision, results: readResults(dir), output, started: startedList(run.output) }
+    const version = revision === undefined ? [] : ["--spec-version", revision]
+    const run = yield* runCli(["client", "--command", command, "--scenario", scenario, ...version, "-o", dir])
+    const output = `\n=== ${scenario}\n${run.output}`
+    const saved = readResults(dir).find((r) => r.name === scenario)
+    if (saved === undefined) {
+      // The suite saves every scenario it runs, so nothing saved means it did not run to the end.
+      const printed = parseSingle(scenario, run.output, run.exitCode)
+      const result: Detailed = { ...printed, failed: Math.max(printed.failed, 1), problems: ["no saved checks"] }
+      return { result, output }
+    }
+    if (run.exitCode !== 0 && saved.failed === 0) {
+      const result: Detailed = { ...saved, failed: 1, problems: [`the suite exited ${run.exitCode}`] }
+      return { result, output }
+    }
+    return { result: saved as Detailed, output }
   }))
 
-type ClientListRun = Effect.Success<ReturnType<typeof clientListRun>>
+/** Client scenarios, `CLIENT_CONCURRENCY` at a time, reported in their listed order as `suite`. */
+const clientGroup = (
+  suite: string,
+  scenarios: ReadonlyArray<string>,
+  revision: Revision | undefined,
+  expected: Readonly<Record<string, string>>
+) =>
+  Effect.gen(function*() {
+    const runs = yield* Effect.forEach(scenarios, (scenario) => clientScenario(scenario, revision), {
+      concurrency: CLIENT_CONCURRENCY
+    })
+    return yield* report(suite, runs.map((r) => r.result), runs.map((r) => r.output).join(""), expected)
+  })
 
-/** The client scenarios one requirement list judges, from that list's run. */
-const clientSuite = (baseline: Baseline, run: ClientListRun) =>
-  report(
-    `client ${run.revision}`,
-    judgedResults(clientScenarios(run.revision), [run]),
-    run.output,
-    baseline[run.revision].client
-  )
+/** The client scenarios of one requirement list, each against our example client at that list's wire version. */
+export const clientSuite = (baseline: Baseline, revision: Revision) =>
+  clientGroup(`client ${revision}`, clientScenarios(revision), revision, baseline[revision].client)
 
-/**
- * The client's OAuth extension scenarios, judged as one group from every list's run: each list
- * runs them too, unscored, at its own wire version.
- */
-const clientExtensionSuite = (baseline: Baseline, runs: ReadonlyArray<ClientListRun>) =>
-  report(
-    "client extensions (auth)",
-    judgedResults(clientAuthExtensions(), runs),
-    runs.map((r) => r.output).join(""),
-    baseline.extensions.client
-  )
+/** The client's OAuth extension scenarios, without a protocol revision. */
+export const clientExtensionSuite = (baseline: Baseline) =>
+  clientGroup("client extensions (auth)", clientAuthExtensions(), undefined, baseline.extensions.client)
 
 const main = Effect.gen(function*() {
   const baseline = readBaseline()
@@ -336,21 +320,15 @@ const main = Effect.gen(function*() {
     return
   }
   let ok = true
-  const clients = (only === undefined || only === "client") && existsSync(exampleClient)
-  if (only === "client" && !existsSync(exampleClient)) ok = false
-  const clientRuns: Array<ClientListRun> = []
   for (const revision of lists) {
     if (only === undefined || only === "server") ok = (yield* serverSuite(baseline, revision)) && ok
-    if (clients) {
-      const run = yield* clientListRun(revision)
-      clientRuns.push(run)
-      ok = (yield* clientSuite(baseline, run)) && ok
+    if (only === undefined || only === "client") {
+      if (existsSync(exampleClient)) ok = (yield* clientSuite(baseline, revision)) && ok
+      else if (only === "client") ok = false
     }
   }
-  if (extensions && clients) {
-    // Asked for alone, the extensions come from the newest list's run.
-    if (clientRuns.length === 0) clientRuns.push(yield* clientListRun(revisions[revisions.length - 1]!))
-    ok = (yield* clientExtensionSuite(baseline, clientRuns)) && ok
+  if (extensions && (only === undefined || only === "client") && existsSync(exampleClient)) {
+    ok = (yield* clientExtensionSuite(baseline)) && ok
   }
   if (!ok) process.exitCode = 1
 }).pipe(Effect.provide(NodeServices.layer))

@@ -17,9 +17,9 @@ import * as StreamableHttpClientTransport from "../../src/client/StreamableHttpC
 import * as HttpServerTransport from "../../src/server/HttpServerTransport.ts"
 import {
   clientAuthExtensions,
-  judgedResults,
   fromChecks,
   judge,
+  parseSingle,
   parseSummary,
   readBaseline,
   readResults,
@@ -53,20 +53,10 @@ describe("conformance runner: verdicts", () => {
     expect(verdict.stale).toEqual(["ping"])
   })
 
-  it("fails a client scenario that failed or saved nothing in any list's run, and a run that never started", () => {
-    const ok = { name: "auth/dpop", passed: 3, failed: 0 }
-    const bad = { name: "auth/dpop", passed: 2, failed: 1, problems: ["dpop-proof: FAILURE no proof"] }
-    const run = (revision: string, results: ReadonlyArray<typeof ok>, started = true) => ({ revision, results, started })
-    expect(judgedResults(["auth/dpop"], [run("2025-11-25", [ok]), run("2026-07-28", [ok])])).toEqual([
-      { name: "auth/dpop", passed: 6, failed: 0, problems: [] }
-    ])
-    expect(judgedResults(["auth/dpop"], [run("2025-11-25", [ok]), run("2026-07-28", [bad])])).toEqual([
-      { name: "auth/dpop", passed: 5, failed: 1, problems: ["dpop-proof: FAILURE no proof (at 2026-07-28)"] }
-    ])
-    expect(judgedResults(["tools_call"], [run("2026-07-28", [], false)])).toEqual([
-      { name: "tools_call", passed: 0, failed: 1, problems: ["no saved checks"] },
-      { name: "(suite at 2026-07-28)", passed: 0, failed: 1, problems: ["the suite did not start the list"] }
-    ])
+  it("treats a single-scenario run without a result line, or a non-zero exit, as failed", () => {
+    expect(parseSingle("initialize", "Passed: 2/2, 0 failed, 0 warnings", 0)).toEqual({ name: "initialize", passed: 2, failed: 0 })
+    expect(parseSingle("initialize", "Passed: 2/2, 0 failed, 0 warnings", 1).failed).toBe(1)
+    expect(parseSingle("sse-retry", "Error: spawn failed", 1).failed).toBe(1)
   })
 
   it("counts warnings and scenarios without a successful check as failures, except load-dependent timing", () => {
