@@ -47,6 +47,24 @@ export interface InFlightShape {
     entries: ReadonlyArray<Entry>,
     work: Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | LeaseLost, R>
+  /**
+   * `run` for work that may never need `entries` recorded: `work` is given
+   * `record`, which records them (once: a later call waits for the first)
+   * and fails with `LeaseLost` when refused; once the work is over it does
+   * nothing. What was recorded is removed when the work ends, however it
+   * ends. The lease is held and watched as by `run`.
+   *
+   * The HTTP server transport records a handshake-era POST answered with
+   * JSON only when its response stream opens (its handler sent the client
+   * something on the way): a reply that never reaches the event log is
+   * nothing a surviving instance could answer in its place, and recording
+   * it up front cost every request two writes to the store. Without this,
+   * the transport records up front with `run`.
+   */
+  readonly runRecordingLater?: <A, E, R>(
+    entries: ReadonlyArray<Entry>,
+    work: (record: Effect.Effect<void, LeaseLost>) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | LeaseLost, R>
 }
 
 /**

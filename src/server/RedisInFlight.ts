@@ -26,6 +26,7 @@
  * entries, the member and the claim. An instance that took a new lease after
  * losing one reaps its own entries of the older lease the same way.
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -213,6 +214,42 @@ export const make = (
           const token = lease.token()
           if (token === undefined) return Effect.fail(refused())
           return Effect.acquireUseRelease(record(entries, token), () => work, () => forget(entries, token))
+        })),
+      runRecordingLater: (entries, work) =>
+        lease.run(Effect.suspend(() => {
+          if (entries.length === 0) return work(Effect.void)
+          // The first `record`'s outcome, which later calls and the work's end wait for.
+          let recording: Deferred.Deferred<void, LeaseLost> | undefined
+          // The token the entries were recorded under, once they were.
+          let recordedUnder: number | undefined
+          // Once the work is over (a fiber it left behind may still ask), there is nothing to record.
+          let ended = false
+          const recordOnce = Effect.suspend(() => {
+            if (recording !== undefined) return Deferred.await(recording)
+            if (ended) return Effect.void
+            const done = recording = Deferred.makeUnsafe<void, LeaseLost>()
+            const token = lease.token()
+            const made: Effect.Effect<void, LeaseLost> = token === undefined
+              ? Effect.fail(refused())
+              : Effect.map(record(entries, token), () => {
+                recordedUnder = token
+              })
+            // Not cut short once sent: its removal at the work's end must know whether it was made.
+            return Effect.uninterruptible(Effect.andThen(
+              Effect.onExit(made, (exit) => Deferred.done(done, exit)),
+              Deferred.await(done)
+            ))
+          })
+          return Effect.ensuring(
+            work(recordOnce),
+            Effect.suspend(() => {
+              ended = true
+              return recording === undefined
+                ? Effect.void
+                : Effect.andThen(Effect.exit(Deferred.await(recording)), () =>
+                  recordedUnder === undefined ? Effect.void : forget(entries, recordedUnder))
+            })
+          )
         }))
     }
 

@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import type * as JsonRpc from "../../JsonRpc.ts"
+import type { TransportClosed } from "../../McpError.ts"
 import type * as ServerSession from "../internal/ServerSession.ts"
 import type { AuthInfo } from "../auth/TokenVerifier.ts"
 import type { EventStoreShape } from "../EventStore.ts"
@@ -21,6 +22,13 @@ export interface RequestRoute {
   readonly out: OutStream.OutStream
   /** Whether the client accepts SSE on this POST; otherwise its messages go to the standalone stream. */
   readonly canStream: boolean
+  /**
+   * What must be done before `out` is first used, when anything must: the
+   * POST's requests recorded in the fleet's in-flight registry, for a POST
+   * whose stream opens only when its handler sends something on the way.
+   * False when the POST was answered meanwhile: its stream will not open.
+   */
+  readonly opening?: Effect.Effect<boolean, TransportClosed> | undefined
 }
 
 export interface Session {

@@ -7,6 +7,8 @@
  */
 import * as Effect from "effect/Effect"
 import type * as JsonRpc from "../../JsonRpc.ts"
+import { TransportClosed } from "../../McpError.ts"
+import type { LeaseLost } from "../InstanceLease.ts"
 import type { OutStream } from "./OutStream.ts"
 import * as OwedReplies from "./OwedReplies.ts"
 import type { RequestRoute, Session, Sessions } from "./Sessions.ts"
@@ -29,6 +31,8 @@ export class PostRoute implements RequestRoute {
    * client's `initialized`): until then, no answer may carry the session's id.
    */
   initializeSucceeded = false
+  /** See `RequestRoute.opening`: undefined once done. */
+  opening: Effect.Effect<boolean, TransportClosed> | undefined = undefined
   /** Woken when the stream opens or the work ends without it. */
   readonly #settled = new WakeOnce()
   readonly canStream: boolean
@@ -50,6 +54,20 @@ export class PostRoute implements RequestRoute {
   }
   get out(): OutStream {
     return this.open()
+  }
+  /**
+   * Has `record` run before the stream first opens (once it succeeded, it
+   * is not run again); refused, the handler's message fails as on a closed
+   * stream and the stream stays shut.
+   */
+  recordBeforeOpening(record: Effect.Effect<void, LeaseLost>): void {
+    this.opening = Effect.matchEffect(record, {
+      onFailure: (lost) => Effect.fail(new TransportClosed({ reason: lost.message })),
+      onSuccess: () => {
+        this.opening = undefined
+        return Effect.succeed(this.direct === undefined)
+      }
+    })
   }
   open(): OutStream {
     if (this.opened === undefined) {

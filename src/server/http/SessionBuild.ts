@@ -80,11 +80,27 @@ const make = Effect.fnUntraced(function*(
     Effect.flatMap(standalone.offer(message), (accepted) => accepted ? Effect.void : Effect.fail(closedError()))
   // Once a request's own stream has ended (or ends on this message: its reader fell
   // behind), the standalone stream carries the rest.
+  const sendOn = (route: RequestRoute, message: JsonRpc.JsonRpcMessage) =>
+    route.out.isEnded()
+      ? send(message)
+      : Effect.flatMap(route.out.offer(message), (accepted) => accepted ? Effect.void : send(message))
   const sendFor = (requestId: JsonRpc.RequestId) => (message: JsonRpc.JsonRpcMessage) =>
     Effect.suspend(() => {
       const route = requestRoutes.get(requestId)
-      if (route === undefined || !route.canStream || route.out.isEnded()) return send(message)
-      return Effect.flatMap(route.out.offer(message), (accepted) => accepted ? Effect.void : send(message))
+      if (route === undefined || !route.canStream) return send(message)
+      const opening = route.opening
+      if (opening === undefined) return sendOn(route, message)
+      return Effect.flatMap(opening, (opens) => opens && requestRoutes.get(requestId) === route ? sendOn(route, message) : send(message))
+    })
+  const closeSseStream = (requestId: JsonRpc.RequestId) =>
+    Effect.suspend(() => {
+      const route = requestRoutes.get(requestId)
+      if (route === undefined) return Effect.void
+      const opening = route.opening
+      // Cut before its stream opened, the request is recorded first: the client comes back for its answer.
+      return opening === undefined
+        ? route.out.closeConnection
+        : Effect.flatMap(Effect.orElseSucceed(opening, () => false), (opens) => opens ? route.out.closeConnection : Effect.void)
     })
   const work = yield* FiberSet.make<unknown, unknown>().pipe(Scope.provide(scope))
   // Assigned below; the handler contexts read it only once messages arrive.
@@ -110,7 +126,7 @@ const make = Effect.fnUntraced(function*(
     // Only a resumable stream may be cut short: elsewhere the client could not come back for the rest.
     extendContext: kind === "streamable"
       ? (requestId) => ({
-        closeSseStream: () => Effect.suspend(() => requestRoutes.get(requestId)?.out.closeConnection ?? Effect.void)
+        closeSseStream: () => closeSseStream(requestId)
       })
       : undefined
   }).pipe(

@@ -17,6 +17,7 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as BatchLimit from "../../internal/BatchLimit.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { Env } from "./Guard.ts"
+import type { LeaseLost } from "../InstanceLease.ts"
 import * as InFlightWork from "./InFlightWork.ts"
 import * as OwedReplies from "./OwedReplies.ts"
 import type { Queued } from "./OutStreamShape.ts"
@@ -332,7 +333,20 @@ const begin = (a: Admitted, exchange: Fiber.Fiber<unknown, unknown>): Started =>
     )
     return rest.length === 0 ? Effect.void : OwedReplies.answerEach(rest, answerOne)
   }
-  const tracked = InFlightWork.tracked(env.inFlight, s.id, streamId, claimed, answering, (r) => route.deliver(r), others)
+  // A stream that opens on first use is recorded only if it opens: a JSON answer never reaches the event log.
+  const recordLater = a.lazy && env.inFlight !== undefined
+    ? (record: Effect.Effect<void, LeaseLost>) => route.recordBeforeOpening(record)
+    : undefined
+  const tracked = InFlightWork.tracked(
+    env.inFlight,
+    s.id,
+    streamId,
+    claimed,
+    answering,
+    (r) => route.deliver(r),
+    others,
+    recordLater
+  )
   // What the work's end leaves to do, however it ends (`cause` when it failed or was interrupted).
   const finish = (cause: Cause.Cause<never> | undefined): Effect.Effect<void> => {
     for (const id of claimed) if (s.requestRoutes.get(id) === route) s.requestRoutes.delete(id)

@@ -7,7 +7,9 @@
  * that work has ended (and the instance then answers that work's requests
  * itself), while a fiber the work forked still writes with the old token
  * and is refused; appends and registry writes under a token the lease
- * key no longer holds are refused and write nothing; the reaper answers a
+ * key no longer holds are refused and write nothing; work that records
+ * later writes nothing until it asks, once however often it asks, and
+ * nothing is left once it ends; the reaper answers a
  * dead instance's requests on their streams and leaves the rest alone, and
  * an instance stopped in the middle of that finishes it first.
  */
@@ -135,6 +137,54 @@ describe.skipIf(!RedisServer.present)("InstanceLease on Redis", () => {
       )
       expect(Exit.isFailure(ran) && Exit.hasFails(ran)).toBe(true)
       expect(Exit.isFailure(ran) ? ran.cause.reasons.find((r) => r._tag === "Fail") : undefined).toMatchObject({
+        error: { _tag: "LeaseLost", instanceId: lease.id }
+      })
+      expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}run`)).toEqual([])
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live("work recording later: nothing written until it records, once however often it asks, removed at its end, even when cut short while recording, nothing once it ended; refused under a token the lease key no longer holds", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const admin = yield* adminOn(redis.url)
+      const { inFlight, lease } = yield* instanceOn(redis.url, 60_000)
+      const runLater = inFlight.runRecordingLater!
+      const entries = [{ session: "later", requestId: 7, streamId: "x~later" }]
+      const running = () => admin.send("HGETALL", `${PREFIX}running:${lease.id}`)
+
+      // Never asked to record: nothing is written.
+      expect(yield* runLater(entries, () => Effect.andThen(running(), (r) => Effect.succeed(r)))).toEqual({})
+      expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}run`)).toEqual([])
+
+      // Asked three times, at once and after: recorded once, and gone when the work ends.
+      const seen = yield* runLater(entries, (record) =>
+        Effect.gen(function*() {
+          yield* Effect.all([record, record], { concurrency: "unbounded" })
+          yield* record
+          return [yield* running(), yield* admin.send("HGETALL", `${PREFIX}run:{later}`)]
+        }))
+      expect(seen).toEqual([{ [`["later",7]`]: `[${lease.token()},"x~later"]` }, { "7": `${lease.id} x~later` }])
+      expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}run`)).toEqual([])
+
+      // Interrupted while the record is on its way: it still ends with the record removed.
+      const cut = yield* runLater(entries, (record) =>
+        Effect.gen(function*() {
+          const recording = yield* Effect.forkChild(record)
+          // The command is written; its answer has not come back.
+          yield* Effect.yieldNow
+          yield* Fiber.interrupt(recording)
+        })).pipe(Effect.exit)
+      expect(Exit.isSuccess(cut)).toBe(true)
+      expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}run`)).toEqual([])
+
+      // Asked once the work is over (by a fiber it left behind): nothing to record.
+      const leftBehind = yield* runLater(entries, (record) => Effect.succeed(record))
+      yield* leftBehind
+      expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}run`)).toEqual([])
+
+      // Under a token the lease key no longer holds: the record is refused and nothing is written.
+      yield* admin.send("SET", `${PREFIX}instance:${lease.id}`, String(lease.token()! + 1000), "PX", "60000")
+      const refused = yield* runLater(entries, (record) => Effect.exit(record))
+      expect(Exit.isFailure(refused) ? refused.cause.reasons.find((r) => r._tag === "Fail") : undefined).toMatchObject({
         error: { _tag: "LeaseLost", instanceId: lease.id }
       })
       expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}run`)).toEqual([])

@@ -10,16 +10,20 @@
  *   reaper's error), a request it finds waiting is refused with 503 and
  *   `Retry-After`, and once it holds a new lease it serves again, and the
  *   client resuming its stream there reads the reaper's error.
+ * - a call answered with JSON writes nothing to the in-flight registry; one
+ *   that streams progress is recorded before its first event and removed
+ *   after its answer (seen with `MONITOR`).
  * Each scenario counts the keys it leaves.
  */
 import * as http from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { createClient } from "redis"
 import * as InFlight from "../../../src/server/InFlight.ts"
 import * as Fleet from "../../fixtures/Fleet.ts"
 import * as LogWait from "../../fixtures/LogWait.ts"
 import * as RedisServer from "../../fixtures/RedisServer.ts"
-import { initializeBody, openSession, openSse, post, type SseReader } from "../http/helpers.ts"
+import { eventually, initializeBody, openSession, openSse, post, type SseReader } from "../http/helpers.ts"
 
 const PREFIX = "lf:"
 const KEY = "q".repeat(32)
@@ -93,6 +97,25 @@ const postWritten = (url: string, body: unknown) => {
   })
   return { written, response }
 }
+
+/** Every command Redis runs from now on, as `MONITOR` prints it, until the scope ends. */
+const monitor = (url: string) =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.promise(async () => {
+        const client = createClient({ url })
+        client.on("error", () => {
+          // the scope's end closes it
+        })
+        await client.connect()
+        const lines: Array<string> = []
+        await client.monitor((line: string) => lines.push(line))
+        return { client, lines }
+      }),
+      ({ client }) => Effect.sync(() => client.destroy())
+    ),
+    ({ lines }) => lines
+  )
 
 /** The log key of the stream an event id belongs to. */
 const logKeyOf = (eventId: string) => {
@@ -179,6 +202,39 @@ describe.skipIf(!RedisServer.present)("Instance leases in a fleet of processes",
         .toEqual([`${PREFIX}sess:{${onA}}`, `${PREFIX}sess:{${onB}}`].sort())
       expect(a.fleetId).not.toBe(b.fleetId)
     }).pipe(Effect.scoped), 120_000)
+
+  it.live("the in-flight registry on Redis: a call answered with JSON is never written there; one that streams progress is recorded before its first event and removed after its answer", () =>
+    Effect.gen(function*() {
+      const redis = yield* RedisServer.make()
+      const fleet = yield* start(redis.url)
+      const a = fleet.instance("A")
+      const session = yield* Effect.promise(() => openSession(a.url, VERSION))
+      const seen = yield* monitor(redis.url)
+      const writesOf = () => seen.filter((line) => line.includes(`${PREFIX}run:{${session}}`) && line.includes("EVALSHA"))
+
+      for (let id = 10; id < 30; id++) {
+        const response = yield* Effect.promise(() =>
+          post(a.url, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "whoami" } }, {
+            "mcp-session-id": session,
+            "mcp-protocol-version": VERSION
+          })
+        )
+        expect(response.headers.get("content-type")).toContain("application/json")
+        expect(yield* Effect.promise(() => response.json())).toMatchObject({ id, result: { content: [{ text: "A" }] } })
+      }
+      // The 20 calls' session touches reached Redis, and nothing of theirs went to the registry.
+      expect(seen.filter((line) => line.includes(`${PREFIX}sess:{${session}}`)).length).toBeGreaterThanOrEqual(20)
+      expect(writesOf()).toEqual([])
+
+      const ticking = yield* callTool(a.url, session, 31, "ticks", { count: 2 })
+      // Recorded before the first progress left the instance: it is there to be reaped.
+      expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}run:`)).toEqual([`${PREFIX}run:{${session}}`])
+      expect(yield* Effect.promise(() => ticking.until((r) => r.ended))).toBe(true)
+      expect(ticking.messages().find((m) => m.id === 31)?.result.content[0].text).toBe("2 ticks on A")
+      yield* Effect.promise(() => eventually(() => writesOf().length === 2))
+      expect(writesOf()).toHaveLength(2)
+      expect(yield* RedisServer.keysUnder(redis.url, `${PREFIX}run`)).toEqual([])
+    }).pipe(Effect.scoped), 60_000)
 
   it.live("SIGSTOP an instance past its lease, SIGCONT it: its late appends are refused, it answers 503 until it holds a new lease", () =>
     Effect.gen(function*() {
