@@ -4,10 +4,12 @@
  * JSON is never recorded, since its reply never reaches the event log; one
  * whose handler sends the client something on the way is recorded before
  * its stream opens, once; a client that reads SSE only, or a server that
- * answers on SSE, is recorded up front. Refused, the handler's message
- * fails as on a closed stream and its answer still comes as JSON; a reply
- * given while its message waited for the record is the POST's JSON answer,
- * and the message goes to the session's GET stream.
+ * answers on SSE, is recorded up front; one whose handler cuts its
+ * stream's connection before sending anything, at the cut. Refused, the
+ * handler's message fails as on a closed stream (a cut does nothing) and
+ * its answer still comes as JSON; a reply given while its message waited
+ * for the record is the POST's JSON answer, and the message goes to the
+ * session's GET stream.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Layer, Option } from "effect"
@@ -33,7 +35,8 @@ interface Registry {
 /**
  * `quiet` answers at once; `notify` sends a progress notification (noting
  * whether it could) and then answers; `forks` sends it from a fiber of its
- * own and answers 50 ms later.
+ * own and answers 50 ms later; `cuts` closes its SSE stream's connection
+ * and answers 50 ms later.
  */
 const handler = (sent: Array<string>): Handler => (message, context) => {
   if (!("id" in message)) return Effect.succeed(null)
@@ -48,6 +51,9 @@ const handler = (sent: Array<string>): Handler => (message, context) => {
     Effect.sync(() => sent.push(`${String(message.id)} ${Exit.isSuccess(exit) ? "sent" : "refused"}`)))
   const reply = Effect.succeed(JsonRpc.success(message.id, {}))
   if (message.method === "notify") return Effect.andThen(notify, reply)
+  if (message.method === "cuts") {
+    return Effect.andThen(context.closeSseStream?.() ?? Effect.void, Effect.andThen(Effect.sleep(50), reply))
+  }
   // The reply comes once the message is on its way.
   if (message.method === "forks") return Effect.andThen(Effect.forkDetach(notify), Effect.andThen(Effect.sleep(50), reply))
   return reply
@@ -154,6 +160,22 @@ describe("a handshake-era POST in the in-flight registry", () => {
       expect(refused.messages).toEqual([{ jsonrpc: "2.0", id: 7, result: {} }])
       expect(sent).toEqual(["7 refused"])
       expect(registry.asked).toEqual(["later 7", "record 7", "end 7"])
+    }).pipe(Effect.scoped), 30_000)
+
+  it.live("a handler that cuts its stream before sending anything: recorded first, the answer JSON as without a fleet; refused, the cut does nothing", () =>
+    Effect.gen(function*() {
+      const { headers, registry, url } = yield* serve()
+      const cut = yield* answer(url, 9, "cuts", headers(both))
+      expect(cut.contentType).toContain("application/json")
+      expect(cut.messages).toEqual([{ jsonrpc: "2.0", id: 9, result: {} }])
+      expect(registry.asked).toEqual(["later 9", "record 9", "end 9"])
+
+      registry.asked.length = 0
+      registry.refuse = true
+      const refused = yield* answer(url, 10, "cuts", headers(both))
+      expect(refused.contentType).toContain("application/json")
+      expect(refused.messages).toEqual([{ jsonrpc: "2.0", id: 10, result: {} }])
+      expect(registry.asked).toEqual(["later 10", "record 10", "end 10"])
     }).pipe(Effect.scoped), 30_000)
 
   it.live("a reply given while its message waits for the record is the JSON answer; the message goes to the GET stream", () =>
