@@ -97,7 +97,7 @@ const make = Effect.fnUntraced(function*(
       const route = requestRoutes.get(requestId)
       if (route === undefined) return Effect.void
       const opening = route.opening
-      // Cut before its stream opened, the request is recorded first: the client comes back for its answer.
+      // A cut opens the stream as a message would: what must come before its opening comes first.
       return opening === undefined
         ? route.out.closeConnection
         : Effect.flatMap(Effect.orElseSucceed(opening, () => false), (opens) => opens ? route.out.closeConnection : Effect.void)
