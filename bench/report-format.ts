@@ -2,10 +2,12 @@
  * A report of `npm run bench` as the tables BENCHMARKS.md shows: one table per
  * workload with implementations side by side (each figure with its ratio
  * against the peer of the same run, above 1× = better than the peer), the
- * sweep's tables by era, concurrency and progress, and the targets.
+ * sweep's tables by era, concurrency and progress, the targets, and the
+ * fleet's (bench/report-fleet.ts).
  * BENCHMARKS.md's tables are this module's output for the report committed
  * beside it (bench/todays-run.md); a test holds them to it.
  */
+import { fleetTables } from "./report-fleet.ts"
 import { advantage, formatFigure, type Metric, ROWS_HEADER, TARGETS_HEADER } from "./workload.ts"
 
 interface Cell {
@@ -221,7 +223,8 @@ export const reportTables = (report: string): Array<Table> => {
   const all: Array<Table | undefined> = [
     targets.length === 0 ? undefined : { title: "Targets", rows: [TARGETS_HEADER, "|---|---|---|---|---|---:|---:|---|", ...targets] },
     ...sweeps.map(pivot),
-    ...pivots.map(pivot)
+    ...pivots.map(pivot),
+    ...fleetTables(tableRows(report, ROWS_HEADER))
   ]
   return all.filter((t): t is Table => t !== undefined)
 }

@@ -15,7 +15,7 @@ describe("BENCHMARKS.md", () => {
   const report = read("bench/todays-run.md")
   const tables = reportTables(report)
 
-  it("is written from a report with a targets table, the sweep and every workload's tables", () => {
+  it("is written from a report with a targets table, the sweep and every workload's tables, the fleet's too", () => {
     expect(tables.map((t) => t.title)).toEqual(expect.arrayContaining([
       "Targets",
       "stdio, req/s (× raw; × sdk)",
@@ -23,7 +23,10 @@ describe("BENCHMARKS.md", () => {
       "HTTP, req/s (× raw; × sdk)",
       "stdio client, transport",
       "Streamable HTTP",
-      "Bridge"
+      "Bridge",
+      "Fleet throughput",
+      "Fleet store cost",
+      "Fleet resumption"
     ]))
   })
 
