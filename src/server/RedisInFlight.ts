@@ -208,49 +208,47 @@ export const make = (
         Effect.catchCause((cause) => Effect.logDebug("In-flight registry: removing running requests failed", cause))
       )
 
-    const registry: InFlightShape = {
-      run: (entries, work) =>
-        entries.length === 0 ? lease.run(work) : lease.run(Effect.suspend(() => {
+    const runRecordingLater: NonNullable<InFlightShape["runRecordingLater"]> = (entries, work) =>
+      lease.run(Effect.suspend(() => {
+        if (entries.length === 0) return work(Effect.void)
+        // The first `record`'s outcome, which later calls and the work's end wait for.
+        let recording: Deferred.Deferred<void, LeaseLost> | undefined
+        // The token the entries were recorded under, once they were.
+        let recordedUnder: number | undefined
+        // Once the work is over (a fiber it left behind may still ask), there is nothing to record.
+        let ended = false
+        const recordOnce = Effect.suspend(() => {
+          if (recording !== undefined) return Deferred.await(recording)
+          if (ended) return Effect.void
+          const done = recording = Deferred.makeUnsafe<void, LeaseLost>()
           const token = lease.token()
-          if (token === undefined) return Effect.fail(refused())
-          return Effect.acquireUseRelease(record(entries, token), () => work, () => forget(entries, token))
-        })),
-      runRecordingLater: (entries, work) =>
-        lease.run(Effect.suspend(() => {
-          if (entries.length === 0) return work(Effect.void)
-          // The first `record`'s outcome, which later calls and the work's end wait for.
-          let recording: Deferred.Deferred<void, LeaseLost> | undefined
-          // The token the entries were recorded under, once they were.
-          let recordedUnder: number | undefined
-          // Once the work is over (a fiber it left behind may still ask), there is nothing to record.
-          let ended = false
-          const recordOnce = Effect.suspend(() => {
-            if (recording !== undefined) return Deferred.await(recording)
-            if (ended) return Effect.void
-            const done = recording = Deferred.makeUnsafe<void, LeaseLost>()
-            const token = lease.token()
-            const made: Effect.Effect<void, LeaseLost> = token === undefined
-              ? Effect.fail(refused())
-              : Effect.map(record(entries, token), () => {
-                recordedUnder = token
-              })
-            // Not cut short once sent: its removal at the work's end must know whether it was made.
-            return Effect.uninterruptible(Effect.andThen(
-              Effect.onExit(made, (exit) => Deferred.done(done, exit)),
-              Deferred.await(done)
-            ))
-          })
-          return Effect.ensuring(
-            work(recordOnce),
-            Effect.suspend(() => {
-              ended = true
-              return recording === undefined
-                ? Effect.void
-                : Effect.andThen(Effect.exit(Deferred.await(recording)), () =>
-                  recordedUnder === undefined ? Effect.void : forget(entries, recordedUnder))
+          const made: Effect.Effect<void, LeaseLost> = token === undefined
+            ? Effect.fail(refused())
+            : Effect.map(record(entries, token), () => {
+              recordedUnder = token
             })
-          )
-        }))
+          // Not cut short once sent: its removal at the work's end must know whether it was made.
+          return Effect.uninterruptible(Effect.andThen(
+            Effect.onExit(made, (exit) => Deferred.done(done, exit)),
+            Deferred.await(done)
+          ))
+        })
+        return Effect.ensuring(
+          work(recordOnce),
+          Effect.suspend(() => {
+            ended = true
+            return recording === undefined
+              ? Effect.void
+              : Effect.andThen(Effect.exit(Deferred.await(recording)), () =>
+                recordedUnder === undefined ? Effect.void : forget(entries, recordedUnder))
+          })
+        )
+      }))
+
+    const registry: InFlightShape = {
+      // Recorded before the work starts: refused, the work never runs.
+      run: (entries, work) => runRecordingLater(entries, (record) => Effect.andThen(record, work)),
+      runRecordingLater
     }
 
     /** Answers each request in `entries` with the stopped error, then forgets them (and the instance, once it has no lease). */
