@@ -106,7 +106,6 @@ const variantMatches = (pattern: string, variant: string) =>
       .test(variant)
     : pattern === variant
 
-
 const rowsOf = (r: Ran) => r.rows
 const allRows = ran.flatMap(rowsOf)
 const find = (workload: string, variant: string, impl: string, metric: Metric) =>

@@ -36,8 +36,8 @@ const tableRows = (text: string, header: string): Array<Array<string>> => {
   return rows
 }
 
-const cellsOf = (report: string): Array<Cell> =>
-  tableRows(report, ROWS_HEADER).map(([workload, variant, impl, metric, median]) => ({
+const cellsOf = (rows: ReadonlyArray<ReadonlyArray<string>>): Array<Cell> =>
+  rows.map(([workload, variant, impl, metric, median]) => ({
     workload: workload!,
     variant: variant!,
     impl: impl!,
@@ -172,7 +172,8 @@ const sweeps: ReadonlyArray<Pivot> = [
 
 /** Every table of a report, in BENCHMARKS.md's order: the targets, the sweep, then one per workload. */
 export const reportTables = (report: string): Array<Table> => {
-  const cells = cellsOf(report)
+  const reportRows = tableRows(report, ROWS_HEADER)
+  const cells = cellsOf(reportRows)
   const find = (workload: string, variant: string, impl: string, metric: Metric) =>
     cells.find((c) => c.workload === workload && c.variant === variant && c.impl === impl && c.metric === metric)
 
@@ -224,7 +225,7 @@ export const reportTables = (report: string): Array<Table> => {
     targets.length === 0 ? undefined : { title: "Targets", rows: [TARGETS_HEADER, "|---|---|---|---|---|---:|---:|---|", ...targets] },
     ...sweeps.map(pivot),
     ...pivots.map(pivot),
-    ...fleetTables(tableRows(report, ROWS_HEADER))
+    ...fleetTables(reportRows)
   ]
   return all.filter((t): t is Table => t !== undefined)
 }
