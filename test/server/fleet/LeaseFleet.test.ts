@@ -18,7 +18,6 @@
 import * as http from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { createClient } from "redis"
 import * as InFlight from "../../../src/server/InFlight.ts"
 import * as Fleet from "../../fixtures/Fleet.ts"
 import * as LogWait from "../../fixtures/LogWait.ts"
@@ -97,25 +96,6 @@ const postWritten = (url: string, body: unknown) => {
   })
   return { written, response }
 }
-
-/** Every command Redis runs from now on, as `MONITOR` prints it, until the scope ends. */
-const monitor = (url: string) =>
-  Effect.map(
-    Effect.acquireRelease(
-      Effect.promise(async () => {
-        const client = createClient({ url })
-        client.on("error", () => {
-          // the scope's end closes it
-        })
-        await client.connect()
-        const lines: Array<string> = []
-        await client.monitor((line: string) => lines.push(line))
-        return { client, lines }
-      }),
-      ({ client }) => Effect.sync(() => client.destroy())
-    ),
-    ({ lines }) => lines
-  )
 
 /** The log key of the stream an event id belongs to. */
 const logKeyOf = (eventId: string) => {
@@ -209,7 +189,7 @@ describe.skipIf(!RedisServer.present)("Instance leases in a fleet of processes",
       const fleet = yield* start(redis.url)
       const a = fleet.instance("A")
       const session = yield* Effect.promise(() => openSession(a.url, VERSION))
-      const seen = yield* monitor(redis.url)
+      const seen = yield* RedisServer.monitor(redis.url)
       const writesOf = () => seen.filter((line) => line.includes(`${PREFIX}run:{${session}}`) && line.includes("EVALSHA"))
 
       for (let id = 10; id < 30; id++) {

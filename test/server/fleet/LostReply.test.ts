@@ -20,7 +20,8 @@ import type { Handler } from "../../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import { InFlight, type InFlightShape, stoppedResponse } from "../../../src/server/InFlight.ts"
 import { LeaseLost } from "../../../src/server/InstanceLease.ts"
-import { type SessionRecord, SessionRegistry, type SessionRegistryShape } from "../../../src/server/SessionRegistry.ts"
+import { SessionRegistry } from "../../../src/server/SessionRegistry.ts"
+import * as MemorySessionRegistry from "../../fixtures/MemorySessionRegistry.ts"
 import { eventually, initializeBody, openSession, openSse, post } from "../http/helpers.ts"
 
 const RETRY_AFTER = 7
@@ -75,18 +76,7 @@ interface Faults {
 const serve = (options: HttpServerTransport.Options = {}) => Effect.gen(function*() {
   const faults: Faults = { inFlight: undefined, create: undefined, update: undefined, holdLevel: false, leaseLost: false }
   const gate: Gate = { slowStarted: yield* Deferred.make<void>(), release: yield* Deferred.make<void>() }
-  const records = new Map<string, SessionRecord>()
-  const registry: SessionRegistryShape = {
-    create: (id, record) => faults.create !== undefined ? Effect.die(faults.create) : Effect.sync(() => void records.set(id, record)),
-    load: (id) => Effect.sync(() => Option.fromNullishOr(records.get(id))),
-    update: (id, update) =>
-      faults.update !== undefined ? Effect.die(faults.update) : Effect.sync(() => {
-        const record = records.get(id)
-        if (record !== undefined) records.set(id, { ...record, ...update } as SessionRecord)
-      }),
-    end: (id) => Effect.sync(() => records.delete(id)),
-    ended: () => Effect.void
-  }
+  const registry = MemorySessionRegistry.make(faults)
   const inFlight: InFlightShape = {
     run: (_entries, work) =>
       faults.leaseLost

@@ -19,7 +19,8 @@ import type { Handler } from "../../../src/server/Handler.ts"
 import * as HttpServerTransport from "../../../src/server/HttpServerTransport.ts"
 import { InFlight, type InFlightShape } from "../../../src/server/InFlight.ts"
 import { LeaseLost } from "../../../src/server/InstanceLease.ts"
-import { type SessionRecord, SessionRegistry, type SessionRegistryShape } from "../../../src/server/SessionRegistry.ts"
+import { SessionRegistry } from "../../../src/server/SessionRegistry.ts"
+import * as MemorySessionRegistry from "../../fixtures/MemorySessionRegistry.ts"
 import { openSession, openSse } from "../http/helpers.ts"
 
 const progress = { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "p", progress: 1 } }
@@ -63,14 +64,6 @@ const serve = (options: HttpServerTransport.Options = {}) =>
   Effect.gen(function*() {
     const registry: Registry = { asked: [], refuse: false, gate: undefined }
     const sent: Array<string> = []
-    const records = new Map<string, SessionRecord>()
-    const sessions: SessionRegistryShape = {
-      create: (id, record) => Effect.sync(() => void records.set(id, record)),
-      load: (id) => Effect.sync(() => Option.fromNullishOr(records.get(id))),
-      update: () => Effect.void,
-      end: (id) => Effect.sync(() => records.delete(id)),
-      ended: () => Effect.void
-    }
     const idsOf = (entries: ReadonlyArray<{ readonly requestId: JsonRpc.RequestId }>) => entries.map((e) => e.requestId).join(",")
     const inFlight: InFlightShape = {
       run: (entries, work) => Effect.andThen(Effect.sync(() => registry.asked.push(`run ${idsOf(entries)}`)), work),
@@ -89,7 +82,7 @@ const serve = (options: HttpServerTransport.Options = {}) =>
       HttpServerTransport.layer(handler(sent), { port: 0, ...options }).pipe(
         Layer.provide(Layer.mergeAll(
           Layer.succeed(Availability, { available: () => true, retryAfterSeconds: 1 }),
-          Layer.succeed(SessionRegistry, sessions),
+          Layer.succeed(SessionRegistry, MemorySessionRegistry.make()),
           Layer.succeed(InFlight, inFlight)
         ))
       )
