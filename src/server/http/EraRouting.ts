@@ -136,6 +136,16 @@ const isRoutingHeader = (lower: string): boolean =>
   lower === RequestMeta.Header.protocolVersion || lower === RequestMeta.Header.method ||
   lower === RequestMeta.Header.name || lower.startsWith(RequestMeta.Header.paramPrefix)
 
+/**
+ * Whether a raw header name starts with `mcp-` in any case, as every routing
+ * header does: the others (most of a request's) are not lowercased to be told apart.
+ */
+const startsWithMcp = (sent: string): boolean =>
+  sent.charCodeAt(3) === 45 && // "-"
+  (sent.charCodeAt(0) | 32) === 109 && // "m"
+  (sent.charCodeAt(1) | 32) === 99 && // "c"
+  (sent.charCodeAt(2) | 32) === 112 // "p"
+
 const canonical = (lower: string, sent: string): string => {
   switch (lower) {
     case RequestMeta.Header.protocolVersion:
@@ -161,7 +171,7 @@ export const repeatedHeader = (request: HttpServerRequest.HttpServerRequest): Ht
   let seen: Set<string> | undefined
   for (let i = 0; i < raw.length; i += 2) {
     const sent = raw[i]
-    if (typeof sent !== "string" || sent.length < 8) continue
+    if (typeof sent !== "string" || sent.length < 8 || !startsWithMcp(sent)) continue
     const lower = sent.toLowerCase()
     if (!isRoutingHeader(lower)) continue
     seen ??= new Set()

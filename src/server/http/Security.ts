@@ -79,6 +79,8 @@ export interface AllowLists {
   readonly hosts: ReadonlySet<string> | "any"
   /** Lower-case origins (`scheme://host[:port]`); `"any"` allows every origin. */
   readonly origins: ReadonlySet<string> | "any"
+  /** `Host` values already judged against `hosts`, and the verdicts. */
+  readonly judgedHosts: Map<string, boolean>
 }
 
 const hostForUrl = (host: string): string => host.includes(":") && !host.startsWith("[") ? `[${host}]` : host
@@ -125,7 +127,7 @@ export const defaultAllowLists = (
     }
     origins = set
   }
-  return { hosts, origins }
+  return { hosts, origins, judgedHosts: new Map() }
 }
 
 const splitHost = (value: string): { readonly name: string; readonly port: string | undefined } => {
@@ -144,10 +146,16 @@ const splitHost = (value: string): { readonly name: string; readonly port: strin
 export const isHostAllowed = (lists: AllowLists, host: string | undefined): boolean => {
   if (lists.hosts === "any") return true
   if (host === undefined || host === "") return false
+  // A client sends the same Host with every request: each value is judged once, up to a bound.
+  const known = lists.judgedHosts.get(host)
+  if (known !== undefined) return known
   const { name, port } = splitHost(host)
-  if (lists.hosts.has(name)) return true
-  return port !== undefined && lists.hosts.has(`${name}:${port}`)
+  const allowed = lists.hosts.has(name) || (port !== undefined && lists.hosts.has(`${name}:${port}`))
+  if (lists.judgedHosts.size < HOST_VALUES_KEPT) lists.judgedHosts.set(host, allowed)
+  return allowed
 }
+
+const HOST_VALUES_KEPT = 64
 
 /**
  * Requests without `Origin` come from non-browser clients and pass; a

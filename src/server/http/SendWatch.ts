@@ -155,9 +155,11 @@ export const make = (options: SendWatchOptions): Effect.Effect<SendWatch, never,
     const startTimer = Effect.asVoid(Effect.forkIn(tick, scope))
     const watchUnsafe = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> | undefined => {
       const response = nodeResponse(request)
-      if (response === undefined || response.writableFinished || response.destroyed) return undefined
+      if (response === undefined) return undefined
       const socket = response.socket
-      if (!isSocket(socket) || socket.destroyed || watched.has(socket)) return undefined
+      // A kept-alive connection's later requests find their socket watched already: nothing more is read.
+      if (socket == null || watched.has(socket as SocketLike)) return undefined
+      if (response.writableFinished || response.destroyed || !isSocket(socket) || socket.destroyed) return undefined
       watched.set(socket, { socket, completed: socket.bytesWritten - socket.writableLength, queued: 0, stalledTicks: 0 })
       socket.on("close", unwatch)
       if (running) return undefined

@@ -199,22 +199,27 @@ describe("era routing: header and _meta decide together", () => {
     })))
 })
 
-/** A POST through node:http, so a header given as an array goes on the wire as that many lines. */
-const rawPost = (port: number, body: unknown, headers: Record<string, string | ReadonlyArray<string>>) =>
+/**
+ * A POST through node:http, so a header given as an array goes on the wire as that many lines. Headers
+ * given as one flat list of names and values (`IncomingMessage.rawHeaders`' form) go as written, names in their case.
+ */
+const rawPost = (port: number, body: unknown, headers: Record<string, string | ReadonlyArray<string>> | ReadonlyArray<string>) =>
   Effect.promise(() =>
     new Promise<{ status: number; body: any }>((resolve, reject) => {
       const text = JSON.stringify(body)
+      const base = {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "content-length": String(Buffer.byteLength(text))
+      }
       const req = http.request({
         host: "127.0.0.1",
         port,
         method: "POST",
         path: "/mcp",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "content-length": Buffer.byteLength(text),
-          ...headers
-        } as http.OutgoingHttpHeaders
+        headers: Array.isArray(headers)
+          ? ["host", `127.0.0.1:${port}`, ...Object.entries(base).flat(), ...headers]
+          : { ...base, ...headers } as http.OutgoingHttpHeaders
       }, (res) => {
         const chunks: Array<Buffer> = []
         res.on("data", (c: Buffer) => chunks.push(c))
@@ -260,10 +265,16 @@ describe("era routing: routing headers on more than one line", () => {
       expect(yield* rawPost(port, honest, { ...headers, "mcp-method": ["tools/call", "tools/call"] })).toEqual(repeated("Mcp-Method"))
       expect(yield* rawPost(port, honest, { ...headers, "mcp-protocol-version": [MODERN, MODERN] }))
         .toEqual(repeated("MCP-Protocol-Version"))
+      // Header names in any case, each line its own: the two lines count as one header sent twice.
+      const lines = Object.entries(headers).filter(([name]) => name.toLowerCase() !== "mcp-method").flat()
+      expect(yield* rawPost(port, honest, [...lines, "MCP-METHOD", "tools/call", "mCp-MeThOd", "tools/call"]))
+        .toEqual(repeated("Mcp-Method"))
       expect(ran).toEqual([])
-      // One line each: served.
+      // One line each: served; other headers may repeat.
       expect(yield* rawPost(port, honest, headers)).toMatchObject({ status: 200, body: { id: 1, result: { resultType: "complete" } } })
-      expect(ran).toEqual([{ name: "transfer", arguments: { acct: "victim" } }])
+      expect(yield* rawPost(port, honest, [...lines, "Mcp-Method", "tools/call", "CONTENT-LANGUAGE", "en", "content-language", "de"]))
+        .toMatchObject({ status: 200, body: { id: 1, result: { resultType: "complete" } } })
+      expect(ran).toEqual([{ name: "transfer", arguments: { acct: "victim" } }, { name: "transfer", arguments: { acct: "victim" } }])
     })))
 
   it.live("on a session's POST too", () =>

@@ -106,6 +106,21 @@ describe("HTTP server transport: error paths", () => {
       expect((await raw(port, { method: "GET", path: "/mcp/health", headers: { host: "evil.example.com" } })).status).toBe(403)
     }))
 
+  it.live("each Host value keeps its verdict on every request, past the number of values judged once and kept", () =>
+    withServer(undefined, async ({ port }) => {
+      const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" }
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })
+      const status = async (host: string) => (await raw(port, { method: "POST", path: "/mcp", headers: { ...headers, host }, body })).status
+      // More distinct values than are kept, refused and allowed in turn, then each again.
+      // Allowed values differ by the case of `localhost` (Host names are not case-sensitive).
+      const casing = (i: number) => [..."localhost"].map((c, bit) => ((i >> bit) & 1) === 1 ? c.toUpperCase() : c).join("")
+      // Refused ones start as the allowed ones do.
+      const hosts = Array.from({ length: 80 }, (_, i) => i % 2 === 0 ? `localhost.evil-${i}.example.com` : `${casing(i >> 1)}:${port}`)
+      for (let round = 0; round < 2; round++) {
+        for (const host of hosts) expect([host, await status(host)]).toEqual([host, host.includes("evil") ? 403 : 400])
+      }
+    }))
+
   it.live("unknown or terminated session: 404; missing session id: 400", () =>
     withServer(undefined, async ({ url }) => {
       const call = { jsonrpc: "2.0", id: 2, method: "tools/list" }
