@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Readable } from "node:stream"
+import { boundedMemo } from "../../internal/BoundedMemo.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
 import { errorResponse, invalid } from "./Security.ts"
 
@@ -128,18 +129,11 @@ const parseAccept = (header: string | undefined): Accepts => {
 
 // A client sends the same `Accept` with every POST: parsed once per distinct value, up to a bound.
 const ACCEPT_VALUES_KEPT = 64
-const parsedAccept = new Map<string, Accepts>()
+const parsedAccept = boundedMemo(parseAccept, ACCEPT_VALUES_KEPT)
 
 /** A missing `Accept` means JSON only (plain clients send none and read JSON). */
-export const accepts = (header: string | undefined): Accepts => {
-  if (header === undefined) return parseAccept(header)
-  let parsed = parsedAccept.get(header)
-  if (parsed === undefined) {
-    parsed = parseAccept(header)
-    if (parsedAccept.size < ACCEPT_VALUES_KEPT) parsedAccept.set(header, parsed)
-  }
-  return parsed
-}
+export const accepts = (header: string | undefined): Accepts =>
+  header === undefined ? parseAccept(header) : parsedAccept(header)
 
 /** For endpoints that only stream (GET): a missing `Accept` or a wildcard will do. */
 export const acceptsEventStream = (header: string | undefined): boolean => {

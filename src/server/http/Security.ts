@@ -8,6 +8,7 @@ import * as Data from "effect/Data"
 import type * as Effect from "effect/Effect"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { boundedMemo } from "../../internal/BoundedMemo.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import * as ResponseHeaders from "./ResponseHeaders.ts"
@@ -79,8 +80,8 @@ export interface AllowLists {
   readonly hosts: ReadonlySet<string> | "any"
   /** Lower-case origins (`scheme://host[:port]`); `"any"` allows every origin. */
   readonly origins: ReadonlySet<string> | "any"
-  /** `Host` values already judged against `hosts`, and the verdicts. */
-  readonly judgedHosts: Map<string, boolean>
+  /** Whether a `Host` value (not empty) names an entry of `hosts`; each value judged once (see `isHostAllowed`). */
+  readonly judgeHost: (host: string) => boolean
 }
 
 const hostForUrl = (host: string): string => host.includes(":") && !host.startsWith("[") ? `[${host}]` : host
@@ -127,8 +128,16 @@ export const defaultAllowLists = (
     }
     origins = set
   }
-  return { hosts, origins, judgedHosts: new Map() }
+  const allowedHosts = hosts
+  return {
+    hosts,
+    origins,
+    // A client sends the same Host with every request.
+    judgeHost: allowedHosts === "any" ? () => true : boundedMemo((host) => namesEntry(allowedHosts, host), HOST_VALUES_KEPT)
+  }
 }
+
+const HOST_VALUES_KEPT = 64
 
 const splitHost = (value: string): { readonly name: string; readonly port: string | undefined } => {
   const v = value.trim().toLowerCase()
@@ -143,19 +152,17 @@ const splitHost = (value: string): { readonly name: string; readonly port: strin
 }
 
 /** An entry without a port allows that name on any port; with a port, only that one. */
+const namesEntry = (hosts: ReadonlySet<string>, host: string): boolean => {
+  const { name, port } = splitHost(host)
+  return hosts.has(name) || (port !== undefined && hosts.has(`${name}:${port}`))
+}
+
+/** Whether `host` (a request's `Host`) is allowed: a missing or empty one never is. */
 export const isHostAllowed = (lists: AllowLists, host: string | undefined): boolean => {
   if (lists.hosts === "any") return true
   if (host === undefined || host === "") return false
-  // A client sends the same Host with every request: each value is judged once, up to a bound.
-  const known = lists.judgedHosts.get(host)
-  if (known !== undefined) return known
-  const { name, port } = splitHost(host)
-  const allowed = lists.hosts.has(name) || (port !== undefined && lists.hosts.has(`${name}:${port}`))
-  if (lists.judgedHosts.size < HOST_VALUES_KEPT) lists.judgedHosts.set(host, allowed)
-  return allowed
+  return lists.judgeHost(host)
 }
-
-const HOST_VALUES_KEPT = 64
 
 /**
  * Requests without `Origin` come from non-browser clients and pass; a
