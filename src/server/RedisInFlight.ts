@@ -228,10 +228,7 @@ export const make = (
               recordedUnder = token
             })
           // Not cut short once sent: its removal at the work's end must know whether it was made.
-          return Effect.uninterruptible(Effect.andThen(
-            Effect.onExit(made, (exit) => Deferred.done(done, exit)),
-            Deferred.await(done)
-          ))
+          return Effect.uninterruptible(Effect.onExit(made, (exit) => Deferred.done(done, exit)))
         })
         return Effect.ensuring(
           work(recordOnce),
