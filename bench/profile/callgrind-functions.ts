@@ -46,8 +46,6 @@ for (const line of readFileSync(file, "utf8").split("\n")) {
     }
     const cost = Number(line.trim().split(/\s+/)[1] ?? 0)
     if (Number.isFinite(cost)) self.set(current, (self.get(current) ?? 0) + cost)
-  } else if (/^c?(fl|fi|fe|ob|cob)=/.test(line)) {
-    // file and object names: not costs
   }
 }
 
