@@ -185,11 +185,15 @@ export const makeStreamSlots = (config: StreamLimits): StreamSlots => {
   // Open while no stream is open: shutdown waits on it so connections are idle before the listener closes.
   const noStreams = Latch.makeUnsafe(true)
 
+  // Slots are counted per principal only where a per-principal limit reads the count.
+  const perPrincipal = config.maxStreamsPerPrincipal !== undefined
   const takeSlots = (principalId: string, session: Session | undefined, n: number) => {
     slotsInUse += n
-    const held = (principalSlots.get(principalId) ?? 0) + n
-    if (held === 0) principalSlots.delete(principalId)
-    else principalSlots.set(principalId, held)
+    if (perPrincipal) {
+      const held = (principalSlots.get(principalId) ?? 0) + n
+      if (held === 0) principalSlots.delete(principalId)
+      else principalSlots.set(principalId, held)
+    }
     if (session !== undefined) session.slots += n
   }
 

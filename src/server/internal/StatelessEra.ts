@@ -297,23 +297,21 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
     const ctx = new LiveRequestContext(ownRequest, hctx, session, stores, timeoutMs, rounds)
     const stated = requestState !== undefined
     // A handler that answered at once is finished here, with no step of its own.
-    return ctx.releasing(Router.dispatch(router, ownRequest, ctx, missingCapability)).pipe(
-      Effect.matchCauseEffectEager({
-        onFailure: (cause) =>
-          rounds.invalid !== undefined
-            ? invalidAnswer(request.id, rounds.invalid)
-            : rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause)
-            ? inputRequired(request.id, binding, rounds, answers, stated)
-            : Effect.failCause(cause),
-        // A handler that caught its ask's interruption still lacks the answer.
-        onSuccess: (response) =>
-          rounds.invalid !== undefined
-            ? invalidAnswer(request.id, rounds.invalid)
-            : rounds.pending.size > 0
-            ? inputRequired(request.id, binding, rounds, answers, stated)
-            : Effect.succeed(completeResponse(request.method, response))
-      })
-    )
+    return Effect.matchCauseEffectEager(ctx.releasing(Router.dispatch(router, ownRequest, ctx, missingCapability)), {
+      onFailure: (cause) =>
+        rounds.invalid !== undefined
+          ? invalidAnswer(request.id, rounds.invalid)
+          : rounds.pending.size > 0 && Cause.hasInterruptsOnly(cause)
+          ? inputRequired(request.id, binding, rounds, answers, stated)
+          : Effect.failCause(cause),
+      // A handler that caught its ask's interruption still lacks the answer.
+      onSuccess: (response) =>
+        rounds.invalid !== undefined
+          ? invalidAnswer(request.id, rounds.invalid)
+          : rounds.pending.size > 0
+          ? inputRequired(request.id, binding, rounds, answers, stated)
+          : Effect.succeed(completeResponse(request.method, response))
+    })
   }
 
   /**
@@ -354,7 +352,7 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
    */
   const statelessResult = (method: string, result: unknown): Record<string, unknown> => {
     const r = method === "tools/list" && runner !== undefined ? TaskRunner.withoutExecution(result) : isRecord(result) ? result : {}
-    const meta = { ...serverInfoMeta, ...(isRecord(r._meta) ? r._meta : {}) }
+    const meta = isRecord(r._meta) ? { ...serverInfoMeta, ...r._meta } : { ...serverInfoMeta }
     return CACHEABLE.has(method)
       ? { resultType: "complete", ...resultCacheHints, ...r, _meta: meta }
       : { resultType: "complete", ...r, _meta: meta }
