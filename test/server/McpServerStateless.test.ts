@@ -18,6 +18,9 @@ import { hasSpecSchema, specValidator } from "../fixtures/spec-schema.ts"
 
 const SERVER_INFO = { name: "dual", version: "1.0.0" }
 
+/** One object answered to every call of `own_meta`: the server's additions must not land in it. */
+const OWN_META_RESULT = { content: [{ type: "text", text: "traced" }], _meta: { "example.com/trace": "t1" } }
+
 const server = McpServer.make({
   serverInfo: SERVER_INFO,
   instructions: "serves both eras",
@@ -48,6 +51,8 @@ const server = McpServer.make({
             onFailure: (e) => e._tag,
             onSuccess: () => "answered"
           }))
+        case "own_meta":
+          return OWN_META_RESULT
         case "ask_uncaught":
           yield* ctx.elicit({ message: "?", requestedSchema: { type: "object", properties: {} } })
           return text("unreachable")
@@ -146,6 +151,20 @@ describe("McpServer in the stateless era (2026-07-28)", () => {
         expect(call._meta).toEqual({ [RequestMeta.MetaKey.serverInfo]: SERVER_INFO })
         checkSpec("CallToolResult", call)
       }
+    }))
+
+  it.effect("a result's own _meta is kept beside the server's identity, in a copy: the handler's object is left as it was", () =>
+    Effect.gen(function*() {
+      const { pair, wire } = yield* pairOf
+      const client = yield* McpClient.fromTransport(pair.client, { protocol: "2026-07-28", listen: false })
+      yield* client.callTool({ name: "own_meta" })
+      yield* client.callTool({ name: "caps" })
+      const calls = wire.filter((m) => "result" in m).map((m) => m.result as Record<string, unknown>)
+        .filter((r) => "content" in r)
+      expect(calls[0]!._meta).toEqual({ [RequestMeta.MetaKey.serverInfo]: SERVER_INFO, "example.com/trace": "t1" })
+      expect(calls[1]!._meta).toEqual({ [RequestMeta.MetaKey.serverInfo]: SERVER_INFO })
+      expect(calls.map((r) => r.resultType)).toEqual(["complete", "complete"])
+      expect(OWN_META_RESULT).toEqual({ content: [{ type: "text", text: "traced" }], _meta: { "example.com/trace": "t1" } })
     }))
 
   it.effect("the same server still runs the handshake for a client pinned to 2025-11-25", () =>
