@@ -4,37 +4,15 @@
  * adds to one instance, and the resumption after a crash. Figures are the
  * report's, as it prints them.
  */
-import type { Table } from "./report-format.ts"
-
-interface Row {
-  readonly variant: string
-  readonly impl: string
-  readonly metric: string
-  readonly median: string
-  readonly min: string
-  readonly max: string
-  readonly p50: string
-  readonly p99: string
-  readonly note: string
-}
+import type { ReportRow, Table } from "./report-format.ts"
 
 const WAIT = /^stateless tools\/call wait (\d+) ms, \d+ slots per instance$/
 const STORE_KINDS = [/^stateless tools\/call wait \d+ ms c\d+$/, /^session tools\/call wait \d+ ms c\d+$/, /^session progress event /]
 const RESUME = ["resume after SIGKILL of the stream's instance", "notifications lost across the kill", "notifications received twice across the kill"]
 
-/** The fleet's tables of a report's rows (`[workload, variant, impl, metric, median, min, max, p50, p99, note]`). */
-export const fleetTables = (rows: ReadonlyArray<ReadonlyArray<string>>): Array<Table> => {
-  const fleet: Array<Row> = rows.filter((r) => r[0] === "fleet").map(([, variant, impl, metric, median, min, max, p50, p99, note]) => ({
-    variant: variant!,
-    impl: impl!,
-    metric: metric!,
-    median: median!,
-    min: min!,
-    max: max!,
-    p50: p50!,
-    p99: p99!,
-    note: note ?? ""
-  }))
+/** The fleet's tables of a report's rows. */
+export const fleetTables = (rows: ReadonlyArray<ReportRow>): Array<Table> => {
+  const fleet = rows.filter((r) => r.workload === "fleet")
   const find = (variant: string, impl: string, metric: (m: string) => boolean) =>
     fleet.find((r) => r.variant === variant && r.impl === impl && metric(r.metric))
   const tables: Array<Table> = []
@@ -45,7 +23,7 @@ export const fleetTables = (rows: ReadonlyArray<ReadonlyArray<string>>): Array<T
     const cpu1 = find(variant, "1 instance", (m) => m.startsWith("server CPU"))
     const cpu3 = find(variant, "3 instances", (m) => m.startsWith("server CPU"))
     if (one === undefined || three === undefined) return []
-    const ratio = /^([\d.]+×)/.exec(three.note)?.[1] ?? ""
+    const ratio = /^([\d.]+×)/.exec(three.vsPeer)?.[1] ?? ""
     return [
       `| ${WAIT.exec(variant)![1]} ms | ${one.median} (${one.min}–${one.max}) | ${three.median} (${three.min}–${three.max}) | **${ratio}** | ${one.p50} / ${one.p99} | ${three.p50} / ${three.p99} | ${cpu1?.median ?? ""} / ${cpu3?.median ?? ""} |`
     ]

@@ -36,13 +36,34 @@ const tableRows = (text: string, header: string): Array<Array<string>> => {
   return rows
 }
 
-const cellsOf = (rows: ReadonlyArray<ReadonlyArray<string>>): Array<Cell> =>
-  rows.map(([workload, variant, impl, metric, median]) => ({
-    workload: workload!,
-    variant: variant!,
-    impl: impl!,
-    metric: metric as Metric,
-    median: Number(median!.replace(/,/g, ""))
+/** A row of the report's table of figures (`ROWS_HEADER`), each cell as printed. */
+export interface ReportRow {
+  readonly workload: string
+  readonly variant: string
+  readonly impl: string
+  readonly metric: string
+  readonly median: string
+  readonly min: string
+  readonly max: string
+  readonly p50: string
+  readonly p99: string
+  readonly vsPeer: string
+}
+
+const reportRowsOf = (report: string): Array<ReportRow> =>
+  tableRows(report, ROWS_HEADER).map((cells) => {
+    const [workload = "", variant = "", impl = "", metric = "", median = "", min = "", max = "", p50 = "", p99 = "", vsPeer = ""] =
+      cells
+    return { workload, variant, impl, metric, median, min, max, p50, p99, vsPeer }
+  })
+
+const cellsOf = (rows: ReadonlyArray<ReportRow>): Array<Cell> =>
+  rows.map((row) => ({
+    workload: row.workload,
+    variant: row.variant,
+    impl: row.impl,
+    metric: row.metric as Metric,
+    median: Number(row.median.replace(/,/g, ""))
   }))
 
 const distinct = <A>(xs: ReadonlyArray<A>) => [...new Set(xs)]
@@ -172,7 +193,7 @@ const sweeps: ReadonlyArray<Pivot> = [
 
 /** Every table of a report, in BENCHMARKS.md's order: the targets, the sweep, then one per workload. */
 export const reportTables = (report: string): Array<Table> => {
-  const reportRows = tableRows(report, ROWS_HEADER)
+  const reportRows = reportRowsOf(report)
   const cells = cellsOf(reportRows)
   const find = (workload: string, variant: string, impl: string, metric: Metric) =>
     cells.find((c) => c.workload === workload && c.variant === variant && c.impl === impl && c.metric === metric)
