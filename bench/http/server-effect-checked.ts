@@ -18,6 +18,7 @@ import * as JsonRpc from "../../src/JsonRpc.ts"
 import * as EraRouting from "../../src/server/http/EraRouting.ts"
 import * as MetaHeaders from "../../src/server/http/MetaHeaders.ts"
 import * as RequestBody from "../../src/server/http/RequestBody.ts"
+import * as RequestHeaders from "../../src/server/http/RequestHeaders.ts"
 import * as Security from "../../src/server/http/Security.ts"
 import { echoCallResult } from "../stateless-server/control.ts"
 import { runRoutes } from "./effect-route.ts"
@@ -34,17 +35,17 @@ const refuse = (id: JsonRpc.RequestId | null, rejection: MetaHeaders.Rejection) 
 const invalid = (message: string) =>
   HttpServerResponse.jsonUnsafe(JsonRpc.invalidRequest(null, message), { status: 400 })
 
-const answer = (request: HttpServerRequest.HttpServerRequest, body: string): HttpServerResponse.HttpServerResponse => {
+const answer = (headers: RequestHeaders.RequestHeaders, body: string): HttpServerResponse.HttpServerResponse => {
   const decoded = JsonRpc.decode(body)
   if (decoded._tag === "ParseError") return Security.errorResponse(400, JsonRpc.ErrorCode.ParseError, "Parse error")
   if (decoded._tag === "Batch") return invalid("Invalid Request: one message per POST")
   const classified = decoded.message
   if (classified._tag !== "Request") return invalid("Invalid Request: a request is expected")
   const rpc = classified.message
-  if (!MetaHeaders.isStatelessVersion(request.headers["mcp-protocol-version"])) {
-    return refuse(rpc.id, MetaHeaders.notStateless(request.headers["mcp-protocol-version"], rpc, STATELESS))
+  if (!MetaHeaders.isStatelessVersion(headers["mcp-protocol-version"])) {
+    return refuse(rpc.id, MetaHeaders.notStateless(headers["mcp-protocol-version"], rpc, STATELESS))
   }
-  const rejected = MetaHeaders.checkRequest(request.headers, rpc, STATELESS)
+  const rejected = MetaHeaders.checkRequest(headers, rpc, STATELESS)
   if (rejected !== undefined) return refuse(rpc.id, rejected)
   if (rpc.method !== "tools/call") return HttpServerResponse.jsonUnsafe(JsonRpc.methodNotFound(rpc.id, rpc.method))
   const reply = JsonRpc.success(rpc.id, echoCallResult(rpc.params))
@@ -52,21 +53,23 @@ const answer = (request: HttpServerRequest.HttpServerRequest, body: string): Htt
 }
 
 const handle = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-  const origin = request.headers["origin"]
-  if (!Security.isHostAllowed(lists, request.headers["host"])) {
+  // Read as the transport reads them behind its own listener.
+  const headers = RequestHeaders.of(request, true)
+  const origin = headers["origin"]
+  if (!Security.isHostAllowed(lists, headers["host"])) {
     return Effect.succeed(Security.invalid(403, "Forbidden: Host header not allowed"))
   }
   if (!Security.isOriginAllowed(lists, origin)) return Effect.succeed(Security.invalid(403, "Forbidden: Origin not allowed"))
   const repeated = EraRouting.repeatedHeader(request)
   if (repeated !== undefined) return Effect.succeed(repeated)
-  if (!RequestBody.isJsonContent(request.headers["content-type"])) {
+  if (!RequestBody.isJsonContent(headers["content-type"])) {
     return Effect.succeed(Security.invalid(415, "Unsupported Media Type: Content-Type must be application/json"))
   }
-  if (!RequestBody.accepts(request.headers["accept"]).json) {
+  if (!RequestBody.accepts(headers["accept"]).json) {
     return Effect.succeed(Security.invalid(406, "Not Acceptable: Accept must include application/json"))
   }
-  return Effect.match(RequestBody.read(request, BODY_LIMIT), {
-    onSuccess: (body) => vary(answer(request, body)),
+  return Effect.match(RequestBody.read(request, headers, BODY_LIMIT), {
+    onSuccess: (body) => vary(answer(headers, body)),
     onFailure: (error) => vary(error._tag === "BodyTooLarge" ? RequestBody.tooLarge(error) : RequestBody.unreadable())
   })
 })

@@ -248,6 +248,8 @@ export interface Resolved {
   readonly legacySsePath: HttpRouter.PathInput
   readonly legacyMessagesPath: HttpRouter.PathInput
   readonly notFound: boolean
+  /** The transport serves its own listener (`layer`): no middleware stands between Node and its routes. */
+  readonly ownListener: boolean
   readonly authenticate: Authenticate | undefined
   readonly maxBodyBytes: number
   readonly maxSessions: number
@@ -381,6 +383,7 @@ export const resolve = (options: Options | undefined, standalone: boolean): Reso
     legacySsePath: o.legacySsePath ?? defaults.legacySsePath,
     legacyMessagesPath: o.legacyMessagesPath ?? defaults.legacyMessagesPath,
     notFound: o.notFound ?? standalone,
+    ownListener: standalone,
     authenticate: o.authenticate,
     maxBodyBytes: o.maxBodyBytes ?? defaults.maxBodyBytes,
     maxSessions,

@@ -25,13 +25,12 @@ import * as JsonRpc from "../../JsonRpc.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import type { Env } from "./Guard.ts"
 import * as MetaHeaders from "./MetaHeaders.ts"
+import type { RequestHeaders } from "./RequestHeaders.ts"
 
 export type Route =
   | { readonly _tag: "Stateless" }
   | { readonly _tag: "Sessions" }
   | { readonly _tag: "Refused"; readonly response: HttpServerResponse.HttpServerResponse }
-
-type Headers = Readonly<Record<string, string | undefined>>
 
 const STATELESS: Route = { _tag: "Stateless" }
 const SESSIONS: Route = { _tag: "Sessions" }
@@ -44,7 +43,7 @@ const refused = (id: JsonRpc.RequestId | null, rejection: MetaHeaders.Rejection)
 })
 
 /** Whether the endpoint serves a POST with this header statelessly (its eras, the handler's and the header decide). */
-export const servesStateless = (env: Env, headers: Headers): boolean => {
+export const servesStateless = (env: Env, headers: RequestHeaders): boolean => {
   switch (env.config.eras) {
     case "legacy":
       return false
@@ -72,7 +71,7 @@ const idOf = (m: JsonRpc.Classified, single: boolean): JsonRpc.RequestId | null 
  * The route of a POST whose body is decoded into `messages` (one, or a batch).
  * The header check comes first: it holds on every route.
  */
-export const decide = (env: Env, headers: Headers, messages: ReadonlyArray<JsonRpc.Classified>): Route =>
+export const decide = (env: Env, headers: RequestHeaders, messages: ReadonlyArray<JsonRpc.Classified>): Route =>
   route(env, headers, messages, servesStateless(env, headers))
 
 /**
@@ -81,7 +80,7 @@ export const decide = (env: Env, headers: Headers, messages: ReadonlyArray<JsonR
  */
 export const checkSessionOnly = (
   env: Env,
-  headers: Headers,
+  headers: RequestHeaders,
   messages: ReadonlyArray<JsonRpc.Classified>
 ): HttpServerResponse.HttpServerResponse | undefined => {
   const decided = route(env, headers, messages, false)
@@ -90,7 +89,7 @@ export const checkSessionOnly = (
 
 const route = (
   env: Env,
-  headers: Headers,
+  headers: RequestHeaders,
   messages: ReadonlyArray<JsonRpc.Classified>,
   stateless: boolean
 ): Route => {

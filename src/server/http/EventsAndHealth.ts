@@ -29,6 +29,7 @@ import type { Env, Guarded, Route } from "./Guard.ts"
 import { guard, preflight } from "./Guard.ts"
 import * as KeepAlive from "./KeepAlive.ts"
 import * as RequestBody from "./RequestBody.ts"
+import type { RequestHeaders } from "./RequestHeaders.ts"
 import * as Security from "./Security.ts"
 import * as SharedStream from "./SharedStream.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
@@ -275,20 +276,22 @@ const openFrames = Effect.fnUntraced(function*(
   return Stream.fromPull(Effect.succeed(pull))
 })
 
-export const events = (env: Env, hub: Broadcast): Guarded => (request, principal) => listenTo(env, hub, request, principal)
+export const events = (env: Env, hub: Broadcast): Guarded => (request, principal, headers) =>
+  listenTo(env, hub, request, principal, headers)
 
 /** One generator function for every events GET (`fnUntraced`), none made per request. */
 const listenTo = Effect.fnUntraced(function*(
   env: Env,
   hub: Broadcast,
   request: HttpServerRequest.HttpServerRequest,
-  principal: Security.Principal
+  principal: Security.Principal,
+  headers: RequestHeaders
 ): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
-  const refusal = RequestBody.eventStreamRefusal(request)
+  const refusal = RequestBody.eventStreamRefusal(headers)
   if (refusal !== undefined) return refusal
   const admission = yield* env.sessions.enter(principal.id, undefined, true)
   if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
-  const stream = yield* hub.listen(request.headers["last-event-id"], SseWire.cutter(request))
+  const stream = yield* hub.listen(headers["last-event-id"], SseWire.cutter(request))
   if (Option.isNone(stream)) return Security.invalid(400, "Bad Request: unknown Last-Event-ID")
   return SseWire.response(stream.value, {})
 })

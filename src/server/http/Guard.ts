@@ -19,6 +19,7 @@ import type { Handler } from "../Handler.ts"
 import type { InFlightShape } from "../InFlight.ts"
 import type { Resolved } from "./Config.ts"
 import * as Drain from "./Drain.ts"
+import * as RequestHeaders from "./RequestHeaders.ts"
 import * as ResponseHeaders from "./ResponseHeaders.ts"
 import * as Security from "./Security.ts"
 import type { SendWatch } from "./SendWatch.ts"
@@ -75,7 +76,9 @@ export const handler = (
 
 export type Guarded = (
   request: HttpServerRequest.HttpServerRequest,
-  principal: Security.Principal
+  principal: Security.Principal,
+  /** The request's headers, read once (`RequestHeaders.of`). */
+  headers: RequestHeaders.RequestHeaders
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
 
 /**
@@ -84,18 +87,21 @@ export type Guarded = (
  * decided once, when the route is made, so that such a request pays no step for a peer.
  */
 export const withPeer = (env: Env, f: Guarded): Guarded =>
-  env.observed ? (request, principal) => ServerSpans.withHttpPeer(request, f(request, principal)) : f
+  env.observed
+    ? (request, principal, headers) => ServerSpans.withHttpPeer(request, headers, f(request, principal, headers))
+    : f
 
 export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded): Route => (request) => {
-  const origin = request.headers["origin"]
+  const headers = RequestHeaders.of(request, env.config.ownListener)
+  const origin = headers["origin"]
   const originAllowed = Security.isOriginAllowed(env.lists, origin)
   const authenticate = options.auth ? env.config.authenticate : undefined
   const unavailable = options.auth
     ? Drain.refusal(env.drain, env.availability?.retryAfterSeconds ?? 1) ??
-      SharedUnavailable.refusal(env.availability, request)
+      SharedUnavailable.refusal(env.availability, request.method, headers)
     : undefined
   const answer: Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope> =
-    !Security.isHostAllowed(env.lists, request.headers["host"])
+    !Security.isHostAllowed(env.lists, headers["host"])
       ? Effect.succeed(Security.invalid(403, "Forbidden: Host header not allowed"))
       : !originAllowed
       ? Effect.succeed(Security.invalid(403, "Forbidden: Origin not allowed"))
@@ -104,9 +110,9 @@ export const guard = (env: Env, options: { readonly auth: boolean }, f: Guarded)
       : authenticate === undefined
       // Built now, the route's function or the authentication: a route runs in a step of its own already
       // (`handler`).
-      ? buildNow(() => f(request, Security.anonymous))
+      ? buildNow(() => f(request, Security.anonymous, headers))
       : Effect.flatMap(Effect.result(buildNow(() => authenticate(request))), (checked) => {
-        if (Result.isSuccess(checked)) return f(request, checked.success)
+        if (Result.isSuccess(checked)) return f(request, checked.success, headers)
         const e = checked.failure
         return Effect.succeed(Security.invalid(
           e.status ?? 401,

@@ -25,22 +25,24 @@ import * as EraRouting from "./EraRouting.ts"
 import { type Env, type Guarded, withPeer } from "./Guard.ts"
 import * as OwedReplies from "./OwedReplies.ts"
 import * as RequestBody from "./RequestBody.ts"
+import type { RequestHeaders } from "./RequestHeaders.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
 import { completesHandshake, isRefused, runHoldingSlots } from "./Sessions.ts"
 import * as SlotRefusal from "./SlotRefusal.ts"
 import * as SseWire from "./SseWire.ts"
 
-export const open = (env: Env): Guarded => (request, principal) => openOf(env, request, principal)
+export const open = (env: Env): Guarded => (request, principal, headers) => openOf(env, request, principal, headers)
 
 // One generator function for every legacy GET and POST (docs/design.md, "Per-request code and the old generation").
 
 const openOf = Effect.fnUntraced(function*(
   env: Env,
   request: HttpServerRequest.HttpServerRequest,
-  principal: Security.Principal
+  principal: Security.Principal,
+  headers: RequestHeaders
 ): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
-  const refusal = RequestBody.eventStreamRefusal(request)
+  const refusal = RequestBody.eventStreamRefusal(headers)
   if (refusal !== undefined) return refusal
   const created = yield* env.sessions.create("legacy", principal.id)
   if (isRefused(created)) return yield* SessionAdmission.refuse(created)
@@ -69,12 +71,14 @@ const sessionIdOf = (url: string): string | undefined => {
   return new URLSearchParams(url.slice(query + 1)).get("sessionId") ?? undefined
 }
 
-export const message = (env: Env): Guarded => withPeer(env, (request, principal) => messageOf(env, request, principal))
+export const message = (env: Env): Guarded =>
+  withPeer(env, (request, principal, headers) => messageOf(env, request, principal, headers))
 
 const messageOf = Effect.fnUntraced(function*(
   env: Env,
   request: HttpServerRequest.HttpServerRequest,
-  principal: Security.Principal
+  principal: Security.Principal,
+  headers: RequestHeaders
 ): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
   const id = sessionIdOf(request.url)
   if (id === undefined) return Security.invalid(400, "Bad Request: sessionId query parameter is required")
@@ -83,11 +87,11 @@ const messageOf = Effect.fnUntraced(function*(
   if (session === undefined || session.closed || session.standalone.isEnded() || session.principalId !== principal.id) {
     return Security.invalid(404, "Session not found")
   }
-  if (!RequestBody.isJsonContent(request.headers["content-type"])) {
+  if (!RequestBody.isJsonContent(headers["content-type"])) {
     return Security.invalid(415, "Unsupported Media Type: Content-Type must be application/json")
   }
   yield* env.sessions.enter(principal.id, session, false)
-  const body = yield* Effect.result(RequestBody.read(request, env.config.maxBodyBytes))
+  const body = yield* Effect.result(RequestBody.read(request, headers, env.config.maxBodyBytes))
   if (body._tag === "Failure") {
     return body.failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(body.failure) : RequestBody.unreadable()
   }
@@ -99,7 +103,7 @@ const messageOf = Effect.fnUntraced(function*(
     return Security.invalid(400, "Invalid Request: protocol revision 2024-11-05 has no batches")
   }
   const message = decoded.message
-  const mismatch = EraRouting.checkSessionOnly(env, request.headers, [message])
+  const mismatch = EraRouting.checkSessionOnly(env, headers, [message])
   if (mismatch !== undefined) return mismatch
   const forbidden = env.authorize?.(principal, [message])
   if (forbidden !== undefined) return forbidden

@@ -9,6 +9,7 @@
 import * as JsonRpc from "../../JsonRpc.ts"
 import * as ProtocolVersion from "../../ProtocolVersion.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
+import type { RequestHeaders } from "./RequestHeaders.ts"
 
 export interface Rejection {
   readonly status: number
@@ -16,8 +17,6 @@ export interface Rejection {
   readonly message: string
   readonly data?: unknown
 }
-
-type Headers = Readonly<Record<string, string | undefined>>
 
 const mismatch = (header: string, message: string): Rejection => ({
   status: 400,
@@ -58,7 +57,7 @@ export const notStateless = (
  * the removed methods (404 with -32601), the required `_meta` fields.
  */
 export const checkRequest = (
-  headers: Headers,
+  headers: RequestHeaders,
   request: JsonRpc.JsonRpcRequest,
   supported: ReadonlyArray<string>
 ): Rejection | undefined => {
@@ -129,7 +128,7 @@ const headerParamsOf = (inputSchema: unknown): RequestMeta.HeaderParams => {
  * numerically); a header with no such value in the body is a mismatch too.
  * A schema with invalid annotations declares nothing (clients drop such tools).
  */
-export const checkParams = (headers: Headers, inputSchema: unknown, args: unknown): Rejection | undefined => {
+export const checkParams = (headers: RequestHeaders, inputSchema: unknown, args: unknown): Rejection | undefined => {
   const declared = headerParamsOf(inputSchema)
   if (declared._tag !== "Valid") return undefined
   for (const param of declared.params) {

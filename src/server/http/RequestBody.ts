@@ -13,6 +13,7 @@ import type { HttpServerError, HttpServerRequest, HttpServerResponse } from "eff
 import type { Readable } from "node:stream"
 import { boundedMemo } from "../../internal/BoundedMemo.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
+import type { RequestHeaders } from "./RequestHeaders.ts"
 import { errorResponse, invalid } from "./Security.ts"
 
 export class BodyTooLarge extends Data.TaggedError("BodyTooLarge")<{ readonly limit: number; readonly seen: number }> {}
@@ -27,13 +28,14 @@ const decoder = new TextDecoder()
  */
 export const read = (
   request: HttpServerRequest.HttpServerRequest,
+  headers: RequestHeaders,
   limit: number
 ): Effect.Effect<string, BodyTooLarge | BodyUnreadable | HttpServerError.HttpServerError> => {
-  const declared = Number(request.headers["content-length"])
+  const declared = Number(headers["content-length"])
   if (Number.isFinite(declared)) {
     if (declared > limit) return Effect.fail(new BodyTooLarge({ limit, seen: declared }))
     // The HTTP parser delivers exactly the declared length, so the limit already holds.
-    const body = unreadNodeBody(request)
+    const body = unreadNodeBody(request, headers)
     if (body === undefined) return request.text
     return Effect.map(NodeStream.toArrayBuffer(() => body, { onError: bodyUnreadable }), (bytes) => {
       keepForLaterReads(request, bytes)
@@ -68,8 +70,8 @@ const bodyUnreadable = (cause: unknown) => new BodyUnreadable({ cause })
  * `100 Continue` gets it from there; and a request that is not Node's
  * (a web handler's) has no stream here.
  */
-const unreadNodeBody = (request: HttpServerRequest.HttpServerRequest): Readable | undefined => {
-  if (request.headers["expect"] !== undefined) return undefined
+const unreadNodeBody = (request: HttpServerRequest.HttpServerRequest, headers: RequestHeaders): Readable | undefined => {
+  if (headers["expect"] !== undefined) return undefined
   const source: Partial<Readable> | undefined = NodeHttpServerRequest.toIncomingMessage(request)
   return typeof source === "object" && source !== null && typeof source.on === "function" &&
       source.readableFlowing === null && source.readableDidRead === false
@@ -142,9 +144,7 @@ export const acceptsEventStream = (header: string | undefined): boolean => {
 }
 
 /** The 406 for a GET whose `Accept` leaves out `text/event-stream`; `undefined` when the stream may be sent. */
-export const eventStreamRefusal = (
-  request: HttpServerRequest.HttpServerRequest
-): HttpServerResponse.HttpServerResponse | undefined =>
-  acceptsEventStream(request.headers["accept"])
+export const eventStreamRefusal = (headers: RequestHeaders): HttpServerResponse.HttpServerResponse | undefined =>
+  acceptsEventStream(headers["accept"])
     ? undefined
     : invalid(406, "Not Acceptable: Accept must include text/event-stream")

@@ -8,10 +8,10 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as JsonRpc from "../../JsonRpc.ts"
 import type { Env } from "./Guard.ts"
+import type { RequestHeaders } from "./RequestHeaders.ts"
 import * as Security from "./Security.ts"
 import * as SessionAdmission from "./SessionAdmission.ts"
 import type { Session } from "./Sessions.ts"
@@ -25,8 +25,8 @@ export const primes = (version: string | undefined) => version !== undefined && 
 export const sessionHeader = (session: Session): Record<string, string> =>
   session.id === undefined ? {} : { [SESSION_HEADER]: session.id }
 
-export const badVersion = (env: Env, request: HttpServerRequest.HttpServerRequest) => {
-  const version = request.headers["mcp-protocol-version"]
+export const badVersion = (env: Env, headers: RequestHeaders) => {
+  const version = headers["mcp-protocol-version"]
   return version !== undefined && !env.config.protocolVersions.includes(version)
     ? Option.some(Security.errorResponse(400, JsonRpc.ErrorCode.InvalidRequest, "Unsupported MCP-Protocol-Version", {
       requested: version,
@@ -36,8 +36,8 @@ export const badVersion = (env: Env, request: HttpServerRequest.HttpServerReques
 }
 
 /** The named session, if it exists and belongs to this principal (anything else is 404: no hint it exists). */
-export const lookup = (env: Env, request: HttpServerRequest.HttpServerRequest, principal: Security.Principal) => {
-  const id = request.headers[SESSION_HEADER]
+export const lookup = (env: Env, headers: RequestHeaders, principal: Security.Principal) => {
+  const id = headers[SESSION_HEADER]
   if (id === undefined) return { _tag: "Missing" } as const
   const session = env.sessions.get(id)
   if (session === undefined || session.closed || session.principalId !== principal.id) return { _tag: "Unknown" } as const
@@ -48,15 +48,15 @@ export const lookup = (env: Env, request: HttpServerRequest.HttpServerRequest, p
 /** `lookup`, and in a fleet the registry's word: a session held elsewhere is adopted, one ended elsewhere is unknown. */
 export const find = (
   env: Env,
-  request: HttpServerRequest.HttpServerRequest,
+  headers: RequestHeaders,
   principal: Security.Principal
 ): Effect.Effect<
   ReturnType<typeof lookup> | { readonly _tag: "Respond"; readonly response: Effect.Effect<HttpServerResponse.HttpServerResponse> },
   never,
   Scope.Scope
 > => {
-  const id = request.headers[SESSION_HEADER]
-  if (env.shared === undefined || id === undefined) return Effect.succeed(lookup(env, request, principal))
+  const id = headers[SESSION_HEADER]
+  if (env.shared === undefined || id === undefined) return Effect.succeed(lookup(env, headers, principal))
   return Effect.map(SharedSessions.resolve(env.shared, env.sessions, env.handler, id, principal.id), (found) => {
     switch (found._tag) {
       case "Found":

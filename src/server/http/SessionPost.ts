@@ -22,6 +22,7 @@ import * as InFlightWork from "./InFlightWork.ts"
 import * as OwedReplies from "./OwedReplies.ts"
 import type { Queued } from "./OutStreamShape.ts"
 import type * as RequestBody from "./RequestBody.ts"
+import type { RequestHeaders } from "./RequestHeaders.ts"
 import { isInitialize, negotiatedVersion, PostRoute } from "./PostRoute.ts"
 import * as ResponseHeaders from "./ResponseHeaders.ts"
 import * as Security from "./Security.ts"
@@ -60,6 +61,7 @@ type Decoded = Exclude<JsonRpc.Decoded, { readonly _tag: "ParseError" }>
 export const postToSession = (
   env: Env,
   request: HttpServerRequest.HttpServerRequest,
+  headers: RequestHeaders,
   principal: Security.Principal,
   accepts: RequestBody.Accepts,
   decoded: Decoded,
@@ -70,9 +72,9 @@ export const postToSession = (
     only?._tag === "Request" && !isInitialize(only) && isLazy(env, accepts) && env.config.stateful &&
     env.shared === undefined && env.inFlight === undefined
   ) {
-    const versionError = badVersion(env, request)
+    const versionError = badVersion(env, headers)
     if (Option.isSome(versionError)) return Effect.succeed(versionError.value)
-    const found = lookup(env, request, principal)
+    const found = lookup(env, headers, principal)
     if (found._tag === "Unknown") return Effect.succeed(unknownSession())
     // Its id free and the session taking work; anything else is the generator's to tell apart.
     if (
@@ -86,12 +88,12 @@ export const postToSession = (
         enterSlotsThen(env.sessions.enterSlotsUnsafe, exchange, principal.id, s, 1, (grant): Response => {
           if (grant.granted === 0) return SlotRefusal.refuse(grant.short!)
           if (!s.initialized && completesHandshake(only)) s.initialized = true
-          return beginAndRespond(admittedOf(env, request, accepts, decoded, messages, s, grant, false, false), exchange)
+          return beginAndRespond(admittedOf(env, request, headers, accepts, decoded, messages, s, grant, false, false), exchange)
         })
       )
     }
   }
-  return admitAny(env, request, principal, accepts, decoded, messages)
+  return admitAny(env, request, headers, principal, accepts, decoded, messages)
 }
 
 /**
@@ -105,6 +107,7 @@ const isLazy = (env: Env, accepts: RequestBody.Accepts) => accepts.json && env.c
 interface Admitted {
   readonly env: Env
   readonly request: HttpServerRequest.HttpServerRequest
+  readonly requestHeaders: RequestHeaders
   readonly accepts: RequestBody.Accepts
   readonly decoded: Decoded
   readonly messages: ReadonlyArray<JsonRpc.Classified>
@@ -125,6 +128,7 @@ interface Admitted {
 const admittedOf = (
   env: Env,
   request: HttpServerRequest.HttpServerRequest,
+  requestHeaders: RequestHeaders,
   accepts: RequestBody.Accepts,
   decoded: Decoded,
   messages: ReadonlyArray<JsonRpc.Classified>,
@@ -135,6 +139,7 @@ const admittedOf = (
 ): Admitted => ({
   env,
   request,
+  requestHeaders,
   accepts,
   decoded,
   messages,
@@ -157,18 +162,19 @@ const admittedOf = (
 const admitAny = Effect.fnUntraced(function*(
   env: Env,
   request: HttpServerRequest.HttpServerRequest,
+  requestHeaders: RequestHeaders,
   principal: Security.Principal,
   accepts: RequestBody.Accepts,
   decoded: Decoded,
   messages: ReadonlyArray<JsonRpc.Classified>
 ) {
   const { config, sessions } = env
-  const versionError = badVersion(env, request)
+  const versionError = badVersion(env, requestHeaders)
   if (Option.isSome(versionError)) return versionError.value
 
   let session: Session | undefined
   if (config.stateful) {
-    const found = yield* find(env, request, principal)
+    const found = yield* find(env, requestHeaders, principal)
     if (found._tag === "Unknown") return unknownSession()
     if (found._tag === "Respond") return yield* found.response
     if (found._tag === "Found") session = found.session
@@ -208,7 +214,7 @@ const admitAny = Effect.fnUntraced(function*(
   if (ephemeral) yield* Effect.addFinalizer(() => sessions.close(s))
 
   if (decoded._tag === "Batch") {
-    const version = ephemeral ? request.headers["mcp-protocol-version"] : s.protocolVersion
+    const version = ephemeral ? requestHeaders["mcp-protocol-version"] : s.protocolVersion
     if (version !== undefined && version !== "2025-03-26") {
       return Security.invalid(400, `Invalid Request: batches are not supported by protocol revision ${version}`)
     }
@@ -224,7 +230,7 @@ const admitAny = Effect.fnUntraced(function*(
     if (initialize) yield* sessions.close(s)
     return yield* SlotRefusal.refuse(grant.short!)
   }
-  const admitted = admittedOf(env, request, accepts, decoded, messages, s, grant, initialize, ephemeral)
+  const admitted = admittedOf(env, request, requestHeaders, accepts, decoded, messages, s, grant, initialize, ephemeral)
   const { headers, shared } = admitted
   if (!s.initialized && messages.some(completesHandshake)) s.initialized = true
   // The fleet learns the handshake is over before the client does (the 202), so its next request may go anywhere.
@@ -401,7 +407,7 @@ const respond = (a: Admitted, route: PostRoute, fiber: Fiber.Fiber<void> | undef
 
 /** `respond` for an answer not known yet, or not a single JSON reply. */
 const awaitAnswer = Effect.fnUntraced(function*(a: Admitted, route: PostRoute, fiber: Fiber.Fiber<void> | undefined) {
-  const { accepts, env, headers, initialize, messages, request, session: s } = a
+  const { accepts, env, headers, initialize, messages, request, requestHeaders, session: s } = a
   const { config, sessions } = env
   if (a.lazy) {
     // A handler done by now (it started at once) answered without a stream: no wait.
@@ -421,7 +427,7 @@ const awaitAnswer = Effect.fnUntraced(function*(a: Admitted, route: PostRoute, f
   // Answered already (a quick handler) with responses only: the whole SSE body in one write.
   const stream = Effect.suspend(() => {
     const opening = {
-      priming: !a.ephemeral && primes(s.protocolVersion ?? request.headers["mcp-protocol-version"]),
+      priming: !a.ephemeral && primes(s.protocolVersion ?? requestHeaders["mcp-protocol-version"]),
       retryMs: a.ephemeral ? undefined : config.retryMs,
       lastEventId: undefined,
       cut: SseWire.cutter(request)

@@ -7,16 +7,16 @@
  * stateless-era request is served without it.
  */
 import * as Cause from "effect/Cause"
-import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as RequestMeta from "../../RequestMeta.ts"
 import type { AvailabilityShape } from "../Availability.ts"
 import * as MetaHeaders from "./MetaHeaders.ts"
+import type { RequestHeaders } from "./RequestHeaders.ts"
 import * as Security from "./Security.ts"
 
-const needsShared = (request: HttpServerRequest.HttpServerRequest): boolean =>
-  !(request.method === "POST" && MetaHeaders.isStatelessVersion(request.headers[RequestMeta.Header.protocolVersion])) ||
-  request.headers[RequestMeta.Header.method] === "subscriptions/listen"
+const needsShared = (method: string, headers: RequestHeaders): boolean =>
+  !(method === "POST" && MetaHeaders.isStatelessVersion(headers[RequestMeta.Header.protocolVersion])) ||
+  headers[RequestMeta.Header.method] === "subscriptions/listen"
 
 const unavailable = (availability: AvailabilityShape) =>
   Security.invalid(503, "Service unavailable: the shared store cannot be reached", {
@@ -40,8 +40,9 @@ export const lost = (availability: AvailabilityShape): HttpServerResponse.HttpSe
 /** The refusal, or `undefined` when the request may go on. */
 export const refusal = (
   availability: AvailabilityShape | undefined,
-  request: HttpServerRequest.HttpServerRequest
+  method: string,
+  headers: RequestHeaders
 ): HttpServerResponse.HttpServerResponse | undefined =>
-  availability === undefined || availability.available() || !needsShared(request)
+  availability === undefined || availability.available() || !needsShared(method, headers)
     ? undefined
     : unavailable(availability)

@@ -27,6 +27,7 @@ import * as MetaHeaders from "./MetaHeaders.ts"
 import * as OwedReplies from "./OwedReplies.ts"
 import type * as OutStream from "./OutStream.ts"
 import * as RequestBody from "./RequestBody.ts"
+import type { RequestHeaders } from "./RequestHeaders.ts"
 import * as ServerSpans from "../internal/ServerSpans.ts"
 import type * as Security from "./Security.ts"
 import type { Sessions } from "./Sessions.ts"
@@ -56,6 +57,7 @@ type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scop
 export const post = (
   env: Env,
   request: HttpServerRequest.HttpServerRequest,
+  headers: RequestHeaders,
   principal: Security.Principal,
   accepts: RequestBody.Accepts,
   decoded: Exclude<JsonRpc.Decoded, { readonly _tag: "ParseError" }>
@@ -74,7 +76,7 @@ export const post = (
   const forbidden = env.authorize?.(principal, [classified])
   if (forbidden !== undefined) return Effect.succeed(forbidden)
   const message = classified.message
-  const version = request.headers[RequestMeta.Header.protocolVersion]
+  const version = headers[RequestMeta.Header.protocolVersion]
   if (!MetaHeaders.isStatelessVersion(version)) {
     return Effect.succeed(
       answer("id" in message ? message.id : null, MetaHeaders.notStateless(version, message, env.config.statelessVersions))
@@ -96,14 +98,14 @@ export const post = (
   }
 
   const rpc = classified.message
-  const rejected = MetaHeaders.checkRequest(request.headers, rpc, env.config.statelessVersions)
+  const rejected = MetaHeaders.checkRequest(headers, rpc, env.config.statelessVersions)
   if (rejected !== undefined) return Effect.succeed(answer(rpc.id, rejected))
   const schemaOf = env.handler.toolInputSchema
   if (rpc.method === "tools/call" && schemaOf !== undefined) {
     const params = rpc.params as { readonly name?: unknown; readonly arguments?: unknown }
     if (typeof params.name === "string") {
       const checked = (schema: unknown): Response => {
-        const mismatch = MetaHeaders.checkParams(request.headers, schema, params.arguments)
+        const mismatch = MetaHeaders.checkParams(headers, schema, params.arguments)
         return mismatch !== undefined
           ? Effect.succeed(answer(rpc.id, mismatch))
           : serve(env, request, principal, accepts, rpc, principalId)

@@ -27,6 +27,7 @@ import * as Metrics from "../../observability/Metrics.ts"
 import * as EraRouting from "./EraRouting.ts"
 import { type Env, type Guarded, withPeer } from "./Guard.ts"
 import * as RequestBody from "./RequestBody.ts"
+import type { RequestHeaders } from "./RequestHeaders.ts"
 import * as Security from "./Security.ts"
 import { badVersion, find, missingSession, primes, sessionHeader, unknownSession } from "./SessionHeaders.ts"
 import { postToSession } from "./SessionPost.ts"
@@ -42,7 +43,8 @@ const modernOnly = () =>
     allow: "POST"
   })
 
-export const post = (env: Env): Guarded => withPeer(env, (request, principal) => postMessages(env, request, principal))
+export const post = (env: Env): Guarded =>
+  withPeer(env, (request, principal, headers) => postMessages(env, request, principal, headers))
 
 type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scope.Scope>
 
@@ -50,17 +52,22 @@ type Response = Effect.Effect<HttpServerResponse.HttpServerResponse, never, Scop
  * The checks every POST passes, then its era's path. Plain functions and one
  * step for the body, not a generator: every request of either era runs it.
  */
-const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, principal: Security.Principal): Response => {
-  if (!RequestBody.isJsonContent(request.headers["content-type"])) {
+const postMessages = (
+  env: Env,
+  request: HttpServerRequest.HttpServerRequest,
+  principal: Security.Principal,
+  headers: RequestHeaders
+): Response => {
+  if (!RequestBody.isJsonContent(headers["content-type"])) {
     return Effect.succeed(Security.invalid(415, "Unsupported Media Type: Content-Type must be application/json"))
   }
-  const accepts = RequestBody.accepts(request.headers["accept"])
+  const accepts = RequestBody.accepts(headers["accept"])
   if (!accepts.json && !accepts.sse) {
     return Effect.succeed(Security.invalid(406, "Not Acceptable: Accept must include application/json or text/event-stream"))
   }
   const repeated = EraRouting.repeatedHeader(request)
   if (repeated !== undefined) return Effect.succeed(repeated)
-  return Effect.matchEffect(RequestBody.read(request, env.config.maxBodyBytes), {
+  return Effect.matchEffect(RequestBody.read(request, headers, env.config.maxBodyBytes), {
     onFailure: (failure) =>
       Effect.succeed(failure._tag === "BodyTooLarge" ? RequestBody.tooLarge(failure) : RequestBody.unreadable()),
     onSuccess: (text): Response => {
@@ -71,21 +78,22 @@ const postMessages = (env: Env, request: HttpServerRequest.HttpServerRequest, pr
       const messages = decoded._tag === "Single" ? [decoded.message] : decoded.messages
       // One decision from header and body together, before any session rule: a stateless request
       // carries no session, and a session id on it means nothing.
-      const era = EraRouting.decide(env, request.headers, messages)
+      const era = EraRouting.decide(env, headers, messages)
       if (era._tag === "Refused") return Effect.succeed(era.response)
-      if (era._tag === "Stateless") return StatelessPost.post(env, request, principal, accepts, decoded)
-      return postToSession(env, request, principal, accepts, decoded, messages)
+      if (era._tag === "Stateless") return StatelessPost.post(env, request, headers, principal, accepts, decoded)
+      return postToSession(env, request, headers, principal, accepts, decoded, messages)
     }
   })
 }
 
-export const get = (env: Env): Guarded => (request, principal) => getStandalone(env, request, principal)
+export const get = (env: Env): Guarded => (request, principal, headers) => getStandalone(env, request, principal, headers)
 
 /** One generator function for every GET (see `postToSession`): none made per request. */
 const getStandalone = Effect.fnUntraced(function*(
   env: Env,
   request: HttpServerRequest.HttpServerRequest,
-  principal: Security.Principal
+  principal: Security.Principal,
+  headers: RequestHeaders
 ): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
   const { config, sessions, store } = env
   if (config.eras === "modern") return modernOnly()
@@ -94,17 +102,16 @@ const getStandalone = Effect.fnUntraced(function*(
       allow: config.stateful ? "POST, DELETE" : "POST"
     })
   }
-  const refusal = RequestBody.eventStreamRefusal(request)
+  const refusal = RequestBody.eventStreamRefusal(headers)
   if (refusal !== undefined) return refusal
-  const versionError = badVersion(env, request)
+  const versionError = badVersion(env, headers)
   if (Option.isSome(versionError)) return versionError.value
-  const found = yield* find(env, request, principal)
+  const found = yield* find(env, headers, principal)
   if (found._tag === "Missing") return missingSession()
   if (found._tag === "Unknown") return unknownSession()
   if (found._tag === "Respond") return yield* found.response
   const session = found.session
-  const headers = sessionHeader(session)
-  const lastEventId = request.headers["last-event-id"]
+  const lastEventId = headers["last-event-id"]
 
   if (lastEventId === undefined && session.standalone.hasReader()) {
     return Security.invalid(409, "Conflict: this session already has a standalone SSE stream")
@@ -134,7 +141,7 @@ const getStandalone = Effect.fnUntraced(function*(
     }
   } else {
     frames = session.standalone.attach({
-      priming: primes(session.protocolVersion ?? request.headers["mcp-protocol-version"]),
+      priming: primes(session.protocolVersion ?? headers["mcp-protocol-version"]),
       retryMs: config.retryMs,
       lastEventId: undefined,
       cut: SseWire.cutter(request)
@@ -142,24 +149,24 @@ const getStandalone = Effect.fnUntraced(function*(
   }
   const admission = yield* sessions.enter(principal.id, session, true)
   if (admission !== "ok") return yield* SlotRefusal.refuse(admission)
-  return SseWire.response(frames, headers)
+  return SseWire.response(frames, sessionHeader(session))
 })
 
-export const del = (env: Env): Guarded => (request, principal) => deleteSession(env, request, principal)
+export const del = (env: Env): Guarded => (_request, principal, headers) => deleteSession(env, principal, headers)
 
 /** One generator function for every DELETE (see `postToSession`). */
 const deleteSession = Effect.fnUntraced(function*(
   env: Env,
-  request: HttpServerRequest.HttpServerRequest,
-  principal: Security.Principal
+  principal: Security.Principal,
+  headers: RequestHeaders
 ): Effect.fn.Return<HttpServerResponse.HttpServerResponse, never, Scope.Scope> {
   if (env.config.eras === "modern") return modernOnly()
   if (!env.config.stateful) {
     return Security.invalid(405, "Method Not Allowed: stateless server has no sessions", { allow: "POST" })
   }
-  const versionError = badVersion(env, request)
+  const versionError = badVersion(env, headers)
   if (Option.isSome(versionError)) return versionError.value
-  const found = yield* find(env, request, principal)
+  const found = yield* find(env, headers, principal)
   if (found._tag === "Missing") return missingSession()
   if (found._tag === "Unknown") return unknownSession()
   if (found._tag === "Respond") return yield* found.response

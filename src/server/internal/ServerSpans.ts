@@ -25,6 +25,7 @@ import * as McpSpan from "../../internal/McpSpan.ts"
 import * as NetworkPeer from "../../internal/NetworkPeer.ts"
 import * as RequestMeta from "../../RequestMeta.ts"
 import type { Handler, HandlerContext } from "../Handler.ts"
+import type { RequestHeaders } from "../http/RequestHeaders.ts"
 import type { SessionRecord } from "../SessionRegistry.ts"
 import { isRecord } from "../../internal/Records.ts"
 
@@ -40,11 +41,12 @@ export const PIPE = NetworkPeer.PIPE
  */
 export const withHttpPeer = <A, E, R>(
   request: HttpServerRequest.HttpServerRequest,
+  headers: RequestHeaders,
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) => {
     if (!McpSpan.enabled(fiber)) return effect
-    const traceparent = request.headers["traceparent"]
+    const traceparent = headers["traceparent"]
     const link = McpSpan.ambientSpan(fiber) ??
       (traceparent === undefined ? undefined : McpSpan.remoteParent({ _meta: { traceparent } }))
     const address = request.remoteAddress
@@ -53,7 +55,7 @@ export const withHttpPeer = <A, E, R>(
       protocol: "http",
       address: address._tag === "Some" ? address.value : undefined,
       link,
-      protocolVersion: request.headers["mcp-protocol-version"]
+      protocolVersion: headers["mcp-protocol-version"]
     })
   })
 

@@ -106,6 +106,27 @@ describe("HTTP server transport: error paths", () => {
       expect((await raw(port, { method: "GET", path: "/mcp/health", headers: { host: "evil.example.com" } })).status).toBe(403)
     }))
 
+  it.live("an absolute-form target names the host judged, in place of the Host line (RFC 9112, 3.2.2)", () =>
+    withServer(undefined, async ({ port }) => {
+      const body = JSON.stringify(initializeBody())
+      const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" }
+      const elsewhere = await raw(port, {
+        method: "POST",
+        path: "http://evil.example.com/mcp",
+        headers: { ...headers, host: `127.0.0.1:${port}` },
+        body
+      })
+      expect(elsewhere.status).toBe(403)
+      expect(JSON.parse(elsewhere.body).error.message).toBe("Forbidden: Host header not allowed")
+      const here = await raw(port, {
+        method: "POST",
+        path: `http://127.0.0.1:${port}/mcp`,
+        headers: { ...headers, host: "evil.example.com" },
+        body
+      })
+      expect(here.status).toBe(200)
+    }))
+
   it.live("each Host value keeps its verdict on every request, past the number of values judged once and kept", () =>
     withServer(undefined, async ({ port }) => {
       const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" }

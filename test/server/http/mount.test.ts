@@ -7,7 +7,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { expect, layer } from "@effect/vitest"
 import { createServer } from "node:http"
 import { Context, Effect, Layer, Option } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpMiddleware, HttpRouter, HttpServerResponse } from "effect/http"
+import { IpNetwork } from "effect/net"
 import * as JsonRpc from "../../../src/JsonRpc.ts"
 import * as EventStore from "../../../src/server/EventStore.ts"
 import type { Handler } from "../../../src/server/Handler.ts"
@@ -78,5 +79,30 @@ layer(ServerLive)("HttpServerTransport.routes in an existing app", (it) => {
       expect(sseAnswer).toMatch(/^id: /)
       expect(yield* store.size).toBeGreaterThan(before)
       expect(Option.isNone(yield* store.replayAfter("unknown_1"))).toBe(true)
+    }))
+})
+
+// Behind a proxy the application trusts, its middleware puts the host the client asked for in `Host`.
+const ProxiedLive = HttpRouter.serve(App, {
+  disableLogger: true,
+  disableListenLog: true,
+  middleware: HttpMiddleware.xForwardedHeaders({ trustedProxies: [IpNetwork.fromStringUnsafe("127.0.0.0/8")] })
+}).pipe(
+  Layer.provide(Layer.succeed(EventStore.EventStore)(store)),
+  Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }))
+)
+
+layer(ProxiedLive)("HttpServerTransport.routes behind the application's middleware", (it) => {
+  it.effect("the Host check judges the headers as the application's middleware left them", () =>
+    Effect.gen(function*() {
+      const base = yield* baseUrl
+      const statuses = yield* Effect.promise(async () => {
+        const forwarded = (host: string) => ({ "x-forwarded-for": "203.0.113.5", "x-forwarded-host": host })
+        const elsewhere = await post(`${base}/rpc`, initializeBody(), forwarded("evil.example.com"))
+        const here = await post(`${base}/rpc`, initializeBody(), forwarded("localhost"))
+        await here.text()
+        return [elsewhere.status, here.status]
+      })
+      expect(statuses).toEqual([403, 200])
     }))
 })
