@@ -12,6 +12,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import * as JsonRpc from "../JsonRpc.ts"
 import { RpcError } from "../McpError.ts"
+import * as CompiledDecode from "../internal/CompiledDecode.ts"
 import * as Catalogue from "./internal/Catalogue.ts"
 import type { McpServer, RequestContext } from "./McpServer.ts"
 
@@ -114,7 +115,7 @@ export const add = <const A extends Arguments = {}, E = never, R2 = never, RC = 
     arguments: args,
     ...(options._meta === undefined ? {} : { _meta: options._meta })
   }
-  const decode = Schema.decodeUnknownEffect(schema as unknown as Schema.Decoder<unknown, never>)
+  const decode = CompiledDecode.decodeUnknownEffect(schema as unknown as Schema.Decoder<unknown, never>)
   return Catalogue.add(server, "prompts", name, {
     definition,
     complete: (options.complete ?? {}) as Record<string, Catalogue.Completer<RC>>,

@@ -15,6 +15,7 @@ import { Buffer } from "node:buffer"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { DefinitionError } from "./DefinitionError.ts"
+import * as CompiledDecode from "../internal/CompiledDecode.ts"
 import * as Catalogue from "./internal/Catalogue.ts"
 import * as UriTemplate from "./internal/UriTemplate.ts"
 import type { McpServer, RequestContext } from "./McpServer.ts"
@@ -234,7 +235,7 @@ export const template = <
   const schemas = (options.variables ?? {}) as Record<string, VariableSchema>
   const fields: Record<string, Schema.Top> = {}
   for (const name of parsed.variables) fields[name] = schemas[name] ?? Schema.String
-  const decode = Schema.decodeUnknownEffect(Schema.Struct(fields) as unknown as Schema.Decoder<unknown, never>)
+  const decode = CompiledDecode.decodeUnknownEffect(Schema.Struct(fields) as unknown as Schema.Decoder<unknown, never>)
   return Catalogue.add(server, "templates", uriTemplate, {
     definition: listEntry("uriTemplate", uriTemplate, options),
     template: parsed,

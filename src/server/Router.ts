@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import { buildNow } from "../internal/BuildNow.ts"
+import * as CompiledDecode from "../internal/CompiledDecode.ts"
 import * as JsonRpc from "../JsonRpc.ts"
 import { RpcError } from "../McpError.ts"
 import * as ServerSpans from "./internal/ServerSpans.ts"
@@ -112,7 +113,7 @@ export const add = <Ctx, R, P extends Schema.Top = typeof Schema.Unknown, A exte
   requests.set(method, {
     decode: schemas.params === undefined
       ? identity
-      : Schema.decodeUnknownEffect(schemas.params as Schema.Decoder<unknown, P["DecodingServices"]>),
+      : CompiledDecode.decodeUnknownEffect(schemas.params as Schema.Decoder<unknown, P["DecodingServices"]>),
     encode: schemas.result === undefined
       ? identity
       : Schema.encodeUnknownEffect(schemas.result as unknown as Schema.Codec<unknown, unknown, never, A["EncodingServices"]>),
@@ -137,7 +138,7 @@ export const addNotification = <Ctx, R, P extends Schema.Top = typeof Schema.Unk
   notifications.set(method, {
     decode: schemas.params === undefined
       ? identity
-      : Schema.decodeUnknownEffect(schemas.params as Schema.Decoder<unknown, P["DecodingServices"]>),
+      : CompiledDecode.decodeUnknownEffect(schemas.params as Schema.Decoder<unknown, P["DecodingServices"]>),
     handle
   })
   return { requests: router.requests, notifications }

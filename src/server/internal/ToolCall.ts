@@ -12,6 +12,7 @@ import { RpcError } from "../../McpError.ts"
 import * as JsonSchema from "../JsonSchema.ts"
 import type { RequestContext } from "../McpServer.ts"
 import type * as Task from "../Task.ts"
+import * as CompiledDecode from "../../internal/CompiledDecode.ts"
 import { isRecord } from "../../internal/Records.ts"
 import * as TaskMethods2025 from "./TaskMethods2025.ts"
 import * as TaskRunner from "./TaskRunner.ts"
@@ -51,7 +52,7 @@ export const fromSchemas = (
   jsonOptions: JsonSchema.JsonSchemaOptions,
   handler: (params: never, context: RequestContext) => Effect.Effect<unknown, unknown, any>
 ): Call<any> => {
-  const decodeArguments = Schema.decodeUnknownEffect(JsonSchema.codec(parameters, jsonOptions))
+  const decodeArguments = CompiledDecode.decodeUnknownEffect(JsonSchema.codec(parameters, jsonOptions))
   const encodeSuccess = options.success === undefined
     ? undefined
     : Schema.encodeUnknownEffect(JsonSchema.codec(options.success, jsonOptions))
