@@ -15,6 +15,7 @@ import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as McpSchema from "effect/ai/McpSchema"
 import type { Implementation } from "../../Implementation.ts"
 import * as JsonRpc from "../../JsonRpc.ts"
@@ -296,8 +297,12 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
       : request
     const ctx = new LiveRequestContext(ownRequest, hctx, session, stores, timeoutMs, rounds)
     const stated = requestState !== undefined
-    // A handler that answered at once is finished here, with no step of its own.
-    return Effect.matchCauseEffectEager(ctx.releasing(Router.dispatch(router, ownRequest, ctx, missingCapability)), {
+    const answered = ctx.releasing(Router.dispatch(router, ownRequest, ctx, missingCapability))
+    // A handler that answered at once without asking is finished here, with no step and no closures of its own.
+    if (Exit.isExit(answered) && Exit.isSuccess(answered) && rounds.invalid === undefined && rounds.pending.size === 0) {
+      return Effect.succeed(completeResponse(request.method, answered.value as JsonRpc.JsonRpcResponse))
+    }
+    return Effect.matchCauseEffectEager(answered, {
       onFailure: (cause) =>
         rounds.invalid !== undefined
           ? invalidAnswer(request.id, rounds.invalid)
