@@ -167,21 +167,26 @@ const canonical = (lower: string, sent: string): string => {
 export const repeatedHeader = (request: HttpServerRequest.HttpServerRequest): HttpServerResponse.HttpServerResponse | undefined => {
   const raw = (NodeHttpServerRequest.toIncomingMessage(request) as { readonly rawHeaders?: unknown } | undefined)?.rawHeaders
   if (!Array.isArray(raw)) return undefined
-  let seen: Set<string> | undefined
+  // A few names at most: a list, not a `Set` to hash them into.
+  let seen: Array<string> | undefined
   for (let i = 0; i < raw.length; i += 2) {
     const sent = raw[i]
     if (typeof sent !== "string" || sent.length < 8 || !startsWithMcp(sent)) continue
-    const lower = sent.toLowerCase()
+    // Most clients send these names in lower case already (fetch and undici do): those are not copied.
+    const lower = sent === RequestMeta.Header.protocolVersion || sent === RequestMeta.Header.method ||
+        sent === RequestMeta.Header.name
+      ? sent
+      : sent.toLowerCase()
     if (!isRoutingHeader(lower)) continue
-    seen ??= new Set()
-    if (seen.has(lower)) {
+    seen ??= []
+    if (seen.includes(lower)) {
       const name = canonical(lower, sent)
       return HttpServerResponse.jsonUnsafe(
         JsonRpc.failure(null, JsonRpc.ErrorCode.HeaderMismatch, `${name} header is sent more than once`, { header: name }),
         { status: 400 }
       )
     }
-    seen.add(lower)
+    seen.push(lower)
   }
   return undefined
 }

@@ -269,6 +269,12 @@ describe("era routing: routing headers on more than one line", () => {
       const lines = Object.entries(headers).filter(([name]) => name.toLowerCase() !== "mcp-method").flat()
       expect(yield* rawPost(port, honest, [...lines, "MCP-METHOD", "tools/call", "mCp-MeThOd", "tools/call"]))
         .toEqual(repeated("Mcp-Method"))
+      // A name in lower case beside the same name in another case.
+      expect(yield* rawPost(port, honest, [...lines, "mcp-method", "tools/call", "Mcp-Method", "tools/call"]))
+        .toEqual(repeated("Mcp-Method"))
+      const others = Object.entries(headers).filter(([name]) => name !== "mcp-param-acct").flat()
+      const paramTwice = yield* rawPost(port, honest, [...others, "mcp-param-acct", "victim", "mcp-param-ACCT", "victim"])
+      expect(paramTwice).toEqual(repeated("Mcp-Param-ACCT"))
       expect(ran).toEqual([])
       // One line each: served; other headers may repeat.
       expect(yield* rawPost(port, honest, headers)).toMatchObject({ status: 200, body: { id: 1, result: { resultType: "complete" } } })
