@@ -120,14 +120,20 @@ export const readMeta = (params: unknown): ReadMeta => {
   const capabilities = meta[MetaKey.clientCapabilities]
   const clientInfo = meta[MetaKey.clientInfo]
   const logLevel = meta[MetaKey.logLevel]
-  const missing: Array<string> = []
-  if (typeof version !== "string") missing.push(MetaKey.protocolVersion)
-  if (!isObject(capabilities)) missing.push(MetaKey.clientCapabilities)
+  const versionValid = typeof version === "string"
+  const capabilitiesValid = isObject(capabilities)
   const infoValid = clientInfo === undefined ||
     (isObject(clientInfo) && typeof clientInfo.name === "string" && typeof clientInfo.version === "string")
-  if (!infoValid) missing.push(MetaKey.clientInfo)
-  if (logLevel !== undefined && typeof logLevel !== "string") missing.push(MetaKey.logLevel)
-  if (missing.length > 0) return { _tag: "Invalid", missing }
+  const levelValid = logLevel === undefined || typeof logLevel === "string"
+  // Every stateless request is read here, and on its way in more than once: the list is made only when it has entries.
+  if (!(versionValid && capabilitiesValid && infoValid && levelValid)) {
+    const missing: Array<string> = []
+    if (!versionValid) missing.push(MetaKey.protocolVersion)
+    if (!capabilitiesValid) missing.push(MetaKey.clientCapabilities)
+    if (!infoValid) missing.push(MetaKey.clientInfo)
+    if (!levelValid) missing.push(MetaKey.logLevel)
+    return { _tag: "Invalid", missing }
+  }
   return {
     _tag: "Valid",
     meta: {

@@ -132,6 +132,9 @@ const CACHEABLE: ReadonlySet<string> = new Set([
 /** The methods whose handlers may ask the client through `input_required` results. */
 const MULTI_ROUND: ReadonlySet<string> = new Set(["tools/call", "resources/read", "prompts/get"])
 
+/** The answers of a first send that carries none (most requests): one object, never written to. */
+const NO_ANSWERS: Readonly<Record<string, unknown>> = Object.freeze({})
+
 export const make = <R>(config: Config<R>): StatelessEra<R> => {
   const { declared, options, router, runner, stores, subscriptions, timeoutMs } = config
   const serverInfoMeta = { [RequestMeta.MetaKey.serverInfo]: options.serverInfo }
@@ -272,7 +275,7 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
       hctx.principal,
       params
     )
-    let answers: Record<string, unknown> = {}
+    let answers: Readonly<Record<string, unknown>> = NO_ANSWERS
     if (requestState === undefined) {
       // No state: nothing was asked before, so every answer comes from this request (a client
       // retrying a server that issues no state); only those the run uses are carried on.
@@ -283,11 +286,12 @@ export const make = <R>(config: Config<R>): StatelessEra<R> => {
         return Effect.succeed(JsonRpc.failure(request.id, JsonRpc.ErrorCode.InvalidParams, `Invalid requestState: ${verified.reason}`))
       }
       // Only the keys asked last round are taken from the client; the rest came signed.
-      answers = { ...verified.state.answers }
+      const signed: Record<string, unknown> = { ...verified.state.answers }
       const responses = isRecord(inputResponses) ? inputResponses : {}
       for (const key of verified.state.asked) {
-        if (Object.hasOwn(responses, key) && responses[key] !== undefined) answers[key] = responses[key]
+        if (Object.hasOwn(responses, key) && responses[key] !== undefined) signed[key] = responses[key]
       }
+      answers = signed
     }
     const rounds = new Rounds(answers)
     // The handler sees the request as the client first sent it: most first sends carry neither field,
