@@ -34,10 +34,14 @@ const App = Layer.mergeAll(
   HttpServerTransport.routes(handler, { path: "/rpc", eventsAndHealth: false, legacySse: false })
 ).pipe(Layer.provide(Layer.succeed(Greeting)({ text: "hi" })))
 
-const ServerLive = HttpRouter.serve(App, { disableLogger: true, disableListenLog: true }).pipe(
-  Layer.provide(Layer.succeed(EventStore.EventStore)(store)),
-  Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }))
-)
+/** A served app, given the event store and a loopback listener. */
+const onLoopback = <A, E, R>(served: Layer.Layer<A, E, R>) =>
+  served.pipe(
+    Layer.provide(Layer.succeed(EventStore.EventStore)(store)),
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }))
+  )
+
+const ServerLive = onLoopback(HttpRouter.serve(App, { disableLogger: true, disableListenLog: true }))
 
 layer(ServerLive)("HttpServerTransport.routes in an existing app", (it) => {
   it.effect("the app's routes and the transport's work side by side; the handler sees the app's services", () =>
@@ -83,14 +87,11 @@ layer(ServerLive)("HttpServerTransport.routes in an existing app", (it) => {
 })
 
 // Behind a proxy the application trusts, its middleware puts the host the client asked for in `Host`.
-const ProxiedLive = HttpRouter.serve(App, {
+const ProxiedLive = onLoopback(HttpRouter.serve(App, {
   disableLogger: true,
   disableListenLog: true,
   middleware: HttpMiddleware.xForwardedHeaders({ trustedProxies: [IpNetwork.fromStringUnsafe("127.0.0.0/8")] })
-}).pipe(
-  Layer.provide(Layer.succeed(EventStore.EventStore)(store)),
-  Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }))
-)
+}))
 
 layer(ProxiedLive)("HttpServerTransport.routes behind the application's middleware", (it) => {
   it.effect("the Host check judges the headers as the application's middleware left them", () =>
