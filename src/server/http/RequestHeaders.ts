@@ -4,9 +4,9 @@
  *
  * Behind its own listener (`HttpServerTransport.layer`) the transport reads
  * them as Node parsed them. `request.headers` copies Node's object into
- * `effect`'s `Headers` on first read, about 8,600 instructions of the
- * 180,000 a stateless `tools/call` costs (BENCHMARKS.md, "Headers read as
- * Node parsed them"). There, nothing stands between Node and the routes
+ * `effect`'s `Headers` on first read: about 8,000 instructions a request,
+ * where a stateless `tools/call` now costs 177,000 (BENCHMARKS.md, "Headers
+ * read as Node parsed them"). There, nothing stands between Node and the routes
  * that could change a request's headers. Mounted in an application's own
  * router (`routes`, `make`), its middleware may have changed them
  * (`HttpMiddleware.xForwardedHeaders` sets `host`, say), so the transport
