@@ -148,8 +148,9 @@ const withCors = (response: HttpServerResponse.HttpServerResponse, origin: strin
 /** Preflight: 204 with the CORS grants for an allowed origin, 403 for another. */
 export const preflight = (env: Env): Route => (request) =>
   Effect.sync(() => {
-    const origin = request.headers["origin"]
-    if (!Security.isHostAllowed(env.lists, request.headers["host"])) {
+    const headers = RequestHeaders.of(request, env.config.ownListener)
+    const origin = headers["origin"]
+    if (!Security.isHostAllowed(env.lists, headers["host"])) {
       return Security.invalid(403, "Forbidden: Host header not allowed")
     }
     const allowed = Security.isOriginAllowed(env.lists, origin)
@@ -162,7 +163,7 @@ export const preflight = (env: Env): Route => (request) =>
         origin,
         allowed,
         env.config.corsMaxAge,
-        request.headers["access-control-request-headers"]
+        headers["access-control-request-headers"]
       )
     })
   })
